@@ -1,0 +1,84 @@
+/* Strata span API (C). XSP's startSpan/finishSpan: mark regions of a program at a level.
+ *
+ * Nothing here needs a running recorder: when the process is not being recorded (no STRATA_OUTPUT /
+ * STRATA_OUTPUT_DIR in the environment and no strata_start call), every call returns at once.
+ * Spans deeper than the configured level are dropped at the call site for the price of one load and
+ * compare. Thread-safe; the hot path takes no lock.
+ */
+#ifndef STRATA_STRATA_H_
+#define STRATA_STRATA_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Levels, outermost first. The numbers are stable: they are written into trace files. */
+#define STRATA_LEVEL_APPLICATION 10
+#define STRATA_LEVEL_ITERATION 15
+#define STRATA_LEVEL_MODEL 20
+#define STRATA_LEVEL_LAYER 30
+#define STRATA_LEVEL_LIBRARY 40
+#define STRATA_LEVEL_RUNTIME_API 50
+#define STRATA_LEVEL_DEVICE 60
+#define STRATA_LEVEL_CPU_SAMPLE 70
+
+#define STRATA_KIND_SPAN 1
+#define STRATA_KIND_LAUNCH 2
+#define STRATA_KIND_EXECUTION 3
+#define STRATA_KIND_INSTANT 4
+#define STRATA_KIND_COUNTER 5
+#define STRATA_KIND_SAMPLE 6
+
+/* 0 means "no span" (not recording, gated by level, or dropped): every call accepts it and does nothing. */
+typedef uint64_t strata_span_id;
+
+/* Starts a span on the calling thread. Its parent is the innermost open span of this thread, or
+ * the span named by the inherited TRACEPARENT. The name is copied. */
+strata_span_id strata_span_begin(const char* name, int level);
+strata_span_id strata_span_begin_n(const char* name, size_t name_len, int level);
+/* Ends a span begun on any thread (ends may come out of order). */
+void strata_span_end(strata_span_id span);
+
+/* Attributes describe a span (batch size, shapes); metrics measure it (flops, bytes). */
+void strata_span_set_int(strata_span_id span, const char* key, int64_t value);
+void strata_span_set_double(strata_span_id span, const char* key, double value);
+void strata_span_set_string(strata_span_id span, const char* key, const char* value);
+void strata_span_set_metric(strata_span_id span, const char* key, double value);
+
+void strata_instant(const char* name, int level);
+void strata_counter(const char* name, double value);
+/* Names the calling thread in exports. */
+void strata_set_thread_name(const char* name);
+
+/* 1 when spans at `level` are being recorded now. */
+int strata_level_enabled(int level);
+/* The recorded level (deepest level kept), 0 when not recording. */
+int strata_get_level(void);
+/* Changes the level at run time; returns the previous one. */
+int strata_set_level(int level);
+
+/* Context propagation (W3C trace-context). Writes "00-<trace id>-<span id>-01" for the innermost
+ * open API span of this thread (or the process's root context) into buf; returns its length (55),
+ * or 0 when not recording or buf is too small (size must be >= 56). */
+int strata_current_traceparent(char* buf, size_t size);
+/* Sets TRACEPARENT in this process's environment to the current context, so child processes
+ * started after this call join the trace under the current span. Returns 1 on success. */
+int strata_inject_traceparent_env(void);
+
+/* Explicit control, for programs that are not started by `strata record`. level: deepest level to
+ * keep. Returns 1 on success, 0 on failure (message on stderr) or if already recording. */
+int strata_start(const char* path, int level);
+/* Flushes everything and closes the trace. Safe to call more than once. */
+void strata_stop(void);
+/* Writes buffered events to the file now. */
+void strata_flush(void);
+int strata_is_recording(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRATA_STRATA_H_ */

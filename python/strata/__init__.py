@@ -1,0 +1,220 @@
+"""Strata span API for Python.
+
+    import strata
+    with strata.span("predict", level="model", batch=8):
+        model(x)
+
+    @strata.span("train_step", level="model")
+    def step(batch): ...
+
+When the process is not being recorded (not started by ``strata record`` and no ``strata.start``),
+every call returns immediately. The native runtime (libstrata.so) is found in this order: the
+library already loaded into the process by ``strata record`` (LD_PRELOAD), ``$STRATA_LIB``, then
+the ``lib`` folder of the Strata installation this package belongs to.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from typing import Any, Dict, Optional
+
+__all__ = [
+    "LEVELS", "span", "begin", "end", "instant", "counter", "set_thread_name", "is_recording",
+    "level_enabled", "get_level", "set_level", "current_traceparent", "inject_context", "start",
+    "stop", "flush",
+]
+
+LEVELS: Dict[str, int] = {
+    "application": 10, "iteration": 15, "model": 20, "layer": 30, "library": 40,
+    "runtime_api": 50, "runtime": 50, "device": 60, "cpu_sample": 70,
+}
+
+
+def _level(level: Any) -> int:
+    if isinstance(level, int):
+        return level
+    try:
+        return LEVELS[level]
+    except KeyError:
+        raise ValueError(f"unknown level {level!r}; one of {', '.join(LEVELS)}") from None
+
+
+def _load_native() -> Optional[ctypes.CDLL]:
+    candidates = []
+    # Already in the process (preloaded by `strata record`): use that instance, not a second copy.
+    try:
+        main = ctypes.CDLL(None)
+        if hasattr(main, "strata_span_begin"):
+            return main
+    except OSError:
+        pass
+    if os.environ.get("STRATA_LIB"):
+        candidates.append(os.environ["STRATA_LIB"])
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates.append(os.path.join(here, "..", "..", "libstrata.so"))  # <prefix>/lib/python/strata
+    for path in candidates:
+        if os.path.exists(path):
+            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    return None
+
+
+_lib = _load_native()
+if _lib is not None:
+    _u64, _i64, _int, _dbl, _str = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int, ctypes.c_double, ctypes.c_char_p
+    _lib.strata_span_begin_n.argtypes = [_str, ctypes.c_size_t, _int]
+    _lib.strata_span_begin_n.restype = _u64
+    _lib.strata_span_end.argtypes = [_u64]
+    _lib.strata_span_set_int.argtypes = [_u64, _str, _i64]
+    _lib.strata_span_set_double.argtypes = [_u64, _str, _dbl]
+    _lib.strata_span_set_string.argtypes = [_u64, _str, _str]
+    _lib.strata_span_set_metric.argtypes = [_u64, _str, _dbl]
+    _lib.strata_instant.argtypes = [_str, _int]
+    _lib.strata_counter.argtypes = [_str, _dbl]
+    _lib.strata_set_thread_name.argtypes = [_str]
+    _lib.strata_level_enabled.argtypes = [_int]
+    _lib.strata_set_level.argtypes = [_int]
+    _lib.strata_current_traceparent.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    _lib.strata_start.argtypes = [_str, _int]
+
+
+def _gate(level: int) -> bool:
+    return _lib is not None and _lib.strata_level_enabled(level) == 1
+
+
+def _set_attr(span_id: int, key: str, value: Any) -> None:
+    k = key.encode()
+    if isinstance(value, bool) or isinstance(value, int):
+        _lib.strata_span_set_int(span_id, k, int(value))
+    elif isinstance(value, float):
+        _lib.strata_span_set_double(span_id, k, value)
+    else:
+        _lib.strata_span_set_string(span_id, k, str(value).encode())
+
+
+def begin(name: str, level: Any = "model", **attributes: Any) -> int:
+    """Starts a span; returns its id (0 when not recorded). End it with end(id)."""
+    lv = _level(level)
+    if not _gate(lv):
+        return 0
+    raw = name.encode()
+    span_id = _lib.strata_span_begin_n(raw, len(raw), lv)
+    if span_id:
+        for key, value in attributes.items():
+            _set_attr(span_id, key, value)
+    return span_id
+
+
+def end(span_id: int) -> None:
+    if span_id:
+        _lib.strata_span_end(span_id)
+
+
+class span:  # noqa: N801 - used as `with strata.span(...)` and `@strata.span(...)`
+    """A span as a context manager or decorator. Keyword arguments become attributes."""
+
+    __slots__ = ("name", "level", "attributes", "id")
+
+    def __init__(self, name: str, level: Any = "model", **attributes: Any) -> None:
+        self.name = name
+        self.level = _level(level)
+        self.attributes = attributes
+        self.id = 0
+
+    def __enter__(self) -> "span":
+        self.id = begin(self.name, self.level, **self.attributes)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        end(self.id)
+        self.id = 0
+
+    def set(self, key: str, value: Any) -> None:
+        if self.id:
+            _set_attr(self.id, key, value)
+
+    def metric(self, key: str, value: float) -> None:
+        if self.id:
+            _lib.strata_span_set_metric(self.id, key.encode(), float(value))
+
+    def __call__(self, fn):
+        name, level, attributes = self.name, self.level, self.attributes
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            span_id = begin(name, level, **attributes)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                end(span_id)
+
+        return wrapper
+
+
+def instant(name: str, level: Any = "model") -> None:
+    lv = _level(level)
+    if _gate(lv):
+        _lib.strata_instant(name.encode(), lv)
+
+
+def counter(name: str, value: float) -> None:
+    if _lib is not None:
+        _lib.strata_counter(name.encode(), float(value))
+
+
+def set_thread_name(name: str) -> None:
+    if _lib is not None:
+        _lib.strata_set_thread_name(name.encode())
+
+
+def is_recording() -> bool:
+    return _lib is not None and _lib.strata_is_recording() == 1
+
+
+def level_enabled(level: Any) -> bool:
+    return _gate(_level(level))
+
+
+def get_level() -> int:
+    return _lib.strata_get_level() if _lib is not None else 0
+
+
+def set_level(level: Any) -> int:
+    return _lib.strata_set_level(_level(level)) if _lib is not None else 0
+
+
+def current_traceparent() -> Optional[str]:
+    """W3C traceparent of the innermost open span of this thread (None when not recording)."""
+    if _lib is None:
+        return None
+    buf = ctypes.create_string_buffer(64)
+    n = _lib.strata_current_traceparent(buf, len(buf))
+    return buf.value.decode() if n else None
+
+
+def inject_context(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """Returns a copy of `env` (default os.environ) with TRACEPARENT set to the current context, for
+    subprocess.run(..., env=strata.inject_context()) or an outgoing request's headers."""
+    out = dict(os.environ if env is None else env)
+    tp = current_traceparent()
+    if tp:
+        out["TRACEPARENT"] = tp
+    return out
+
+
+def start(path: str, level: Any = "model") -> bool:
+    """Starts recording this process into `path` (when not started by `strata record`)."""
+    if _lib is None:
+        raise RuntimeError("libstrata.so not found: set STRATA_LIB or install Strata")
+    return _lib.strata_start(path.encode(), _level(level)) == 1
+
+
+def stop() -> None:
+    if _lib is not None:
+        _lib.strata_stop()
+
+
+def flush() -> None:
+    if _lib is not None:
+        _lib.strata_flush()

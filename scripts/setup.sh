@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs everything Strata needs on a fresh Debian 12 machine (run as root).
+# Idempotent: packages already present are skipped by apt-get.
+set -euo pipefail
+if [ "$(id -u)" != 0 ]; then echo "setup.sh: run as root (apt-get needs it)" >&2; exit 1; fi
+export DEBIAN_FRONTEND=noninteractive
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  clang-14 libclang-rt-14-dev            # libFuzzer + sanitizers
+  libzstd-dev libcli11-dev libsimdjson-dev libdivsufsort-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libsqlite3-dev libpq-dev postgresql
+  libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
+  python3 python3-dev python3-pytest python3-numpy
+  python3-torch python3-torchvision python3-onnx
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

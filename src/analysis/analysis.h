@@ -1,0 +1,77 @@
+// The analysis pipeline's contract. An analysis reads a loaded trace (and its span tree) and fills
+// tables; it never knows which tracer produced a span. Rendering (table/CSV/JSON) lives in
+// export/, so every analysis gets every output format and golden tests compare CSV.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "model/span_tree.h"
+#include "model/trace.h"
+
+namespace strata::analysis {
+
+// A table cell: text, integer or real (reals carry their display precision).
+struct Cell {
+  std::variant<std::monostate, std::string, int64_t, double> value;
+  int precision = 3;
+  static Cell text(std::string s) { return Cell{std::move(s), 3}; }
+  static Cell integer(int64_t v) { return Cell{v, 0}; }
+  static Cell real(double v, int precision = 3) { return Cell{v, precision}; }
+  static Cell empty() { return Cell{}; }
+};
+
+struct Table {
+  std::string name;   // machine name, e.g. "layer_table" (file names, JSON keys)
+  std::string title;  // human title
+  std::vector<std::string> columns;
+  std::vector<std::vector<Cell>> rows;
+  std::vector<std::string> notes;  // printed under the table
+};
+
+struct AnalysisResult {
+  std::vector<Table> tables;
+  // Set when the trace lacks what the analysis needs: says which level to record, e.g.
+  // "no device activity in the trace: record with --level device or import a Kineto GPU trace".
+  std::optional<std::string> missing_input;
+};
+
+// Options from the command line (--param key=value), with typed getters and defaults.
+class Params {
+ public:
+  void set(std::string key, std::string value) { values_[std::move(key)] = std::move(value); }
+  std::string get(std::string_view key, std::string_view fallback) const;
+  double get_double(std::string_view key, double fallback) const;
+  int64_t get_int(std::string_view key, int64_t fallback) const;
+  const std::map<std::string, std::string, std::less<>>& all() const { return values_; }
+
+ private:
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+struct AnalysisInput {
+  const model::Trace& trace;
+  const model::SpanTree& tree;
+  const Params& params;
+};
+
+class Analysis {
+ public:
+  virtual ~Analysis() = default;
+  virtual std::string_view name() const = 0;         // used with --analysis NAME
+  virtual std::string_view description() const = 0;  // one line for --list
+  virtual AnalysisResult run(const AnalysisInput& input) const = 0;
+};
+
+// Registry. Analyses register from their own .cc files through register_builtin_analyses()
+// (analysis/registry.cc lists them: one line each).
+const std::vector<std::unique_ptr<Analysis>>& all_analyses();
+const Analysis* find_analysis(std::string_view name);
+
+}  // namespace strata::analysis

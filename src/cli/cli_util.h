@@ -1,0 +1,27 @@
+// Small helpers shared by the subcommands: error lines, option values, printing a trace summary.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "model/trace.h"
+
+namespace strata::cli {
+
+// Prints "strata <command>: <message>" to stderr; returns `code` for `return fail(...)`.
+int fail(std::string_view command, std::string_view message, int code = 2);
+
+// For "--opt VALUE" and "--opt=VALUE": when argv[*i] matches, stores the value, advances *i and
+// returns true. A missing value sets *missing.
+bool take_option(int argc, char** argv, int* i, std::string_view name, std::string* value, bool* missing);
+
+// Directory holding the running `strata` executable.
+std::string executable_dir();
+
+// The closing summary: spans per level and process, drops by cause, warnings.
+void print_summary(const model::Trace& trace, FILE* out, size_t max_warnings = 10);
+
+std::string format_duration_ns(int64_t ns);
+
+}  // namespace strata::cli

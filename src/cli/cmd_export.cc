@@ -1,0 +1,59 @@
+// strata export FILE --format chrome|json|csv [-o OUT]
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "export/exporters.h"
+#include "model/trace_loader.h"
+
+namespace strata::cli {
+
+int run_export(int argc, char** argv) {
+  constexpr const char* kUsage =
+      "usage: strata export FILE --format chrome|json|csv [-o OUT]\n"
+      "  chrome: Chrome Trace Event JSON (open in ui.perfetto.dev or chrome://tracing)\n"
+      "  json, csv: one record per span with every field and attribute\n";
+  std::string input, format = "chrome", output;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    bool missing = false;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (take_option(argc, argv, &i, "--format", &format, &missing) || take_option(argc, argv, &i, "-f", &format, &missing) ||
+        take_option(argc, argv, &i, "-o", &output, &missing)) {
+      if (missing) return fail("export", std::string(arg) + " needs a value\n" + kUsage);
+      continue;
+    }
+    if (!arg.empty() && arg[0] == '-') return fail("export", "unknown option " + std::string(arg) + "\n" + kUsage);
+    if (!input.empty()) return fail("export", "more than one input file\n" + std::string(kUsage));
+    input = arg;
+  }
+  if (input.empty()) return fail("export", std::string("no input file\n") + kUsage);
+  if (format != "chrome" && format != "json" && format != "csv")
+    return fail("export", "--format " + format + " is not one of chrome, json, csv");
+
+  model::Trace trace;
+  std::string error;
+  if (!model::load_trace(input, &trace, &error)) return fail("export", error, 1);
+  for (const auto& w : trace.report.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  if (!output.empty() && output != "-") {
+    file.open(output, std::ios::binary | std::ios::trunc);
+    if (!file) return fail("export", output + ": cannot create file", 1);
+    out = &file;
+  }
+  if (format == "chrome") exporter::write_chrome_trace(trace, *out);
+  else if (format == "json") exporter::write_spans_json(trace, *out);
+  else exporter::write_spans_csv(trace, *out);
+  out->flush();
+  if (!*out) return fail("export", (output.empty() ? std::string("stdout") : output) + ": write failed", 1);
+  return 0;
+}
+
+}  // namespace strata::cli

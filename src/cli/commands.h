@@ -1,0 +1,11 @@
+// Subcommands of the `strata` tool. Each lives in its own cmd_*.cc and is listed in main.cc.
+#pragma once
+
+namespace strata::cli {
+
+// argv[0] is the subcommand name. Returns the process exit code.
+int run_record(int argc, char** argv);
+int run_info(int argc, char** argv);
+int run_export(int argc, char** argv);
+
+}  // namespace strata::cli

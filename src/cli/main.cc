@@ -1,0 +1,46 @@
+// strata: record, inspect, export and analyze across-stack traces of ML workloads.
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "cli/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv);
+};
+
+// One line per subcommand; later modules add theirs here.
+constexpr Command kCommands[] = {
+    {"record", "run a command with tracing and write one trace of all its processes", strata::cli::run_record},
+    {"info", "show a trace's header, processes, counts, drops and clock domains", strata::cli::run_info},
+    {"export", "write a trace as Chrome Trace Event JSON, or spans as JSON/CSV", strata::cli::run_export},
+};
+
+void usage(FILE* out) {
+  std::fprintf(out, "usage: strata COMMAND [ARGS...]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n'strata COMMAND --help' describes a command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  std::string_view name = argv[1];
+  if (name == "-h" || name == "--help" || name == "help") {
+    usage(stdout);
+    return 0;
+  }
+  for (const Command& c : kCommands)
+    if (name == c.name) return c.run(argc - 1, argv + 1);
+  std::fprintf(stderr, "strata: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,50 @@
+#include "collect/block_pool.h"
+
+#include <cstdlib>
+#include <new>
+
+namespace strata::collect {
+
+uint32_t BlockPool::slots_per_block() {
+  return static_cast<uint32_t>((kBlockBytes - sizeof(Block)) / sizeof(detail::Slot));
+}
+
+BlockPool::BlockPool(size_t max_blocks) : max_blocks_(max_blocks) {}
+
+BlockPool::~BlockPool() {
+  for (Block* b : free_) {
+    b->~Block();
+    std::free(b);
+  }
+}
+
+Block* BlockPool::acquire() {
+  Block* block = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      block = free_.back();
+      free_.pop_back();
+    } else if (allocated_ < max_blocks_) {
+      void* mem = std::aligned_alloc(64, kBlockBytes);
+      if (mem == nullptr) return nullptr;
+      ++allocated_;
+      block = new (mem) Block();
+    } else {
+      return nullptr;
+    }
+  }
+  block->committed.store(0, std::memory_order_relaxed);
+  block->next.store(nullptr, std::memory_order_relaxed);
+  block->capacity = slots_per_block();
+  in_use_.fetch_add(1, std::memory_order_relaxed);
+  return block;
+}
+
+void BlockPool::release(Block* block) {
+  in_use_.fetch_sub(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(block);
+}
+
+}  // namespace strata::collect

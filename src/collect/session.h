@@ -1,0 +1,161 @@
+// A recording session in one process: per-thread event buffers (producers), one background writer
+// thread (consumer) that turns events into spans and appends chunks to the process's trace file.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "collect/block_pool.h"
+#include "collect/clock.h"
+#include "collect/events.h"
+#include "collect/trace_context.h"
+#include "core/span_record.h"
+#include "format/chunk_writer.h"
+#include "format/stream_writer.h"
+
+namespace strata::collect {
+
+struct SessionConfig {
+  std::string path;                 // trace file to create
+  int level = 20;                   // deepest level recorded (strata::Level value)
+  size_t buffer_bytes = 64u << 20;  // all per-thread event buffers together
+  int drain_interval_ms = 10;       // how often the writer empties thread buffers
+  int flush_interval_ms = 100;      // how often it appends chunks to the file (crash safety)
+  int compression_level = 0;        // zstd level; 0 stores chunks uncompressed
+  std::optional<TraceContext> context;  // inherited trace context; a new trace when absent
+  std::string argv;                 // NUL-separated command line, for the header
+};
+
+// Why events were dropped. Fixed names: they are written into the trace ("dropped.<name>").
+enum DropCause : int {
+  kDropBufferFull = 0,   // no buffer space: the event was never recorded
+  kDropEndLost,          // a span whose end could not be recorded (written as unfinished)
+  kDropUnmatchedEnd,     // an end with no open span
+  kDropAttrNoSpan,       // an attribute for a span that is not open
+  kDropStringTruncated,  // a string longer than the event limit was cut (the event is kept)
+  kDropWriteFailed,      // the trace file could not be written
+  kDropCorruptBuffer,    // an unreadable event in a thread buffer (a bug; the rest of the batch is lost)
+  kDropCauseCount,
+};
+const char* drop_cause_name(int cause);
+
+struct ThreadState;
+
+// One attribute or metric handed over by a collector with a complete span.
+struct AttrDraft {
+  std::string_view key;
+  AttrType type = AttrType::kInt;
+  int64_t i = 0;
+  double d = 0;
+  std::string_view s;
+};
+
+class Session {
+ public:
+  explicit Session(SessionConfig config);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Opens the file and starts the writer thread. On failure returns false with error() set.
+  bool start();
+  // Drains every buffer, writes the end of the stream and closes the file.
+  void stop();
+  // Wakes the writer and waits until everything recorded before the call is in the file.
+  void flush();
+
+  // Producer side (any thread).
+  uint64_t begin(std::string_view name, int level);
+  void end(uint64_t span_id);
+  void set_attr(uint64_t span_id, std::string_view key, AttrType type, int64_t i, double d, std::string_view s);
+  void instant(std::string_view name, int level);
+  void counter(std::string_view name, double value);
+  void set_thread_name(std::string_view name);
+  // A whole span from a collector (CUPTI activity, imported records): name and attributes copied.
+  void emit_complete(const SpanRecord& record, std::string_view name, std::span<const AttrDraft> attrs);
+  bool begin_static_slow(const detail::SourceLocation* loc);
+  void end_static_slow();
+  uint64_t current_api_span();  // innermost open API span of the calling thread, or the root parent
+
+  const TraceContext& context() const { return context_; }
+  const SessionConfig& config() const { return config_; }
+  const std::string& error() const { return error_; }
+  uint64_t drops(int cause) const;
+  uint64_t spans_written() const { return spans_written_.load(std::memory_order_relaxed); }
+
+  // Test hook: while paused the writer does not drain buffers (to force buffer exhaustion).
+  void pause_writer_for_testing(bool paused);
+
+  void on_thread_exit(ThreadState* state);
+
+ private:
+  friend struct ThreadState;
+  ThreadState* thread_state();
+  ThreadState* register_thread();
+  // Reserves `count` contiguous slots in the calling thread's buffer, or null (drop counted).
+  detail::Slot* reserve(ThreadState* t, uint32_t count, int drop_cause);
+  void commit(ThreadState* t, detail::Slot* after);
+  uint64_t new_api_id(ThreadState* t);
+
+  void writer_loop();
+  void drain_all();
+  void drain_thread(ThreadState& t);
+  void process_events(ThreadState& t, const detail::Slot* slots, uint32_t count);
+  void finish_open_spans(ThreadState& t);
+  void write_header();
+  void write_stats();
+  void write_clock_snapshot();
+
+  SessionConfig config_;
+  TraceContext context_;
+  uint64_t id_salt_ = 0;
+  std::string error_;
+  BlockPool pool_;
+  TickClock clock_;
+
+  std::mutex threads_mu_;
+  std::vector<ThreadState*> threads_;
+  std::vector<std::unique_ptr<ThreadState>> owned_threads_;
+  uint32_t next_thread_index_ = 0;
+
+  std::thread writer_;
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  std::condition_variable flushed_cv_;
+  bool stop_requested_ = false;
+  uint64_t flush_requests_ = 0;
+  uint64_t flushes_done_ = 0;
+  std::atomic<bool> paused_{false};
+  bool stopped_ = false;
+
+  // Writer-thread state.
+  format::ChunkWriter file_;
+  std::unique_ptr<format::StreamWriter> stream_;
+  std::unordered_map<const detail::SourceLocation*, uint32_t> location_names_;
+  struct OpenRef {
+    ThreadState* owner;
+  };
+  std::unordered_map<uint64_t, OpenRef> open_api_spans_;
+  std::unordered_map<uint64_t, int64_t> early_ends_;  // ends seen before their begin (other thread)
+  std::atomic<uint64_t> consumer_drops_[kDropCauseCount] = {};
+  std::atomic<uint64_t> spans_written_{0};
+  std::vector<std::pair<uint32_t, std::string>> thread_names_;
+  int64_t last_flush_ns_ = 0;
+  uint64_t stats_written_hash_ = 0;
+  uint64_t unfinished_spans_ = 0;
+};
+
+// The process's current session (null when not recording). Set by the runtime entry points.
+Session* current_session();
+
+}  // namespace strata::collect

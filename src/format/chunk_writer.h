@@ -1,0 +1,49 @@
+// Appends framed chunks to a trace file. Not thread-safe: one writer thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "format/file_format.h"
+
+namespace strata::format {
+
+class ChunkWriter {
+ public:
+  ChunkWriter() = default;
+  ~ChunkWriter();
+  ChunkWriter(const ChunkWriter&) = delete;
+  ChunkWriter& operator=(const ChunkWriter&) = delete;
+
+  // Creates (truncates) the file and writes the file header. On failure returns false and sets
+  // error() to one line naming the file and the reason.
+  bool open(const std::string& path);
+  // Appends to an existing file, writing the header only if the file is empty.
+  bool open_append(const std::string& path);
+  // compression_level <= 0 stores the payload uncompressed.
+  bool write_chunk(ChunkType type, uint64_t stream_id, std::string_view payload,
+                   int compression_level = 0);
+  // Copies an already-framed chunk (header + stored payload) verbatim.
+  bool write_raw(std::string_view framed);
+  void close();
+
+  const std::string& error() const { return error_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+  bool is_open() const { return fd_ >= 0; }
+
+ private:
+  bool write_all(const void* data, size_t size);
+
+  int fd_ = -1;
+  std::string path_;
+  std::string error_;
+  std::string compressed_;
+  uint64_t bytes_written_ = 0;
+};
+
+FileHeader make_file_header();
+ChunkHeader make_chunk_header(ChunkType type, uint16_t flags, uint64_t stream_id,
+                              std::string_view stored, uint32_t raw_size);
+
+}  // namespace strata::format

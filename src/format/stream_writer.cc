@@ -1,0 +1,66 @@
+#include "format/stream_writer.h"
+
+#include "format/payloads.h"
+
+namespace strata::format {
+
+StreamWriter::StreamWriter(ChunkWriter* out, uint64_t stream_id, int compression_level,
+                           size_t spans_per_chunk)
+    : out_(out), stream_id_(stream_id), compression_level_(compression_level),
+      spans_per_chunk_(spans_per_chunk) {
+  spans_.reserve(spans_per_chunk_);
+}
+
+uint32_t StreamWriter::intern(std::string_view text) {
+  if (text.empty()) return 0;
+  auto [it, inserted] = ids_.try_emplace(std::string(text), 0);
+  if (inserted) {
+    it->second = static_cast<uint32_t>(ids_.size());
+    pending_strings_.emplace_back(it->second, std::string_view(it->first));
+  }
+  return it->second;
+}
+
+void StreamWriter::add_span(const SpanRecord& span, std::span<const AttrRecord> attrs) {
+  spans_.push_back(span);
+  spans_.back().attr_count = static_cast<uint16_t>(attrs.size());
+  attrs_.insert(attrs_.end(), attrs.begin(), attrs.end());
+  if (spans_.size() >= spans_per_chunk_) flush();
+}
+
+bool StreamWriter::flush_strings() {
+  if (pending_strings_.empty()) return true;
+  payload_.clear();
+  encode_strings(pending_strings_, &payload_);
+  pending_strings_.clear();
+  if (!out_->write_chunk(ChunkType::kStrings, stream_id_, payload_, compression_level_)) failed_ = true;
+  return !failed_;
+}
+
+bool StreamWriter::flush() {
+  // Strings first: a reader that stops after any chunk has every name that chunk uses.
+  if (!flush_strings()) return false;
+  if (spans_.empty()) return true;
+  payload_.clear();
+  encode_spans(spans_, attrs_, &payload_);
+  spans_written_ += spans_.size();
+  spans_.clear();
+  attrs_.clear();
+  if (!out_->write_chunk(ChunkType::kSpans, stream_id_, payload_, compression_level_)) failed_ = true;
+  return !failed_;
+}
+
+bool StreamWriter::write_properties(ChunkType type, const Properties& props) {
+  if (!flush()) return false;
+  if (!out_->write_chunk(type, stream_id_, props.encode(), 0)) failed_ = true;
+  return !failed_;
+}
+
+bool StreamWriter::write_clock_snapshot(std::span<const ClockReading> readings) {
+  payload_.clear();
+  encode_clock_snapshot(readings, &payload_);
+  if (!out_->write_chunk(ChunkType::kClockSnapshot, stream_id_, payload_, 0)) failed_ = true;
+  return !failed_;
+}
+
+}  // namespace strata::format

@@ -1,0 +1,56 @@
+// Writes one stream (one process's spans) into a trace file: interns strings, batches spans into
+// chunks, and emits the string entries a chunk needs before the chunk itself. Used by the
+// in-process collector's writer thread and by everything that saves a trace (import, merge).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/span_record.h"
+#include "format/chunk_writer.h"
+#include "format/properties.h"
+
+namespace strata::format {
+
+class StreamWriter {
+ public:
+  StreamWriter(ChunkWriter* out, uint64_t stream_id, int compression_level = 0,
+               size_t spans_per_chunk = 16384);
+
+  // Stream-local string id (1..n; 0 is the empty string).
+  uint32_t intern(std::string_view text);
+
+  // span.name and attribute keys/string values must be ids from intern().
+  void add_span(const SpanRecord& span, std::span<const AttrRecord> attrs = {});
+
+  bool write_properties(ChunkType type, const Properties& props);
+  bool write_clock_snapshot(std::span<const ClockReading> readings);
+  // Writes pending strings and spans as chunks now.
+  bool flush();
+
+  uint64_t spans_written() const { return spans_written_; }
+  size_t pending_spans() const { return spans_.size(); }
+  const std::string& error() const { return out_->error(); }
+  bool failed() const { return failed_; }
+
+ private:
+  bool flush_strings();
+
+  ChunkWriter* out_;
+  uint64_t stream_id_;
+  int compression_level_;
+  size_t spans_per_chunk_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<std::pair<uint32_t, std::string_view>> pending_strings_;
+  std::vector<SpanRecord> spans_;
+  std::vector<AttrRecord> attrs_;
+  std::string payload_;
+  uint64_t spans_written_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace strata::format

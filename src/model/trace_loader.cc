@@ -1,0 +1,277 @@
+#include "model/trace_loader.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <unordered_map>
+
+#include "format/payloads.h"
+
+namespace strata::model {
+namespace {
+
+// Per-stream state: a stream's string ids are local to it and remapped into the trace's pool.
+struct StreamState {
+  uint16_t process = 0;
+  std::vector<uint32_t> string_map;  // local id -> pool id (UINT32_MAX: not defined yet)
+};
+
+class Loader {
+ public:
+  Loader(Trace* trace, format::ChunkReader* reader) : trace_(trace), reader_(reader) {}
+
+  bool run(std::string* error) {
+    format::Chunk chunk;
+    for (;;) {
+      auto status = reader_->next(&chunk);
+      if (status == format::ChunkReader::Status::kEnd) break;
+      if (status == format::ChunkReader::Status::kError) {
+        *error = reader_->error();
+        return false;
+      }
+      handle(chunk);
+    }
+    LoadReport& r = trace_->report;
+    r.files += 1;
+    r.bytes += reader_->file_size();
+    r.corrupt_chunks += reader_->corrupt_chunks();
+    r.skipped_bytes += reader_->skipped_bytes();
+    r.unknown_chunks += unknown_chunks_;
+    if (reader_->truncated()) r.truncated_files += 1;
+    for (const auto& w : reader_->warnings()) r.warnings.push_back(w);
+    return true;
+  }
+
+ private:
+  void warn(const format::Chunk& chunk, const std::string& reason) {
+    if (trace_->report.warnings.size() < 64)
+      trace_->report.warnings.push_back(reader_->name() + ": offset " + std::to_string(chunk.offset) +
+                                        ": " + reason);
+  }
+
+  StreamState& stream(uint64_t stream_id) {
+    auto it = streams_.find(stream_id);
+    if (it != streams_.end()) return it->second;
+    Process p;
+    p.stream_id = stream_id;
+    StreamState state;
+    state.process = trace_->add_process(std::move(p));
+    return streams_.emplace(stream_id, std::move(state)).first->second;
+  }
+
+  uint32_t map_string(StreamState& s, uint32_t local) {
+    if (local == 0) return 0;
+    if (local < s.string_map.size() && s.string_map[local] != UINT32_MAX) return s.string_map[local];
+    trace_->report.unknown_strings += 1;
+    return trace_->strings.intern("<unknown string " + std::to_string(local) + ">");
+  }
+
+  void handle(const format::Chunk& chunk) {
+    using format::ChunkType;
+    std::string error;
+    switch (static_cast<ChunkType>(chunk.type)) {
+      case ChunkType::kProcess:
+        return handle_process(chunk);
+      case ChunkType::kStrings: {
+        StreamState& s = stream(chunk.stream_id);
+        entries_.clear();
+        if (!format::decode_strings(chunk.payload, &entries_, &error)) return warn(chunk, error + "; chunk skipped");
+        for (const auto& e : entries_) {
+          if (e.id >= (1u << 28)) {
+            warn(chunk, "string id " + std::to_string(e.id) + " out of range; entry skipped");
+            continue;
+          }
+          if (e.id >= s.string_map.size()) s.string_map.resize(e.id + 1, UINT32_MAX);
+          s.string_map[e.id] = trace_->strings.intern(e.text);
+        }
+        return;
+      }
+      case ChunkType::kSpans:
+        return handle_spans(chunk);
+      case ChunkType::kClockSnapshot: {
+        std::vector<format::ClockReading> readings;
+        if (!format::decode_clock_snapshot(chunk.payload, &readings, &error)) return warn(chunk, error);
+        ClockSnapshot snap;
+        for (const auto& r : readings) snap.readings.emplace_back(r.domain, r.value);
+        trace_->processes[stream(chunk.stream_id).process].clock_snapshots.push_back(std::move(snap));
+        return;
+      }
+      case ChunkType::kStats: {
+        format::Properties props;
+        if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
+        Process& p = trace_->processes[stream(chunk.stream_id).process];
+        for (const auto& [key, value] : props.entries()) {
+          if (key.rfind(format::keys::kDroppedPrefix, 0) == 0) {
+            auto v = props.get_int(key);
+            if (v) p.drops[key.substr(format::keys::kDroppedPrefix.size())] = static_cast<uint64_t>(*v);
+          } else if (key.rfind("thread_name.", 0) == 0) {
+            p.thread_names[static_cast<uint32_t>(std::strtoul(key.c_str() + 12, nullptr, 10))] = value;
+          } else {
+            p.properties.set("stats." + key, value);
+          }
+        }
+        return;
+      }
+      case ChunkType::kEnd: {
+        Process& p = trace_->processes[stream(chunk.stream_id).process];
+        p.ended_cleanly = true;
+        format::Properties props;
+        if (format::Properties::decode(chunk.payload, &props, &error))
+          for (const auto& [key, value] : props.entries()) p.properties.set("end." + key, value);
+        return;
+      }
+      case ChunkType::kRecord: {
+        format::Properties props;
+        if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
+        for (const auto& [key, value] : props.entries()) trace_->record.set(key, value);
+        return;
+      }
+    }
+    ++unknown_chunks_;  // a newer minor version's chunk: skipped on purpose
+  }
+
+  void handle_process(const format::Chunk& chunk) {
+    format::Properties props;
+    std::string error;
+    if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
+    Process& p = trace_->processes[stream(chunk.stream_id).process];
+    namespace k = format::keys;
+    p.pid = props.get_int(k::kPid).value_or(0);
+    p.ppid = props.get_int(k::kPpid).value_or(0);
+    p.host = std::string(props.get(k::kHost).value_or(""));
+    std::string argv(props.get(k::kArgv).value_or(""));
+    std::replace(argv.begin(), argv.end(), '\0', ' ');
+    p.command_line = argv;
+    p.trace_id = std::string(props.get(k::kTraceId).value_or(""));
+    p.parent_span_id = std::string(props.get(k::kParentSpanId).value_or(""));
+    p.start_realtime_ns = props.get_int(k::kStartRealtimeNs).value_or(0);
+    p.start_monotonic_ns = props.get_int(k::kStartMonotonicNs).value_or(0);
+    if (auto level = props.get_int(k::kLevel); level && *level > 0 && *level < 256)
+      p.level_gate = static_cast<uint8_t>(*level);
+    p.properties = std::move(props);
+  }
+
+  void handle_spans(const format::Chunk& chunk) {
+    format::DecodedSpans decoded;
+    std::string error;
+    if (!format::decode_spans(chunk.payload, &decoded, &error)) return warn(chunk, error + "; chunk skipped");
+    StreamState& s = stream(chunk.stream_id);
+    // Validate the attribute counts before copying anything, so a bad chunk is dropped whole.
+    uint64_t attr_total = 0;
+    for (uint32_t i = 0; i < decoded.span_count; ++i) {
+      uint16_t count;
+      std::memcpy(&count, decoded.span_bytes + i * sizeof(SpanRecord) + offsetof(SpanRecord, attr_count), 2);
+      attr_total += count;
+    }
+    if (attr_total != decoded.attr_count) {
+      return warn(chunk, "spans chunk attribute counts (" + std::to_string(attr_total) +
+                             ") disagree with its attribute area (" + std::to_string(decoded.attr_count) +
+                             "); chunk skipped");
+    }
+    const size_t first_span = trace_->spans.size();
+    const size_t first_attr = trace_->attrs.size();
+    trace_->spans.resize(first_span + decoded.span_count);
+    std::memcpy(trace_->spans.data() + first_span, decoded.span_bytes, decoded.span_count * sizeof(SpanRecord));
+    trace_->attrs.resize(first_attr + decoded.attr_count);
+    std::memcpy(trace_->attrs.data() + first_attr, decoded.attr_bytes, decoded.attr_count * sizeof(AttrRecord));
+    trace_->attr_begin.reserve(trace_->attr_begin.size() + decoded.span_count);
+    uint32_t attr_pos = static_cast<uint32_t>(first_attr);
+    // Remap names through a one-entry cache: consecutive spans usually share a name.
+    uint32_t last_local = UINT32_MAX, last_global = 0;
+    for (size_t i = first_span; i < trace_->spans.size(); ++i) {
+      SpanRecord& span = trace_->spans[i];
+      span.process = s.process;
+      if (span.name != last_local) {
+        last_local = span.name;
+        last_global = map_string(s, span.name);
+      }
+      span.name = last_global;
+      if (!is_known_level(span.level)) trace_->report.unknown_levels += 1;
+      attr_pos += span.attr_count;
+      trace_->attr_begin.push_back(attr_pos);
+    }
+    for (size_t i = first_attr; i < trace_->attrs.size(); ++i) {
+      AttrRecord& a = trace_->attrs[i];
+      a.key = map_string(s, a.key);
+      if (a.type == static_cast<uint8_t>(AttrType::kString))
+        a.value.u = map_string(s, static_cast<uint32_t>(a.value.u));
+    }
+    trace_->processes[s.process].span_count += decoded.span_count;
+  }
+
+  Trace* trace_;
+  format::ChunkReader* reader_;
+  std::unordered_map<uint64_t, StreamState> streams_;
+  std::vector<format::StringEntry> entries_;
+  uint64_t unknown_chunks_ = 0;
+};
+
+}  // namespace
+
+bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error) {
+  Loader loader(trace, &reader);
+  return loader.run(error);
+}
+
+bool load_trace(const std::string& path, Trace* trace, std::string* error, const LoadOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> files;
+  if (fs::is_directory(path, ec)) {
+    for (const auto& entry : fs::directory_iterator(path, ec))
+      if (entry.is_regular_file() && entry.path().extension() == ".strata") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) {
+      *error = path + ": directory holds no .strata files; record one with `strata record -o " + path + " -- CMD`";
+      return false;
+    }
+  } else {
+    files.push_back(path);
+  }
+  for (const auto& file : files) {
+    format::ChunkReader reader;
+    if (!reader.open(file)) {
+      *error = reader.error();
+      return false;
+    }
+    if (!load_chunks(reader, trace, error)) return false;
+  }
+  if (options.sort_by_start) sort_spans(trace);
+  return true;
+}
+
+void sort_spans(Trace* trace) {
+  auto& spans = trace->spans;
+  bool sorted = std::is_sorted(spans.begin(), spans.end(), [](const SpanRecord& a, const SpanRecord& b) {
+    return a.start_ns < b.start_ns;
+  });
+  if (sorted) return;
+  std::vector<uint32_t> order(spans.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const SpanRecord& x = spans[a];
+    const SpanRecord& y = spans[b];
+    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+    return x.end_ns > y.end_ns;  // the enclosing span first
+  });
+  std::vector<SpanRecord> new_spans;
+  new_spans.reserve(spans.size());
+  std::vector<AttrRecord> new_attrs;
+  new_attrs.reserve(trace->attrs.size());
+  std::vector<uint32_t> new_begin;
+  new_begin.reserve(spans.size() + 1);
+  new_begin.push_back(0);
+  for (uint32_t i : order) {
+    new_spans.push_back(spans[i]);
+    auto attrs = trace->attributes(i);
+    new_attrs.insert(new_attrs.end(), attrs.begin(), attrs.end());
+    new_begin.push_back(static_cast<uint32_t>(new_attrs.size()));
+  }
+  spans = std::move(new_spans);
+  trace->attrs = std::move(new_attrs);
+  trace->attr_begin = std::move(new_begin);
+}
+
+}  // namespace strata::model
