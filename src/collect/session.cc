@@ -481,6 +481,9 @@ void Session::drain_thread(ThreadState& t) {
 }
 
 void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t count) {
+  uint64_t emitted = 0;  // published once per batch: an atomic add per span costs more than the span
+  const detail::SourceLocation* last_loc = nullptr;
+  uint32_t last_loc_name = 0;
   auto emit = [&](uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, uint8_t level,
                   uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid) {
     SpanRecord r;
@@ -494,7 +497,7 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
     r.kind = kind;
     r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
     stream_->add_span(r, attrs);
-    spans_written_.fetch_add(1, std::memory_order_relaxed);
+    ++emitted;
   };
   auto parent_of_new = [&]() { return t.open.empty() ? context_.parent_span_id : t.open.back().id; };
   auto bytes = [](const detail::Slot* p, size_t n) { return std::string_view(reinterpret_cast<const char*>(p), n); };
@@ -504,11 +507,15 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
     uint64_t tag = tag_of(head.word);
     if (tag == kTagBeginStatic) {
       const auto* loc = reinterpret_cast<const detail::SourceLocation*>(head.word);
-      auto [it, inserted] = location_names_.try_emplace(loc, 0);
-      if (inserted) it->second = stream_->intern(loc->name);
+      if (loc != last_loc) {  // hot loops repeat one site: skip the hash lookup
+        auto [it, inserted] = location_names_.try_emplace(loc, 0);
+        if (inserted) it->second = stream_->intern(loc->name);
+        last_loc = loc;
+        last_loc_name = it->second;
+      }
       int64_t ns = clock_.to_ns(head.ts);
       t.open.push_back({make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(), ns,
-                        it->second, loc->level, {}});
+                        last_loc_name, loc->level, {}});
       t.last_ns = ns;
       i += 1;
       continue;
@@ -631,7 +638,7 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
           p += 1 + slots_for_bytes(key_len) + slots_for_bytes(str_len);
         }
         stream_->add_span(r, attrs);
-        spans_written_.fetch_add(1, std::memory_order_relaxed);
+        ++emitted;
         break;
       }
       case kTagThreadName: {
@@ -644,9 +651,11 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
       default:
         // Unknown tag: the buffer is corrupt (a bug). Skip the rest of this batch, counted.
         consumer_drops_[kDropCorruptBuffer].fetch_add(1, std::memory_order_relaxed);
+        spans_written_.fetch_add(emitted, std::memory_order_relaxed);
         return;
     }
   }
+  spans_written_.fetch_add(emitted, std::memory_order_relaxed);
 }
 
 void Session::finish_open_spans(ThreadState& t) {

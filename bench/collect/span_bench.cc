@@ -1,0 +1,91 @@
+// Cost of a span site: enabled (recording), gated at run time, compiled out; plus the clock read
+// the enabled path cannot avoid, measured side by side in one run.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "collect/runtime.h"
+#include "strata/strata.hpp"
+
+int compiled_out_site(int x);
+
+namespace {
+
+std::string bench_path() { return "/tmp/strata-span-bench-" + std::to_string(getpid()) + ".strata"; }
+
+void start(int level) {
+  strata::collect::SessionConfig c;
+  c.path = bench_path();
+  c.level = level;
+  c.buffer_bytes = 512u << 20;
+  strata::collect::start_recording(c);
+}
+void stop() {
+  strata::collect::stop_recording();
+  unlink(bench_path().c_str());
+}
+
+void BM_SpanEnabled(benchmark::State& state) {
+  start(STRATA_LEVEL_LAYER);
+  for (auto _ : state) {
+    STRATA_SPAN("enabled", layer);
+    benchmark::ClobberMemory();
+  }
+  stop();
+  state.SetLabel("STRATA_SPAN begin+end, recording");
+}
+BENCHMARK(BM_SpanEnabled)->Iterations(5'000'000);
+
+void BM_SpanGatedAtRunTime(benchmark::State& state) {
+  start(STRATA_LEVEL_MODEL);  // layer spans are deeper than the recorded level
+  for (auto _ : state) {
+    STRATA_SPAN("gated", layer);
+    benchmark::ClobberMemory();
+  }
+  stop();
+  state.SetLabel("STRATA_SPAN deeper than --level");
+}
+BENCHMARK(BM_SpanGatedAtRunTime);
+
+void BM_SpanNotRecording(benchmark::State& state) {
+  for (auto _ : state) {
+    STRATA_SPAN("idle", layer);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel("STRATA_SPAN, process not recorded");
+}
+BENCHMARK(BM_SpanNotRecording);
+
+void BM_SpanCompiledOut(benchmark::State& state) {
+  int x = 0;
+  for (auto _ : state) {
+    x = compiled_out_site(x);
+    benchmark::DoNotOptimize(x);
+  }
+  state.SetLabel("STRATA_ENABLED=0 (call overhead of the wrapper only)");
+}
+BENCHMARK(BM_SpanCompiledOut);
+
+void BM_TwoClockReads(benchmark::State& state) {
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(strata::detail::now_ticks());
+    benchmark::DoNotOptimize(strata::detail::now_ticks());
+  }
+  state.SetLabel("floor: the two timestamps an enabled span needs");
+}
+BENCHMARK(BM_TwoClockReads);
+
+void BM_CApiSpan(benchmark::State& state) {
+  start(STRATA_LEVEL_LAYER);
+  for (auto _ : state) {
+    strata_span_end(strata_span_begin("c_api_span", STRATA_LEVEL_LAYER));
+  }
+  stop();
+  state.SetLabel("strata_span_begin/end with a run-time name");
+}
+BENCHMARK(BM_CApiSpan)->Iterations(2'000'000);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Configures and builds Strata into a build directory (default: build). Extra args go to cmake.
+#   scripts/build.sh [BUILD_DIR] [-DOPTION=VALUE ...]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+shift || true
+jobs=${STRATA_JOBS:-$(nproc)}
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${STRATA_BUILD_TYPE:-RelWithDebInfo} "$@" >/dev/null
+ninja -C "$build" -j "$jobs"

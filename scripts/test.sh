@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Every test, from a fresh Debian 12 machine: install dependencies, build, run the C++ and Python
+# suites, run the suite again under ASan+UBSan, and run each libFuzzer target for a bounded time.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+fuzz_seconds=${STRATA_FUZZ_SECONDS:-30}
+phase() { echo; echo "=== $* ($(date -u +%H:%M:%S)) ==="; }
+
+phase "setup"
+bash "$root/scripts/setup.sh"
+
+phase "build"
+bash "$root/scripts/build.sh" "$root/build"
+
+phase "C++ tests"
+(cd "$root/build" && ctest --output-on-failure --timeout 600 -j2)
+
+phase "Python tests"
+STRATA_BUILD_DIR="$root/build" /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/python"
+
+phase "build with ASan+UBSan"
+STRATA_BUILD_TYPE=Debug bash "$root/scripts/build.sh" "$root/build-asan" -DSTRATA_SANITIZE=ON -DSTRATA_BUILD_BENCHMARKS=OFF
+
+phase "C++ tests under ASan+UBSan"
+(cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --output-on-failure --timeout 900 -j2)
+
+phase "fuzzers (${fuzz_seconds}s each)"
+CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSTRATA_BUILD_FUZZERS=ON -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCHMARKS=OFF >/dev/null
+# Only the fuzz targets (and what they link): the rest is already tested above.
+mapfile -t fuzz_targets < <(ninja -C "$root/build-fuzz" -t targets all | sed -n 's/^\([a-z][a-z0-9_]*_fuzz\): .*/\1/p' | grep -v '^cmake_' | sort -u)
+ninja -C "$root/build-fuzz" -j "$(nproc)" "${fuzz_targets[@]}"
+seeds=$(mktemp -d)
+bash "$root/scripts/make_fuzz_seeds.sh" "$root/build" "$seeds/trace_reader"
+for fuzzer in "$root"/build-fuzz/bin/*_fuzz; do
+  name=$(basename "$fuzzer")
+  corpus=$(mktemp -d)
+  seed_dirs=()
+  for d in "$seeds/${name%_fuzz}" "$root/fuzz/corpus/${name%_fuzz}"; do [ -d "$d" ] && seed_dirs+=("$d"); done
+  echo "-- $name"
+  "$fuzzer" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=0 \
+    "$corpus" "${seed_dirs[@]}" 2>&1 | tail -n 2
+done
+phase "done"
