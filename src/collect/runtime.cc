@@ -12,6 +12,7 @@
 #include <fstream>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "collect/runtime.h"
 #include "collect/session.h"
@@ -28,6 +29,11 @@ namespace strata::collect {
 namespace {
 
 std::atomic<Session*> g_session{nullptr};
+// Stopped sessions stay allocated (threads may still hold pointers into their buffers) and stay
+// reachable from this plain array (no destructor runs at exit), so leak checkers see them as owned.
+constexpr int kMaxRetiredSessions = 256;
+Session* g_retired_sessions[kMaxRetiredSessions];
+int g_retired_count = 0;
 std::mutex g_control_mu;
 bool g_started_from_env = false;
 std::atomic<int> g_crash_flush{0};  // 1: requested by a signal handler, 2: done
@@ -54,6 +60,7 @@ bool start_session(SessionConfig config) {
   auto* session = new Session(std::move(config));
   if (!session->start()) {
     std::fprintf(stderr, "strata: recording disabled: %s\n", session->error().c_str());
+    delete session;
     return false;
   }
   g_session.store(session);
@@ -69,6 +76,7 @@ void stop_session() {
   session->stop();
   if (!session->error().empty()) std::fprintf(stderr, "strata: %s\n", session->error().c_str());
   g_session.store(nullptr);
+  if (g_retired_count < kMaxRetiredSessions) g_retired_sessions[g_retired_count++] = session;
 }
 
 // --- start from the environment (LD_PRELOAD by `strata record`, or any program linked with us)
