@@ -42,11 +42,15 @@ int run_info(int argc, char** argv) {
                 p.parent_span_id.c_str());
     if (p.level_gate) std::printf("  level: %s\n", level_name(*p.level_gate).c_str());
     std::printf("  spans: %llu, stream %016" PRIx64 ", %s\n", static_cast<unsigned long long>(p.span_count), p.stream_id,
-                p.ended_cleanly ? "finished cleanly" : "NOT finalized (process killed or still running); flushed chunks loaded");
+                p.ended_cleanly ? "finished cleanly"
+                                 : "no End chunk (killed, _exit or exec without exit handlers, or still running); "
+                                   "every flushed chunk loaded");
     if (auto domains = p.properties.get("clock_domains")) {
       std::printf("  clock domains: %.*s (spans on monotonic)", static_cast<int>(domains->size()), domains->data());
       if (auto ratio = p.properties.get("tsc_ns_per_tick"))
         std::printf("; tsc ns/tick %.*s", static_cast<int>(ratio->size()), ratio->data());
+      if (auto ppm = p.properties.get("tsc_correction_ppm"))
+        std::printf("; start-up calibration corrected by %.*s ppm", static_cast<int>(ppm->size()), ppm->data());
       std::printf("\n");
     }
     for (const auto& snap : p.clock_snapshots) {

@@ -103,6 +103,7 @@ bool Session::start() {
   write_clock_snapshot();
   stream_->flush();
   last_flush_ns_ = monotonic_ns();
+  last_snapshot_ns_ = last_flush_ns_;
   pthread_once(&g_exit_key_once, [] { pthread_key_create(&g_exit_key, on_thread_exit_key); });
   writer_ = std::thread([this] { writer_loop(); });
   return true;
@@ -129,6 +130,8 @@ void Session::write_header() {
   char ratio[64];
   std::snprintf(ratio, sizeof(ratio), "%.12g", clock_.ns_per_tick());
   p.set(std::string(k::kTscNsPerTick), ratio);
+  p.set_int(std::string(k::kTscAnchorTicks), static_cast<int64_t>(clock_.tick0()));
+  p.set_int(std::string(k::kTscAnchorNs), clock_.mono0());
   p.set(std::string(k::kWriter), "strata-collect 1");
   p.set_int("buffer_bytes", static_cast<int64_t>(config_.buffer_bytes));
   stream_->write_properties(format::ChunkType::kProcess, p);
@@ -429,6 +432,12 @@ void Session::writer_loop() {
     if (flush_now) {
       stream_->flush();
       write_stats();
+      // A (monotonic, realtime, ticks) reading now and then lets the loader correct the start-up
+      // tick calibration, even for a process that is killed before it writes its End chunk.
+      if (now - last_snapshot_ns_ >= 1'000'000'000) {
+        write_clock_snapshot();
+        last_snapshot_ns_ = now;
+      }
       last_flush_ns_ = now;
     }
     lock.lock();
@@ -496,6 +505,7 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
     r.level = level;
     r.kind = kind;
     r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
+    r.flags = kSpanFlagFromTicks;
     stream_->add_span(r, attrs);
     ++emitted;
   };
@@ -670,7 +680,8 @@ void Session::finish_open_spans(ThreadState& t) {
     r.tid = t.tid;
     r.level = o.level;
     r.kind = static_cast<uint8_t>(SpanKind::kSpan);
-    r.flags = kSpanFlagUnfinished;
+    r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
+    r.flags = kSpanFlagUnfinished | kSpanFlagFromTicks;
     stream_->add_span(r, o.attrs);
     spans_written_.fetch_add(1, std::memory_order_relaxed);
     open_api_spans_.erase(o.id);

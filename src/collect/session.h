@@ -151,6 +151,7 @@ class Session {
   std::atomic<uint64_t> spans_written_{0};
   std::vector<std::pair<uint32_t, std::string>> thread_names_;
   int64_t last_flush_ns_ = 0;
+  int64_t last_snapshot_ns_ = 0;
   uint64_t stats_written_hash_ = 0;
   uint64_t unfinished_spans_ = 0;
 };

@@ -24,6 +24,8 @@ enum SpanFlags : uint8_t {
   kSpanFlagParentReconstructed = 1u << 0,  // parent found by containment, not by a known link
   kSpanFlagUnfinished = 1u << 1,           // end missing (process died); end_ns = last seen time
   kSpanFlagAmbiguousParent = 1u << 2,      // several candidate parents overlapped
+  kSpanFlagFromTicks = 1u << 3,             // times converted from CPU ticks by the collector; the
+                                            // loader refines them with the stream's clock snapshots
 };
 
 struct SpanRecord {

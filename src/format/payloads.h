@@ -27,6 +27,8 @@ inline constexpr std::string_view kLevel = "level";
 inline constexpr std::string_view kClockDomains = "clock_domains";
 inline constexpr std::string_view kWriter = "writer";
 inline constexpr std::string_view kTscNsPerTick = "tsc_ns_per_tick";
+inline constexpr std::string_view kTscAnchorTicks = "tsc_anchor_ticks";  // the calibration's origin:
+inline constexpr std::string_view kTscAnchorNs = "tsc_anchor_ns";        // ns = anchor_ns + (ticks - anchor_ticks) * ns_per_tick
 inline constexpr std::string_view kDroppedPrefix = "dropped.";
 inline constexpr std::string_view kEndMonotonicNs = "end_monotonic_ns";
 }  // namespace keys

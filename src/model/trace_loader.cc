@@ -5,6 +5,8 @@
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <optional>
+#include <cstdio>
 #include <unordered_map>
 
 #include "format/payloads.h"
@@ -20,7 +22,8 @@ struct StreamState {
 
 class Loader {
  public:
-  Loader(Trace* trace, format::ChunkReader* reader) : trace_(trace), reader_(reader) {}
+  Loader(Trace* trace, format::ChunkReader* reader)
+      : trace_(trace), reader_(reader), first_span_(trace->spans.size()) {}
 
   bool run(std::string* error) {
     // Reserve for the most spans the file can hold: no reallocation (and no 2x peak while one
@@ -40,6 +43,7 @@ class Loader {
       }
       handle(chunk);
     }
+    refine_tick_clocks();
     LoadReport& r = trace_->report;
     r.files += 1;
     r.bytes += reader_->file_size();
@@ -139,6 +143,52 @@ class Loader {
     ++unknown_chunks_;  // a newer minor version's chunk: skipped on purpose
   }
 
+  // The collector converts CPU ticks to ns with a calibration taken over a few ms at start. Clock
+  // snapshots written later give the true tick rate over the whole run; re-map that stream's
+  // tick-derived times onto it (a linear map: order and nesting are kept). Typical correction:
+  // tens of ppm, i.e. tens of µs per second of run, which matters when aligning with GPU clocks.
+  void refine_tick_clocks() {
+    namespace k = format::keys;
+    for (auto& [stream_id, state] : streams_) {
+      Process& p = trace_->processes[state.process];
+      auto anchor_ticks = p.properties.get_int(k::kTscAnchorTicks);
+      auto anchor_ns = p.properties.get_int(k::kTscAnchorNs);
+      auto used_text = p.properties.get(k::kTscNsPerTick);
+      if (!anchor_ticks || !anchor_ns || !used_text) continue;
+      double used = std::strtod(std::string(*used_text).c_str(), nullptr);
+      // First and last snapshots holding both a monotonic and a tick reading.
+      std::optional<std::pair<int64_t, int64_t>> first, last;  // (monotonic ns, ticks)
+      for (const ClockSnapshot& snap : p.clock_snapshots) {
+        std::optional<int64_t> mono, ticks;
+        for (auto [domain, value] : snap.readings) {
+          if (domain == static_cast<uint32_t>(ClockDomain::kMonotonic)) mono = value;
+          if (domain == static_cast<uint32_t>(ClockDomain::kTsc)) ticks = value;
+        }
+        if (!mono || !ticks) continue;
+        if (!first) first = {{*mono, *ticks}};
+        last = {{*mono, *ticks}};
+      }
+      if (!first || !last || used <= 0) continue;
+      const double span_ticks = static_cast<double>(last->second - first->second);
+      const double span_ns = static_cast<double>(last->first - first->first);
+      if (span_ns < 50e6 || span_ticks <= 0) continue;  // too short a baseline to improve on start-up
+      const double truth = span_ns / span_ticks;
+      auto remap = [&](int64_t ns) {
+        double ticks = static_cast<double>(*anchor_ticks) + static_cast<double>(ns - *anchor_ns) / used;
+        return first->first + static_cast<int64_t>((ticks - static_cast<double>(first->second)) * truth);
+      };
+      for (size_t i = first_span_; i < trace_->spans.size(); ++i) {
+        SpanRecord& s = trace_->spans[i];
+        if (s.process != state.process || !(s.flags & kSpanFlagFromTicks)) continue;
+        s.start_ns = remap(s.start_ns);
+        s.end_ns = remap(s.end_ns);
+      }
+      char ppm[32];
+      std::snprintf(ppm, sizeof(ppm), "%.3f", (truth / used - 1.0) * 1e6);
+      p.properties.set("tsc_correction_ppm", ppm);
+    }
+  }
+
   void handle_process(const format::Chunk& chunk) {
     format::Properties props;
     std::string error;
@@ -212,6 +262,7 @@ class Loader {
 
   Trace* trace_;
   format::ChunkReader* reader_;
+  size_t first_span_;  // spans before this index came from earlier files
   std::unordered_map<uint64_t, StreamState> streams_;
   std::vector<format::StringEntry> entries_;
   uint64_t unknown_chunks_ = 0;

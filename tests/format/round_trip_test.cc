@@ -221,3 +221,50 @@ TEST(Properties, RejectsCutLists) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(ClockRefinement, TickDerivedTimesFollowTheRunLongCalibration) {
+  testing::TempDir dir;
+  const std::string path = dir.file("clock.strata");
+  format::ChunkWriter file;
+  ASSERT_TRUE(file.open(path));
+  format::StreamWriter w(&file, 5);
+  format::Properties p;
+  p.set_int("pid", 1);
+  p.set("tsc_ns_per_tick", "1");  // the start-up calibration said 1 ns per tick...
+  p.set_int("tsc_anchor_ticks", 1000);
+  p.set_int("tsc_anchor_ns", 5000);
+  ASSERT_TRUE(w.write_properties(format::ChunkType::kProcess, p));
+  // ...but over 100 ms the clocks show 1.0001 ns per tick (100 ppm off).
+  format::ClockReading start[2] = {{0, 0, 5000}, {2, 0, 1000}};
+  format::ClockReading end[2] = {{0, 0, 5000 + 100'010'000}, {2, 0, 1000 + 100'000'000}};
+  ASSERT_TRUE(w.write_clock_snapshot(start));
+  SpanRecord ticked;
+  ticked.span_id = 1;
+  ticked.start_ns = 5000 + 50'000'000;
+  ticked.end_ns = 5000 + 60'000'000;
+  ticked.flags = kSpanFlagFromTicks;
+  SpanRecord foreign = ticked;  // e.g. a GPU record already on its own clock: left alone
+  foreign.span_id = 2;
+  foreign.flags = 0;
+  w.add_span(ticked);
+  w.add_span(foreign);
+  ASSERT_TRUE(w.flush());
+  ASSERT_TRUE(w.write_clock_snapshot(end));
+  file.close();
+  model::Trace t;
+  std::string error;
+  ASSERT_TRUE(model::load_trace(path, &t, &error)) << error;
+  ASSERT_EQ(t.spans.size(), 2u);
+  const SpanRecord& a = t.spans[0].span_id == 1 ? t.spans[0] : t.spans[1];
+  const SpanRecord& b = t.spans[0].span_id == 1 ? t.spans[1] : t.spans[0];
+  EXPECT_NEAR(static_cast<double>(a.start_ns), 5000 + 50'005'000.0, 2.0);
+  EXPECT_NEAR(static_cast<double>(a.end_ns), 5000 + 60'006'000.0, 2.0);
+  EXPECT_EQ(b.start_ns, 5000 + 50'000'000);
+  EXPECT_EQ(t.processes[0].properties.get("tsc_correction_ppm").value_or(""), "100.000");
+}
+
+}  // namespace
+}  // namespace strata
