@@ -190,7 +190,7 @@ ThreadState* Session::register_thread() {
 ThreadState* Session::thread_state() {
   ThreadState* t = tls_state;
   if (t != nullptr && t->session == this && !t->exited.load(std::memory_order_relaxed)) return t;
-  if (stopped_) return nullptr;
+  if (stopped_.load(std::memory_order_relaxed)) return nullptr;
   return register_thread();
 }
 
@@ -198,7 +198,7 @@ detail::Slot* Session::reserve(ThreadState* t, uint32_t count, int drop_cause) {
   detail::ThreadCursor& c = t->cursor;
   detail::Slot* end = c.end.load(std::memory_order_relaxed);
   if (c.cur != nullptr && end - c.cur >= static_cast<ptrdiff_t>(count)) return c.cur;
-  if (stopped_) return nullptr;
+  if (stopped_.load(std::memory_order_relaxed)) return nullptr;
   if (count >= BlockPool::slots_per_block()) {
     t->drops[drop_cause].fetch_add(1, std::memory_order_relaxed);
     return nullptr;

@@ -136,7 +136,7 @@ class Session {
   uint64_t flush_requests_ = 0;
   uint64_t flushes_done_ = 0;
   std::atomic<bool> paused_{false};
-  bool stopped_ = false;
+  std::atomic<bool> stopped_{false};  // read by producers without the lock
 
   // Writer-thread state.
   format::ChunkWriter file_;
