@@ -28,6 +28,14 @@ phase "C++ tests under ASan+UBSan"
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure --timeout 900 -j2)
 
+phase "collector under ThreadSanitizer"
+# The recorder is lock-free between traced threads and its writer: race-check it on its own.
+cmake -S "$root" -B "$root/build-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_BUILD_BENCHMARKS=OFF \
+  -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
+  -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
+ninja -C "$root/build-tsan" -j "$(nproc)" collect_test
+TSAN_OPTIONS=halt_on_error=1 "$root/build-tsan/bin/collect_test" --gtest_filter='Session.*:TraceContext.*' --gtest_brief=1
+
 phase "fuzzers (${fuzz_seconds}s each)"
 CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSTRATA_BUILD_FUZZERS=ON -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCHMARKS=OFF >/dev/null

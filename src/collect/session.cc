@@ -171,16 +171,15 @@ void Session::write_stats() {
 
 ThreadState* Session::register_thread() {
   auto state = std::make_unique<ThreadState>();
-  state->session = this;
-  state->tid = current_tid();
+  ThreadState* t = state.get();
+  t->session = this;
+  t->tid = current_tid();
   {
     std::lock_guard<std::mutex> lock(threads_mu_);
-    state->index = next_thread_index_++;
-    threads_.push_back(state.get());
+    t->index = next_thread_index_++;
+    threads_.push_back(t);
     owned_threads_.push_back(std::move(state));
   }
-  // (threads_ is only appended to by producers; the writer erases entries of exited threads only.)
-  ThreadState* t = threads_.back();
   tls_state = t;
   strata_tls_cursor = &t->cursor;
   pthread_setspecific(g_exit_key, t);
