@@ -7,5 +7,6 @@ namespace strata::cli {
 int run_record(int argc, char** argv);
 int run_info(int argc, char** argv);
 int run_export(int argc, char** argv);
+int run_import(int argc, char** argv);
 
 }  // namespace strata::cli

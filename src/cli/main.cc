@@ -18,6 +18,7 @@ constexpr Command kCommands[] = {
     {"record", "run a command with tracing and write one trace of all its processes", strata::cli::run_record},
     {"info", "show a trace's header, processes, counts, drops and clock domains", strata::cli::run_info},
     {"export", "write a trace as Chrome Trace Event JSON, or spans as JSON/CSV", strata::cli::run_export},
+    {"import", "convert a PyTorch/Kineto, ONNX Runtime or TensorFlow trace JSON into a Strata trace", strata::cli::run_import},
 };
 
 void usage(FILE* out) {

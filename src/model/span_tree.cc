@@ -18,6 +18,7 @@ struct TrackKey {
   bool operator<(const TrackKey& o) const {
     return std::tie(process, device, stream, tid) < std::tie(o.process, o.device, o.stream, o.tid);
   }
+  bool on_device() const { return stream != kNoStream || device != kNoDevice; }
 };
 
 TrackKey track_of(const SpanRecord& s) {
@@ -25,29 +26,45 @@ TrackKey track_of(const SpanRecord& s) {
   return {s.process, s.tid, kNoStream, kNoDevice};
 }
 
+struct Track {
+  TrackKey key;
+  std::vector<uint32_t> members;   // span indices sorted by (start, longer first, shallower first)
+  std::vector<int32_t> enclosing;  // per position: position of the innermost member containing it, or -1
+};
+
+uint64_t id_key(uint64_t id, uint16_t process) { return id ^ (uint64_t{process} * 0x9E3779B97F4A7C15ull); }
+
+constexpr uint8_t kRuntimeLevel = static_cast<uint8_t>(Level::kRuntimeApi);
+constexpr uint8_t kDeviceLevel = static_cast<uint8_t>(Level::kDevice);
+constexpr uint8_t kLayerLevel = static_cast<uint8_t>(Level::kLayer);
+
 }  // namespace
 
 SpanTree build_span_tree(const Trace& trace, const SpanTreeOptions& options) {
   const size_t n = trace.spans.size();
+  const auto& spans = trace.spans;
   SpanTree tree;
   tree.parent_.assign(n, kNoParent);
   tree.depth_.assign(n, 0);
   tree.flags_.assign(n, 0);
   CorrelationReport& rep = tree.report_;
+  std::vector<uint8_t> has_known(n, 0);
+  auto link = [&](size_t child, uint32_t parent) {
+    tree.parent_[child] = static_cast<int32_t>(parent);
+    has_known[child] = 1;
+  };
 
-  // 1. Known links: explicit parent ids (ids are unique per process).
+  // 1. Explicit parent ids (ids are unique per process).
   std::unordered_map<uint64_t, uint32_t> by_id;
   by_id.reserve(n);
-  auto id_key = [](uint64_t id, uint16_t process) { return id ^ (uint64_t{process} * 0x9E3779B97F4A7C15ull); };
-  for (size_t i = 0; i < n; ++i) by_id.emplace(id_key(trace.spans[i].span_id, trace.spans[i].process), static_cast<uint32_t>(i));
-  std::vector<uint8_t> has_known(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    by_id.emplace(id_key(spans[i].span_id, spans[i].process), static_cast<uint32_t>(i));
   for (size_t i = 0; i < n; ++i) {
-    const SpanRecord& s = trace.spans[i];
+    const SpanRecord& s = spans[i];
     if (s.parent_id == 0) continue;
     auto it = by_id.find(id_key(s.parent_id, s.process));
     if (it != by_id.end() && it->second != i) {
-      tree.parent_[i] = static_cast<int32_t>(it->second);
-      has_known[i] = 1;
+      link(i, it->second);
       ++rep.explicit_links;
     } else {
       // Not in this process: a parent in another process (context propagation) or lost. Counted;
@@ -55,59 +72,204 @@ SpanTree build_span_tree(const Trace& trace, const SpanTreeOptions& options) {
       ++rep.missing_parents;
     }
   }
-  // 2. Correlation ids: an execution (device work) hangs under the launch with the same id.
-  std::unordered_map<uint64_t, uint32_t> launch_by_corr;
+
+  // 2. Correlation ids: device work hangs under the runtime call with the same id (a launch when
+  //    there are several candidates).
+  std::unordered_map<uint64_t, uint32_t> call_by_corr;
   for (size_t i = 0; i < n; ++i) {
-    const SpanRecord& s = trace.spans[i];
-    if (s.correlation_id != 0 && s.kind == static_cast<uint8_t>(SpanKind::kLaunch))
-      launch_by_corr.emplace(id_key(s.correlation_id, s.process), static_cast<uint32_t>(i));
+    const SpanRecord& s = spans[i];
+    const bool is_launch = s.kind == static_cast<uint8_t>(SpanKind::kLaunch);
+    if (s.correlation_id == 0 || (!is_launch && s.level != kRuntimeLevel)) continue;
+    auto [it, inserted] = call_by_corr.emplace(id_key(s.correlation_id, s.process), static_cast<uint32_t>(i));
+    if (!inserted && is_launch && spans[it->second].kind != static_cast<uint8_t>(SpanKind::kLaunch))
+      it->second = static_cast<uint32_t>(i);
   }
   for (size_t i = 0; i < n; ++i) {
-    const SpanRecord& s = trace.spans[i];
-    if (has_known[i] || s.correlation_id == 0 || s.kind != static_cast<uint8_t>(SpanKind::kExecution)) continue;
-    auto it = launch_by_corr.find(id_key(s.correlation_id, s.process));
-    if (it == launch_by_corr.end()) continue;
-    tree.parent_[i] = static_cast<int32_t>(it->second);
-    has_known[i] = 1;
+    const SpanRecord& s = spans[i];
+    const bool device_work = s.kind == static_cast<uint8_t>(SpanKind::kExecution) || s.level == kDeviceLevel;
+    if (has_known[i] || s.correlation_id == 0 || !device_work) continue;
+    auto it = call_by_corr.find(id_key(s.correlation_id, s.process));
+    if (it == call_by_corr.end() || it->second == i) continue;
+    link(i, it->second);
     ++rep.correlation_links;
   }
-  // 3. Containment per track: sweep spans in start order with a stack of open spans; the parent is
-  //    the innermost open span at a shallower level that contains the span.
-  if (options.reconstruct) {
-    std::map<TrackKey, std::vector<uint32_t>> tracks;
-    for (size_t i = 0; i < n; ++i) tracks[track_of(trace.spans[i])].push_back(static_cast<uint32_t>(i));
-    std::vector<uint32_t> stack;
-    for (auto& [key, members] : tracks) {
-      std::stable_sort(members.begin(), members.end(), [&](uint32_t a, uint32_t b) {
-        const SpanRecord& x = trace.spans[a];
-        const SpanRecord& y = trace.spans[b];
-        if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-        if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;
-        return x.level < y.level;
-      });
-      stack.clear();
-      for (uint32_t i : members) {
-        const SpanRecord& s = trace.spans[i];
-        while (!stack.empty() && trace.spans[stack.back()].end_ns <= s.start_ns) stack.pop_back();
-        if (!has_known[i]) {
-          // Innermost containing span at a shallower (or same, for nested regions) level.
-          int found = -1;
-          for (size_t k = stack.size(); k-- > 0;) {
-            const SpanRecord& c = trace.spans[stack[k]];
-            if (c.level > s.level || c.end_ns < s.end_ns) continue;
-            found = static_cast<int>(stack[k]);
-            break;
-          }
-          if (found >= 0) {
-            tree.parent_[i] = found;
-            tree.flags_[i] |= kSpanFlagParentReconstructed;
-            ++rep.reconstructed;
-          }
+
+  // 3. External correlation: the owner of an id is the framework op (layer level or shallower, on the
+  //    host) that carries it; runtime calls and unlinked device work with that id hang under it.
+  const uint32_t ext_key = trace.strings.find(kExternalCorrelationKey);
+  if (ext_key != UINT32_MAX) {
+    tree.external_owner_.assign(n, kNoParent);
+    std::vector<int64_t> ext(n, 0);
+    std::vector<uint8_t> has_ext(n, 0);
+    std::unordered_map<uint64_t, uint32_t> owner;
+    for (size_t i = 0; i < n; ++i) {
+      for (const AttrRecord& a : trace.attributes(i)) {
+        if (a.key != ext_key) continue;
+        if (a.type == static_cast<uint8_t>(AttrType::kInt)) {
+          ext[i] = a.value.i;
+          has_ext[i] = 1;
         }
-        stack.push_back(i);
+        break;
+      }
+      const SpanRecord& s = spans[i];
+      if (!has_ext[i] || s.level > kLayerLevel || track_of(s).on_device()) continue;
+      auto [it, inserted] =
+          owner.emplace(id_key(static_cast<uint64_t>(ext[i]), s.process), static_cast<uint32_t>(i));
+      if (!inserted && spans[it->second].level < s.level)
+        it->second = static_cast<uint32_t>(i);  // the op, not its annotation
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!has_ext[i]) continue;
+      const SpanRecord& s = spans[i];
+      auto it = owner.find(id_key(static_cast<uint64_t>(ext[i]), s.process));
+      if (it == owner.end() || it->second == i) continue;
+      // Only a plausible link counts: the op must have been running when the call was made (for
+      // device work: when its launch was made). Old Kineto versions reuse ids, so a stale match
+      // seconds away is rejected and counted rather than trusted.
+      const SpanRecord& op = spans[it->second];
+      const SpanRecord& anchor = tree.parent_[i] != kNoParent && has_known[i] ? spans[tree.parent_[i]] : s;
+      const bool device_work =
+          s.kind == static_cast<uint8_t>(SpanKind::kExecution) || s.level == kDeviceLevel;
+      const bool plausible = device_work && &anchor == &s
+                                 ? op.start_ns <= s.start_ns
+                                 : op.start_ns <= anchor.start_ns && anchor.end_ns <= op.end_ns;
+      if (!plausible) {
+        ++rep.external_rejected;
+        continue;
+      }
+      tree.external_owner_[i] = static_cast<int32_t>(it->second);
+      if (!has_known[i] && s.level > spans[it->second].level) {
+        link(i, it->second);
+        ++rep.external_links;
       }
     }
   }
+
+  // 4. Tracks, each sorted by the spans' own timestamps (Zins Algorithm 1), then a stack sweep:
+  //    the enclosing chain of every span, and level-aware containment parents.
+  std::map<TrackKey, Track> tracks;
+  std::vector<std::pair<Track*, int32_t>> position(n);
+  for (size_t i = 0; i < n; ++i) {
+    TrackKey key = track_of(spans[i]);
+    Track& t = tracks[key];
+    t.key = key;
+    t.members.push_back(static_cast<uint32_t>(i));
+  }
+  std::vector<int32_t> stack;
+  for (auto& [key, t] : tracks) {
+    int64_t latest = INT64_MIN;
+    for (uint32_t i : t.members) {
+      if (spans[i].start_ns < latest) ++rep.late_records;
+      latest = std::max(latest, spans[i].start_ns);
+    }
+    std::stable_sort(t.members.begin(), t.members.end(), [&](uint32_t a, uint32_t b) {
+      const SpanRecord& x = spans[a];
+      const SpanRecord& y = spans[b];
+      if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+      if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;
+      return x.level < y.level;
+    });
+    t.enclosing.assign(t.members.size(), -1);
+    stack.clear();
+    for (int32_t p = 0; p < static_cast<int32_t>(t.members.size()); ++p) {
+      const uint32_t i = t.members[p];
+      const SpanRecord& s = spans[i];
+      position[i] = {&t, p};
+      while (!stack.empty() && spans[t.members[stack.back()]].end_ns <= s.start_ns) stack.pop_back();
+      int32_t best = -1;
+      int best_level = -1;
+      for (size_t k = stack.size(); k-- > 0;) {
+        const SpanRecord& c = spans[t.members[stack[k]]];
+        if (c.end_ns < s.end_ns) continue;  // overlaps but does not contain (damaged nesting)
+        if (t.enclosing[p] < 0) t.enclosing[p] = stack[k];
+        if (has_known[i] || !options.reconstruct) break;
+        if (c.level > s.level || c.level <= best_level) continue;
+        best = stack[k];
+        best_level = c.level;
+        if (best_level == s.level) break;  // nothing nearer than the same level
+      }
+      if (best >= 0) {
+        tree.parent_[i] = static_cast<int32_t>(t.members[best]);
+        tree.flags_[i] |= kSpanFlagParentReconstructed;
+        ++rep.reconstructed;
+      }
+      stack.push_back(p);
+    }
+  }
+
+  // 5. Across threads: spans still without a parent look at the other host threads of their process.
+  if (options.reconstruct && options.cross_thread) {
+    std::unordered_map<uint16_t, std::vector<const Track*>> host_tracks;
+    for (const auto& [key, t] : tracks)
+      if (!key.on_device()) host_tracks[key.process].push_back(&t);
+    for (size_t i = 0; i < n; ++i) {
+      if (tree.parent_[i] != kNoParent || has_known[i]) continue;
+      const SpanRecord& s = spans[i];
+      auto ht = host_tracks.find(s.process);
+      if (ht == host_tracks.end()) continue;
+      const Track* own = position[i].first;
+      int32_t best = -1;
+      int best_level = -1;
+      int tracks_at_best = 0;
+      for (const Track* t : ht->second) {
+        if (t == own) continue;
+        // Last member starting at or before s, then up its enclosing chain to the first shallower
+        // span that contains s.
+        auto upper = std::upper_bound(t->members.begin(), t->members.end(), s.start_ns,
+                                      [&](int64_t ts, uint32_t m) { return ts < spans[m].start_ns; });
+        int32_t cur = static_cast<int32_t>(upper - t->members.begin()) - 1;
+        for (int steps = 0; cur >= 0 && steps < 4096; ++steps, cur = t->enclosing[cur]) {
+          const SpanRecord& c = spans[t->members[cur]];
+          if (c.end_ns >= s.end_ns && c.start_ns <= s.start_ns && c.level < s.level) break;
+        }
+        if (cur < 0) continue;
+        const uint32_t candidate = t->members[cur];
+        const int level = spans[candidate].level;
+        if (level > best_level) {
+          best = static_cast<int32_t>(candidate);
+          best_level = level;
+          tracks_at_best = 1;
+        } else if (level == best_level) {
+          ++tracks_at_best;
+          if (spans[candidate].start_ns > spans[best].start_ns) best = static_cast<int32_t>(candidate);
+        }
+      }
+      if (best < 0) continue;
+      tree.parent_[i] = best;
+      tree.flags_[i] |= kSpanFlagParentReconstructed;
+      ++rep.reconstructed;
+      ++rep.cross_thread;
+      if (tracks_at_best > 1) {
+        tree.flags_[i] |= kSpanFlagAmbiguousParent;
+        ++rep.ambiguous;
+      }
+    }
+  }
+
+  // 6. Cycles (only corrupt explicit ids can make one): walk up from every span; a span met again on
+  //    the current walk closes a cycle, and its parent link is dropped.
+  {
+    std::vector<uint8_t> state(n, 0);  // 0 unvisited, 1 on the current walk, 2 done
+    std::vector<uint32_t> walk;
+    for (size_t start = 0; start < n; ++start) {
+      if (state[start]) continue;
+      walk.clear();
+      int32_t cur = static_cast<int32_t>(start);
+      while (cur != kNoParent && state[cur] == 0) {
+        state[cur] = 1;
+        walk.push_back(static_cast<uint32_t>(cur));
+        int32_t next = tree.parent_[cur];
+        if (next != kNoParent && state[next] == 1) {
+          tree.parent_[cur] = kNoParent;
+          ++rep.cycles_broken;
+          break;
+        }
+        cur = next;
+      }
+      for (uint32_t w : walk) state[w] = 2;
+    }
+  }
+
   // Children (CSR) and depth.
   tree.child_begin_.assign(n + 1, 0);
   for (size_t i = 0; i < n; ++i)
@@ -123,16 +285,11 @@ SpanTree build_span_tree(const Trace& trace, const SpanTreeOptions& options) {
       tree.child_index_[fill[static_cast<size_t>(tree.parent_[i])]++] = static_cast<uint32_t>(i);
     }
   }
-  // Depth by walking from the roots (iteratively; a cycle from corrupt ids is broken by the visit mark).
-  std::vector<uint8_t> visited(n, 0);
   std::vector<uint32_t> work(tree.roots_.begin(), tree.roots_.end());
-  for (uint32_t r : tree.roots_) visited[r] = 1;
   while (!work.empty()) {
     uint32_t i = work.back();
     work.pop_back();
     for (uint32_t c : tree.children(i)) {
-      if (visited[c]) continue;
-      visited[c] = 1;
       tree.depth_[c] = tree.depth_[i] + 1;
       work.push_back(c);
     }

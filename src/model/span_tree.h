@@ -1,15 +1,29 @@
-// Parent/child structure over a trace's spans (Perfetto's "slices with depth and parent").
+// Parent/child structure over a trace's spans: the correlation engine (XSP III-A, Zins III-F).
 //
-// Known links win: an explicit parent id, then correlation ids (an execution's parent is the
-// launch with the same correlation id). Spans without a known parent get one reconstructed by
-// containment: the innermost span at a shallower level on the same process and thread (device work:
-// the same device and stream) that contains it. Reconstructed and ambiguous parents are flagged and
-// counted, never silently guessed.
+// Known links win, in this order: an explicit parent id; a correlation id (device work -> the
+// runtime call with the same id in the same process: the launch for kernels and copies, the sync
+// call for sync records); an external correlation id (attribute kExternalCorrelationKey: a runtime
+// call, or device work without a launch, hangs under the framework op that carries the same id).
+//
+// Spans without a known link get a parent reconstructed by containment, level-aware: among the spans
+// on the same track (process+thread; device work: device+stream) that contain it, the one at the
+// nearest shallower level (the same level for nested regions), innermost on ties. Spans still without
+// a parent are then matched against the other threads of their process (e.g. device work whose launch
+// is missing, oneDNN primitives on worker threads, backward ops on autograd threads): when candidates
+// at that nearest level come from several threads the parent is ambiguous (parallel work) - the latest
+// starting candidate is taken, the span flagged and counted. Every track is sorted by the spans' own
+// timestamps first (Zins Algorithm 1), so records that arrived late do not disturb reconstruction.
+//
+// Complexity: O(n log n) for the sorts plus O(n * d) for the sweeps (d: nesting depth on a track);
+// the cross-thread pass is O(r * T * (log n + d)) for r spans left without parent and T threads in
+// their process, each thread answering "innermost span containing [start, end]" by binary search on
+// its start-sorted spans and a walk up their enclosing chain.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/trace.h"
@@ -18,17 +32,27 @@ namespace strata::model {
 
 inline constexpr int32_t kNoParent = -1;
 
+// Attribute holding an external correlation id (an int): Kineto's name for it, kept verbatim so
+// imported traces need no renaming; Strata's own tracers use the same key.
+inline constexpr std::string_view kExternalCorrelationKey = "External id";
+
 struct CorrelationReport {
-  uint64_t explicit_links = 0;       // parent id present and found
-  uint64_t missing_parents = 0;      // parent id present but no such span (counted, left without parent)
-  uint64_t correlation_links = 0;    // execution linked to its launch by correlation id
-  uint64_t reconstructed = 0;        // parent found by containment
-  uint64_t ambiguous = 0;            // several overlapping candidates (parallel work); innermost taken
-  uint64_t roots = 0;                // no parent at all
+  uint64_t explicit_links = 0;     // parent id present and found
+  uint64_t missing_parents = 0;    // parent id present but no such span (counted, left without parent)
+  uint64_t correlation_links = 0;  // device work linked to its runtime call by correlation id
+  uint64_t external_links = 0;     // linked to the framework op with the same external correlation id
+  uint64_t external_rejected = 0;  // external id matched an op that was not running at the time (ignored)
+  uint64_t reconstructed = 0;      // parent found by containment (same track or across threads)
+  uint64_t cross_thread = 0;       // ... of which on another thread of the process
+  uint64_t ambiguous = 0;          // several overlapping candidates (parallel work); latest taken
+  uint64_t late_records = 0;       // spans stored after a later-starting span of their track (reordered)
+  uint64_t cycles_broken = 0;      // explicit parent ids forming a cycle (corrupt input); link dropped
+  uint64_t roots = 0;              // no parent at all
 };
 
 struct SpanTreeOptions {
-  bool reconstruct = true;  // false: known links only
+  bool reconstruct = true;   // false: known links only
+  bool cross_thread = true;  // also look for parents on other threads of the process
 };
 
 class SpanTree {
@@ -44,6 +68,9 @@ class SpanTree {
   bool ambiguous(size_t i) const { return flags_[i] & kSpanFlagAmbiguousParent; }
   size_t size() const { return parent_.size(); }
   const CorrelationReport& report() const { return report_; }
+  // The framework op (layer level or shallower) carrying the same external correlation id as span i,
+  // e.g. the cpu_op that a kernel ultimately belongs to; kNoParent if none (or if i is that op).
+  int32_t external_owner(size_t i) const { return external_owner_.empty() ? kNoParent : external_owner_[i]; }
 
   // The nearest ancestor (or the span itself) at `level`; kNoParent if none.
   int32_t ancestor_at_level(const Trace& trace, size_t i, uint8_t level) const;
@@ -58,6 +85,7 @@ class SpanTree {
   std::vector<uint32_t> child_begin_;
   std::vector<uint32_t> child_index_;
   std::vector<uint32_t> roots_;
+  std::vector<int32_t> external_owner_;
   CorrelationReport report_;
 };
 

@@ -1,0 +1,129 @@
+// strata import FILE [-o OUT.strata] [--format auto|kineto|onnxruntime|tensorflow]
+// Converts a framework profiler's trace (PyTorch/Kineto, ONNX Runtime, TensorFlow; .json or .json.gz)
+// into a Strata trace, and says what was read, written and dropped.
+#include <cstdio>
+#include <string>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "core/level.h"
+#include "import/importer.h"
+#include "model/span_tree.h"
+#include "model/trace_saver.h"
+
+namespace strata::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: strata import FILE [-o OUT.strata] [--format auto|kineto|onnxruntime|tensorflow] [--zstd LEVEL]\n"
+    "  FILE: PyTorch profiler (Kineto) Chrome trace, ONNX Runtime profile, or TensorFlow trace JSON\n"
+    "        (plain or .gz)\n"
+    "  -o OUT.strata: output (default: FILE without .json/.json.gz, plus .strata)\n"
+    "  --format: the producer, when auto-detection cannot tell (default auto)\n"
+    "  --zstd LEVEL: compress the output chunks (default 3; 0 stores them uncompressed)\n";
+
+std::string default_output(std::string path) {
+  for (const char* suffix : {".gz", ".json"})
+    if (path.size() > std::string(suffix).size() && path.ends_with(suffix))
+      path.resize(path.size() - std::string(suffix).size());
+  return path + ".strata";
+}
+
+}  // namespace
+
+int run_import(int argc, char** argv) {
+  std::string input, output, format = "auto", zstd = "3";
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    bool missing = false;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (take_option(argc, argv, &i, "-o", &output, &missing) ||
+        take_option(argc, argv, &i, "--output", &output, &missing) ||
+        take_option(argc, argv, &i, "--format", &format, &missing) ||
+        take_option(argc, argv, &i, "--zstd", &zstd, &missing)) {
+      if (missing) return fail("import", std::string(arg) + " needs a value\n" + kUsage);
+      continue;
+    }
+    if (!arg.empty() && arg[0] == '-' && arg != "-")
+      return fail("import", "unknown option " + std::string(arg) + "\n" + kUsage);
+    if (!input.empty())
+      return fail("import", "one input file at a time (got " + input + " and " + std::string(arg) + ")");
+    input = arg;
+  }
+  if (input.empty()) return fail("import", std::string("no input file\n") + kUsage);
+  if (output.empty()) output = default_output(input);
+  int zstd_level = 0;
+  try {
+    zstd_level = std::stoi(zstd);
+  } catch (...) {
+    return fail("import", "--zstd needs a number (0-19), got '" + zstd + "'");
+  }
+
+  import::ImportOptions options;
+  options.format = format;
+  import::ImportStats stats;
+  model::Trace trace;
+  std::string error;
+  if (!import::import_trace_with_stats(input, &trace, &error, options, &stats))
+    return fail("import", error, 1);
+  if (!model::save_trace(trace, output, &error, zstd_level)) return fail("import", error, 1);
+
+  std::printf("imported %s (%s): %llu events read, %llu spans written -> %s\n", input.c_str(),
+              std::string(import::format_name(stats.format)).c_str(),
+              static_cast<unsigned long long>(stats.events_read),
+              static_cast<unsigned long long>(stats.spans_written), output.c_str());
+  std::printf("events: %llu spans, %llu metadata, %llu flow links, %llu dropped\n",
+              static_cast<unsigned long long>(stats.spans_written),
+              static_cast<unsigned long long>(stats.metadata_events),
+              static_cast<unsigned long long>(stats.flow_events),
+              static_cast<unsigned long long>(stats.dropped_events));
+  model::SpanTree tree = model::build_span_tree(trace);
+  const model::CorrelationReport& r = tree.report();
+  std::printf(
+      "links: %llu by correlation id, %llu by external id, %llu reconstructed by containment, %llu "
+      "ambiguous, "
+      "%llu roots\n",
+      static_cast<unsigned long long>(r.correlation_links), static_cast<unsigned long long>(r.external_links),
+      static_cast<unsigned long long>(r.reconstructed), static_cast<unsigned long long>(r.ambiguous),
+      static_cast<unsigned long long>(r.roots));
+  if (r.external_rejected)
+    std::printf("external ids ignored: %llu (the op with that id was not running at the time)\n",
+                static_cast<unsigned long long>(r.external_rejected));
+  // Device work: how much of it is tied to the call that launched it and to the framework op.
+  uint64_t device_work = 0, with_call = 0, with_op = 0, under_op = 0;
+  for (size_t i = 0; i < trace.spans.size(); ++i) {
+    const SpanRecord& s = trace.spans[i];
+    if (s.kind != static_cast<uint8_t>(SpanKind::kExecution)) continue;
+    ++device_work;
+    int32_t parent = tree.parent(i);
+    if (parent != model::kNoParent && s.correlation_id != 0 &&
+        trace.spans[static_cast<size_t>(parent)].correlation_id == s.correlation_id)
+      ++with_call;
+    if (tree.external_owner(i) != model::kNoParent) ++with_op;
+    if (tree.external_owner(i) != model::kNoParent ||
+        tree.ancestor_at_level(trace, i, static_cast<uint8_t>(Level::kLayer)) != model::kNoParent)
+      ++under_op;
+  }
+  if (device_work)
+    std::printf(
+        "device work: %llu spans, %llu linked to their runtime call by correlation id, %llu to their "
+        "framework op by External id, %llu under a framework op\n",
+        static_cast<unsigned long long>(device_work), static_cast<unsigned long long>(with_call),
+        static_cast<unsigned long long>(with_op), static_cast<unsigned long long>(under_op));
+  for (const model::Process& p : trace.processes) {
+    for (const auto& [key, value] : p.properties.entries())
+      if (key.rfind("import.unmapped_category.", 0) == 0)
+        std::printf("category %s: imported at application level (%s events)\n", key.c_str() + 25,
+                    value.c_str());
+  }
+  for (const model::Process& p : trace.processes)
+    if (auto problem = p.properties.get("import.first_problem"))
+      std::printf("first problem: %.*s\n", static_cast<int>(problem->size()), problem->data());
+  print_summary(trace, stdout);
+  return 0;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,319 @@
+#include "import/chrome_json.h"
+
+#include <simdjson.h>
+
+#include <charconv>
+
+namespace strata::import {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// Reads one value; a structural error is returned to the caller, everything else becomes a kind.
+simdjson::error_code read_scalar(od::value& value, JsonScalar* out) {
+  od::json_type type;
+  if (auto err = value.type().get(type)) return err;
+  switch (type) {
+    case od::json_type::number: {
+      std::string_view token = trim(value.raw_json_token());
+      out->text = token;
+      if (token.find_first_of(".eE") == std::string_view::npos) {
+        auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), out->i);
+        if (ec == std::errc() && end == token.data() + token.size()) {
+          out->kind = JsonScalar::kInt;
+          out->d = static_cast<double>(out->i);
+          return simdjson::SUCCESS;
+        }
+      }
+      auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), out->d);
+      out->kind = (ec == std::errc()) ? JsonScalar::kDouble : JsonScalar::kRaw;
+      (void)end;
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::string:
+      out->kind = JsonScalar::kString;
+      return value.get_string().get(out->text);
+    case od::json_type::boolean: {
+      bool b = false;
+      if (auto err = value.get_bool().get(b)) return err;
+      out->kind = JsonScalar::kBool;
+      out->i = b ? 1 : 0;
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::null:
+      out->kind = JsonScalar::kNull;
+      return simdjson::SUCCESS;
+    case od::json_type::array:
+    case od::json_type::object:
+      out->kind = JsonScalar::kRaw;
+      return simdjson::to_json_string(value).get(out->text);
+  }
+  return simdjson::INCORRECT_TYPE;
+}
+
+simdjson::error_code read_time(od::value& value, std::optional<int64_t>* out, bool* malformed) {
+  JsonScalar s;
+  if (auto err = read_scalar(value, &s)) return err;
+  int64_t ns = 0;
+  bool numeric = s.kind == JsonScalar::kInt || s.kind == JsonScalar::kDouble || s.kind == JsonScalar::kString;
+  if (numeric && parse_us_to_ns(s.text, &ns)) {
+    *out = ns;
+  } else {
+    *malformed = true;
+  }
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code read_string_field(od::value& value, std::string_view* out) {
+  JsonScalar s;
+  if (auto err = read_scalar(value, &s)) return err;
+  if (s.kind == JsonScalar::kString) *out = s.text;
+  return simdjson::SUCCESS;
+}
+
+class Parser {
+ public:
+  Parser(const std::string& source, std::string_view json, const std::function<void(const ChromeEvent&)>& cb)
+      : source_(source), padded_(json), on_event_(cb) {}
+
+  bool run(ChromeDocument* doc, std::string* error) {
+    doc_out_ = doc;
+    if (auto err = parser_.iterate(padded_).get(doc_)) return fail(err, 0, error);
+    od::json_type type;
+    if (auto err = doc_.type().get(type)) return fail(err, location(), error);
+    if (type == od::json_type::array) {
+      doc->bare_array = true;
+      od::array events;
+      if (auto err = doc_.get_array().get(events)) return fail(err, location(), error);
+      if (auto err = read_events(events)) return fail(err, location(), error);
+      doc->has_event_array = true;
+    } else if (type == od::json_type::object) {
+      od::object top;
+      if (auto err = doc_.get_object().get(top)) return fail(err, location(), error);
+      for (auto field : top) {
+        std::string_view key;
+        if (auto err = field.unescaped_key().get(key)) return fail(err, location(), error);
+        od::value value;
+        if (auto err = field.value().get(value)) return fail(err, location(), error);
+        if (key == "traceEvents") {
+          od::array events;
+          if (value.get_array().get(events) != simdjson::SUCCESS) {
+            *error = source_ + ": field traceEvents is not an array; this is not a Chrome trace";
+            return false;
+          }
+          if (auto err = read_events(events)) return fail(err, location(), error);
+          doc->has_event_array = true;
+        } else {
+          JsonScalar s;
+          if (auto err = read_scalar(value, &s)) return fail(err, location(), error);
+          if (s.kind != JsonScalar::kAbsent && s.kind != JsonScalar::kNull)
+            doc->metadata.emplace_back(std::string(key), std::string(s.text.substr(0, 1 << 16)));
+        }
+      }
+    } else {
+      *error = source_ + ": offset 0: JSON " + (type == od::json_type::string ? "string" : "scalar") +
+               ", not a trace (expected {\"traceEvents\": [...]} or an array of events)";
+      return false;
+    }
+    if (!doc->has_event_array) {
+      *error = source_ +
+               ": JSON object without a \"traceEvents\" array; not a Chrome/Kineto/TensorFlow trace "
+               "(an ONNX Runtime profile is a bare array)";
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  size_t location() {
+    const char* at = nullptr;
+    if (doc_.current_location().get(at) != simdjson::SUCCESS || at == nullptr) return padded_.size();
+    return static_cast<size_t>(at - padded_.data());
+  }
+
+  bool fail(simdjson::error_code err, size_t offset, std::string* error) {
+    *error = source_ + ": offset " + std::to_string(offset) + ": not valid JSON (" +
+             simdjson::error_message(err) + "); the file is damaged or truncated, or not JSON";
+    return false;
+  }
+
+  simdjson::error_code read_events(od::array& events) {
+    ChromeEvent ev;
+    for (auto element : events) {
+      od::value value;
+      if (auto err = element.get(value)) return err;
+      ev.index = doc_out_->events++;
+      ev.ph = ev.cat = ev.name = ev.bp = ev.scope = {};
+      ev.pid = ev.tid = ev.id = JsonScalar{};
+      ev.ts_ns.reset();
+      ev.dur_ns.reset();
+      ev.ts_malformed = ev.dur_malformed = false;
+      ev.args.clear();
+      const char* at = nullptr;
+      ev.offset = value.current_location().get(at) == simdjson::SUCCESS && at
+                      ? static_cast<size_t>(at - padded_.data())
+                      : 0;
+      od::json_type type;
+      if (auto err = value.type().get(type)) return err;
+      ev.is_object = type == od::json_type::object;
+      if (ev.is_object) {
+        od::object obj;
+        if (auto err = value.get_object().get(obj)) return err;
+        if (auto err = read_event(obj, &ev)) return err;
+      }
+      on_event_(ev);
+    }
+    return simdjson::SUCCESS;
+  }
+
+  simdjson::error_code read_event(od::object& obj, ChromeEvent* ev) {
+    for (auto field : obj) {
+      std::string_view key;
+      if (auto err = field.unescaped_key().get(key)) return err;
+      od::value value;
+      if (auto err = field.value().get(value)) return err;
+      simdjson::error_code err = simdjson::SUCCESS;
+      if (key == "ph")
+        err = read_string_field(value, &ev->ph);
+      else if (key == "cat")
+        err = read_string_field(value, &ev->cat);
+      else if (key == "name")
+        err = read_string_field(value, &ev->name);
+      else if (key == "bp")
+        err = read_string_field(value, &ev->bp);
+      else if (key == "s")
+        err = read_string_field(value, &ev->scope);
+      else if (key == "pid")
+        err = read_scalar(value, &ev->pid);
+      else if (key == "tid")
+        err = read_scalar(value, &ev->tid);
+      else if (key == "id")
+        err = read_scalar(value, &ev->id);
+      else if (key == "ts")
+        err = read_time(value, &ev->ts_ns, &ev->ts_malformed);
+      else if (key == "dur")
+        err = read_time(value, &ev->dur_ns, &ev->dur_malformed);
+      else if (key == "args") {
+        od::json_type type;
+        if ((err = value.type().get(type))) return err;
+        if (type == od::json_type::object) {
+          od::object args;
+          if ((err = value.get_object().get(args))) return err;
+          for (auto arg : args) {
+            ChromeArg a;
+            if ((err = arg.unescaped_key().get(a.key))) return err;
+            od::value v;
+            if ((err = arg.value().get(v))) return err;
+            if ((err = read_scalar(v, &a.value))) return err;
+            ev->args.push_back(a);
+          }
+        }
+      }
+      if (err) return err;
+    }
+    return simdjson::SUCCESS;
+  }
+
+  const std::string& source_;
+  simdjson::padded_string padded_;
+  const std::function<void(const ChromeEvent&)>& on_event_;
+  od::parser parser_;
+  od::document doc_;
+  ChromeDocument* doc_out_ = nullptr;
+};
+
+}  // namespace
+
+std::optional<int64_t> JsonScalar::as_int() const {
+  if (kind == kInt) return i;
+  if (kind == kString && !text.empty()) {
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec == std::errc() && end == text.data() + text.size()) return v;
+  }
+  return std::nullopt;
+}
+
+const JsonScalar* ChromeEvent::arg(std::string_view key) const {
+  for (const ChromeArg& a : args)
+    if (a.key == key) return &a.value;
+  return nullptr;
+}
+
+bool parse_us_to_ns(std::string_view text, int64_t* ns) {
+  size_t p = 0;
+  bool negative = false;
+  if (p < text.size() && (text[p] == '-' || text[p] == '+')) negative = text[p++] == '-';
+  __int128 digits = 0;
+  int exponent = 3;  // microseconds -> nanoseconds
+  int significant = 0;
+  bool any_digit = false;
+  auto take_digit = [&](char c, bool fraction) {
+    any_digit = true;
+    if (significant < 36) {
+      digits = digits * 10 + (c - '0');
+      if (digits != 0) ++significant;
+      if (fraction) --exponent;
+    } else if (!fraction) {
+      ++exponent;  // too many digits: keep the magnitude, drop precision beyond 36 digits
+    }
+  };
+  while (p < text.size() && text[p] >= '0' && text[p] <= '9') take_digit(text[p++], false);
+  if (p < text.size() && text[p] == '.') {
+    ++p;
+    while (p < text.size() && text[p] >= '0' && text[p] <= '9') take_digit(text[p++], true);
+  }
+  if (!any_digit) return false;
+  if (p < text.size() && (text[p] == 'e' || text[p] == 'E')) {
+    ++p;
+    bool exp_negative = false;
+    if (p < text.size() && (text[p] == '-' || text[p] == '+')) exp_negative = text[p++] == '-';
+    int e = 0;
+    bool exp_digit = false;
+    while (p < text.size() && text[p] >= '0' && text[p] <= '9') {
+      exp_digit = true;
+      if (e < 10000) e = e * 10 + (text[p] - '0');
+      ++p;
+    }
+    if (!exp_digit) return false;
+    exponent += exp_negative ? -e : e;
+  }
+  if (p != text.size()) return false;
+  constexpr __int128 kMax = INT64_MAX;
+  if (digits == 0) {
+    *ns = 0;
+    return true;
+  }
+  if (exponent >= 0) {
+    if (exponent > 19) return false;
+    for (int k = 0; k < exponent; ++k) {
+      digits *= 10;
+      if (digits > kMax) return false;
+    }
+  } else {
+    if (exponent < -36) {  // digits < 10^36: rounds to zero
+      digits = 0;
+    } else {
+      __int128 divisor = 1;
+      for (int k = 0; k < -exponent; ++k) divisor *= 10;
+      digits = (digits + divisor / 2) / divisor;
+    }
+  }
+  if (digits > kMax) return false;
+  *ns = static_cast<int64_t>(negative ? -digits : digits);
+  return true;
+}
+
+bool parse_chrome_trace(std::string_view json, const std::string& source, ChromeDocument* doc,
+                        const std::function<void(const ChromeEvent&)>& on_event, std::string* error) {
+  Parser parser(source, json, on_event);
+  return parser.run(doc, error);
+}
+
+}  // namespace strata::import

@@ -1,0 +1,66 @@
+// A streaming reader for Chrome Trace Event JSON (the format Kineto, ONNX Runtime and TensorFlow all
+// write): either {"traceEvents": [...], other fields...} or a bare [...] array of events.
+//
+// Built on simdjson On Demand so numbers keep their exact text: Chrome timestamps are microseconds
+// with a fraction ("1712195495505543.2"), and a double cannot hold that to the nanosecond.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace strata::import {
+
+// One JSON value as the importers need it. Strings point into the parser's buffer (valid during the
+// callback); arrays and objects are kept as their raw JSON text.
+struct JsonScalar {
+  enum Kind : uint8_t { kAbsent, kNull, kBool, kInt, kDouble, kString, kRaw } kind = kAbsent;
+  int64_t i = 0;          // kInt, kBool
+  double d = 0;           // kDouble (and kInt, converted)
+  std::string_view text;  // kString: the unescaped string; kInt/kDouble: the number's JSON text; kRaw: JSON
+  std::optional<int64_t> as_int() const;  // kInt, or a kString holding only an integer
+};
+
+struct ChromeArg {
+  std::string_view key;
+  JsonScalar value;
+};
+
+struct ChromeEvent {
+  size_t index = 0;       // position in the event array
+  size_t offset = 0;      // byte offset of the event in the (decompressed) input
+  bool is_object = true;  // false: the array element is not an object (malformed)
+  std::string_view ph, cat, name, bp, scope;
+  JsonScalar pid, tid, id;
+  // Timestamps converted exactly from decimal microseconds to integer nanoseconds.
+  std::optional<int64_t> ts_ns, dur_ns;
+  bool ts_malformed = false, dur_malformed = false;  // present but not a number
+  std::vector<ChromeArg> args;
+
+  const JsonScalar* arg(std::string_view key) const;
+};
+
+struct ChromeDocument {
+  bool bare_array = false;  // the input is [...], not {"traceEvents": [...]}
+  bool has_event_array = false;
+  uint64_t events = 0;
+  // Top-level fields other than traceEvents, scalars as text and containers as raw JSON.
+  std::vector<std::pair<std::string, std::string>> metadata;
+};
+
+// Parses `json` and calls `on_event` for every element of the event array, in file order. Returns
+// false with *error set to one line (source, byte offset, reason, what to do) on a JSON syntax error
+// or when there is no event array; events already delivered stay delivered.
+bool parse_chrome_trace(std::string_view json, const std::string& source, ChromeDocument* doc,
+                        const std::function<void(const ChromeEvent&)>& on_event, std::string* error);
+
+// "123.4567" microseconds -> 123456 ns (rounded to nearest, exact for up to 18 digits). Accepts an
+// optional sign, fraction and exponent. Returns false for anything that is not a JSON number.
+bool parse_us_to_ns(std::string_view number_text, int64_t* ns);
+
+}  // namespace strata::import

@@ -1,0 +1,240 @@
+#include "import/import_builder.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "model/trace_loader.h"
+
+namespace strata::import {
+
+ImportBuilder::ImportBuilder(model::Trace* trace, Format format, const std::string& source)
+    : trace_(trace), format_(format), source_(source) {}
+
+int64_t ImportBuilder::id_key(const JsonScalar& value) {
+  if (value.kind == JsonScalar::kInt) return value.i;
+  if (value.kind == JsonScalar::kDouble) return static_cast<int64_t>(value.d);
+  if (value.kind != JsonScalar::kString) return 0;
+  auto [it, inserted] = string_ids_.emplace(std::string(value.text),
+                                            int64_t{1} << 62 | static_cast<int64_t>(string_keys_.size()));
+  if (inserted) string_keys_.emplace_back(value.text);
+  return it->second;
+}
+
+uint32_t ImportBuilder::thread_id(const JsonScalar& value) {
+  if (value.kind != JsonScalar::kString) return static_cast<uint32_t>(id_key(value));
+  int64_t key = id_key(value);
+  return 0xFFFF0000u + static_cast<uint32_t>(key & 0xFFFF);
+}
+
+std::string_view ImportBuilder::key_text(int64_t key) const {
+  if (key < (int64_t{1} << 62)) return {};
+  size_t index = static_cast<size_t>(key & ((int64_t{1} << 62) - 1));
+  return index < string_keys_.size() ? std::string_view(string_keys_[index]) : std::string_view();
+}
+
+void ImportBuilder::drop(std::string_view cause, const ChromeEvent& event, std::string_view detail) {
+  drops_["import." + std::string(cause)] += 1;
+  if (first_problem_.empty())
+    first_problem_ = "event " + std::to_string(event.index) + " at offset " + std::to_string(event.offset) +
+                     ": " + std::string(detail);
+}
+
+bool ImportBuilder::check_times(const ChromeEvent& ev, bool instant) {
+  if (!ev.ts_ns) {
+    drop(ev.ts_malformed ? "malformed_ts" : "missing_ts", ev, "field ts missing or not a number");
+    return false;
+  }
+  if (instant) return true;
+  if (!ev.dur_ns) {
+    drop(ev.dur_malformed ? "malformed_dur" : "missing_dur", ev, "field dur missing or not a number");
+    return false;
+  }
+  if (*ev.dur_ns < 0) {
+    drop("negative_duration", ev, "field dur is negative");
+    return false;
+  }
+  if (*ev.ts_ns > INT64_MAX - *ev.dur_ns) {
+    drop("time_overflow", ev, "ts + dur exceeds the representable time range");
+    return false;
+  }
+  return true;
+}
+
+void ImportBuilder::add_attr(const AttrRecord& attr) {
+  PendingSpan& span = spans_.back();
+  if (span.attr_count >= UINT16_MAX - 8) {  // room left for late attributes (flow bindings)
+    drops_["import.attribute_limit"] += 1;
+    return;
+  }
+  attrs_.push_back(attr);
+  ++span.attr_count;
+}
+
+void ImportBuilder::add_args(const ChromeEvent& event, std::string_view skip_key) {
+  model::Trace& t = *trace_;
+  for (const ChromeArg& arg : event.args) {
+    if (!skip_key.empty() && arg.key == skip_key) continue;
+    switch (arg.value.kind) {
+      case JsonScalar::kInt:
+      case JsonScalar::kBool:
+        add_attr(t.int_attr(arg.key, arg.value.i));
+        break;
+      case JsonScalar::kDouble:
+        add_attr(t.double_attr(arg.key, arg.value.d));
+        break;
+      case JsonScalar::kString:
+      case JsonScalar::kRaw:
+        add_attr(t.string_attr(arg.key, arg.value.text));
+        break;
+      case JsonScalar::kAbsent:
+      case JsonScalar::kNull:
+        break;
+    }
+  }
+}
+
+PendingSpan& ImportBuilder::begin_span(const ChromeEvent& event, uint8_t level, uint8_t kind,
+                                       std::string_view name) {
+  PendingSpan& span = spans_.emplace_back();
+  span.record.start_ns = event.ts_ns.value_or(0);
+  span.record.end_ns = span.record.start_ns + event.dur_ns.value_or(0);
+  span.record.level = level;
+  span.record.kind = kind;
+  span.record.clock = static_cast<uint8_t>(ClockDomain::kImported);
+  span.record.name = trace_->strings.intern(name);
+  span.record.tid = thread_id(event.tid);
+  span.attr_first = static_cast<uint32_t>(attrs_.size());
+  span.track_pid = id_key(event.pid);
+  span.track_tid = id_key(event.tid);
+  return span;
+}
+
+bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string* error) {
+  if (spans_.empty()) {
+    std::string why;
+    for (const auto& [cause, count] : drops_) why += " " + cause + "=" + std::to_string(count);
+    *error = source_ + ": no usable " + std::string(format_name(format_)) + " events among " +
+             std::to_string(events_read) + " read" + (why.empty() ? "" : " (dropped:" + why + ")") +
+             (first_problem_.empty() ? "" : "; first problem: " + first_problem_) +
+             "; check that the file is a complete profiler trace";
+    return false;
+  }
+  // Host processes in order of first appearance; the main one holds the most spans.
+  std::vector<int64_t> pids;
+  std::unordered_map<int64_t, uint64_t> per_pid;
+  for (const PendingSpan& s : spans_)
+    if (s.host_pid != kResolveByCorrelation && s.host_pid != kMainProcess && per_pid[s.host_pid]++ == 0)
+      pids.push_back(s.host_pid);
+  if (pids.empty()) pids.push_back(0);  // device-only input: one placeholder process
+  int64_t main_pid = pids.front();
+  for (int64_t pid : pids)
+    if (per_pid[pid] > per_pid[main_pid]) main_pid = pid;
+  if (trace_->processes.size() + pids.size() > UINT16_MAX) {
+    *error =
+        source_ + ": " + std::to_string(pids.size()) + " processes; Strata holds at most 65535 per trace";
+    return false;
+  }
+  std::unordered_map<uint64_t, int64_t> pid_by_correlation;
+  for (const PendingSpan& s : spans_)
+    if (s.record.correlation_id != 0 && s.host_pid != kResolveByCorrelation && s.host_pid != kMainProcess)
+      pid_by_correlation.emplace(s.record.correlation_id, s.host_pid);
+
+  std::unordered_map<int64_t, uint16_t> process_of_pid;
+  for (int64_t pid : pids) {
+    model::Process p;
+    p.pid = pid;
+    p.ended_cleanly = true;
+    p.stream_id = (uint64_t{0x1A} << 56) | (trace_->processes.size() + 1);
+    if (auto it = process_names_.find(pid); it != process_names_.end()) p.command_line = it->second;
+    p.properties.set("writer", "strata import");
+    p.properties.set("import.format", std::string(format_name(format_)));
+    p.properties.set("import.source", source_);
+    if (auto it = process_labels_.find(pid); it != process_labels_.end())
+      p.properties.set("import.labels", it->second);
+    for (const auto& [key, value] : thread_names_)
+      if (key.first == pid || (pid == main_pid && key.first == kMainProcess))
+        p.thread_names[key.second] = value;
+    if (pid == main_pid) {
+      for (const auto& [key, value] : metadata_) p.properties.set("import.meta." + key, value);
+      for (const auto& [cause, count] : drops_) p.drops[cause] += count;
+      for (const auto& [key, count] : notes_)
+        p.properties.set_int("import." + key, static_cast<int64_t>(count));
+      if (!first_problem_.empty()) p.properties.set("import.first_problem", first_problem_);
+      for (const auto& [key, value] : metadata_)
+        if (key == "host_name") p.host = value;
+    }
+    process_of_pid[pid] = trace_->add_process(std::move(p));
+  }
+  uint64_t unresolved = 0;
+  for (PendingSpan& s : spans_) {
+    if (s.host_pid == kMainProcess) {
+      s.host_pid = main_pid;
+    } else if (s.host_pid == kResolveByCorrelation) {
+      auto it = s.record.correlation_id ? pid_by_correlation.find(s.record.correlation_id)
+                                        : pid_by_correlation.end();
+      if (it != pid_by_correlation.end()) {
+        s.host_pid = it->second;
+      } else {
+        s.host_pid = main_pid;
+        ++unresolved;
+      }
+    }
+    s.record.process = process_of_pid[s.host_pid];
+  }
+  // Zins Algorithm 1: count records that arrived after a later-starting one, then order by own time.
+  uint64_t late = 0;
+  int64_t latest = INT64_MIN;
+  for (const PendingSpan& s : spans_) {
+    if (s.record.start_ns < latest) ++late;
+    latest = std::max(latest, s.record.start_ns);
+  }
+  std::vector<uint32_t> order(spans_.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const SpanRecord& x = spans_[a].record;
+    const SpanRecord& y = spans_[b].record;
+    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+    if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;
+    return x.level < y.level;
+  });
+  std::stable_sort(late_attrs_.begin(), late_attrs_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<uint32_t> late_begin(spans_.size() + 1, 0);
+  for (const auto& [index, attr] : late_attrs_) ++late_begin[index + 1];
+  std::partial_sum(late_begin.begin(), late_begin.end(), late_begin.begin());
+
+  trace_->reserve(trace_->spans.size() + spans_.size(),
+                  trace_->attrs.size() + attrs_.size() + late_attrs_.size());
+  std::unordered_map<uint16_t, uint64_t> next_id;
+  std::vector<AttrRecord> span_attrs;
+  for (uint32_t index : order) {
+    const PendingSpan& s = spans_[index];
+    SpanRecord record = s.record;
+    record.span_id = ++next_id[record.process];
+    span_attrs.assign(attrs_.begin() + s.attr_first, attrs_.begin() + s.attr_first + s.attr_count);
+    for (uint32_t k = late_begin[index]; k < late_begin[index + 1]; ++k)
+      span_attrs.push_back(late_attrs_[k].second);
+    trace_->add_span(record, span_attrs);
+    trace_->processes[record.process].span_count += 1;
+  }
+  model::Process& main = trace_->processes[process_of_pid[main_pid]];
+  main.properties.set_int("import.events_read", static_cast<int64_t>(events_read));
+  main.properties.set_int("import.late_records_reordered", static_cast<int64_t>(late));
+  if (metadata_events_)
+    main.properties.set_int("import.metadata_events", static_cast<int64_t>(metadata_events_));
+  if (unresolved)
+    main.properties.set_int("import.device_spans_without_launch", static_cast<int64_t>(unresolved));
+  if (stats) {
+    stats->format = format_;
+    stats->events_read = events_read;
+    stats->spans_written = spans_.size();
+    stats->metadata_events = metadata_events_;
+    stats->flow_events = flow_events_;
+    for (const auto& [cause, count] : drops_)
+      if (cause != "import.attribute_limit") stats->dropped_events += count;  // attributes, not events
+  }
+  model::sort_spans(trace_);
+  return true;
+}
+
+}  // namespace strata::import

@@ -1,0 +1,105 @@
+// Shared machinery of the importers: buffers converted spans, maps the foreign pid/tid identities
+// onto Strata processes and threads, counts every dropped event by cause, and finally hands
+// everything to the trace in timestamp order (Zins et al., Algorithm 1: records that arrived late,
+// e.g. device activity flushed at the end of a Kineto file, are reordered by their own timestamps).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/level.h"
+#include "core/span_record.h"
+#include "import/chrome_json.h"
+#include "import/importer.h"
+#include "model/trace.h"
+
+namespace strata::import {
+
+// host_pid value for spans whose process is decided at the end: device work goes to the process
+// that launched it (by correlation id), else to the main process.
+inline constexpr int64_t kResolveByCorrelation = INT64_MIN;
+// host_pid value for spans on a named (non-numeric) track such as Kineto's "Spans": main process.
+inline constexpr int64_t kMainProcess = INT64_MIN + 1;
+
+struct PendingSpan {
+  SpanRecord record;
+  uint32_t attr_first = 0;
+  uint32_t attr_count = 0;
+  int64_t host_pid = kMainProcess;
+  int64_t track_pid = 0;  // the JSON's own pid/tid identity, for binding flow events
+  int64_t track_tid = 0;
+};
+
+class ImportBuilder {
+ public:
+  ImportBuilder(model::Trace* trace, Format format, const std::string& source);
+
+  model::Trace& trace() { return *trace_; }
+  const std::string& source() const { return source_; }
+
+  // A stable integer for a JSON pid/tid: integers as themselves, strings mapped to ids above 2^62.
+  int64_t id_key(const JsonScalar& value);
+  // A 32-bit thread id for a JSON tid (strings get synthetic ids from 0xFFFF0000 up).
+  uint32_t thread_id(const JsonScalar& value);
+  std::string_view key_text(int64_t key) const;  // the original string of a string key, or ""
+
+  // Counts a dropped event by cause ("import.<cause>") and remembers the first problem's location.
+  void drop(std::string_view cause, const ChromeEvent& event, std::string_view detail);
+  // Counts something noteworthy that lost no data (e.g. categories mapped by a fallback rule).
+  void note(const std::string& key, uint64_t count = 1) { notes_[key] += count; }
+
+  // Checks ts (and dur unless instant): present, numeric, dur >= 0, end representable. Counts the
+  // event as dropped by cause and returns false otherwise.
+  bool check_times(const ChromeEvent& event, bool instant);
+
+  // Converts every JSON arg into an attribute of the span being built (after begin_span()).
+  void add_args(const ChromeEvent& event, std::string_view skip_key = {});
+  void add_attr(const AttrRecord& attr);
+  PendingSpan& begin_span(const ChromeEvent& event, uint8_t level, uint8_t kind, std::string_view name);
+  std::vector<PendingSpan>& spans() { return spans_; }
+  std::vector<AttrRecord>& attrs() { return attrs_; }
+  // Attributes added after the fact (e.g. flow bindings), merged when the spans are written.
+  void add_late_attr(size_t span_index, const AttrRecord& attr) {
+    late_attrs_.emplace_back(span_index, attr);
+  }
+
+  // A metadata event ("M": process/thread names) was consumed; it is not a span and not a drop.
+  void count_metadata() { ++metadata_events_; }
+  void count_flows(uint64_t bound) { flow_events_ += bound; }
+
+  void set_process_name(int64_t pid, std::string_view name) { process_names_[pid] = std::string(name); }
+  void set_process_label(int64_t pid, std::string_view label) { process_labels_[pid] = std::string(label); }
+  void set_thread_name(int64_t pid, uint32_t tid, std::string_view name) {
+    thread_names_[{pid, tid}] = std::string(name);
+  }
+  void set_metadata(const ChromeDocument& doc) { metadata_ = doc.metadata; }
+
+  // Creates the processes and writes the spans (sorted by start) into the trace. False with *error
+  // when not a single span could be made.
+  bool finish(uint64_t events_read, ImportStats* stats, std::string* error);
+
+ private:
+  model::Trace* trace_;
+  Format format_;
+  std::string source_;
+  std::vector<PendingSpan> spans_;
+  std::vector<AttrRecord> attrs_;
+  std::vector<std::pair<size_t, AttrRecord>> late_attrs_;
+  std::unordered_map<std::string, int64_t> string_ids_;
+  std::vector<std::string> string_keys_;
+  std::map<std::string, uint64_t> drops_;
+  std::map<std::string, uint64_t> notes_;
+  std::string first_problem_;
+  uint64_t metadata_events_ = 0;
+  uint64_t flow_events_ = 0;
+  std::map<int64_t, std::string> process_names_;
+  std::map<int64_t, std::string> process_labels_;
+  std::map<std::pair<int64_t, uint32_t>, std::string> thread_names_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+};
+
+}  // namespace strata::import

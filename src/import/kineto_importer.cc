@@ -1,0 +1,289 @@
+// PyTorch profiler (Kineto) Chrome trace JSON -> spans.
+//
+// Category mapping (the reference for it; tests/python/test_import_kineto.py checks it independently):
+//   Trace (the profiler's own window)        -> application, span
+//   python_function (Python stack frames)    -> application, span: user code above the framework ops,
+//                                               kept out of the layer level so layer counts equal ops
+//   user_annotation (record_function, ProfilerStep#N) -> model, span
+//   cpu_op / operator                        -> layer, span
+//   cuda_runtime / cuda_driver               -> runtime_api, launch (kernel launches, memcpy/memset
+//                                               calls, and any call a device activity correlates to)
+//                                               or span (everything else)
+//   kernel / gpu_memcpy / gpu_memset / cuda_profiler_range -> device, execution
+//   gpu_user_annotation, cuda_sync           -> device, span (on the device stream's track)
+//   instants ("i")                           -> application, instant
+//   anything else                            -> application span, counted in import.unmapped_category.*
+#include <algorithm>
+#include <cctype>
+#include <unordered_set>
+
+#include "import/converters.h"
+
+namespace strata::import {
+namespace {
+
+struct CategoryRule {
+  std::string_view category;
+  Level level;
+  SpanKind kind;
+  bool device_side;
+};
+
+constexpr CategoryRule kRules[] = {
+    {"Trace", Level::kApplication, SpanKind::kSpan, false},
+    {"python_function", Level::kApplication, SpanKind::kSpan, false},
+    {"user_annotation", Level::kModel, SpanKind::kSpan, false},
+    {"cpu_op", Level::kLayer, SpanKind::kSpan, false},
+    {"operator", Level::kLayer, SpanKind::kSpan, false},
+    {"Operator", Level::kLayer, SpanKind::kSpan, false},
+    {"cuda_runtime", Level::kRuntimeApi, SpanKind::kSpan, false},
+    {"cuda_driver", Level::kRuntimeApi, SpanKind::kSpan, false},
+    {"Runtime", Level::kRuntimeApi, SpanKind::kSpan, false},
+    {"kernel", Level::kDevice, SpanKind::kExecution, true},
+    {"Kernel", Level::kDevice, SpanKind::kExecution, true},
+    {"gpu_memcpy", Level::kDevice, SpanKind::kExecution, true},
+    {"Memcpy", Level::kDevice, SpanKind::kExecution, true},
+    {"gpu_memset", Level::kDevice, SpanKind::kExecution, true},
+    {"Memset", Level::kDevice, SpanKind::kExecution, true},
+    {"cuda_profiler_range", Level::kDevice, SpanKind::kExecution, true},
+    {"gpu_user_annotation", Level::kDevice, SpanKind::kSpan, true},
+    {"cuda_sync", Level::kDevice, SpanKind::kSpan, true},
+};
+
+bool looks_like_launch(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("launch") != std::string::npos || lower.find("memcpy") != std::string::npos ||
+         lower.find("memset") != std::string::npos;
+}
+
+// "GPU 3" -> 3
+std::optional<int64_t> trailing_number(std::string_view text) {
+  size_t end = text.size();
+  while (end > 0 && text[end - 1] == ' ') --end;
+  size_t begin = end;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(text[begin - 1]))) --begin;
+  if (begin == end || end - begin > 9) return std::nullopt;
+  return std::stoll(std::string(text.substr(begin, end - begin)));
+}
+
+class KinetoConverter {
+ public:
+  explicit KinetoConverter(ImportBuilder& b) : b_(b) {}
+
+  void on_event(const ChromeEvent& ev) {
+    if (!ev.is_object) return b_.drop("malformed_event", ev, "array element is not a JSON object");
+    if (ev.ph.empty()) return b_.drop("missing_phase", ev, "field ph missing or not a string");
+    if (ev.ph == "M") return on_metadata(ev);
+    if (ev.ph == "s" || ev.ph == "f" || ev.ph == "t") return on_flow(ev);
+    if (ev.ph != "X" && ev.ph != "i" && ev.ph != "I")
+      return b_.drop("unsupported_phase", ev, "phase '" + std::string(ev.ph) + "' is not imported");
+    const bool instant = ev.ph != "X";
+    if (!b_.check_times(ev, instant)) return;
+
+    const CategoryRule* rule = nullptr;
+    for (const CategoryRule& r : kRules)
+      if (r.category == ev.cat) rule = &r;
+    Level level = rule ? rule->level : Level::kApplication;
+    SpanKind kind = instant ? SpanKind::kInstant : (rule ? rule->kind : SpanKind::kSpan);
+    if (!rule && !instant) b_.note("unmapped_category." + std::string(ev.cat.empty() ? "(none)" : ev.cat));
+    if (level == Level::kRuntimeApi && looks_like_launch(ev.name)) kind = SpanKind::kLaunch;
+
+    PendingSpan& span = b_.begin_span(ev, static_cast<uint8_t>(level), static_cast<uint8_t>(kind), ev.name);
+    if (const JsonScalar* corr = ev.arg("correlation"); corr && corr->as_int() && *corr->as_int() > 0)
+      span.record.correlation_id = static_cast<uint64_t>(*corr->as_int());
+    const bool device_side = rule ? rule->device_side : false;
+    if (device_side) {
+      span.host_pid = kResolveByCorrelation;
+      std::optional<int64_t> device;
+      if (const JsonScalar* d = ev.arg("device")) device = d->as_int();
+      if (!device)
+        device = ev.pid.kind == JsonScalar::kString ? trailing_number(ev.pid.text) : ev.pid.as_int();
+      if (device && *device >= 0 && *device < kNoDevice) span.record.device = static_cast<uint16_t>(*device);
+      std::optional<int64_t> stream;
+      if (const JsonScalar* s = ev.arg("stream")) stream = s->as_int();
+      if (!stream) stream = ev.tid.as_int();
+      if (stream && *stream >= 0 && *stream < kNoStream) span.record.stream = static_cast<uint32_t>(*stream);
+      span.record.tid = span.record.stream == kNoStream ? 0 : span.record.stream;
+      if (span.record.kind == static_cast<uint8_t>(SpanKind::kExecution) && span.record.correlation_id)
+        device_correlations_.insert(span.record.correlation_id);
+    } else if (ev.pid.kind == JsonScalar::kInt) {
+      span.host_pid = ev.pid.i;
+    } else {
+      // A named track ("Spans", "Traces"): the profiler's own rows, shown on the main process.
+      span.host_pid = kMainProcess;
+      b_.set_thread_name(kMainProcess, span.record.tid,
+                         std::string(ev.pid.kind == JsonScalar::kString ? ev.pid.text : "?") + "/" +
+                             std::string(ev.tid.kind == JsonScalar::kString ? ev.tid.text : "?"));
+    }
+    const bool metric_args = ev.cat == "cuda_profiler_range";  // CUPTI counter values
+    if (metric_args) {
+      for (const ChromeArg& a : ev.args)
+        if (a.value.kind == JsonScalar::kInt || a.value.kind == JsonScalar::kDouble)
+          b_.add_attr(b_.trace().metric(a.key, a.value.d));
+    } else {
+      b_.add_args(ev, "correlation");
+    }
+  }
+
+  bool finish(uint64_t events_read, ImportStats* stats, std::string* error) {
+    auto& spans = b_.spans();
+    // A runtime call that device work correlates to is a launch, whatever its name.
+    uint64_t promoted = 0;
+    for (PendingSpan& s : spans)
+      if (s.record.level == static_cast<uint8_t>(Level::kRuntimeApi) &&
+          s.record.kind == static_cast<uint8_t>(SpanKind::kSpan) && s.record.correlation_id &&
+          device_correlations_.count(s.record.correlation_id)) {
+        s.record.kind = static_cast<uint8_t>(SpanKind::kLaunch);
+        ++promoted;
+      }
+    if (promoted) b_.note("runtime_calls_linked_as_launch", promoted);
+    bind(flows_);
+    return b_.finish(events_read, stats, error);
+  }
+
+ private:
+  void on_metadata(const ChromeEvent& ev) {
+    b_.count_metadata();
+    const JsonScalar* value = nullptr;
+    if (ev.name == "process_name" && (value = ev.arg("name")) && value->kind == JsonScalar::kString)
+      b_.set_process_name(b_.id_key(ev.pid), value->text);
+    else if (ev.name == "process_labels" && (value = ev.arg("labels")) && value->kind == JsonScalar::kString)
+      b_.set_process_label(b_.id_key(ev.pid), value->text);
+    else if (ev.name == "thread_name" && (value = ev.arg("name")) && value->kind == JsonScalar::kString)
+      b_.set_thread_name(ev.pid.kind == JsonScalar::kInt ? ev.pid.i : kMainProcess, b_.thread_id(ev.tid),
+                         value->text);
+  }
+
+  void on_flow(const ChromeEvent& ev) {
+    if (!ev.ts_ns) return b_.drop("malformed_flow", ev, "flow event without a numeric ts");
+    auto id = ev.id.as_int();
+    if (!id) return b_.drop("malformed_flow", ev, "flow event without a numeric id");
+    FlowEvent f;
+    f.track_pid = b_.id_key(ev.pid);
+    f.track_tid = b_.id_key(ev.tid);
+    f.ts_ns = *ev.ts_ns;
+    f.id = static_cast<uint64_t>(*id);
+    f.phase = ev.ph[0];
+    f.enclosing = ev.ph == "s" || ev.ph == "t" || ev.bp == "e";
+    f.type = ev.cat == "ac2g"     ? FlowEvent::kLaunchToDevice
+             : ev.cat == "fwdbwd" ? FlowEvent::kForwardToBackward
+                                  : FlowEvent::kOther;
+    f.event_index = ev.index;
+    f.offset = ev.offset;
+    flows_.push_back(f);
+  }
+
+  void bind(const std::vector<FlowEvent>& flows) {
+    auto& spans = b_.spans();
+    std::vector<size_t> bound = bind_flows(spans, flows);
+    model::Trace& t = b_.trace();
+    uint64_t unbound = 0, filled = 0, disagreeing = 0, fwdbwd = 0, ac2g = 0;
+    for (size_t k = 0; k < flows.size(); ++k) {
+      const FlowEvent& f = flows[k];
+      if (bound[k] == SIZE_MAX) {
+        ++unbound;
+        continue;
+      }
+      SpanRecord& r = spans[bound[k]].record;
+      switch (f.type) {
+        case FlowEvent::kLaunchToDevice:
+          ++ac2g;
+          if (r.correlation_id == 0) {
+            r.correlation_id = f.id;
+            ++filled;
+          } else if (r.correlation_id != f.id) {
+            ++disagreeing;
+          }
+          break;
+        case FlowEvent::kForwardToBackward:
+          ++fwdbwd;
+          b_.add_late_attr(bound[k], t.int_attr(f.phase == 's' ? "flow.fwdbwd.out" : "flow.fwdbwd.in",
+                                                static_cast<int64_t>(f.id)));
+          break;
+        case FlowEvent::kOther:
+          b_.add_late_attr(bound[k],
+                           t.int_attr(f.phase == 's' ? "flow.out" : "flow.in", static_cast<int64_t>(f.id)));
+          break;
+      }
+    }
+    if (unbound) {
+      ChromeEvent where;
+      for (size_t k = 0; k < flows.size(); ++k)
+        if (bound[k] == SIZE_MAX) {
+          where.index = flows[k].event_index;
+          where.offset = flows[k].offset;
+          break;
+        }
+      for (uint64_t i = 0; i < unbound; ++i)
+        b_.drop("unbound_flow", where, "flow event at a time where no slice is");
+    }
+    b_.count_flows(flows.size() - unbound);
+    if (ac2g) b_.note("flows.ac2g_bound", ac2g);
+    if (fwdbwd) b_.note("flows.fwdbwd_bound", fwdbwd);
+    if (filled) b_.note("flows.correlation_filled", filled);
+    if (disagreeing) b_.note("flows.correlation_disagreeing", disagreeing);
+  }
+
+  ImportBuilder& b_;
+  std::unordered_set<uint64_t> device_correlations_;
+  std::vector<FlowEvent> flows_;
+};
+
+}  // namespace
+
+std::vector<size_t> bind_flows(const std::vector<PendingSpan>& spans, const std::vector<FlowEvent>& flows) {
+  std::vector<size_t> result(flows.size(), SIZE_MAX);
+  if (flows.empty()) return result;
+  // Spans per JSON track, by start.
+  std::map<std::pair<int64_t, int64_t>, std::vector<uint32_t>> tracks;
+  for (size_t i = 0; i < spans.size(); ++i)
+    if (spans[i].record.kind != static_cast<uint8_t>(SpanKind::kInstant))
+      tracks[{spans[i].track_pid, spans[i].track_tid}].push_back(static_cast<uint32_t>(i));
+  for (auto& [key, members] : tracks)
+    std::sort(members.begin(), members.end(),
+              [&](uint32_t a, uint32_t b) { return spans[a].record.start_ns < spans[b].record.start_ns; });
+  for (size_t k = 0; k < flows.size(); ++k) {
+    const FlowEvent& f = flows[k];
+    auto it = tracks.find({f.track_pid, f.track_tid});
+    if (it == tracks.end()) continue;
+    const auto& members = it->second;
+    // First span starting after ts; candidates for "enclosing" are before it.
+    auto upper = std::upper_bound(members.begin(), members.end(), f.ts_ns,
+                                  [&](int64_t ts, uint32_t i) { return ts < spans[i].record.start_ns; });
+    if (f.enclosing) {
+      // The innermost (shortest) slice containing ts; scanning back a bounded number of slices keeps
+      // this O(log n) per flow on well-nested tracks.
+      size_t best = SIZE_MAX;
+      int64_t best_duration = INT64_MAX;
+      int budget = 256;
+      for (auto p = upper; p != members.begin() && budget-- > 0;) {
+        --p;
+        const SpanRecord& r = spans[*p].record;
+        if (r.end_ns >= f.ts_ns && r.duration_ns() < best_duration) {
+          best = *p;
+          best_duration = r.duration_ns();
+        }
+      }
+      result[k] = best;
+    } else {
+      // The next slice to start at or after ts.
+      auto lower = std::lower_bound(members.begin(), members.end(), f.ts_ns,
+                                    [&](uint32_t i, int64_t ts) { return spans[i].record.start_ns < ts; });
+      if (lower != members.end()) result[k] = *lower;
+    }
+  }
+  return result;
+}
+
+bool convert_kineto(std::string_view json, ImportBuilder& builder, ImportStats* stats, std::string* error) {
+  KinetoConverter converter(builder);
+  ChromeDocument doc;
+  if (!parse_chrome_trace(
+          json, builder.source(), &doc, [&](const ChromeEvent& ev) { converter.on_event(ev); }, error))
+    return false;
+  builder.set_metadata(doc);
+  return converter.finish(doc.events, stats, error);
+}
+
+}  // namespace strata::import

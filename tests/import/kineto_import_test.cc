@@ -1,0 +1,143 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "import/importer.h"
+#include "import_test_util.h"
+#include "model/span_tree.h"
+
+namespace strata::import {
+namespace {
+
+using strata::testing::source_path;
+
+const model::Process& only_process(const model::Trace& t) {
+  EXPECT_EQ(t.processes.size(), 1u);
+  return t.processes.at(0);
+}
+
+int find_span(const model::Trace& t, std::string_view name) {
+  for (size_t i = 0; i < t.spans.size(); ++i)
+    if (t.name(t.spans[i]) == name) return static_cast<int>(i);
+  return -1;
+}
+
+TEST(KinetoImport, DamagedEventsAreCountedByCause) {
+  model::Trace t;
+  std::string error;
+  ImportStats stats;
+  ASSERT_TRUE(
+      import_trace_with_stats(source_path("tests/import/data/kineto_damaged.json"), &t, &error, {}, &stats))
+      << error;
+  EXPECT_EQ(stats.format, Format::kKineto);
+  EXPECT_EQ(stats.events_read, 15u);
+  EXPECT_EQ(stats.spans_written, t.spans.size());
+  const model::Process& p = only_process(t);
+  // One of each, as written into the fixture.
+  const std::map<std::string, uint64_t> expected = {
+      {"import.malformed_event", 1}, {"import.malformed_ts", 1},     {"import.missing_dur", 1},
+      {"import.missing_phase", 1},   {"import.missing_ts", 1},       {"import.negative_duration", 1},
+      {"import.unbound_flow", 1},    {"import.unsupported_phase", 1}};
+  EXPECT_EQ(p.drops, expected);
+  EXPECT_EQ(p.properties.get_int("import.unmapped_category.mystery"), 1);
+  EXPECT_TRUE(p.properties.get("import.first_problem").has_value());
+  // The good events: ProfilerStep, the op, its launch, the kernel, the unmapped one.
+  EXPECT_EQ(t.spans.size(), 5u);
+}
+
+TEST(KinetoImport, FieldsLevelsAndAttributes) {
+  model::Trace t;
+  std::string error;
+  ASSERT_TRUE(import_trace(source_path("tests/import/data/kineto_damaged.json"), &t, &error)) << error;
+  int op = find_span(t, "aten::addmm"), launch = find_span(t, "cudaLaunchKernel"),
+      kernel = find_span(t, "gemm_kernel");
+  int step = find_span(t, "ProfilerStep#0");
+  ASSERT_GE(op, 0);
+  ASSERT_GE(launch, 0);
+  ASSERT_GE(kernel, 0);
+  ASSERT_GE(step, 0);
+  const SpanRecord& o = t.spans[op];
+  EXPECT_EQ(o.level, static_cast<uint8_t>(Level::kLayer));
+  EXPECT_EQ(o.start_ns, 1010500);
+  EXPECT_EQ(o.end_ns, 1010500 + 100250);
+  EXPECT_EQ(o.clock, static_cast<uint8_t>(ClockDomain::kImported));
+  auto dims = t.find_attr(op, "Input Dims");
+  ASSERT_TRUE(dims);
+  EXPECT_EQ(t.attr_value_string(*dims), "[[4, 8], [4, 16], [16, 8]]");
+  EXPECT_EQ(t.spans[step].level, static_cast<uint8_t>(Level::kModel));
+  const SpanRecord& l = t.spans[launch];
+  EXPECT_EQ(l.level, static_cast<uint8_t>(Level::kRuntimeApi));
+  EXPECT_EQ(l.kind, static_cast<uint8_t>(SpanKind::kLaunch));
+  EXPECT_EQ(l.correlation_id, 77u);
+  const SpanRecord& k = t.spans[kernel];
+  EXPECT_EQ(k.level, static_cast<uint8_t>(Level::kDevice));
+  EXPECT_EQ(k.kind, static_cast<uint8_t>(SpanKind::kExecution));
+  EXPECT_EQ(k.device, 0);
+  EXPECT_EQ(k.stream, 7u);
+  EXPECT_EQ(k.correlation_id, 77u);
+  EXPECT_EQ(k.process, o.process);  // device work joins the process that launched it
+  EXPECT_TRUE(t.find_attr(kernel, "registers per thread"));
+  EXPECT_FALSE(t.find_attr(kernel, "correlation"));  // kept in the record, not duplicated
+
+  model::SpanTree tree = model::build_span_tree(t);
+  EXPECT_EQ(tree.parent(kernel), launch);
+  EXPECT_EQ(tree.external_owner(kernel), op);
+  EXPECT_EQ(tree.parent(launch), op);
+  EXPECT_EQ(tree.parent(op), step);
+}
+
+TEST(KinetoImport, RealTraceLevelsMatchCategoryCounts) {
+  // Independent counts: substring matches on the decompressed text (not the importer's JSON parser).
+  const std::string path = source_path("tests/data/kineto/mi250_train.json.gz");
+  std::string text = strata::testing::gunzip_file(path);
+  ASSERT_FALSE(text.empty());
+  using strata::testing::count_occurrences;
+  model::Trace t;
+  std::string error;
+  ASSERT_TRUE(import_trace(path, &t, &error)) << error;
+  std::map<uint8_t, size_t> per_level;
+  for (const SpanRecord& s : t.spans) per_level[s.level]++;
+  EXPECT_EQ(per_level[static_cast<uint8_t>(Level::kLayer)], count_occurrences(text, "\"cat\": \"cpu_op\""));
+  EXPECT_EQ(per_level[static_cast<uint8_t>(Level::kRuntimeApi)],
+            count_occurrences(text, "\"cat\": \"cuda_runtime\""));
+  EXPECT_EQ(per_level[static_cast<uint8_t>(Level::kModel)],
+            count_occurrences(text, "\"cat\": \"user_annotation\""));
+  EXPECT_EQ(per_level[static_cast<uint8_t>(Level::kDevice)],
+            count_occurrences(text, "\"cat\": \"kernel\"") +
+                count_occurrences(text, "\"cat\": \"gpu_memcpy\"") +
+                count_occurrences(text, "\"cat\": \"gpu_memset\"") +
+                count_occurrences(text, "\"cat\": \"gpu_user_annotation\""));
+  EXPECT_EQ(t.total_drops(), 0u);
+  // Fractional microsecond timestamps survive to the nanosecond: the first cpu_op in the file.
+  int op = find_span(t, "autograd::engine::evaluate_function: MseLossBackward0");
+  ASSERT_GE(op, 0);
+  EXPECT_EQ(t.spans[op].start_ns, 4203669604595407);
+  EXPECT_EQ(t.spans[op].duration_ns(), 340024);
+}
+
+}  // namespace
+}  // namespace strata::import
+
+namespace strata::import {
+namespace {
+
+// Nothing silently lost: every event read is a span, metadata, a bound flow, or a counted drop.
+TEST(ImportAccounting, EveryEventIsAccountedFor) {
+  for (const char* fixture :
+       {"tests/import/data/kineto_damaged.json", "tests/import/data/ort_profile.json",
+        "tests/import/data/tf_timeline.json", "tests/import/data/tf2_trace.json",
+        "tests/data/kineto/a100_alexnet_train.json.gz", "tests/data/kineto/mi250_train.json.gz"}) {
+    model::Trace t;
+    std::string error;
+    ImportStats stats;
+    ASSERT_TRUE(import_trace_with_stats(strata::testing::source_path(fixture), &t, &error, {}, &stats))
+        << error;
+    EXPECT_EQ(stats.spans_written + stats.metadata_events + stats.flow_events + stats.dropped_events,
+              stats.events_read)
+        << fixture;
+    EXPECT_EQ(stats.dropped_events, t.total_drops()) << fixture;
+  }
+}
+
+}  // namespace
+}  // namespace strata::import

@@ -1,0 +1,154 @@
+"""`strata import` on real Kineto GPU traces, checked against counts computed here with Python's json
+module (an implementation independent of the importer's simdjson reader)."""
+import bisect
+import gzip
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import STRATA, run_strata
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data", "kineto")
+TRACES = ["a100_alexnet_train.json.gz", "mi250_train.json.gz", "v100_train_rank0.json.gz"]
+
+# The documented category -> level table (docs in src/import/kineto_importer.cc).
+LEVEL_OF_CATEGORY = {
+    "Trace": "application", "python_function": "application", "user_annotation": "model",
+    "cpu_op": "layer", "cuda_runtime": "runtime_api", "cuda_driver": "runtime_api",
+    "kernel": "device", "gpu_memcpy": "device", "gpu_memset": "device", "cuda_profiler_range": "device",
+    "gpu_user_annotation": "device", "cuda_sync": "device",
+}
+DEVICE_WORK = {"kernel", "gpu_memcpy", "gpu_memset"}
+
+
+def load_events(name):
+    with gzip.open(os.path.join(DATA, name), "rt") as f:
+        doc = json.load(f)
+    return doc["traceEvents"] if isinstance(doc, dict) else doc
+
+
+def expected_links(events):
+    """(device work, linked to a runtime call by correlation, tied to a running op by External id)."""
+    runtime = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
+            runtime.setdefault(e["args"]["correlation"], e)
+    owners = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation") and "External id" in e.get("args", {}):
+            current = owners.get(e["args"]["External id"])
+            if current is None or (current["cat"] == "user_annotation" and e["cat"] == "cpu_op"):
+                owners[e["args"]["External id"]] = e
+    # Per thread: cpu_ops sorted by start with the running maximum of their ends, so "is this call
+    # inside some op of its thread" is one bisect.
+    ops_by_tid = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "cpu_op":
+            ops_by_tid.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    index = {}
+    for key, ops in ops_by_tid.items():
+        ops.sort()
+        starts, max_end, best = [], [], float("-inf")
+        for start, end in ops:
+            best = max(best, end)
+            starts.append(start)
+            max_end.append(best)
+        index[key] = (starts, max_end)
+
+    def inside_op(call):
+        starts, max_end = index.get((call["pid"], call["tid"]), ([], []))
+        k = bisect.bisect_right(starts, call["ts"]) - 1
+        return k >= 0 and max_end[k] >= call["ts"] + call["dur"]
+
+    work = [e for e in events if e.get("ph") == "X" and e.get("cat") in DEVICE_WORK]
+    with_call = with_op = under_op = 0
+    for e in work:
+        call = runtime.get(e["args"].get("correlation"))
+        if call is None:
+            continue
+        with_call += 1
+        op = owners.get(e["args"].get("External id"))
+        # The op must have been running when the launch was made (stale ids are not links).
+        tied = op is not None and op["ts"] <= call["ts"] and call["ts"] + call["dur"] <= op["ts"] + op["dur"]
+        with_op += tied
+        under_op += tied or inside_op(call)
+    return len(work), with_call, with_op, under_op
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_import_counts_match_python_json(strata_bin, tmp_path, name):
+    events = load_events(name)
+    out = tmp_path / "t.strata"
+    r = run_strata("import", os.path.join(DATA, name), "-o", str(out))
+    # Spans per level, from the JSON.
+    expected = {}
+    for e in events:
+        if e.get("ph") == "X":
+            level = LEVEL_OF_CATEGORY.get(e.get("cat"), "application")
+            expected[level] = expected.get(level, 0) + 1
+        elif e.get("ph") in ("i", "I"):
+            expected["application"] = expected.get("application", 0) + 1
+    spans = json.loads(run_strata("export", str(out), "--format", "json").stdout)
+    got = {}
+    for s in spans:
+        got[s["level"]] = got.get(s["level"], 0) + 1
+    assert got == expected
+    # Every event accounted for: spans + metadata + flows (bound or counted as dropped) = events read.
+    m = re.search(r"(\d+) events read, (\d+) spans written", r.stdout)
+    assert m and int(m.group(1)) == len(events) and int(m.group(2)) == len(spans)
+    m = re.search(r"events: (\d+) spans, (\d+) metadata, (\d+) flow links, (\d+) dropped", r.stdout)
+    assert m, r.stdout
+    spans_n, metadata, flows, dropped = (int(g) for g in m.groups())
+    assert metadata == sum(1 for e in events if e.get("ph") == "M")
+    assert flows + dropped == sum(1 for e in events if e.get("ph") in ("s", "t", "f"))
+    assert spans_n + metadata + flows + dropped == len(events)
+    # Links from the correlation engine, as the import summary prints them.
+    expected_counts = expected_links(events)
+    m = re.search(r"device work: (\d+) spans, (\d+) linked to their runtime call by correlation id, (\d+) to their "
+                  r"framework op by External id, (\d+) under a framework op", r.stdout)
+    assert m, r.stdout
+    assert tuple(int(g) for g in m.groups()) == expected_counts
+
+
+def test_kernel_attributes_and_exact_times(strata_bin, tmp_path):
+    name = "a100_alexnet_train.json.gz"
+    kernels = [e for e in load_events(name) if e.get("cat") == "kernel"]
+    out = tmp_path / "t.strata"
+    run_strata("import", os.path.join(DATA, name), "-o", str(out))
+    spans = [s for s in json.loads(run_strata("export", str(out), "--format", "json").stdout) if s["kind"] == "execution"]
+    by_corr = {s["correlation_id"]: s for s in spans}
+    for k in kernels:
+        s = by_corr[k["args"]["correlation"]]
+        assert s["name"] == k["name"]
+        assert s["start_ns"] == k["ts"] * 1000 and s["end_ns"] - s["start_ns"] == k["dur"] * 1000
+        assert s["device"] == k["args"]["device"] and s["stream"] == k["args"]["stream"]
+        assert s["attributes"]["registers per thread"] == k["args"]["registers per thread"]
+        assert s["attributes"]["grid"].replace(" ", "") == json.dumps(k["args"]["grid"]).replace(" ", "")
+
+
+def test_imported_trace_works_with_info_and_export(strata_bin, tmp_path):
+    out = tmp_path / "t.strata"
+    run_strata("import", os.path.join(DATA, "mi250_train.json.gz"), "-o", str(out))
+    info = run_strata("info", str(out)).stdout
+    assert "finished cleanly" in info
+    chrome = json.loads(run_strata("export", str(out), "--format", "chrome").stdout)
+    assert chrome
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"\x89STRATA\n" + b"\0" * 40, "already a Strata trace"),
+    (b"hello", "not JSON"),
+    (b'{"a": 1}', "not a profiler trace"),
+    (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": ', "offset"),
+])
+def test_foreign_input_is_one_error_line(strata_bin, tmp_path, content, needle):
+    path = tmp_path / "in.json"
+    path.write_bytes(content)
+    r = run_strata("import", str(path), "-o", str(tmp_path / "o.strata"), check=False)
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and str(path) in lines[0], r.stderr
+    assert not (tmp_path / "o.strata").exists()
