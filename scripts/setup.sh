@@ -14,6 +14,7 @@ packages=(
   python3 python3-dev python3-pytest python3-numpy
   python3-torch python3-torchvision python3-onnx
   zlib1g-dev                             # strata import: .json.gz traces
+  libtorch-dev                           # src/torch: PyTorch layer tracer (RecordFunction callbacks)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,189 @@
+"""PyTorch support for Strata.
+
+Model level (no PyTorch knowledge needed by Strata)::
+
+    import strata.torch as st
+    with st.predict_step(batch_size=8):
+        model(x)
+    for it, (x, y) in enumerate(loader):
+        with st.train_step(iteration=it, batch_size=len(x)):
+            ...
+
+Layer level: ``strata record --level layer -- python script.py`` turns on tracing of every framework
+op (aten::*) with its input shapes and nn.Module path, without edits to the script (the recorder
+puts a startup hook on PYTHONPATH that calls enable_layer_tracing() once torch is imported). The ops
+are captured by a native RecordFunction callback (libstrata_torch.so) and written as layer spans on
+the thread that ran them, nested under the model spans of that thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import threading
+import weakref
+from typing import Any, Iterator, Optional
+
+import strata
+
+__all__ = ["predict_step", "train_step", "eval_step", "step", "enable_layer_tracing",
+           "disable_layer_tracing", "layer_tracing_enabled", "ops_recorded"]
+
+_native: Optional[ctypes.CDLL] = None
+_hooks: list = []
+_lock = threading.Lock()
+_state = threading.local()
+_atexit_registered = False
+
+
+def _mark_atexit() -> None:
+    global _atexit_registered
+    _atexit_registered = True
+
+
+def step(kind: str, level: Any = "model", **attributes: Any) -> strata.span:
+    """A span for one step of a model (``kind`` is its name: predict, train_step, ...)."""
+    return strata.span(kind, level=level, **attributes)
+
+
+def predict_step(**attributes: Any) -> strata.span:
+    """Marks one inference call (model level). Pass batch_size=... so analyses can compare batches."""
+    return strata.span("predict", level="model", **attributes)
+
+
+def train_step(**attributes: Any) -> strata.span:
+    """Marks one training iteration (forward, backward, optimizer step): a model-level span."""
+    return strata.span("train_step", level="model", **attributes)
+
+
+def eval_step(**attributes: Any) -> strata.span:
+    """Marks one evaluation pass inside a training loop: a model-level span."""
+    return strata.span("eval_step", level="model", **attributes)
+
+
+def _library_path() -> Optional[str]:
+    candidates = []
+    if os.environ.get("STRATA_TORCH_LIB"):
+        candidates.append(os.environ["STRATA_TORCH_LIB"])
+    if os.environ.get("STRATA_LIB"):
+        candidates.append(os.path.join(os.path.dirname(os.environ["STRATA_LIB"]), "libstrata_torch.so"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates.append(os.path.join(here, "..", "..", "libstrata_torch.so"))  # <prefix>/lib/python/strata
+    for path in candidates:
+        if os.path.exists(path):
+            return os.path.abspath(path)
+    return None
+
+
+def _load_native() -> ctypes.CDLL:
+    global _native
+    if _native is None:
+        import torch  # noqa: F401  (libtorch_cpu must be loaded before the tracer that links to it)
+        path = _library_path()
+        if path is None:
+            raise RuntimeError("libstrata_torch.so not found next to libstrata.so: Strata was built "
+                               "without PyTorch's C++ headers (apt-get install libtorch-dev, rebuild)")
+        lib = ctypes.CDLL(path)
+        lib.strata_torch_enable.argtypes = [ctypes.c_int]
+        lib.strata_torch_enable.restype = ctypes.c_int
+        lib.strata_torch_set_module.argtypes = [ctypes.c_char_p]
+        lib.strata_torch_set_module.restype = None
+        lib.strata_torch_ops_recorded.restype = ctypes.c_uint64
+        _native = lib
+    return _native
+
+
+# --- nn.Module paths -------------------------------------------------------------------------------
+# Global forward pre/post hooks keep, per thread, the stack of running modules; the innermost one's
+# qualified name ("layer1.0.conv1") is handed to the native tracer, which attaches it to every op.
+# Names come from named_modules() of the outermost module called (the model); a module first seen
+# outside any model is named by its class.
+_names: "weakref.WeakKeyDictionary[Any, bytes]" = weakref.WeakKeyDictionary()
+
+
+def _module_name(module: Any) -> bytes:
+    try:
+        return _names[module]
+    except KeyError:
+        pass
+    for name, sub in module.named_modules():
+        if sub not in _names:
+            _names[sub] = (name or type(sub).__name__).encode()
+    return _names[module]
+
+
+def _pre_hook(module: Any, _inputs: Any) -> None:
+    stack = getattr(_state, "stack", None)
+    if stack is None:
+        stack = _state.stack = []
+    if not stack:
+        name = _module_name(module)
+    else:
+        name = _names.get(module)
+        if name is None:  # created after its parent was named, or shared between models
+            name = stack[-1][1] + b"." + type(module).__name__.encode()
+            _names[module] = name
+    stack.append((id(module), name))
+    _native.strata_torch_set_module(name)
+
+
+def _post_hook(module: Any, _inputs: Any, _output: Any) -> None:
+    stack = getattr(_state, "stack", None)
+    if not stack:
+        return
+    # Pop down to this module: a forward that raised never ran its post hook.
+    key = id(module)
+    while stack:
+        if stack.pop()[0] == key:
+            break
+    _native.strata_torch_set_module(stack[-1][1] if stack else None)
+
+
+def enable_layer_tracing(record_shapes: bool = True, module_paths: bool = True) -> bool:
+    """Records every PyTorch op as a layer span (when layer level is being recorded). Returns True
+    when tracing is on."""
+    if not strata.level_enabled("layer"):
+        return False
+    with _lock:
+        lib = _load_native()
+        if not lib.strata_torch_enable(1 if record_shapes else 0):
+            return False
+        if not _atexit_registered:
+            # Remove the callback before PyTorch's own teardown (it warns about leaked handles).
+            atexit.register(disable_layer_tracing)
+            _mark_atexit()
+        if module_paths and not _hooks:
+            from torch.nn.modules import module as nn_module
+            _hooks.append(nn_module.register_module_forward_pre_hook(_pre_hook))
+            _hooks.append(nn_module.register_module_forward_hook(_post_hook))
+    return True
+
+
+def disable_layer_tracing() -> None:
+    with _lock:
+        if _native is not None:
+            _native.strata_torch_disable()
+        for handle in _hooks:
+            handle.remove()
+        _hooks.clear()
+
+
+def layer_tracing_enabled() -> bool:
+    return bool(_hooks) or (_native is not None and ops_recorded() > 0)
+
+
+def ops_recorded() -> int:
+    """Ops turned into spans by this process so far."""
+    return int(_native.strata_torch_ops_recorded()) if _native is not None else 0
+
+
+@contextlib.contextmanager
+def layer_tracing(**kwargs: Any) -> Iterator[bool]:
+    on = enable_layer_tracing(**kwargs)
+    try:
+        yield on
+    finally:
+        if on:
+            disable_layer_tracing()

@@ -1,0 +1,148 @@
+// oneDNN library tracer: an LD_PRELOAD interposer for dnnl_primitive_execute. Every primitive that
+// a framework runs through libdnnl (PyTorch's ideep/MKLDNN ops, ONNX Runtime's DNNL provider, plain
+// oneDNN programs) becomes a library-level span on the calling thread, so it nests under the layer
+// span (aten op) open there. On CPU engines execution is synchronous in the calling thread, so the
+// call's duration is the primitive's execution time (the same interval ONEDNN_VERBOSE=profile_exec
+// reports, but on Strata's clock and with the parent known).
+//
+// What it cannot see: oneDNN linked statically with hidden symbols (PyTorch pip wheels), programs
+// that dlopen+dlsym libdnnl themselves, and GPU engines (asynchronous: the call is only a launch).
+// With oneDNN v3 (libdnnl.so.3) executions are timed but not described (kind, impl, shapes).
+#include <dlfcn.h>
+#include <link.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "strata/strata.h"
+
+namespace {
+
+using ExecuteFn = dnnl_status_t (*)(const_dnnl_primitive_t, dnnl_stream_t, int, const dnnl_exec_arg_t*);
+using GetPdFn = dnnl_status_t (*)(const_dnnl_primitive_t, const_dnnl_primitive_desc_t*);
+using QueryFn = dnnl_status_t (*)(const_dnnl_primitive_desc_t, dnnl_query_t, int, void*);
+using QueryMdFn = const dnnl_memory_desc_t* (*)(const_dnnl_primitive_desc_t, dnnl_query_t, int);
+using KindStrFn = const char* (*)(dnnl_primitive_kind_t);
+
+struct RealFunctions {
+  // Memory descriptors are plain structs only in the v2 ABI this file is compiled against (v3 made
+  // them opaque): describe primitives only when the loaded library is libdnnl.so.2.
+  bool describe = false;
+  ExecuteFn execute = nullptr;
+  GetPdFn get_pd = nullptr;
+  QueryFn query = nullptr;
+  QueryMdFn query_md = nullptr;
+  KindStrFn kind_str = nullptr;
+};
+
+// The loaded oneDNN library. RTLD_NEXT does not see it when it came in as a dependency of a library
+// that Python dlopen()ed with RTLD_LOCAL (PyTorch's case), so look it up among the loaded objects.
+int find_dnnl(struct dl_phdr_info* info, size_t, void* out) {
+  const char* name = info->dlpi_name;
+  if (name != nullptr && std::strstr(name, "/libdnnl.so") != nullptr) {
+    *static_cast<std::string*>(out) = name;
+    return 1;
+  }
+  return 0;
+}
+
+void* dnnl_handle(bool* is_v2) {
+  std::string path;
+  dl_iterate_phdr(find_dnnl, &path);
+  *is_v2 = path.find("/libdnnl.so.2") != std::string::npos;
+  return path.empty() ? nullptr : dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+}
+
+const RealFunctions& real() {
+  // First called from inside oneDNN's caller, so libdnnl is loaded by then.
+  static const RealFunctions fns = [] {
+    RealFunctions f;
+    void* lib = dnnl_handle(&f.describe);
+    auto lookup = [lib](const char* symbol) -> void* {
+      void* p = lib != nullptr ? dlsym(lib, symbol) : nullptr;
+      return p != nullptr ? p : dlsym(RTLD_NEXT, symbol);
+    };
+    f.execute = reinterpret_cast<ExecuteFn>(lookup("dnnl_primitive_execute"));
+    f.get_pd = reinterpret_cast<GetPdFn>(lookup("dnnl_primitive_get_primitive_desc"));
+    f.query = reinterpret_cast<QueryFn>(lookup("dnnl_primitive_desc_query"));
+    f.query_md = reinterpret_cast<QueryMdFn>(lookup("dnnl_primitive_desc_query_md"));
+    f.kind_str = reinterpret_cast<KindStrFn>(lookup("dnnl_prim_kind2str"));
+    return f;
+  }();
+  return fns;
+}
+
+void append_dims(std::string& out, const dnnl_memory_desc_t* md) {
+  out.push_back('[');
+  if (md != nullptr) {
+    for (int k = 0; k < md->ndims && k < DNNL_MAX_NDIMS; ++k) {
+      if (k) out.push_back(',');
+      out += std::to_string(md->dims[k]);
+    }
+  }
+  out.push_back(']');
+}
+
+// Names the span after the primitive kind ("onednn::convolution") and describes it with the
+// implementation oneDNN chose ("brgconv:avx512_core") and the src/weights/dst shapes.
+strata_span_id begin_primitive_span(const_dnnl_primitive_t primitive) {
+  const RealFunctions& f = real();
+  const_dnnl_primitive_desc_t pd = nullptr;
+  if (!f.describe || f.get_pd == nullptr || f.query == nullptr || f.get_pd(primitive, &pd) != dnnl_success ||
+      pd == nullptr)
+    return strata_span_begin("onednn::primitive", STRATA_LEVEL_LIBRARY);
+  dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+  f.query(pd, dnnl_query_primitive_kind, 0, &kind);
+  const char* kind_name = f.kind_str != nullptr ? f.kind_str(kind) : nullptr;
+  thread_local std::string text;
+  text.assign("onednn::");
+  text += kind_name != nullptr ? kind_name : "primitive";
+  strata_span_id id = strata_span_begin_n(text.data(), text.size(), STRATA_LEVEL_LIBRARY);
+  if (id == 0) return 0;
+  const char* impl = nullptr;
+  if (f.query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl != nullptr)
+    strata_span_set_string(id, "impl", impl);
+  if (f.query_md != nullptr) {
+    // Forward primitives have src/weights/dst; backward ones diff_*; reorders src/dst. The shapes
+    // string lists the ones present, in this fixed order: "src:[..] weights:[..] dst:[..]".
+    static constexpr struct {
+      dnnl_query_t what;
+      const char* label;
+    } kMds[] = {{dnnl_query_src_md, "src"},         {dnnl_query_diff_src_md, "diff_src"},
+                {dnnl_query_weights_md, "weights"}, {dnnl_query_diff_weights_md, "diff_weights"},
+                {dnnl_query_dst_md, "dst"},         {dnnl_query_diff_dst_md, "diff_dst"}};
+    text.clear();
+    for (const auto& m : kMds) {
+      const dnnl_memory_desc_t* md = f.query_md(pd, m.what, 0);
+      if (md == nullptr || md->ndims == 0) continue;
+      if (!text.empty()) text.push_back(' ');
+      text += m.label;
+      text.push_back(':');
+      append_dims(text, md);
+    }
+    if (!text.empty()) strata_span_set_string(id, "shapes", text.c_str());
+  }
+  return id;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) dnnl_status_t dnnl_primitive_execute(
+    const_dnnl_primitive_t primitive, dnnl_stream_t stream, int nargs, const dnnl_exec_arg_t* args) {
+  const RealFunctions& f = real();
+  if (f.execute == nullptr) {
+    // Preloaded into a process whose libdnnl lacks the symbol: cannot happen for a caller linked
+    // against libdnnl; say so rather than crash.
+    std::fputs("strata: dnnl_primitive_execute called but the real one was not found\n", stderr);
+    return dnnl_runtime_error;
+  }
+  if (strata_level_enabled(STRATA_LEVEL_LIBRARY) == 0) return f.execute(primitive, stream, nargs, args);
+  strata_span_id id = begin_primitive_span(primitive);
+  dnnl_status_t status = f.execute(primitive, stream, nargs, args);
+  if (id != 0 && status != dnnl_success) strata_span_set_int(id, "status", static_cast<int64_t>(status));
+  strata_span_end(id);
+  return status;
+}

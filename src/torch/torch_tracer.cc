@@ -1,0 +1,163 @@
+// PyTorch layer tracer: a global RecordFunction callback turns every framework op (aten::*, autograd
+// nodes, user record_function scopes) into a Strata layer span on the thread that ran it, with the
+// input shapes and the nn.Module path that the Python side (strata.torch) keeps per thread.
+//
+// Spans go through the C span API, so they nest under the model spans open on the same thread and
+// take their timestamps from Strata's own clock (no clock-domain mapping needed). Loaded with ctypes
+// by strata.torch after `import torch`; every entry point is extern "C".
+#include <ATen/record_function.h>
+
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "strata/strata.h"
+
+namespace {
+
+// One per traced op, from a per-thread free list: RecordFunction wants a heap object per op, and
+// malloc/free was a visible share of the per-op cost. The list holds at most as many nodes as ops
+// were ever open at once on the thread (nesting depth); they are not returned at thread exit.
+struct SpanContext : at::ObserverContext {
+  explicit SpanContext(strata_span_id id) : span(id) {}
+  strata_span_id span;
+  SpanContext* next_free = nullptr;
+
+  static void* operator new(size_t size);
+  static void operator delete(void* p);
+};
+
+thread_local SpanContext* t_free_contexts = nullptr;
+
+void* SpanContext::operator new(size_t size) {
+  if (SpanContext* c = t_free_contexts; c != nullptr && size == sizeof(SpanContext)) {
+    t_free_contexts = c->next_free;
+    return c;
+  }
+  return ::operator new(size);
+}
+
+void SpanContext::operator delete(void* p) {
+  // Trivially destructible storage: link it into the (possibly other) thread's list.
+  auto* node = static_cast<SpanContext*>(p);
+  node->next_free = t_free_contexts;
+  t_free_contexts = node;
+}
+
+std::mutex g_mu;
+bool g_enabled = false;
+at::CallbackHandle g_handle = 0;
+std::atomic<bool> g_record_shapes{true};
+std::atomic<uint64_t> g_ops_recorded{0};
+
+// The module path of the innermost nn.Module forward running on this thread ("" outside any).
+thread_local std::string t_module;
+
+void append_int(std::string& out, int64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);  // no locale, no format parsing
+  out.append(buf, static_cast<size_t>(end - buf));
+}
+
+// "[[1,3,224,224],[64,3,7,7],[]]": one entry per input; tensors give their sizes, a list of tensors
+// its shapes, anything else "[]" (the convention of torch.autograd.profiler's input_shapes).
+void format_shapes(const at::RecordFunction& fn, std::string& out) {
+  out.clear();
+  out.push_back('[');
+  bool first = true;
+  for (const c10::IValue& v : fn.inputs()) {
+    if (!first) out.push_back(',');
+    first = false;
+    out.push_back('[');
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (t.defined()) {
+        bool first_dim = true;
+        for (int64_t d : t.sizes()) {
+          if (!first_dim) out.push_back(',');
+          first_dim = false;
+          append_int(out, d);
+        }
+      }
+    } else if (v.isTensorList()) {
+      bool first_t = true;
+      for (const at::Tensor& t : v.toTensorVector()) {
+        if (!first_t) out.push_back(',');
+        first_t = false;
+        out.push_back('[');
+        if (t.defined()) {
+          bool first_dim = true;
+          for (int64_t d : t.sizes()) {
+            if (!first_dim) out.push_back(',');
+            first_dim = false;
+            append_int(out, d);
+          }
+        }
+        out.push_back(']');
+      }
+    }
+    out.push_back(']');
+  }
+  out.push_back(']');
+}
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  if (strata_level_enabled(STRATA_LEVEL_LAYER) == 0) return nullptr;
+  const char* name = fn.name();
+  strata_span_id id = strata_span_begin(name, STRATA_LEVEL_LAYER);
+  if (id == 0) return nullptr;
+  if (g_record_shapes.load(std::memory_order_relaxed) && fn.num_inputs() > 0) {
+    thread_local std::string shapes;
+    format_shapes(fn, shapes);
+    strata_span_set_string(id, "shapes", shapes.c_str());
+  }
+  if (!t_module.empty()) strata_span_set_string(id, "module", t_module.c_str());
+  g_ops_recorded.fetch_add(1, std::memory_order_relaxed);
+  return std::make_unique<SpanContext>(id);
+}
+
+void on_op_end(const at::RecordFunction&, at::ObserverContext* ctx) {
+  if (ctx != nullptr) strata_span_end(static_cast<SpanContext*>(ctx)->span);
+}
+
+}  // namespace
+
+extern "C" {
+
+// Starts tracing every thread's ops. Returns 1 when the callback is installed (or already was).
+__attribute__((visibility("default"))) int strata_torch_enable(int record_shapes) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_record_shapes.store(record_shapes != 0, std::memory_order_relaxed);
+  if (g_enabled) return 1;
+  at::RecordFunctionCallback callback(on_op_start, on_op_end);
+  callback.needsInputs(record_shapes != 0)
+      .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
+               at::RecordScope::TORCHSCRIPT_FUNCTION, at::RecordScope::USER_SCOPE});
+  g_handle = at::addGlobalCallback(callback);
+  g_enabled = true;
+  return 1;
+}
+
+__attribute__((visibility("default"))) void strata_torch_disable(void) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_enabled) return;
+  at::removeCallback(g_handle);
+  g_enabled = false;
+}
+
+// Sets the module path attached to the calling thread's next ops (null or "" clears it).
+__attribute__((visibility("default"))) void strata_torch_set_module(const char* path) {
+  if (path == nullptr)
+    t_module.clear();
+  else
+    t_module.assign(path);
+}
+
+__attribute__((visibility("default"))) uint64_t strata_torch_ops_recorded(void) {
+  return g_ops_recorded.load(std::memory_order_relaxed);
+}
+
+}  // extern "C"
