@@ -13,6 +13,7 @@ packages=(
   libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
   python3 python3-dev python3-pytest python3-numpy
   python3-torch python3-torchvision python3-onnx
+  patchelf                               # scripts/bundle.sh: RUNPATH $ORIGIN on bundled libraries
   zlib1g-dev                             # strata import: .json.gz traces
   libtorch-dev                           # src/torch: PyTorch layer tracer (RecordFunction callbacks)
 )

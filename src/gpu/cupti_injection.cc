@@ -1,0 +1,105 @@
+// libstrata_cupti.so: loaded by the CUDA driver through CUDA_INJECTION64_PATH (set by
+// `strata record --level runtime|device`); the driver calls InitializeInjection() at cuInit.
+// It records into the session that libstrata.so (preloaded) runs in this process.
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "collect/session.h"
+#include "core/level.h"
+#include "gpu/cupti_collector.h"
+#include "gpu/cupti_interface.h"
+#include "gpu/gpu_metrics.h"
+#include "gpu/span_sink.h"
+
+namespace strata::gpu {
+namespace {
+
+std::unique_ptr<CuptiInterface> g_api;
+std::unique_ptr<RangeProfilerInterface> g_profiler;
+std::unique_ptr<SessionSink> g_sink;
+std::unique_ptr<CuptiCollector> g_collector;
+std::atomic<bool> g_initialized{false};
+struct sigaction g_previous[32];
+
+void stop_at_exit() {
+  if (g_collector) g_collector->stop();
+  if (auto* s = collect::current_session()) s->flush();
+}
+
+// Fatal signal: hand CUPTI's pending records to the recorder, then let the previous handler
+// (libstrata's, which closes the trace) or the default action run.
+void on_fatal_signal(int sig, siginfo_t* info, void* context) {
+  static std::atomic<bool> once{false};
+  if (!once.exchange(true) && g_collector) g_collector->flush();
+  sigaction(sig, &g_previous[sig], nullptr);
+  if (g_previous[sig].sa_flags & SA_SIGINFO) {
+    if (g_previous[sig].sa_sigaction != nullptr) {
+      g_previous[sig].sa_sigaction(sig, info, context);
+      return;
+    }
+  } else if (g_previous[sig].sa_handler != SIG_DFL && g_previous[sig].sa_handler != SIG_IGN) {
+    g_previous[sig].sa_handler(sig);
+    return;
+  }
+  raise(sig);
+}
+
+void install_signal_handlers() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_fatal_signal;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, &g_previous[sig]);
+  }
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+}  // namespace
+}  // namespace strata::gpu
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  using namespace strata::gpu;
+  if (g_initialized.exchange(true)) return 1;
+  if (strata::collect::current_session() == nullptr) {
+    std::fprintf(stderr,
+                 "strata: libstrata_cupti.so loaded but no recording session is running (libstrata.so not "
+                 "preloaded?); GPU tracing is off. Use `strata record --level device -- CMD`\n");
+    return 1;  // the program must keep running
+  }
+  int level = env_int("STRATA_LEVEL", static_cast<int>(strata::Level::kDevice));
+  CollectorOptions options;
+  options.callbacks = level >= static_cast<int>(strata::Level::kRuntimeApi);
+  options.activity = level >= static_cast<int>(strata::Level::kDevice);
+  options.buffer_bytes = static_cast<size_t>(std::max(1, env_int("STRATA_CUPTI_BUFFER_MB", 8))) << 20;
+  if (!options.callbacks && !options.activity) return 1;
+  // Per-kernel metrics: STRATA_GPU_METRICS=flops,dram,occupancy (kernel replay: slow, opt-in).
+  if (const char* metrics = std::getenv("STRATA_GPU_METRICS"); metrics != nullptr && *metrics != '\0') {
+    std::string error;
+    if (!parse_metric_request(metrics, &options.metrics, &error)) {
+      std::fprintf(stderr, "strata: STRATA_GPU_METRICS: %s; recording without GPU metrics\n", error.c_str());
+      options.metrics = {};
+    } else {
+      g_profiler = make_real_range_profiler();
+      options.profiler = g_profiler.get();
+    }
+  }
+  g_api = make_real_cupti();
+  g_sink = std::make_unique<SessionSink>();
+  g_collector = std::make_unique<CuptiCollector>(g_api.get(), g_sink.get(), options);
+  if (!g_collector->start()) return 1;  // one line printed; untraced
+  std::atexit(stop_at_exit);
+  install_signal_handlers();
+  return 1;
+}

@@ -1,0 +1,43 @@
+#include "gpu/library_span.h"
+
+namespace strata::gpu {
+namespace {
+thread_local int tl_depth = 0;
+thread_local int64_t tl_nested = 0;
+}  // namespace
+
+LibrarySpan::LibrarySpan(const char* name, const char* library) {
+  outermost_ = tl_depth++ == 0;
+  if (!outermost_) {
+    ++tl_nested;
+    return;
+  }
+  tl_nested = 0;
+  id_ = strata_span_begin(name, STRATA_LEVEL_LIBRARY);
+  if (id_ != 0) strata_span_set_string(id_, "library", library);
+}
+
+LibrarySpan::~LibrarySpan() {
+  --tl_depth;
+  if (id_ == 0) return;
+  if (tl_nested > 0) strata_span_set_int(id_, "nested_calls", tl_nested);
+  strata_span_end(id_);
+}
+
+void LibrarySpan::set_status(int status, const char* text) {
+  if (id_ == 0) return;
+  strata_span_set_int(id_, "status", status);
+  if (status != 0 && text != nullptr) strata_span_set_string(id_, "status_text", text);
+}
+
+void LibrarySpan::missing_real_function() {
+  if (id_ != 0) strata_span_set_string(id_, "error", "real function not found (library not loaded?)");
+}
+
+std::string join_dims(const int* dims, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
+  return s;
+}
+
+}  // namespace strata::gpu

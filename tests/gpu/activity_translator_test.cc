@@ -1,0 +1,209 @@
+// Fabricated CUPTI activity records -> spans with the right fields (no GPU needed).
+#include "gpu/activity_translator.h"
+
+#include <gtest/gtest.h>
+
+#include "core/level.h"
+#include "fake_cupti.h"
+
+namespace strata::gpu {
+namespace {
+
+using testing::RecordingSink;
+
+CUpti_ActivityKernel10 make_kernel(uint32_t correlation, uint64_t start, uint64_t end) {
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start;
+  k.end = end;
+  k.deviceId = 1;
+  k.streamId = 7;
+  k.contextId = 3;
+  k.correlationId = correlation;
+  k.gridX = 128;
+  k.gridY = 2;
+  k.gridZ = 1;
+  k.blockX = 256;
+  k.blockY = 1;
+  k.blockZ = 1;
+  k.registersPerThread = 40;
+  k.staticSharedMemory = 4096;
+  k.dynamicSharedMemory = 8192;
+  k.name = "volta_sgemm_128x64_nn";
+  return k;
+}
+
+template <typename T>
+const CUpti_Activity* as_activity(const T& r) {
+  return reinterpret_cast<const CUpti_Activity*>(&r);
+}
+
+TEST(ActivityTranslator, KernelBecomesDeviceExecutionWithLaunchGeometry) {
+  RecordingSink sink;
+  ActivityTranslator t(&sink, {});
+  CUpti_ActivityKernel10 k = make_kernel(55, 1000, 5000);
+  ASSERT_TRUE(t.translate(as_activity(k)));
+  ASSERT_EQ(sink.spans.size(), 1u);
+  const auto& s = sink.spans[0];
+  EXPECT_EQ(s.name, "volta_sgemm_128x64_nn");
+  EXPECT_EQ(s.record.start_ns, 1000);
+  EXPECT_EQ(s.record.end_ns, 5000);
+  EXPECT_EQ(s.record.device, 1);
+  EXPECT_EQ(s.record.stream, 7u);
+  EXPECT_EQ(s.record.correlation_id, 55u);
+  EXPECT_EQ(s.record.parent_id, 0u);
+  EXPECT_EQ(s.record.level, static_cast<uint8_t>(Level::kDevice));
+  EXPECT_EQ(s.record.kind, static_cast<uint8_t>(SpanKind::kExecution));
+  EXPECT_EQ(s.record.clock, static_cast<uint8_t>(ClockDomain::kMonotonic));
+  EXPECT_EQ(s.int_attr("grid_x"), 128);
+  EXPECT_EQ(s.int_attr("grid_y"), 2);
+  EXPECT_EQ(s.int_attr("block_x"), 256);
+  EXPECT_EQ(s.int_attr("registers_per_thread"), 40);
+  EXPECT_EQ(s.int_attr("shared_memory_static"), 4096);
+  EXPECT_EQ(s.int_attr("shared_memory_dynamic"), 8192);
+  EXPECT_EQ(s.string_attr("category"), "kernel");
+  EXPECT_EQ(s.attr("external_id"), nullptr);  // no external correlation seen
+}
+
+TEST(ActivityTranslator, CopiesMemsetsSyncsAndMemory) {
+  RecordingSink sink;
+  ActivityTranslator t(&sink, {});
+  CUpti_ActivityMemcpy6 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  m.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+  m.bytes = 1 << 20;
+  m.start = 10;
+  m.end = 20;
+  m.streamId = 2;
+  m.correlationId = 9;
+  ASSERT_TRUE(t.translate(as_activity(m)));
+  CUpti_ActivityMemset4 ms{};
+  ms.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  ms.bytes = 512;
+  ms.value = 0;
+  ms.start = 30;
+  ms.end = 31;
+  ms.correlationId = 10;
+  ASSERT_TRUE(t.translate(as_activity(ms)));
+  CUpti_ActivitySynchronization2 sy{};
+  sy.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  sy.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  sy.start = 40;
+  sy.end = 90;
+  sy.streamId = 2;
+  ASSERT_TRUE(t.translate(as_activity(sy)));
+  CUpti_ActivityMemory4 mem{};
+  mem.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  mem.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  mem.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  mem.bytes = 4096;
+  mem.address = 0x7000;
+  mem.timestamp = 5;
+  mem.correlationId = 3;
+  ASSERT_TRUE(t.translate(as_activity(mem)));
+  CUpti_ActivityGraphTrace2 g{};
+  g.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+  g.graphId = 4;
+  g.start = 100;
+  g.end = 200;
+  g.correlationId = 11;
+  ASSERT_TRUE(t.translate(as_activity(g)));
+  CUpti_ActivityOverhead3 o{};
+  o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+  o.start = 1;
+  o.end = 2;
+  ASSERT_TRUE(t.translate(as_activity(o)));
+
+  ASSERT_EQ(sink.spans.size(), 6u);
+  const auto* copy = sink.find("memcpy HtoD");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->int_attr("bytes"), 1 << 20);
+  EXPECT_EQ(copy->string_attr("src_kind"), "pinned");
+  EXPECT_EQ(copy->int_attr("async"), 1);
+  EXPECT_EQ(copy->record.correlation_id, 9u);
+  const auto* set = sink.find("memset");
+  ASSERT_NE(set, nullptr);
+  EXPECT_EQ(set->int_attr("bytes"), 512);
+  const auto* sync = sink.find("cudaStreamSynchronize");
+  ASSERT_NE(sync, nullptr);
+  EXPECT_EQ(sync->record.end_ns - sync->record.start_ns, 50);
+  const auto* alloc = sink.find("memory.allocation");
+  ASSERT_NE(alloc, nullptr);
+  EXPECT_EQ(alloc->record.kind, static_cast<uint8_t>(SpanKind::kInstant));
+  EXPECT_EQ(alloc->record.correlation_id, 0u);
+  EXPECT_EQ(alloc->int_attr("api_correlation_id"), 3);
+  const auto* graph = sink.find("cudaGraph");
+  ASSERT_NE(graph, nullptr);
+  EXPECT_EQ(graph->int_attr("graph_id"), 4);
+  const auto* overhead = sink.find("overhead.cupti_buffer_flush");
+  ASSERT_NE(overhead, nullptr);
+  EXPECT_EQ(overhead->record.level, static_cast<uint8_t>(Level::kRuntimeApi));
+}
+
+TEST(ActivityTranslator, ExternalCorrelationLinksKernelToStrataSpan) {
+  RecordingSink sink;
+  ActivityTranslator t(&sink, {});
+  CUpti_ActivityExternalCorrelation e{};
+  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  e.externalId = 0xABCDEF;
+  e.correlationId = 77;
+  EXPECT_TRUE(t.translate(as_activity(e)));
+  EXPECT_TRUE(sink.spans.empty());  // a link, not a span
+  CUpti_ActivityKernel10 k = make_kernel(77, 1, 2);
+  ASSERT_TRUE(t.translate(as_activity(k)));
+  CUpti_ActivityKernel10 other = make_kernel(78, 3, 4);
+  ASSERT_TRUE(t.translate(as_activity(other)));
+  EXPECT_EQ(sink.spans[0].int_attr("external_id"), 0xABCDEF);
+  EXPECT_EQ(sink.spans[0].record.parent_id, 0u);  // the launch span is the parent (by correlation)
+  EXPECT_EQ(sink.spans[1].attr("external_id"), nullptr);
+  EXPECT_EQ(t.stats().external_links, 1u);
+
+  // Without launch spans (callback API off) the external span becomes the explicit parent.
+  RecordingSink direct;
+  TranslatorOptions opts;
+  opts.parent_is_external = true;
+  ActivityTranslator t2(&direct, opts);
+  t2.translate(as_activity(e));
+  t2.translate(as_activity(k));
+  EXPECT_EQ(direct.spans[0].record.parent_id, 0xABCDEFu);
+}
+
+TEST(ActivityTranslator, BadAndUnknownRecordsAreCountedNotEmitted) {
+  RecordingSink sink;
+  ActivityTranslator t(&sink, {});
+  CUpti_ActivityKernel10 backwards = make_kernel(1, 500, 100);
+  EXPECT_FALSE(t.translate(as_activity(backwards)));
+  CUpti_ActivityKernel10 unknown_time = make_kernel(1, CUPTI_TIMESTAMP_UNKNOWN, 100);
+  EXPECT_FALSE(t.translate(as_activity(unknown_time)));
+  CUpti_ActivityKernel10 other_kind = make_kernel(1, 1, 2);
+  other_kind.kind = CUPTI_ACTIVITY_KIND_PC_SAMPLING;
+  EXPECT_FALSE(t.translate(as_activity(other_kind)));
+  EXPECT_TRUE(sink.spans.empty());
+  EXPECT_EQ(t.stats().records, 3u);
+  EXPECT_EQ(t.stats().bad_timestamps, 2u);
+  EXPECT_EQ(t.stats().unknown_kind, 1u);
+}
+
+TEST(ActivityTranslator, ExternalMapIsBounded) {
+  RecordingSink sink;
+  TranslatorOptions opts;
+  opts.max_external_entries = 4;
+  ActivityTranslator t(&sink, opts);
+  CUpti_ActivityExternalCorrelation e{};
+  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  for (uint32_t i = 1; i <= 9; ++i) {
+    e.correlationId = i;
+    e.externalId = 100 + i;
+    t.translate(as_activity(e));
+  }
+  EXPECT_EQ(t.stats().external_map_resets, 2u);
+}
+
+}  // namespace
+}  // namespace strata::gpu
