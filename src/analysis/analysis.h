@@ -55,10 +55,14 @@ class Params {
   std::map<std::string, std::string, std::less<>> values_;
 };
 
+class Workload;  // analysis/workload.h: evaluations, layers and kernels extracted once per run
+
 struct AnalysisInput {
   const model::Trace& trace;
   const model::SpanTree& tree;
   const Params& params;
+  // Shared by all analyses of one run; when null each analysis builds its own (tests do this).
+  const Workload* workload = nullptr;
 };
 
 class Analysis {

@@ -28,11 +28,45 @@ int64_t Params::get_int(std::string_view key, int64_t fallback) const {
 
 // Each analysis module defines a factory; list them here (one line each).
 // std::unique_ptr<Analysis> make_layer_table();  ...
+std::unique_ptr<Analysis> make_model_table();
+std::unique_ptr<Analysis> make_runs();
+std::unique_ptr<Analysis> make_layer_table();
+std::unique_ptr<Analysis> make_layer_sequence();
+std::unique_ptr<Analysis> make_layer_type_distribution();
+std::unique_ptr<Analysis> make_layer_type_aggregate();
+std::unique_ptr<Analysis> make_stages();
+std::unique_ptr<Analysis> make_conv_share();
+std::unique_ptr<Analysis> make_op_stats();
+std::unique_ptr<Analysis> make_kernel_table();
+std::unique_ptr<Analysis> make_kernels_by_name();
+std::unique_ptr<Analysis> make_kernels_by_layer();
+std::unique_ptr<Analysis> make_kernels_by_model();
+std::unique_ptr<Analysis> make_layer_device_split();
+std::unique_ptr<Analysis> make_metrics_by_layer();
+std::unique_ptr<Analysis> make_kernel_roofline();
+std::unique_ptr<Analysis> make_layer_roofline();
 
 const std::vector<std::unique_ptr<Analysis>>& all_analyses() {
   static const std::vector<std::unique_ptr<Analysis>> analyses = [] {
     std::vector<std::unique_ptr<Analysis>> v;
     // v.push_back(make_layer_table());
+    v.push_back(make_model_table());
+    v.push_back(make_runs());
+    v.push_back(make_layer_table());
+    v.push_back(make_layer_sequence());
+    v.push_back(make_layer_type_distribution());
+    v.push_back(make_layer_type_aggregate());
+    v.push_back(make_stages());
+    v.push_back(make_conv_share());
+    v.push_back(make_op_stats());
+    v.push_back(make_kernel_table());
+    v.push_back(make_kernels_by_name());
+    v.push_back(make_kernels_by_layer());
+    v.push_back(make_kernels_by_model());
+    v.push_back(make_layer_device_split());
+    v.push_back(make_metrics_by_layer());
+    v.push_back(make_kernel_roofline());
+    v.push_back(make_layer_roofline());
     return v;
   }();
   return analyses;

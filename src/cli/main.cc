@@ -19,6 +19,7 @@ constexpr Command kCommands[] = {
     {"info", "show a trace's header, processes, counts, drops and clock domains", strata::cli::run_info},
     {"export", "write a trace as Chrome Trace Event JSON, or spans as JSON/CSV", strata::cli::run_export},
     {"import", "convert a PyTorch/Kineto, ONNX Runtime or TensorFlow trace JSON into a Strata trace", strata::cli::run_import},
+    {"analyze", "run XSP analyses (model/layer/kernel tables, rooflines, per-op stats) on traces", strata::cli::run_analyze},
 };
 
 void usage(FILE* out) {

@@ -1,0 +1,133 @@
+// XSP Table I, model level: throughput and latency across batch sizes and the optimal batch size.
+#include <cstdio>
+#include <map>
+
+#include "analysis/analysis_util.h"
+
+namespace strata::analysis {
+namespace {
+
+class ModelTable : public Analysis {
+ public:
+  std::string_view name() const override { return "model_table"; }
+  std::string_view description() const override {
+    return "model latency and throughput per batch size over repeated evaluations, and the optimal batch "
+           "size "
+           "(--param threshold=0.05 | latency_target_ms=MS)";
+  }
+  AnalysisResult run(const AnalysisInput& input) const override {
+    WorkloadRef w(input);
+    if (!w->has_model_spans()) return missing(kNeedModel);
+    std::string param_error;
+    StatOptions opt = stat_options(input.params, &param_error);
+    std::vector<BatchRow> rows = batch_rows(*w, opt);
+    double threshold = input.params.get_double("threshold", 0.05);
+    std::optional<double> target;
+    if (input.params.all().count("latency_target_ms"))
+      target = input.params.get_double("latency_target_ms", 0);
+    int best = optimal_batch_index(rows, threshold, target);
+
+    Table t = make_table("model_table", "Model information across batch sizes",
+                         {"batch", "evaluations", "latency_ms", "median_ms", "min_ms", "max_ms", "stddev_ms",
+                          "throughput_per_s", "optimal"});
+    bool any_unknown = false;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const BatchRow& r = rows[i];
+      any_unknown = any_unknown || !r.batch_known;
+      t.rows.push_back({Cell::integer(r.batch), Cell::integer(static_cast<int64_t>(r.latency_ms.count)),
+                        Cell::real(r.latency), Cell::real(r.latency_ms.median), Cell::real(r.latency_ms.min),
+                        Cell::real(r.latency_ms.max), Cell::real(r.latency_ms.stddev),
+                        Cell::real(r.throughput, 2), Cell::text(static_cast<int>(i) == best ? "yes" : "")});
+    }
+    char buf[200];
+    if (best >= 0) {
+      if (target)
+        std::snprintf(buf, sizeof(buf),
+                      "optimal batch size %lld: the largest whose latency meets the %.3f ms target",
+                      static_cast<long long>(rows[static_cast<size_t>(best)].batch), *target);
+      else
+        std::snprintf(
+            buf, sizeof(buf),
+            "optimal batch size %lld: the smallest where doubling raises throughput by less than %.1f%%",
+            static_cast<long long>(rows[static_cast<size_t>(best)].batch), threshold * 100);
+      t.notes.push_back(buf);
+    } else if (target) {
+      std::snprintf(buf, sizeof(buf), "no batch size meets the %.3f ms latency target", *target);
+      t.notes.push_back(buf);
+    }
+    std::snprintf(buf, sizeof(buf),
+                  "latency_ms is the %s (trim %.2f) over evaluations; throughput = batch / latency_ms",
+                  std::string(statistic_name(opt.stat)).c_str(), opt.trim);
+    t.notes.push_back(buf);
+    if (w->wrapper_model_spans())
+      t.notes.push_back(std::to_string(w->wrapper_model_spans()) +
+                        " model spans that contain other model spans are groups, not evaluations");
+    if (!opt.model_filter.empty())
+      t.notes.push_back("evaluations: model spans whose name contains \"" + opt.model_filter + "\"");
+    if (any_unknown)
+      t.notes.push_back("some model spans carry no batch/batch_size attribute: batch size 1 assumed");
+    add_common_notes(&t, {}, param_error);
+    AnalysisResult result;
+    result.tables.push_back(std::move(t));
+    return result;
+  }
+};
+
+// Repeated runs of one command (strata record --runs N: one process per run, tagged "run"):
+// each run's evaluations per batch size, and the spread across runs.
+class RunsTable : public Analysis {
+ public:
+  std::string_view name() const override { return "runs"; }
+  std::string_view description() const override {
+    return "repeated runs: mean evaluation latency of each run per batch size, summarized across runs "
+           "(trimmed mean, median, min, max, stddev)";
+  }
+  AnalysisResult run(const AnalysisInput& input) const override {
+    WorkloadRef w(input);
+    if (!w->has_model_spans()) return missing(kNeedModel);
+    std::string param_error;
+    StatOptions opt = stat_options(input.params, &param_error);
+    // (batch, process) -> latencies of that run's evaluations.
+    std::map<std::pair<int64_t, uint16_t>, std::vector<double>> per_run;
+    for (const Evaluation& ev : w->evaluations())
+      if (ev.latency_ns > 0 && included(*w, ev, opt))
+        per_run[{ev.batch, ev.process}].push_back(ns_to_ms(ev.latency_ns));
+    Table t = make_table("runs", "Repeated runs", {"batch", "run", "pid", "evaluations", "mean_ms"});
+    Table s = make_table("runs_summary", "Across runs",
+                         {"batch", "runs", "latency_ms", "median_ms", "min_ms", "max_ms", "stddev_ms"});
+    std::map<int64_t, std::vector<double>> run_means;
+    for (const auto& [key, values] : per_run) {
+      const model::Process& p = input.trace.processes[key.second];
+      auto tag = p.properties.get("run");
+      double mean = summarize(values, 0).mean;
+      run_means[key.first].push_back(mean);
+      t.rows.push_back({Cell::integer(key.first),
+                        tag ? Cell::text(std::string(*tag)) : Cell::integer(key.second), Cell::integer(p.pid),
+                        Cell::integer(static_cast<int64_t>(values.size())), Cell::real(mean)});
+    }
+    for (const auto& [batch, means] : run_means) {
+      Summary sum = summarize(means, opt.trim);
+      s.rows.push_back({Cell::integer(batch), Cell::integer(static_cast<int64_t>(sum.count)),
+                        Cell::real(pick(sum, opt.stat)), Cell::real(sum.median), Cell::real(sum.min),
+                        Cell::real(sum.max), Cell::real(sum.stddev)});
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "latency_ms is the %s (trim %.2f) of the runs' mean latencies",
+                  std::string(statistic_name(opt.stat)).c_str(), opt.trim);
+    s.notes.push_back(buf);
+    t.notes.push_back(
+        "run: the process's \"run\" tag from strata record --runs, else its index in the trace");
+    add_common_notes(&s, {}, param_error);
+    AnalysisResult result;
+    result.tables.push_back(std::move(t));
+    result.tables.push_back(std::move(s));
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> make_runs() { return std::make_unique<RunsTable>(); }
+std::unique_ptr<Analysis> make_model_table() { return std::make_unique<ModelTable>(); }
+
+}  // namespace strata::analysis

@@ -1,0 +1,31 @@
+// The analysis pipeline as `strata analyze` runs it: span tree, shared workload, chosen analyses.
+// Shared by the CLI and the pipeline benchmark so both measure and run the same thing.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analysis/analysis.h"
+
+namespace strata::analysis {
+
+// What runs when no --analysis is given: XSP's model/layer summary, kernels, per-op statistics.
+std::span<const std::string_view> default_analyses();
+
+struct PipelineResult {
+  model::CorrelationReport correlation;
+  std::vector<std::pair<const Analysis*, AnalysisResult>> results;  // in the order asked
+};
+
+// Checks the values of the --param keys these analyses read (numbers where numbers are expected,
+// stat names, trim in [0, 0.5)); returns one line naming the key, the value and what is expected.
+std::optional<std::string> validate_params(const Params& params);
+
+PipelineResult run_pipeline(const model::Trace& trace, std::span<const Analysis* const> analyses,
+                            const Params& params);
+
+}  // namespace strata::analysis

@@ -1,0 +1,137 @@
+// XSP Table I rooflines: kernels (by name) and layers placed against the device's compute and
+// memory-bandwidth roofs: attainable = min(peak GFLOP/s, intensity x peak GB/s).
+#include <algorithm>
+#include <cstdio>
+
+#include "analysis/kernel_stats.h"
+#include "analysis/layer_stats.h"
+
+namespace strata::analysis {
+namespace {
+
+constexpr const char* kNeedFlops =
+    "no kernel carries flops and bytes metrics: record device metrics (--level device with the CUPTI range "
+    "profiler) or import a trace with flops/dram bytes; on CPU record oneDNN spans with flops";
+
+void roofline_row(Table* t, Cell label, double count, const std::optional<double>& flops,
+                  const std::optional<double>& bytes, double latency_ms, const ResolvedPeaks& peaks) {
+  double ai = *flops / *bytes;
+  double achieved = latency_ms > 0 ? *flops / (latency_ms * 1e-3) / 1e9 : 0;
+  double attainable = std::min(peaks.gflops, ai * peaks.gbps);
+  t->rows.push_back({std::move(label), Cell::real(count, 1), Cell::real(latency_ms, 4), Cell::real(ai, 3),
+                     Cell::real(achieved, 3), Cell::real(attainable, 3),
+                     Cell::real(attainable > 0 ? 100 * achieved / attainable : 0, 2),
+                     Cell::text(ai < peaks.gflops / peaks.gbps ? "memory" : "compute")});
+}
+
+const std::vector<std::string> kColumns = {
+    "count", "latency_ms", "flop_per_byte", "gflop_per_s", "attainable_gflop_per_s", "pct_of_attainable",
+    "bound"};
+
+std::vector<std::string> columns_with(const char* first) {
+  std::vector<std::string> c = {first};
+  c.insert(c.end(), kColumns.begin(), kColumns.end());
+  return c;
+}
+
+class KernelRoofline : public Analysis {
+ public:
+  std::string_view name() const override { return "kernel_roofline"; }
+  std::string_view description() const override {
+    return "kernels (by name) on the roofline: arithmetic intensity, achieved vs attainable GFLOP/s "
+           "(--param device=KEY | peak_gflops=G peak_gbps=B)";
+  }
+  AnalysisResult run(const AnalysisInput& input) const override {
+    WorkloadRef w(input);
+    if (!w->has_kernels()) return missing(kNeedKernel);
+    std::string why;
+    auto peaks = resolve_peaks(input.trace, input.params, w->kernel_role() == KernelRole::kLibrary, &why);
+    KernelGroups g = group_kernels(*w, input.params, [&](uint32_t span, size_t) -> std::optional<KernelKey> {
+      return KernelKey{0, kernel_name(*w, span)};
+    });
+    Table t = make_table("kernel_roofline", "Kernel roofline", columns_with("kernel"));
+    size_t without = 0;
+    for (const KernelGroup& k : g.groups) {
+      if (!k.intensity()) {
+        ++without;
+        continue;
+      }
+      if (!peaks) break;
+      roofline_row(&t, Cell::text(k.key.second), k.count, k.flops, k.bytes, k.latency_ms, *peaks);
+    }
+    if (without == g.groups.size()) return missing(kNeedFlops);
+    if (!peaks) {
+      AnalysisResult r;
+      r.missing_input = why;
+      return r;
+    }
+    sort_rows_desc(&t, 2);
+    keep_top(&t, input.params, 30);
+    t.notes.push_back(peaks->description);
+    if (without)
+      t.notes.push_back(std::to_string(without) + " kernel names without flops/bytes metrics left out");
+    for (const auto& n : g.notes) t.notes.push_back(n);
+    AnalysisResult r;
+    r.tables.push_back(std::move(t));
+    return r;
+  }
+};
+
+class LayerRoofline : public Analysis {
+ public:
+  std::string_view name() const override { return "layer_roofline"; }
+  std::string_view description() const override {
+    return "layers on the roofline: flops and bytes of their kernels over the layer's latency";
+  }
+  AnalysisResult run(const AnalysisInput& input) const override {
+    WorkloadRef w(input);
+    if (!w->has_layers()) return missing(kNeedLayer);
+    if (!w->has_kernels()) return missing(kNeedKernel);
+    std::string why;
+    auto peaks = resolve_peaks(input.trace, input.params, w->kernel_role() == KernelRole::kLibrary, &why);
+    KernelGroups g = group_kernels(*w, input.params, [&](uint32_t span, size_t) -> std::optional<KernelKey> {
+      int32_t top = w->top_layer(span);
+      if (top < 0) return std::nullopt;
+      return KernelKey{w->layer_position(static_cast<size_t>(top)), ""};
+    });
+    LayerStats layers = compute_layer_stats(*w, input.params);
+    Table t = make_table("layer_roofline", "Layer roofline", columns_with("layer_index"));
+    t.columns.insert(t.columns.begin() + 1, {"layer", "type"});
+    size_t without = 0;
+    for (const KernelGroup& k : g.groups) {
+      if (!k.intensity()) {
+        ++without;
+        continue;
+      }
+      if (!peaks) break;
+      const LayerRow* lr = nullptr;
+      for (const LayerRow& r : layers.rows)
+        if (static_cast<int64_t>(r.index) == k.key.first) lr = &r;
+      if (lr == nullptr) continue;
+      roofline_row(&t, Cell::integer(k.key.first), k.count, k.flops, k.bytes, lr->latency, *peaks);
+      t.rows.back().insert(t.rows.back().begin() + 1, {Cell::text(lr->name), Cell::text(lr->type)});
+    }
+    if (without == g.groups.size()) return missing(kNeedFlops);
+    if (!peaks) {
+      AnalysisResult r;
+      r.missing_input = why;
+      return r;
+    }
+    t.notes.push_back(peaks->description);
+    t.notes.push_back(
+        "count is the layer's kernels; latency_ms is the layer's latency (the roofline of the layer)");
+    if (without)
+      t.notes.push_back(std::to_string(without) + " layers whose kernels carry no flops/bytes left out");
+    for (const auto& n : g.notes) t.notes.push_back(n);
+    AnalysisResult r;
+    r.tables.push_back(std::move(t));
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> make_kernel_roofline() { return std::make_unique<KernelRoofline>(); }
+std::unique_ptr<Analysis> make_layer_roofline() { return std::make_unique<LayerRoofline>(); }
+
+}  // namespace strata::analysis

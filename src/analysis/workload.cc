@@ -1,0 +1,363 @@
+#include "analysis/workload.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+
+namespace strata::analysis {
+namespace {
+
+constexpr uint8_t kModel = static_cast<uint8_t>(Level::kModel);
+constexpr uint8_t kLayer = static_cast<uint8_t>(Level::kLayer);
+constexpr uint8_t kLibrary = static_cast<uint8_t>(Level::kLibrary);
+
+bool is_activity(const SpanRecord& s) {
+  return s.kind != static_cast<uint8_t>(SpanKind::kCounter) &&
+         s.kind != static_cast<uint8_t>(SpanKind::kInstant);
+}
+
+// Device work that plays the kernel role: executions (kernels, copies, memsets), not device-side
+// annotations or synchronization spans that share the device level.
+bool is_device_work(const SpanRecord& s) {
+  return s.level == static_cast<uint8_t>(Level::kDevice) &&
+         s.kind == static_cast<uint8_t>(SpanKind::kExecution);
+}
+
+std::optional<double> attr_number(const model::Trace& trace, const AttrRecord& a) {
+  switch (static_cast<AttrType>(a.type)) {
+    case AttrType::kInt:
+      return static_cast<double>(a.value.i);
+    case AttrType::kDouble:
+    case AttrType::kMetric:
+      return a.value.d;
+    case AttrType::kString: {
+      std::string_view text = trace.strings.get(static_cast<uint32_t>(a.value.u));
+      double v = 0;
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec == std::errc() && ptr == text.data() + text.size()) return v;
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Workload::Workload(const model::Trace& trace, const model::SpanTree& tree) : trace_(trace), tree_(tree) {
+  const size_t n = trace.spans.size();
+  top_layer_.assign(n, -1);
+  layer_pos_.assign(n, -1);
+  std::vector<int32_t> model_of(n, -1);
+  // Visit parents before children: order by tree depth (counting sort), so one pass propagates the
+  // nearest model span and the outermost layer span down the tree.
+  uint32_t max_depth = 0;
+  for (size_t i = 0; i < n; ++i) max_depth = std::max(max_depth, tree.depth(i));
+  std::vector<uint32_t> by_depth_begin(max_depth + 2, 0);
+  for (size_t i = 0; i < n; ++i) ++by_depth_begin[tree.depth(i) + 1];
+  for (size_t d = 1; d < by_depth_begin.size(); ++d) by_depth_begin[d] += by_depth_begin[d - 1];
+  std::vector<uint32_t> order(n);
+  {
+    std::vector<uint32_t> fill(by_depth_begin.begin(), by_depth_begin.end() - 1);
+    for (size_t i = 0; i < n; ++i) order[fill[tree.depth(i)]++] = static_cast<uint32_t>(i);
+  }
+  size_t device_spans = 0, library_spans = 0;
+  for (uint32_t i : order) {
+    const SpanRecord& s = trace.spans[i];
+    int32_t p = tree.parent(i);
+    model_of[i] =
+        s.level == kModel ? static_cast<int32_t>(i) : (p >= 0 ? model_of[static_cast<size_t>(p)] : -1);
+    int32_t parent_layer = p >= 0 ? top_layer_[static_cast<size_t>(p)] : -1;
+    top_layer_[i] = parent_layer >= 0 ? parent_layer : (s.level == kLayer ? static_cast<int32_t>(i) : -1);
+    if (s.level == kModel) has_model_spans_ = true;
+    if (is_device_work(s)) ++device_spans;
+    if (is_activity(s) && s.level == kLibrary) ++library_spans;
+  }
+  // A model span that contains other model spans (Kineto's nested user annotations: a benchmark
+  // wrapping warm-up and measured forward passes) groups evaluations; it is not one itself.
+  std::vector<uint8_t> wraps_model(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    int32_t p = tree.parent(i);
+    if (trace.spans[i].level == kModel && p >= 0 && model_of[static_cast<size_t>(p)] >= 0) {
+      uint8_t& w = wraps_model[static_cast<size_t>(model_of[static_cast<size_t>(p)])];
+      if (!w) ++wrapper_model_spans_;
+      w = 1;
+    }
+  }
+  kernel_role_ = device_spans    ? KernelRole::kDevice
+                 : library_spans ? KernelRole::kLibrary
+                                 : KernelRole::kNone;
+  auto plays_kernel = [this](const SpanRecord& s) {
+    return kernel_role_ == KernelRole::kDevice
+               ? is_device_work(s)
+               : kernel_role_ == KernelRole::kLibrary && s.level == kLibrary && is_activity(s);
+  };
+
+  // Evaluations: one per model span; spans outside any model span go to one per process.
+  std::vector<int32_t> eval_of_model(n, -1);
+  std::map<uint16_t, size_t> eval_of_process;
+  auto eval_for = [&](size_t i) -> Evaluation& {
+    int32_t m = model_of[i];
+    if (m >= 0 && !wraps_model[static_cast<size_t>(m)]) {
+      int32_t& e = eval_of_model[static_cast<size_t>(m)];
+      if (e < 0) {
+        e = static_cast<int32_t>(evaluations_.size());
+        Evaluation ev;
+        ev.model_span = m;
+        const SpanRecord& ms = trace.spans[static_cast<size_t>(m)];
+        ev.process = ms.process;
+        ev.start_ns = ms.start_ns;
+        ev.latency_ns = ms.duration_ns();
+        if (auto b = number(static_cast<size_t>(m), attr_keys::kBatch); b && *b >= 1) {
+          ev.batch = static_cast<int64_t>(*b);
+          ev.batch_known = true;
+        }
+        evaluations_.push_back(std::move(ev));
+      }
+      return evaluations_[static_cast<size_t>(e)];
+    }
+    auto [it, inserted] = eval_of_process.emplace(trace.spans[i].process, evaluations_.size());
+    if (inserted) {
+      Evaluation ev;
+      ev.process = trace.spans[i].process;
+      ev.start_ns = INT64_MAX;
+      evaluations_.push_back(std::move(ev));
+    }
+    return evaluations_[it->second];
+  };
+  std::vector<int64_t> pseudo_end;
+  for (size_t i = 0; i < n; ++i) {
+    const SpanRecord& s = trace.spans[i];
+    if (s.level == kModel && !wraps_model[i])
+      eval_for(i);  // evaluations with no layers still count for the model table
+    bool is_top_layer = top_layer_[i] == static_cast<int32_t>(i);
+    bool is_kernel = plays_kernel(s);
+    if (!is_top_layer && !is_kernel) continue;
+    Evaluation& ev = eval_for(i);
+    if (is_top_layer) {
+      ev.layers.push_back(static_cast<uint32_t>(i));
+      ++layer_count_;
+    }
+    if (is_kernel) ev.kernels.push_back(static_cast<uint32_t>(i));
+    if (ev.model_span < 0) {
+      // No model span: the evaluation lasts from its first to its last layer or kernel.
+      int64_t end = ev.start_ns == INT64_MAX ? s.end_ns : std::max(ev.start_ns + ev.latency_ns, s.end_ns);
+      ev.start_ns = std::min(ev.start_ns, s.start_ns);
+      ev.latency_ns = end - ev.start_ns;
+    }
+  }
+  auto by_start = [&](uint32_t a, uint32_t b) {
+    const SpanRecord& x = trace.spans[a];
+    const SpanRecord& y = trace.spans[b];
+    return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : a < b;
+  };
+  for (Evaluation& ev : evaluations_) {
+    if (!std::is_sorted(ev.layers.begin(), ev.layers.end(), by_start))
+      std::sort(ev.layers.begin(), ev.layers.end(), by_start);
+    if (!std::is_sorted(ev.kernels.begin(), ev.kernels.end(), by_start))
+      std::sort(ev.kernels.begin(), ev.kernels.end(), by_start);
+    for (size_t k = 0; k < ev.layers.size(); ++k) layer_pos_[ev.layers[k]] = static_cast<int32_t>(k);
+  }
+  std::stable_sort(evaluations_.begin(), evaluations_.end(), [](const Evaluation& a, const Evaluation& b) {
+    return a.process != b.process ? a.process < b.process : a.start_ns < b.start_ns;
+  });
+}
+
+std::optional<double> Workload::number(size_t i, std::span<const std::string_view> keys) const {
+  for (std::string_view key : keys) {
+    uint32_t id = trace_.strings.find(key);
+    if (id == UINT32_MAX) continue;
+    for (const AttrRecord& a : trace_.attributes(i))
+      if (a.key == id)
+        if (auto v = attr_number(trace_, a)) return v;
+  }
+  return std::nullopt;
+}
+
+namespace {
+std::string first_string(const model::Trace& trace, size_t i, std::span<const std::string_view> keys) {
+  for (std::string_view key : keys) {
+    uint32_t id = trace.strings.find(key);
+    if (id == UINT32_MAX) continue;
+    for (const AttrRecord& a : trace.attributes(i))
+      if (a.key == id) return trace.attr_value_string(a);
+  }
+  return {};
+}
+}  // namespace
+
+std::string Workload::layer_type(size_t i) const {
+  std::string t = first_string(trace_, i, attr_keys::kLayerType);
+  return t.empty() ? std::string(trace_.name(trace_.spans[i])) : t;
+}
+
+std::string Workload::layer_name(size_t i) const {
+  std::string t = first_string(trace_, i, attr_keys::kLayerName);
+  return t.empty() ? std::string(trace_.name(trace_.spans[i])) : t;
+}
+
+std::string Workload::shape(size_t i) const { return first_string(trace_, i, attr_keys::kShape); }
+
+std::vector<std::pair<uint32_t, double>> Workload::metrics(size_t i) const {
+  std::vector<std::pair<uint32_t, double>> out;
+  for (const AttrRecord& a : trace_.attributes(i))
+    if (a.type == static_cast<uint8_t>(AttrType::kMetric)) out.emplace_back(a.key, a.value.d);
+  return out;
+}
+
+WorkloadRef::WorkloadRef(const AnalysisInput& input) {
+  if (input.workload != nullptr) {
+    ptr_ = input.workload;
+  } else {
+    own_.emplace(input.trace, input.tree);
+    ptr_ = &*own_;
+  }
+}
+
+StatOptions stat_options(const Params& params, std::string* error) {
+  StatOptions o;
+  std::string trim = params.get("trim", "0.1");
+  char* end = nullptr;
+  double t = std::strtod(trim.c_str(), &end);
+  if (end == trim.c_str() || *end != '\0' || !(t >= 0) || t >= 0.5)
+    *error = "--param trim=" + trim + " is not a fraction in [0, 0.5): using 0.1";
+  else
+    o.trim = t;
+  o.model_filter = params.get("model", "");
+  std::string stat = params.get("stat", "trimmed_mean");
+  if (auto s = parse_statistic(stat))
+    o.stat = *s;
+  else
+    *error =
+        "--param stat=" + stat + " is not one of trimmed_mean, mean, median, min, max: using trimmed_mean";
+  return o;
+}
+
+bool included(const Workload& w, const Evaluation& ev, const StatOptions& options) {
+  // With model spans recorded, work outside them (setup, a worker thread) is not an evaluation.
+  if (w.has_model_spans() && ev.model_span < 0) return false;
+  if (options.model_filter.empty()) return true;
+  if (ev.model_span < 0) return false;
+  return w.trace().name(w.trace().spans[static_cast<size_t>(ev.model_span)]).find(options.model_filter) !=
+         std::string_view::npos;
+}
+
+std::vector<BatchRow> batch_rows(const Workload& w, const StatOptions& options) {
+  std::map<int64_t, BatchRow> rows;
+  for (size_t e = 0; e < w.evaluations().size(); ++e) {
+    const Evaluation& ev = w.evaluations()[e];
+    if (ev.latency_ns <= 0 || !included(w, ev, options)) continue;
+    BatchRow& r = rows[ev.batch];
+    r.batch = ev.batch;
+    r.batch_known = r.batch_known || ev.batch_known;
+    r.evaluations.push_back(e);
+  }
+  std::vector<BatchRow> out;
+  for (auto& [batch, r] : rows) {
+    std::vector<double> ms;
+    for (size_t e : r.evaluations) ms.push_back(ns_to_ms(w.evaluations()[e].latency_ns));
+    r.latency_ms = summarize(ms, options.trim);
+    r.latency = pick(r.latency_ms, options.stat);
+    r.throughput = r.latency > 0 ? static_cast<double>(r.batch) / (r.latency / 1e3) : 0;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+int optimal_batch_index(const std::vector<BatchRow>& rows, double threshold,
+                        std::optional<double> latency_target_ms) {
+  if (rows.empty()) return -1;
+  if (latency_target_ms) {
+    int best = -1;
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i].latency <= *latency_target_ms) best = static_cast<int>(i);
+    return best;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    // The doubled batch size, or the next larger one measured.
+    size_t j = i + 1;
+    while (j < rows.size() && rows[j].batch < 2 * rows[i].batch) ++j;
+    if (j == rows.size()) {
+      if (i + 1 == rows.size()) return static_cast<int>(i);
+      j = rows.size() - 1;
+    }
+    if (rows[j].throughput < rows[i].throughput * (1 + threshold)) return static_cast<int>(i);
+  }
+  return static_cast<int>(rows.size() - 1);
+}
+
+Selection select_evaluations(const Workload& w, const Params& params, const StatOptions& options) {
+  Selection sel;
+  std::vector<BatchRow> rows = batch_rows(w, options);
+  std::vector<size_t> candidates;
+  if (params.all().count("batch")) {
+    sel.batch = params.get_int("batch", 1);
+    for (size_t e = 0; e < w.evaluations().size(); ++e)
+      if (w.evaluations()[e].batch == sel.batch && included(w, w.evaluations()[e], options))
+        candidates.push_back(e);
+    if (candidates.empty()) sel.notes.push_back("no evaluation with batch size " + std::to_string(sel.batch));
+  } else if (rows.size() > 1) {
+    int best = optimal_batch_index(rows, params.get_double("threshold", 0.05), std::nullopt);
+    sel.batch = rows[static_cast<size_t>(best)].batch;
+    candidates = rows[static_cast<size_t>(best)].evaluations;
+    sel.notes.push_back("batch size " + std::to_string(sel.batch) +
+                        " (the optimal batch size; choose another with --param batch=N)");
+  } else if (rows.size() == 1) {
+    sel.batch = rows[0].batch;
+    candidates = rows[0].evaluations;
+  } else {
+    for (size_t e = 0; e < w.evaluations().size(); ++e)
+      if (included(w, w.evaluations()[e], options)) candidates.push_back(e);
+  }
+  if (w.wrapper_model_spans())
+    sel.notes.push_back(std::to_string(w.wrapper_model_spans()) +
+                        " model spans that contain other model spans are groups, not evaluations");
+  if (!options.model_filter.empty())
+    sel.notes.push_back("evaluations: model spans whose name contains \"" + options.model_filter + "\"");
+  size_t outside = 0;
+  for (const Evaluation& ev : w.evaluations())
+    if (w.has_model_spans() && ev.model_span < 0) outside += ev.layers.size();
+  if (outside)
+    sel.notes.push_back(std::to_string(outside) + " top-level layers outside any model span not included");
+  // Keep the evaluations whose layer sequence (count and names) matches the most common one.
+  std::map<size_t, size_t> count_by_length;
+  for (size_t e : candidates) ++count_by_length[w.evaluations()[e].layers.size()];
+  size_t mode = 0, mode_count = 0;
+  for (auto [len, count] : count_by_length)
+    if (len > 0 && count >= mode_count) mode = len, mode_count = count;  // ties: the longer sequence
+  const Evaluation* reference = nullptr;
+  size_t excluded = 0, empty = 0;
+  for (size_t e : candidates) {
+    const Evaluation& ev = w.evaluations()[e];
+    if (ev.layers.empty()) {
+      if (!ev.kernels.empty() || mode == 0)
+        sel.evaluations.push_back(e);
+      else
+        ++empty;
+      continue;
+    }
+    bool same = ev.layers.size() == mode;
+    if (same && reference == nullptr) reference = &ev;
+    for (size_t k = 0; same && k < mode; ++k)
+      same = w.trace().spans[ev.layers[k]].name == w.trace().spans[reference->layers[k]].name;
+    if (same)
+      sel.evaluations.push_back(e);
+    else
+      ++excluded;
+  }
+  if (excluded)
+    sel.notes.push_back(std::to_string(excluded) + " of " + std::to_string(candidates.size()) +
+                        " evaluations excluded: their layer sequence differs from the most common one (" +
+                        std::to_string(mode) + " layers)");
+  if (empty) sel.notes.push_back(std::to_string(empty) + " evaluations without layers excluded");
+  if (sel.evaluations.size() > 1) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "values are the %s over %zu evaluations (trim %.2f)",
+                  std::string(statistic_name(options.stat)).c_str(), sel.evaluations.size(), options.trim);
+    sel.notes.push_back(buf);
+  }
+  return sel;
+}
+
+}  // namespace strata::analysis

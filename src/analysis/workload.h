@@ -1,0 +1,141 @@
+// What the analyses see of a trace: evaluations (model-level spans, or one per process when no
+// model spans were recorded), their top-level layers in execution order, and the spans playing the
+// kernel role (device executions; oneDNN/library calls on CPU-only traces). Built once per
+// `strata analyze` run and shared by every analysis; it never looks at which tracer wrote a span,
+// only at levels, kinds, the span tree and attribute keys (listed in attr_keys below).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "analysis/stats.h"
+
+namespace strata::analysis {
+
+// Attribute keys the analyses read, with the aliases other tracers and importers use. The first
+// key present on a span wins.
+namespace attr_keys {
+inline constexpr std::string_view kBatch[] = {"batch", "batch_size"};
+inline constexpr std::string_view kLayerType[] = {"type", "op_type", "layer_type"};
+inline constexpr std::string_view kLayerName[] = {"module", "scope", "layer_name"};
+inline constexpr std::string_view kShape[] = {"shape", "shapes", "input_shapes", "Input Dims", "input_dims"};
+inline constexpr std::string_view kAllocBytes[] = {"alloc_bytes", "allocated_bytes", "memory_bytes",
+                                                   "cpu_memory_usage", "cuda_memory_usage"};
+inline constexpr std::string_view kFlops[] = {"flops", "flop_count"};
+inline constexpr std::string_view kDramRead[] = {"dram_read_bytes", "dram_bytes_read"};
+inline constexpr std::string_view kDramWrite[] = {"dram_write_bytes", "dram_bytes_write"};
+inline constexpr std::string_view kBytes[] = {"bytes", "dram_bytes", "memory_bytes_accessed"};
+inline constexpr std::string_view kOccupancy[] = {"achieved_occupancy", "est. achieved occupancy %"};
+}  // namespace attr_keys
+
+enum class KernelRole { kNone, kDevice, kLibrary };
+
+struct Evaluation {
+  int32_t model_span = -1;  // -1: no model span (one evaluation per process)
+  uint16_t process = 0;
+  int64_t batch = 1;
+  bool batch_known = false;
+  int64_t start_ns = 0;
+  int64_t latency_ns = 0;         // model span duration, else extent of its layers and kernels
+  std::vector<uint32_t> layers;   // top-level layer spans, execution (start) order
+  std::vector<uint32_t> kernels;  // kernel-role spans, start order
+};
+
+class Workload {
+ public:
+  Workload(const model::Trace& trace, const model::SpanTree& tree);
+
+  const model::Trace& trace() const { return trace_; }
+  const model::SpanTree& tree() const { return tree_; }
+  const std::vector<Evaluation>& evaluations() const { return evaluations_; }
+  KernelRole kernel_role() const { return kernel_role_; }
+  bool has_model_spans() const { return has_model_spans_; }
+  bool has_layers() const { return layer_count_ > 0; }
+  bool has_kernels() const { return kernel_role_ != KernelRole::kNone; }
+  // Model spans that contain other model spans: groups of evaluations, not evaluations.
+  size_t wrapper_model_spans() const { return wrapper_model_spans_; }
+  // The outermost layer span containing span i (or i itself), -1 if none.
+  int32_t top_layer(size_t i) const { return top_layer_[i]; }
+  // Position of a top-level layer span within its evaluation's layers, -1 for other spans.
+  int32_t layer_position(size_t i) const { return layer_pos_[i]; }
+
+  // Attribute readers (aliases above).
+  std::string layer_type(size_t i) const;
+  std::string layer_name(size_t i) const;
+  std::string shape(size_t i) const;
+  std::optional<double> number(size_t i, std::span<const std::string_view> keys) const;
+  // All numeric attributes of kind "metric" on span i: (key id, value).
+  std::vector<std::pair<uint32_t, double>> metrics(size_t i) const;
+
+ private:
+  const model::Trace& trace_;
+  const model::SpanTree& tree_;
+  std::vector<Evaluation> evaluations_;
+  std::vector<int32_t> top_layer_;
+  std::vector<int32_t> layer_pos_;
+  KernelRole kernel_role_ = KernelRole::kNone;
+  bool has_model_spans_ = false;
+  size_t layer_count_ = 0;
+  size_t wrapper_model_spans_ = 0;
+};
+
+// The shared workload of an AnalysisInput, built on first use when the caller did not supply one.
+class WorkloadRef {
+ public:
+  explicit WorkloadRef(const AnalysisInput& input);
+  const Workload& operator*() const { return *ptr_; }
+  const Workload* operator->() const { return ptr_; }
+
+ private:
+  std::optional<Workload> own_;
+  const Workload* ptr_;
+};
+
+// --- Batch sizes and the evaluations an analysis summarizes -------------------------------------
+
+struct BatchRow {
+  int64_t batch = 1;
+  bool batch_known = false;
+  Summary latency_ms;     // across evaluations of this batch size
+  double latency = 0;     // headline statistic of latency_ms
+  double throughput = 0;  // batch / latency (inputs per second)
+  std::vector<size_t> evaluations;
+};
+
+struct StatOptions {
+  double trim = 0.1;
+  Statistic stat = Statistic::kTrimmedMean;
+  std::string model_filter;  // --param model=TEXT: only model spans whose name contains TEXT
+};
+// --param trim=, stat= and model=; *error is set (and defaults returned) for a bad value.
+StatOptions stat_options(const Params& params, std::string* error);
+// Whether an evaluation takes part: a model span (when the trace has any) matching the filter.
+bool included(const Workload& w, const Evaluation& ev, const StatOptions& options);
+
+std::vector<BatchRow> batch_rows(const Workload& w, const StatOptions& options);
+
+// XSP III-D1: the smallest batch size where doubling it raises throughput by less than `threshold`
+// (a fraction); with a latency target, the largest batch size whose latency meets it. Batch sizes
+// whose double was not measured are compared with the next larger measured one. Returns the index
+// into rows, or -1 (no rows; or no batch meets the latency target).
+int optimal_batch_index(const std::vector<BatchRow>& rows, double threshold,
+                        std::optional<double> latency_target_ms);
+
+// The evaluations a per-layer analysis summarizes: one batch size (--param batch=N; default the
+// optimal batch size) and, among them, those whose layer sequence matches the most common one
+// (others, e.g. a warm-up that ran extra ops, are excluded and counted in `notes`).
+struct Selection {
+  int64_t batch = 1;
+  std::vector<size_t> evaluations;
+  std::vector<std::string> notes;
+};
+Selection select_evaluations(const Workload& w, const Params& params, const StatOptions& options);
+
+inline double ns_to_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+}  // namespace strata::analysis

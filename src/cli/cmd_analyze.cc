@@ -1,0 +1,196 @@
+// strata analyze FILE... [--analysis NAME...] [--format table|csv|json] [--list] [--param k=v ...]
+//                [--output DIR]
+// Loads native traces (and foreign profiler JSON when the importer is built), builds the span tree
+// once, and runs the chosen analyses over the merged trace (several files = repeated runs).
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "analysis/pipeline.h"
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "export/table_render.h"
+#include "format/file_format.h"
+#include "model/trace_loader.h"
+#ifdef STRATA_HAVE_IMPORT
+#include "import/importer.h"
+#endif
+
+namespace strata::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: strata analyze FILE... [--analysis NAME...] [--format table|csv|json] [--param KEY=VALUE ...]\n"
+    "                      [--output DIR] [--list]\n"
+    "  FILE: a Strata trace (file or directory)"
+#ifdef STRATA_HAVE_IMPORT
+    ", or a Kineto/ONNX Runtime/TensorFlow JSON trace (imported on the fly)"
+#endif
+    "; several files are analyzed as repeated runs\n"
+    "  --analysis NAME  run NAME (repeatable, or comma-separated; 'all' runs every analysis)\n"
+    "  --param KEY=VALUE  trim=0.1 stat=trimmed_mean|mean|median|min|max batch=N model=NAME_PART "
+    "threshold=0.05\n"
+    "                     latency_target_ms=MS top=N sort=latency device=h100|a100|... peak_gflops=G "
+    "peak_gbps=B\n"
+    "  --output DIR     write one file per table (NAME.csv / NAME.json / NAME.txt) instead of stdout\n"
+    "  --list           name and describe every analysis\n";
+
+bool is_native_trace(const std::string& path) {
+  if (std::filesystem::is_directory(path)) return true;
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof(format::kFileMagic)] = {};
+  in.read(magic, sizeof(magic));
+  return in.gcount() == sizeof(magic) && std::memcmp(magic, format::kFileMagic, sizeof(magic)) == 0;
+}
+
+bool load_any(const std::string& path, model::Trace* trace, std::string* error) {
+  if (!std::filesystem::exists(path)) {
+    *error = path + ": no such file or directory";
+    return false;
+  }
+  if (is_native_trace(path)) return model::load_trace(path, trace, error);
+#ifdef STRATA_HAVE_IMPORT
+  return import::import_trace(path, trace, error);
+#else
+  *error = path +
+           ": not a Strata trace (no STRATA magic at offset 0); convert foreign profiles with strata import";
+  return false;
+#endif
+}
+
+const char* extension(exporter::TableFormat f) {
+  return f == exporter::TableFormat::kCsv ? ".csv" : f == exporter::TableFormat::kJson ? ".json" : ".txt";
+}
+
+}  // namespace
+
+int run_analyze(int argc, char** argv) {
+  std::vector<std::string> inputs, names;
+  std::string format_text = "table", output_dir;
+  analysis::Params params;
+  bool list = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    bool missing = false;
+    std::string value;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (arg == "--list") {
+      list = true;
+      continue;
+    }
+    if (take_option(argc, argv, &i, "--analysis", &value, &missing) ||
+        take_option(argc, argv, &i, "-a", &value, &missing)) {
+      if (missing) return fail("analyze", std::string(arg) + " needs a name (see strata analyze --list)");
+      for (size_t start = 0; start <= value.size();) {
+        size_t comma = value.find(',', start);
+        if (comma == std::string::npos) comma = value.size();
+        if (comma > start) names.push_back(value.substr(start, comma - start));
+        start = comma + 1;
+      }
+      continue;
+    }
+    if (take_option(argc, argv, &i, "--param", &value, &missing) ||
+        take_option(argc, argv, &i, "-p", &value, &missing)) {
+      size_t eq = value.find('=');
+      if (missing || eq == std::string::npos || eq == 0)
+        return fail("analyze", "--param needs KEY=VALUE, e.g. --param trim=0.2");
+      params.set(value.substr(0, eq), value.substr(eq + 1));
+      continue;
+    }
+    if (take_option(argc, argv, &i, "--format", &format_text, &missing) ||
+        take_option(argc, argv, &i, "-f", &format_text, &missing) ||
+        take_option(argc, argv, &i, "--output", &output_dir, &missing) ||
+        take_option(argc, argv, &i, "-o", &output_dir, &missing)) {
+      if (missing) return fail("analyze", std::string(arg) + " needs a value\n" + kUsage);
+      continue;
+    }
+    if (!arg.empty() && arg[0] == '-' && arg != "-")
+      return fail("analyze", "unknown option " + std::string(arg) + "\n" + kUsage);
+    inputs.emplace_back(arg);
+  }
+  if (list) {
+    for (const auto& a : analysis::all_analyses())
+      std::printf("%-24s %s\n", std::string(a->name()).c_str(), std::string(a->description()).c_str());
+    return 0;
+  }
+  exporter::TableFormat format;
+  if (!exporter::parse_table_format(format_text, &format))
+    return fail("analyze", "--format " + format_text + " is not one of table, csv, json");
+  if (inputs.empty()) return fail("analyze", std::string("no input file\n") + kUsage);
+  if (auto bad = analysis::validate_params(params)) return fail("analyze", *bad);
+
+  std::vector<const analysis::Analysis*> chosen;
+  if (names.empty()) {
+    for (std::string_view n : analysis::default_analyses())
+      if (const auto* a = analysis::find_analysis(n)) chosen.push_back(a);
+  } else {
+    for (const std::string& n : names) {
+      if (n == "all") {
+        for (const auto& a : analysis::all_analyses()) chosen.push_back(a.get());
+        continue;
+      }
+      const auto* a = analysis::find_analysis(n);
+      if (a == nullptr)
+        return fail("analyze", "unknown analysis '" + n + "' (strata analyze --list names them)");
+      chosen.push_back(a);
+    }
+  }
+
+  model::Trace trace;
+  for (const std::string& path : inputs) {
+    std::string error;
+    if (!load_any(path, &trace, &error)) return fail("analyze", error, 1);
+  }
+  if (inputs.size() > 1) model::sort_spans(&trace);
+  for (const auto& w : trace.report.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  if (uint64_t drops = trace.total_drops())
+    std::fprintf(stderr, "note: the trace records %llu dropped events (strata info lists them by cause)\n",
+                 static_cast<unsigned long long>(drops));
+
+  analysis::PipelineResult pipeline = analysis::run_pipeline(trace, chosen, params);
+  if (pipeline.correlation.ambiguous)
+    std::fprintf(stderr,
+                 "note: %llu spans had several overlapping candidate parents (parallel work); record with "
+                 "--serialize to resolve them\n",
+                 static_cast<unsigned long long>(pipeline.correlation.ambiguous));
+
+  if (!output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(output_dir, ec);
+    if (ec) return fail("analyze", output_dir + ": cannot create directory: " + ec.message(), 1);
+  }
+  int missing_count = 0;
+  std::vector<analysis::Table> tables;
+  for (auto& [a, result] : pipeline.results) {
+    if (result.missing_input) {
+      ++missing_count;
+      std::fprintf(stderr, "%s: %s\n", std::string(a->name()).c_str(), result.missing_input->c_str());
+      continue;
+    }
+    for (auto& table : result.tables) tables.push_back(std::move(table));
+  }
+  if (output_dir.empty()) {
+    // One document: CSV tables separated by "# name" lines, JSON as one object keyed by table name.
+    exporter::render_tables(tables, format, std::cout);
+  } else {
+    for (const auto& table : tables) {
+      std::string path = output_dir + "/" + table.name + extension(format);
+      std::ofstream file(path, std::ios::binary | std::ios::trunc);
+      exporter::render_table(table, format, file);
+      file.flush();
+      if (!file) return fail("analyze", path + ": write failed", 1);
+    }
+  }
+  std::cout.flush();
+  // Every analysis lacking input is an error only when nothing at all could be shown.
+  return missing_count == static_cast<int>(chosen.size()) ? 1 : 0;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,135 @@
+// Golden tests: each input trace in tests/golden/inputs goes through every analysis, and the CSV
+// must equal tests/golden/<analysis>/<input>.csv byte for byte. STRATA_UPDATE_GOLDEN=1 rewrites
+// the expected files (and the two fixture inputs, from fixture_traces.cc) instead of comparing.
+// The numbers in the fixtures' goldens are checked independently by analyses_test.cc.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "../test_util.h"
+#include "analysis/analysis.h"
+#include "analysis/workload.h"
+#include "export/table_render.h"
+#include "fixture_traces.h"
+#include "model/span_tree.h"
+#include "model/trace_loader.h"
+#include "model/trace_saver.h"
+#ifdef STRATA_GOLDEN_KINETO
+#include "import/importer.h"
+#endif
+
+namespace strata::testing {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kGolden = std::string(STRATA_SOURCE_DIR) + "/tests/golden";
+
+bool updating() {
+  const char* v = std::getenv("STRATA_UPDATE_GOLDEN");
+  return v != nullptr && std::string(v) == "1";
+}
+
+// Optional per-case parameters: tests/golden/<analysis>/<input>.params, one KEY=VALUE per line.
+analysis::Params params_for(const std::string& analysis_name, const std::string& input) {
+  analysis::Params p;
+  std::istringstream in(read_file(kGolden + "/" + analysis_name + "/" + input + ".params"));
+  for (std::string line; std::getline(in, line);) {
+    size_t eq = line.find('=');
+    if (eq != std::string::npos && line[0] != '#') p.set(line.substr(0, eq), line.substr(eq + 1));
+  }
+  return p;
+}
+
+std::string render(const model::Trace& trace, const analysis::Analysis& a, const analysis::Params& params) {
+  model::SpanTree tree = model::build_span_tree(trace);
+  analysis::Workload workload(trace, tree);
+  analysis::AnalysisResult r = a.run({trace, tree, params, &workload});
+  if (r.missing_input) return "missing: " + *r.missing_input + "\n";
+  std::ostringstream out;
+  exporter::render_tables(r.tables, exporter::TableFormat::kCsv, out);
+  return out.str();
+}
+
+void check_all(const model::Trace& trace, const std::string& input) {
+  for (const auto& a : analysis::all_analyses()) {
+    const std::string name(a->name());
+    if (name == "iterations") continue;  // owned and golden-tested by the iterations engineer
+    std::string actual = render(trace, *a, params_for(name, input));
+    std::string path = kGolden + "/" + name + "/" + input + ".csv";
+    if (updating()) {
+      fs::create_directories(kGolden + "/" + name);
+      write_file(path, actual);
+      continue;
+    }
+    ASSERT_TRUE(fs::exists(path)) << path << " missing: run with STRATA_UPDATE_GOLDEN=1 and review the diff";
+    EXPECT_EQ(read_file(path), actual)
+        << "golden mismatch: " << path
+        << " (if the change is intended: STRATA_UPDATE_GOLDEN=1, then review the diff)";
+  }
+}
+
+model::Trace load_native(const std::string& file) {
+  model::Trace t;
+  std::string error;
+  EXPECT_TRUE(model::load_trace(kGolden + "/inputs/" + file, &t, &error)) << error;
+  return t;
+}
+
+void save_fixture(const model::Trace& t, const std::string& file) {
+  std::string error;
+  ASSERT_TRUE(model::save_trace(t, kGolden + "/inputs/" + file, &error)) << error;
+}
+
+TEST(Golden, CpuModelFixture) {
+  model::Trace built = cpu_model_trace();
+  if (updating()) save_fixture(built, "cpu_model.trace");
+  // The committed input is the known-answer fixture: the in-memory one gives the same goldens.
+  check_all(load_native("cpu_model.trace"), "cpu_model");
+  if (!updating()) check_all(built, "cpu_model");
+}
+
+TEST(Golden, GpuModelFixture) {
+  model::Trace built = gpu_model_trace();
+  if (updating()) save_fixture(built, "gpu_model.trace");
+  check_all(load_native("gpu_model.trace"), "gpu_model");
+  if (!updating()) check_all(built, "gpu_model");
+}
+
+#ifdef STRATA_GOLDEN_KINETO
+TEST(Golden, KinetoA100AlexNet) {
+  model::Trace t;
+  std::string error;
+  ASSERT_TRUE(import::import_trace(kGolden + "/inputs/a100_alexnet_train.json.gz", &t, &error)) << error;
+  check_all(t, "a100_alexnet_train");
+}
+
+// Known answers on the real trace, summed independently from its JSON (events with ph "X"):
+// cat kernel/gpu_memcpy/gpu_memset total 66203 us; "Memcpy HtoD (Pageable -> Device)" 16 events,
+// 55503 us; ampere_sgemm_32x32_sliced1x4_tn 6 events, 2621 us; cpu_op aten::conv2d 10 events,
+// 11919366 us; aten::relu_ 14 events, 570 us.
+TEST(KinetoKnownAnswers, PerOpTotalsMatchTheJson) {
+  model::Trace t;
+  std::string error;
+  ASSERT_TRUE(import::import_trace(kGolden + "/inputs/a100_alexnet_train.json.gz", &t, &error)) << error;
+  analysis::Params device;
+  device.set("level", "device");
+  device.set("top", "0");
+  std::string csv = render(t, *analysis::find_analysis("op_stats"), device);
+  EXPECT_NE(csv.find("\nMemcpy HtoD (Pageable -> Device),16,55.5030,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nampere_sgemm_32x32_sliced1x4_tn,6,2.6210,"), std::string::npos) << csv;
+  char pct[32];
+  std::snprintf(pct, sizeof(pct), ",%.2f\n", 100.0 * 55503 / 66203);
+  EXPECT_NE(csv.find(pct), std::string::npos) << pct << "\n" << csv;
+  analysis::Params layer;
+  layer.set("top", "0");
+  csv = render(t, *analysis::find_analysis("op_stats"), layer);
+  EXPECT_NE(csv.find("\naten::conv2d,10,11919.3660,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\naten::relu_,14,0.5700,"), std::string::npos) << csv;
+}
+#endif
+
+}  // namespace
+}  // namespace strata::testing
