@@ -45,6 +45,7 @@ std::unique_ptr<Analysis> make_layer_device_split();
 std::unique_ptr<Analysis> make_metrics_by_layer();
 std::unique_ptr<Analysis> make_kernel_roofline();
 std::unique_ptr<Analysis> make_layer_roofline();
+std::unique_ptr<Analysis> make_iterations();
 
 const std::vector<std::unique_ptr<Analysis>>& all_analyses() {
   static const std::vector<std::unique_ptr<Analysis>> analyses = [] {
@@ -67,6 +68,7 @@ const std::vector<std::unique_ptr<Analysis>>& all_analyses() {
     v.push_back(make_metrics_by_layer());
     v.push_back(make_kernel_roofline());
     v.push_back(make_layer_roofline());
+    v.push_back(make_iterations());
     return v;
   }();
   return analyses;

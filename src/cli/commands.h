@@ -9,5 +9,6 @@ int run_info(int argc, char** argv);
 int run_export(int argc, char** argv);
 int run_import(int argc, char** argv);
 int run_analyze(int argc, char** argv);
+int run_iterations(int argc, char** argv);
 
 }  // namespace strata::cli

@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"export", "write a trace as Chrome Trace Event JSON, or spans as JSON/CSV", strata::cli::run_export},
     {"import", "convert a PyTorch/Kineto, ONNX Runtime or TensorFlow trace JSON into a Strata trace", strata::cli::run_import},
     {"analyze", "run XSP analyses (model/layer/kernel tables, rooflines, per-op stats) on traces", strata::cli::run_analyze},
+    {"iterations", "find training iterations without step markers; per-iteration metrics and diagnosis", strata::cli::run_iterations},
 };
 
 void usage(FILE* out) {

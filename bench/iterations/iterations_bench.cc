@@ -1,0 +1,149 @@
+// Iteration mining throughput, and mining time against the time to load a native trace with the
+// same number of spans (same binary, same machine, side by side).
+//
+//   iterations_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analysis/iterations/pattern_miner.h"
+#include "analysis/iterations/suffix_array.h"
+#include "core/level.h"
+#include "model/trace.h"
+#include "model/trace_loader.h"
+#include "model/trace_saver.h"
+
+namespace {
+
+using strata::iterations::MinerOptions;
+
+// A training-like op stream: set-up, then iterations of a 250-op cycle over 90 op names, 3% of
+// them with an extra op inside, an evaluation block (60 ops) after every 10th; gaps in ns.
+struct Workload {
+  std::vector<int32_t> seq;
+  std::vector<int64_t> gaps;
+  int64_t iterations = 0;
+};
+
+const Workload& workload(int64_t ops) {
+  static std::map<int64_t, Workload> cache;
+  auto it = cache.find(ops);
+  if (it != cache.end()) return it->second;
+  Workload w;
+  std::mt19937 rng(42);
+  std::vector<int32_t> cycle(250), eval(60);
+  for (auto& c : cycle) c = static_cast<int32_t>(rng() % 90);
+  for (auto& c : eval) c = static_cast<int32_t>(rng() % 90);
+  for (int i = 0; i < 100; ++i) w.seq.push_back(100 + static_cast<int32_t>(rng() % 50));
+  while (static_cast<int64_t>(w.seq.size()) < ops) {
+    ++w.iterations;
+    for (size_t j = 0; j < cycle.size(); ++j) {
+      w.seq.push_back(cycle[j]);
+      if (j == 100 && rng() % 100 < 3) w.seq.push_back(200);
+    }
+    if (w.iterations % 10 == 0) w.seq.insert(w.seq.end(), eval.begin(), eval.end());
+  }
+  w.seq.resize(ops);
+  w.gaps.resize(ops);
+  for (size_t j = 0; j < w.gaps.size(); ++j) w.gaps[j] = w.seq[j] == cycle[0] ? 50000 : 2000 + rng() % 500;
+  return cache.emplace(ops, std::move(w)).first->second;
+}
+
+long peak_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+void BM_Mine(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  size_t found = 0;
+  for (auto _ : state) {
+    auto r = strata::iterations::mine_iterations(w.seq, w.gaps, MinerOptions{});
+    found = r.iterations.size();
+    benchmark::DoNotOptimize(found);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.counters["iterations_found"] = static_cast<double>(found);
+  state.counters["iterations_true"] = static_cast<double>(w.iterations);
+  state.counters["peak_rss_MB"] = static_cast<double>(peak_rss_kb()) / 1024.0;
+}
+
+void BM_SuffixArrayAndLcp(benchmark::State& state) {
+  const Workload& w = workload(state.range(0));
+  for (auto _ : state) {
+    auto sa = strata::iterations::build_suffix_array(w.seq, 201);
+    auto lcp = strata::iterations::build_lcp_array(w.seq, sa);
+    benchmark::DoNotOptimize(lcp.data());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
+// Trace files written by this run, removed at exit.
+struct TempFiles {
+  std::vector<std::string> paths;
+  ~TempFiles() {
+    for (const auto& p : paths) std::filesystem::remove(p);
+  }
+} temp_files;
+
+// A native trace with `spans` layer spans named after the workload's ops, written once.
+std::string trace_file(int64_t spans) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("strata-iterations-bench-" + std::to_string(getpid()) + "-" + std::to_string(spans) + ".strata"))
+                               .string();
+  if (std::filesystem::exists(path)) return path;
+  const Workload& w = workload(spans);
+  strata::model::Trace t;
+  strata::model::Process p;
+  p.pid = 1;
+  t.add_process(p);
+  std::vector<uint32_t> names;
+  for (int i = 0; i < 256; ++i) names.push_back(t.strings.intern("aten::op" + std::to_string(i)));
+  t.spans.reserve(spans);
+  int64_t now = 0;
+  for (int64_t j = 0; j < spans; ++j) {
+    strata::SpanRecord s;
+    s.span_id = static_cast<uint64_t>(j + 1);
+    now += w.gaps[j];
+    s.start_ns = now;
+    s.end_ns = now + 5000;
+    now = s.end_ns;
+    s.name = names[w.seq[j] & 255];
+    s.tid = 1;
+    s.level = static_cast<uint8_t>(strata::Level::kLayer);
+    s.kind = static_cast<uint8_t>(strata::SpanKind::kSpan);
+    t.add_span(s);
+  }
+  std::string error;
+  if (!strata::model::save_trace(t, path, &error)) std::fprintf(stderr, "save_trace: %s\n", error.c_str());
+  temp_files.paths.push_back(path);
+  return path;
+}
+
+void BM_LoadTrace(benchmark::State& state) {
+  const std::string path = trace_file(state.range(0));
+  for (auto _ : state) {
+    strata::model::Trace t;
+    std::string error;
+    if (!strata::model::load_trace(path, &t, &error)) state.SkipWithError(error.c_str());
+    benchmark::DoNotOptimize(t.spans.data());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.counters["file_MB"] = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
+}
+
+}  // namespace
+
+BENCHMARK(BM_Mine)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SuffixArrayAndLcp)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LoadTrace)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+BENCHMARK_MAIN();

@@ -1,0 +1,128 @@
+#include "analysis/iterations/diagnosis.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <unordered_set>
+
+#include "core/level.h"
+
+namespace strata::iterations {
+namespace {
+
+std::string fmt(const char* format, double a, double b = 0, double c = 0, double d = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, format, a, b, c, d);
+  return buf;
+}
+
+}  // namespace
+
+std::string_view verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kHostBound: return "host-bound";
+    case Verdict::kCopyBound: return "copy-bound";
+    case Verdict::kDeviceBound: return "device-bound";
+    case Verdict::kBalanced: return "balanced";
+  }
+  return "balanced";
+}
+
+Diagnosis diagnose(const model::Trace& trace, const Classification& classes, const MetricsResult& metrics,
+                   int32_t loop, const DiagnosisOptions& options) {
+  Diagnosis d;
+  d.loop = loop;
+  if (loop < 0 || static_cast<size_t>(loop) >= metrics.loops.size()) return d;
+  const LoopSummary& s = metrics.loops[loop];
+  const double total = static_cast<double>(std::max<int64_t>(1, s.total_ns));
+  const double ms = 1e-6, us = 1e-3;
+  const char* ops_word = classes.device_trace ? "device ops" : "ops";
+
+  const double host_share = static_cast<double>(s.interval_host_ns + s.op_gap_ns) / total;
+  const double copy_share = static_cast<double>(s.interval_copy_ns) / total;
+  const double busy_share = static_cast<double>(s.busy_ns) / total;
+  const double gap_ratio = s.avg_op_gap_ns > 0 ? s.mean_interval_ns / s.avg_op_gap_ns : 0.0;
+  d.ranked.push_back(
+      {Verdict::kHostBound, host_share,
+       fmt("avg interval %.3f ms (%.0fx the avg gap between ops, %.1f us), avg overlap %.1f%%", s.mean_interval_ns * ms,
+           gap_ratio, s.avg_op_gap_ns * us, 100.0 * s.avg_overlap) +
+           fmt("; intervals without copies %.1f%% of the loop, gaps between ops inside iterations %.1f%%",
+               100.0 * static_cast<double>(s.interval_host_ns) / total, 100.0 * static_cast<double>(s.op_gap_ns) / total)});
+  std::string copy_evidence = fmt("copies cover %.1f%% of the interval time (avg overlap); max interval %.3f ms",
+                                  100.0 * s.avg_overlap, static_cast<double>(s.max_interval_ns) * ms);
+  if (s.avg_copy_bytes >= 0) copy_evidence += fmt("; avg %.1f MB copied per iteration", s.avg_copy_bytes / 1e6);
+  d.ranked.push_back({Verdict::kCopyBound, copy_share, copy_evidence});
+  d.ranked.push_back({Verdict::kDeviceBound, busy_share,
+                      std::string(ops_word) + fmt(" execute %.1f%% of the loop's time (median iteration %.3f ms)",
+                                                  100.0 * busy_share, s.median_time_ns * ms)});
+  std::stable_sort(d.ranked.begin(), d.ranked.end(),
+                   [](const RankedCause& a, const RankedCause& b) { return a.share > b.share; });
+  // DeepProf's reading first: when the loop idles materially between iterations (and the interval
+  // dwarfs the gaps between ops), the bottleneck is outside the iterations: copies if they fill most
+  // of that idle time, else host work. Otherwise the dominant part, if any.
+  const double interval_share = static_cast<double>(s.interval_host_ns + s.interval_copy_ns) / total;
+  if (interval_share >= options.interval_share && (s.avg_op_gap_ns <= 0 || gap_ratio >= 10)) {
+    d.verdict = s.interval_copy_ns > s.interval_host_ns ? Verdict::kCopyBound : Verdict::kHostBound;
+  } else if (d.ranked.front().share >= options.dominant_share) {
+    d.verdict = d.ranked.front().verdict;
+  } else {
+    d.verdict = Verdict::kBalanced;
+  }
+
+  // Spans inside the intervals (any thread and level of the main process, the op sequence excluded).
+  std::vector<std::pair<int64_t, int64_t>> windows;
+  for (const IterationMetrics& it : metrics.iterations)
+    if (it.loop == loop && it.interval_ns && *it.interval_ns > 0) windows.emplace_back(it.start_ns - *it.interval_ns, it.start_ns);
+  std::sort(windows.begin(), windows.end());
+  std::unordered_set<uint32_t> in_sequence(metrics.sequence_spans.begin(), metrics.sequence_spans.end());
+  const uint16_t process = classes.main_track >= 0 ? classes.tracks[classes.main_track].key.process : 0;
+  std::map<std::pair<std::string, uint8_t>, GapSpan> by_name;
+  for (uint32_t i = 0; i < trace.spans.size() && !windows.empty(); ++i) {
+    const SpanRecord& sp = trace.spans[i];
+    if (sp.process != process || in_sequence.count(i) > 0 || sp.level == static_cast<uint8_t>(Level::kIteration) ||
+        sp.level == static_cast<uint8_t>(Level::kDevice) || sp.end_ns <= sp.start_ns)
+      continue;
+    auto w = std::upper_bound(windows.begin(), windows.end(), std::make_pair(sp.start_ns, INT64_MAX));
+    if (w != windows.begin()) --w;
+    int64_t inside = 0;
+    for (; w != windows.end() && w->first < sp.end_ns; ++w)
+      inside += std::max<int64_t>(0, std::min(w->second, sp.end_ns) - std::max(w->first, sp.start_ns));
+    if (inside <= 0) continue;
+    GapSpan& g = by_name[{std::string(trace.name(sp)), sp.level}];
+    g.name = std::string(trace.name(sp));
+    g.level = level_name(sp.level);
+    g.in_interval_ns += inside;
+    ++g.count;
+  }
+  for (auto& [key, g] : by_name) d.gap_spans.push_back(std::move(g));
+  std::sort(d.gap_spans.begin(), d.gap_spans.end(),
+            [](const GapSpan& a, const GapSpan& b) { return a.in_interval_ns > b.in_interval_ns; });
+  if (d.gap_spans.size() > options.top_gap_spans) d.gap_spans.resize(options.top_gap_spans);
+
+  switch (d.verdict) {
+    case Verdict::kHostBound:
+      d.next_step = s.interval_host_ns >= s.op_gap_ns
+                        ? "the host works between iterations: look at the training loop's code outside the model "
+                          "(data loading, logging, graph rebuilding); the spans inside the intervals are listed"
+                        : "the host cannot issue ops fast enough inside iterations: fewer, larger ops (fusion, "
+                          "larger batch, CUDA graphs) or less Python per op";
+      if (d.gap_spans.empty())
+        d.next_step += "; no span was recorded inside the intervals, so that time is untraced host code: record "
+                       "with --level cpu_sample or wrap the loop's data/logging code in strata.span";
+      break;
+    case Verdict::kCopyBound:
+      d.next_step = "input copies fill the intervals: copy less per step (smaller or pre-sliced batches, keep data "
+                    "on the device), overlap copies with compute (pinned memory, non_blocking, prefetch)";
+      break;
+    case Verdict::kDeviceBound:
+      d.next_step = "the ops themselves dominate: profile the heaviest ops/kernels (strata analyze --analysis "
+                    "kernels_by_name or op_stats)";
+      break;
+    case Verdict::kBalanced:
+      d.next_step = "no single part dominates: see the ranked shares";
+      break;
+  }
+  return d;
+}
+
+}  // namespace strata::iterations

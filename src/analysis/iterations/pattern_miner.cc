@@ -1,0 +1,591 @@
+#include "analysis/iterations/pattern_miner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <unordered_map>
+
+#include "analysis/iterations/suffix_array.h"
+
+namespace strata::iterations {
+
+double RepeatCandidate::share() const {
+  return sequence_length > 0 ? static_cast<double>(count) * static_cast<double>(length) /
+                                   static_cast<double>(sequence_length)
+                             : 0.0;
+}
+
+namespace {
+
+constexpr int32_t kNoBarrier = std::numeric_limits<int32_t>::max();
+
+struct SuffixIndex {
+  std::vector<int32_t> sa;
+  std::vector<int32_t> lcp;
+};
+
+SuffixIndex build_index(std::span<const int32_t> seq, int32_t alphabet_size) {
+  SuffixIndex index;
+  index.sa = build_suffix_array(seq, alphabet_size);
+  index.lcp = build_lcp_array(seq, index.sa);
+  return index;
+}
+
+// Bottom-up traversal of the LCP intervals (the suffix tree's internal nodes, root excluded):
+// visit(lcp, lb, rb, parent_lcp). Substrings of every length in (parent_lcp, lcp] that start at
+// sa[lb] occur exactly rb - lb + 1 times.
+template <typename Visit>
+void for_each_lcp_interval(const std::vector<int32_t>& lcp, Visit&& visit) {
+  struct Open {
+    int32_t lcp;
+    int32_t lb;
+  };
+  std::vector<Open> stack;
+  stack.push_back({0, 0});
+  const int32_t n = static_cast<int32_t>(lcp.size());
+  for (int32_t i = 1; i <= n; ++i) {
+    const int32_t cur = i < n ? lcp[i] : 0;
+    int32_t lb = i - 1;
+    while (cur < stack.back().lcp) {
+      Open top = stack.back();
+      stack.pop_back();
+      lb = top.lb;
+      visit(top.lcp, top.lb, i - 1, std::max(cur, stack.back().lcp));
+    }
+    if (cur > stack.back().lcp) stack.push_back({cur, lb});
+  }
+}
+
+std::optional<RepeatCandidate> select_for_count(const SuffixIndex& index, int64_t n, int64_t iterations,
+                                                int64_t epsilon, int64_t* epsilon_used) {
+  if (iterations < 2 || n < 2) return std::nullopt;
+  const int64_t max_length = (n + iterations - 1) / iterations - 1;  // Criterion 3: l_p < |S| / i
+  if (max_length < 1) return std::nullopt;
+  int64_t eps = epsilon > 0 ? epsilon : std::max<int64_t>(1, iterations / 50);
+  for (;;) {
+    std::optional<RepeatCandidate> best;
+    for_each_lcp_interval(index.lcp, [&](int32_t node_lcp, int32_t lb, int32_t rb, int32_t parent_lcp) {
+      const int64_t count = rb - lb + 1;
+      if (count > iterations || count <= iterations - eps) return;  // Criterion 2
+      const int64_t length = std::min<int64_t>(node_lcp, max_length);
+      if (length <= parent_lcp) return;
+      if (!best || length > best->length || (length == best->length && count > best->count))
+        best = RepeatCandidate{count, length, index.sa[lb], lb, rb, n};
+    });
+    if (best) {
+      if (epsilon_used != nullptr) *epsilon_used = eps;
+      return best;
+    }
+    if (eps >= iterations) return std::nullopt;
+    eps *= 2;
+  }
+}
+
+struct Detection {
+  std::optional<RepeatCandidate> chosen;
+  std::optional<RepeatCandidate> best_share;   // the node with the largest count * length
+  std::optional<RepeatCandidate> alternative;  // explains as much, but is not a coarser view of chosen
+  int64_t estimated_iterations = 0;
+  double explained = 0;
+};
+
+// How a candidate would cut the sequence, from its occurrences alone (no matching): iterations =
+// non-overlapping occurrences; explained = the share of ops inside them. Extra ops between
+// occurrences are not credited: a reading is good when the basic iteration covers most of the trace
+// (Criterion 1), not when tiny patterns are merely frequent.
+struct Estimate {
+  int64_t iterations = 0;
+  double explained = 0;
+};
+
+Estimate estimate(const SuffixIndex& index, int64_t n, const RepeatCandidate& c) {
+  std::vector<int32_t> occ(index.sa.begin() + c.sa_begin, index.sa.begin() + c.sa_end + 1);
+  std::sort(occ.begin(), occ.end());
+  int64_t count = 0;
+  int64_t last = -c.length;
+  for (int32_t pos : occ)
+    if (pos >= last + c.length) {
+      ++count;
+      last = pos;
+    }
+  return {count, static_cast<double>(count * c.length) / static_cast<double>(n)};
+}
+
+// Detection: among the suffix-tree nodes satisfying Criterion 3 with i = c, shortlist the frequent
+// ones that explain a fair share of the sequence, estimate how each cuts it, and pick the one giving
+// the most iterations among those explaining nearly as much as the best.
+Detection detect(const SuffixIndex& index, int64_t n, int64_t min_repeats, double preference) {
+  constexpr double kShortlistShare = 0.3;  // of the best count * length
+  constexpr size_t kShortlist = 24;
+  Detection out;
+  std::vector<RepeatCandidate> kept;
+  size_t prune_at = 4096;
+  double best = 0;
+  auto prune = [&] {
+    std::erase_if(kept, [&](const RepeatCandidate& c) { return c.share() < kShortlistShare * best; });
+  };
+  for_each_lcp_interval(index.lcp, [&](int32_t node_lcp, int32_t lb, int32_t rb, int32_t parent_lcp) {
+    const int64_t count = rb - lb + 1;
+    if (count < min_repeats) return;
+    const int64_t length = std::min<int64_t>(node_lcp, (n + count - 1) / count - 1);
+    if (length <= parent_lcp || length < 1) return;
+    RepeatCandidate c{count, length, index.sa[lb], lb, rb, n};
+    const double share = c.share();
+    if (share < kShortlistShare * best) return;
+    if (share > best) {
+      best = share;
+      out.best_share = c;
+    }
+    kept.push_back(c);
+    if (kept.size() > prune_at) {
+      prune();
+      prune_at = std::max<size_t>(4096, 2 * kept.size());  // amortized: never prune on every push
+    }
+  });
+  prune();
+  // Longest per count, most repeated first.
+  std::sort(kept.begin(), kept.end(), [](const RepeatCandidate& a, const RepeatCandidate& b) {
+    return a.count != b.count ? a.count > b.count : a.length > b.length;
+  });
+  kept.erase(std::unique(kept.begin(), kept.end(),
+                         [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.count == b.count; }),
+             kept.end());
+  if (kept.size() > kShortlist) kept.resize(kShortlist);
+  if (out.best_share && std::none_of(kept.begin(), kept.end(), [&](const RepeatCandidate& c) {
+        return c.count == out.best_share->count;
+      }))
+    kept.push_back(*out.best_share);
+  std::vector<Estimate> est;
+  double best_explained = 0;
+  for (const RepeatCandidate& c : kept) {
+    est.push_back(estimate(index, n, c));
+    best_explained = std::max(best_explained, est.back().explained);
+  }
+  for (size_t k = 0; k < kept.size(); ++k) {
+    if (est[k].explained < preference * best_explained || est[k].iterations < min_repeats) continue;
+    if (!out.chosen || est[k].iterations > out.estimated_iterations ||
+        (est[k].iterations == out.estimated_iterations && est[k].explained > out.explained)) {
+      out.chosen = kept[k];
+      out.estimated_iterations = est[k].iterations;
+      out.explained = est[k].explained;
+    }
+  }
+  if (!out.chosen) return out;
+  // A reading with about c / m iterations is the same loop seen m iterations at a time; anything else
+  // that explains as much is a genuine alternative and lowers the confidence.
+  const int64_t c0 = out.estimated_iterations;
+  double alt_explained = 0;
+  for (size_t k = 0; k < kept.size(); ++k) {
+    const int64_t c = est[k].iterations;
+    if (c <= 0 || est[k].explained < preference * best_explained) continue;
+    if (std::llabs(c - c0) * 10 <= c0) continue;
+    const int64_t m = (c0 + c / 2) / c;
+    if (m >= 1 && std::llabs(c0 - m * c) <= m + c0 / 10) continue;
+    if (!out.alternative || est[k].explained > alt_explained) {
+      out.alternative = kept[k];
+      alt_explained = est[k].explained;
+    }
+  }
+  return out;
+}
+
+// One attempt of Algorithm 1 at position i (seq[i] == cycle[0]).
+bool match_at(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t i, int64_t max_extra_ops,
+              int32_t barrier, ApproximateMatch* out) {
+  const int64_t n = static_cast<int64_t>(seq.size());
+  const int64_t m = static_cast<int64_t>(cycle.size());
+  int64_t pos = i + 1;
+  int64_t extra = 0;
+  for (int64_t j = 1; j < m; ++j) {
+    while (pos < n && seq[pos] != cycle[j]) {
+      if (seq[pos] >= barrier || ++extra > max_extra_ops) return false;
+      ++pos;
+    }
+    if (pos >= n) return false;
+    ++pos;
+  }
+  *out = {i, pos - 1, extra};
+  return true;
+}
+
+std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::span<const int32_t> cycle,
+                                          int64_t max_extra_ops, int32_t barrier) {
+  std::vector<ApproximateMatch> matches;
+  const int64_t n = static_cast<int64_t>(seq.size());
+  if (cycle.empty()) return matches;
+  int64_t i = 0;
+  while (i < n) {
+    ApproximateMatch best;
+    if (seq[i] != cycle[0] || !match_at(seq, cycle, i, max_extra_ops, barrier, &best)) {
+      ++i;
+      continue;
+    }
+    // A match with extra ops may have swallowed the tail of something else (an evaluation pass that
+    // starts like the cycle): a later start inside it that needs fewer extras is the better match.
+    for (int64_t j = i + 1; best.extra_ops > 0 && j <= best.first + best.extra_ops && j < n; ++j) {
+      ApproximateMatch later;
+      if (seq[j] == cycle[0] && match_at(seq, cycle, j, max_extra_ops, barrier, &later) &&
+          later.extra_ops < best.extra_ops)
+        best = later;
+    }
+    matches.push_back(best);
+    i = best.last + 1;
+  }
+  return matches;
+}
+
+// A subsequence to mine: either the whole sequence, or the leftover stretches joined by unique
+// separator symbols (so no repeat crosses two stretches). to_seq maps back; -1 for separators.
+struct Subsequence {
+  std::vector<int32_t> symbols;
+  std::vector<int64_t> to_seq;
+  int32_t alphabet = 0;
+  int32_t barrier = kNoBarrier;  // symbols >= barrier are separators
+};
+
+struct LoopFit {
+  Loop loop;
+  std::vector<ApproximateMatch> matches;  // in subsequence positions
+};
+
+// From a chosen pattern P (a suffix-array interval) to the aligned cycle and its matches.
+std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index, const RepeatCandidate& p,
+                                std::span<const int64_t> gap_before_ns, const MinerOptions& options) {
+  std::vector<int64_t> occ;
+  occ.reserve(p.count);
+  for (int32_t r = p.sa_begin; r <= p.sa_end; ++r) occ.push_back(index.sa[r]);
+  std::sort(occ.begin(), occ.end());
+  std::vector<int64_t> starts;  // non-overlapping occurrences
+  for (int64_t pos : occ)
+    if (starts.empty() || pos >= starts.back() + p.length) starts.push_back(pos);
+  if (starts.size() < 2) return std::nullopt;
+
+  // The cycle length: extra ops only ever lengthen the distance between consecutive occurrences
+  // (Criterion 1), so it is the shortest distance that is common (at least a fifth as frequent as
+  // the most frequent one), not simply the most frequent (with an evaluation pass after every
+  // second iteration, cycle and cycle + eval are equally frequent).
+  std::unordered_map<int64_t, int64_t> distance_counts;
+  for (size_t k = 0; k + 1 < starts.size(); ++k) ++distance_counts[starts[k + 1] - starts[k]];
+  int64_t best_count = 0;
+  for (const auto& [d, c] : distance_counts) best_count = std::max(best_count, c);
+  int64_t cycle_length = 0;
+  for (const auto& [d, c] : distance_counts)
+    if (5 * c >= best_count && c >= std::min<int64_t>(2, best_count) && (cycle_length == 0 || d < cycle_length))
+      cycle_length = d;
+  const int64_t n = static_cast<int64_t>(sub.symbols.size());
+  auto whole_cycle_at = [&](int64_t begin) {
+    if (begin < 0 || begin + cycle_length > n) return false;
+    for (int64_t j = begin; j < begin + cycle_length; ++j)
+      if (sub.symbols[j] >= sub.barrier) return false;
+    return true;
+  };
+
+  // Boundary candidates: the offsets in the cycle with the largest total idle gap before them (the
+  // interval between iterations), the start of the periodic region (extended backwards from the
+  // first occurrence), and P's own start. The one yielding the most iterations wins, then the gap.
+  std::vector<double> score(cycle_length, 0.0);
+  if (!gap_before_ns.empty()) {
+    for (size_t k = 0; k + 1 < starts.size(); ++k) {
+      if (starts[k + 1] - starts[k] != cycle_length) continue;
+      for (int64_t o = 0; o < cycle_length; ++o) {
+        const int64_t at = sub.to_seq[starts[k] + o];
+        if (at >= 0) score[o] += static_cast<double>(gap_before_ns[at]);
+      }
+    }
+  }
+  std::vector<int64_t> phases = {0};
+  std::vector<int64_t> by_gap(cycle_length);
+  for (int64_t o = 0; o < cycle_length; ++o) by_gap[o] = o;
+  const size_t top = std::min<size_t>(2, by_gap.size());
+  std::partial_sort(by_gap.begin(), by_gap.begin() + top, by_gap.end(),
+                    [&](int64_t x, int64_t y) { return score[x] > score[y] || (score[x] == score[y] && x < y); });
+  if (!gap_before_ns.empty()) phases.insert(phases.end(), by_gap.begin(), by_gap.begin() + top);
+  int64_t region_start = starts.front();
+  while (region_start > 0 && region_start - 1 + cycle_length < n && sub.symbols[region_start - 1] < sub.barrier &&
+         sub.symbols[region_start - 1] == sub.symbols[region_start - 1 + cycle_length])
+    --region_start;
+  const int64_t region_phase = ((region_start - starts.front()) % cycle_length + cycle_length) % cycle_length;
+  phases.push_back(region_phase);
+  std::sort(phases.begin(), phases.end());
+  phases.erase(std::unique(phases.begin(), phases.end()), phases.end());
+
+  const int64_t k0 = options.max_extra_ops >= 0 ? options.max_extra_ops : std::max<int64_t>(1, cycle_length / 2);
+  std::optional<LoopFit> best;
+  for (int64_t phase : phases) {
+    // The template cycle comes from two consecutive clean cycles (no extra ops: distances equal to
+    // the cycle), so a rotated template cannot pick up an inserted op from the next iteration.
+    std::optional<int64_t> template_begin;
+    for (size_t k = 0; k + 2 < starts.size() && !template_begin; ++k)
+      if (starts[k + 1] - starts[k] == cycle_length && starts[k + 2] - starts[k + 1] == cycle_length &&
+          whole_cycle_at(starts[k] + phase))
+        template_begin = starts[k] + phase;
+    for (size_t k = 0; k + 1 < starts.size() && !template_begin; ++k)
+      if (starts[k + 1] - starts[k] == cycle_length && whole_cycle_at(starts[k] + phase))
+        template_begin = starts[k] + phase;
+    if (!template_begin) {
+      const int64_t at = region_start + ((phase - region_phase) % cycle_length + cycle_length) % cycle_length;
+      if (whole_cycle_at(at)) template_begin = at;
+    }
+    if (!template_begin) continue;
+    LoopFit fit;
+    fit.loop.cycle.assign(sub.symbols.begin() + *template_begin, sub.symbols.begin() + *template_begin + cycle_length);
+    fit.loop.pattern_length = p.length;
+    fit.loop.pattern_count = p.count;
+    fit.loop.phase = phase;
+    fit.matches = match_cycle(sub.symbols, fit.loop.cycle, k0, sub.barrier);
+    if (!best || fit.matches.size() > best->matches.size() ||
+        (fit.matches.size() == best->matches.size() && score[phase] > score[best->loop.phase]))
+      best = std::move(fit);
+  }
+  return best;
+}
+
+void attach_between(std::span<const int32_t> seq, MiningResult* result, const std::vector<int64_t>& match_last,
+                    const std::vector<int64_t>& attach_limits) {
+  auto& its = result->iterations;
+  for (size_t t = 0; t < its.size(); ++t) {
+    its[t].last_op = match_last[t];
+    its[t].trailing_extra_ops = 0;
+    const int64_t next = t + 1 < its.size() ? its[t + 1].first_op : -1;
+    if (next < 0) {
+      // After the last iteration: attach the longest block that also followed another iteration of
+      // the same loop (the final evaluation pass); the rest is tear-down.
+      int64_t attach = 0;
+      int checked = 0;
+      for (size_t u = 0; u + 1 < its.size() && checked < 64; ++u) {
+        if (its[u].loop != its[t].loop || its[u].trailing_extra_ops <= attach) continue;
+        ++checked;
+        const int64_t b = its[u].trailing_extra_ops;
+        const int64_t from = its[u].last_op - b + 1;
+        if (match_last[t] + b >= static_cast<int64_t>(seq.size())) continue;
+        if (std::equal(seq.begin() + from, seq.begin() + from + b, seq.begin() + match_last[t] + 1)) attach = b;
+      }
+      its[t].last_op = match_last[t] + attach;
+      its[t].trailing_extra_ops = attach;
+      continue;
+    }
+    const int64_t gap = next - match_last[t] - 1;
+    if (gap > 0 && gap <= attach_limits[its[t].loop]) {
+      its[t].last_op = next - 1;
+      its[t].trailing_extra_ops = gap;
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<RepeatCandidate> select_pattern_for_count(std::span<const int32_t> seq, int32_t alphabet_size,
+                                                        int64_t iterations, int64_t epsilon,
+                                                        int64_t* epsilon_used) {
+  if (seq.size() < 2) return std::nullopt;
+  SuffixIndex index = build_index(seq, alphabet_size);
+  return select_for_count(index, static_cast<int64_t>(seq.size()), iterations, epsilon, epsilon_used);
+}
+
+std::vector<RepeatCandidate> repeat_profile(std::span<const int32_t> seq, int32_t alphabet_size,
+                                            int64_t min_repeats) {
+  std::vector<RepeatCandidate> out;
+  if (seq.size() < 2) return out;
+  SuffixIndex index = build_index(seq, alphabet_size);
+  const int64_t n = static_cast<int64_t>(seq.size());
+  std::unordered_map<int64_t, RepeatCandidate> by_count;
+  for_each_lcp_interval(index.lcp, [&](int32_t node_lcp, int32_t lb, int32_t rb, int32_t parent_lcp) {
+    const int64_t count = rb - lb + 1;
+    if (count < std::max<int64_t>(2, min_repeats)) return;
+    const int64_t length = std::min<int64_t>(node_lcp, (n + count - 1) / count - 1);
+    if (length <= parent_lcp || length < 1) return;
+    auto [it, inserted] = by_count.try_emplace(count, RepeatCandidate{count, length, index.sa[lb], lb, rb, n});
+    if (!inserted && length > it->second.length) it->second = RepeatCandidate{count, length, index.sa[lb], lb, rb, n};
+  });
+  for (auto& [count, c] : by_count) out.push_back(c);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.count < b.count; });
+  return out;
+}
+
+std::vector<ApproximateMatch> approximate_matches(std::span<const int32_t> seq, std::span<const int32_t> cycle,
+                                                  int64_t max_extra_ops) {
+  return match_cycle(seq, cycle, max_extra_ops, kNoBarrier);
+}
+
+MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64_t> gap_before_ns,
+                             const MinerOptions& options, std::span<const int64_t> op_time_ns) {
+  MiningResult result;
+  const int64_t n = static_cast<int64_t>(seq.size());
+  result.ops = n;
+  if (!gap_before_ns.empty() && static_cast<int64_t>(gap_before_ns.size()) != n) gap_before_ns = {};
+  if (!op_time_ns.empty() && static_cast<int64_t>(op_time_ns.size()) != n) op_time_ns = {};
+  double total_time = 0;
+  for (int64_t v : op_time_ns) total_time += static_cast<double>(std::max<int64_t>(0, v));
+  if (n < 2) {
+    result.error = "the main stream has " + std::to_string(n) + " op(s): nothing can repeat";
+    result.ops_before = n;
+    return result;
+  }
+  if (n >= std::numeric_limits<int32_t>::max() / 2) {
+    result.error = "the main stream has " + std::to_string(n) + " ops: more than this miner indexes (2^30)";
+    result.ops_before = n;
+    return result;
+  }
+  int32_t alphabet = 0;
+  for (int32_t s : seq) {
+    if (s < 0) {
+      result.error = "negative op symbol in the sequence";
+      return result;
+    }
+    alphabet = std::max(alphabet, s + 1);
+  }
+
+  std::vector<int64_t> match_last;
+  std::vector<int64_t> attach_limits;
+  std::vector<char> covered(n, 0);
+  std::string notes;
+  for (int loop_index = 0; loop_index < std::max(1, options.max_loops); ++loop_index) {
+    Subsequence sub;
+    if (loop_index == 0) {
+      sub.symbols.assign(seq.begin(), seq.end());
+      sub.to_seq.resize(n);
+      for (int64_t j = 0; j < n; ++j) sub.to_seq[j] = j;
+      sub.alphabet = alphabet;
+    } else {
+      // Leftover stretches (not inside any iteration) long enough to hold a few iterations.
+      sub.barrier = alphabet;
+      int32_t separator = alphabet;
+      for (int64_t j = 0; j < n;) {
+        if (covered[j]) {
+          ++j;
+          continue;
+        }
+        int64_t end = j;
+        while (end < n && !covered[end]) ++end;
+        if (end - j >= 2 * options.min_repeats) {
+          if (!sub.symbols.empty()) {
+            sub.symbols.push_back(separator++);
+            sub.to_seq.push_back(-1);
+          }
+          for (int64_t q = j; q < end; ++q) {
+            sub.symbols.push_back(seq[q]);
+            sub.to_seq.push_back(q);
+          }
+        }
+        j = end;
+      }
+      sub.alphabet = separator;
+      if (static_cast<double>(sub.symbols.size()) < options.min_loop_share * static_cast<double>(n)) break;
+    }
+    const int64_t sub_n = static_cast<int64_t>(sub.symbols.size());
+    if (sub_n < 2) break;
+    SuffixIndex index = build_index(sub.symbols, sub.alphabet);
+    std::optional<RepeatCandidate> pattern;
+    Detection detection;
+    int64_t eps_used = 0;
+    if (loop_index == 0 && options.iterations > 0) {
+      pattern = select_for_count(index, sub_n, options.iterations, options.epsilon, &eps_used);
+    } else {
+      detection = detect(index, sub_n, std::max<int64_t>(2, options.min_repeats), options.count_preference);
+      pattern = detection.chosen;
+    }
+    if (!pattern) {
+      if (loop_index == 0)
+        result.error = options.iterations > 0
+                           ? "no op pattern repeats close to " + std::to_string(options.iterations) +
+                                 " times (Criteria 2 and 3, epsilon doubled up to the count): check --iterations"
+                           : "no op pattern repeats at least " + std::to_string(options.min_repeats) +
+                                 " times: the stream does not look iterative";
+      break;
+    }
+    std::optional<LoopFit> fit = fit_loop(sub, index, *pattern, gap_before_ns, options);
+    if (!fit) break;
+    const int64_t min_matches = loop_index == 0 && options.iterations > 0 ? 2 : options.min_repeats;
+    int64_t ops_in = 0;
+    for (const auto& m : fit->matches) ops_in += m.last - m.first + 1;
+    if (static_cast<int64_t>(fit->matches.size()) < min_matches) break;
+    if (loop_index > 0 && (static_cast<double>(ops_in) < options.min_loop_share * static_cast<double>(n) ||
+                           static_cast<int64_t>(fit->loop.cycle.size()) < options.min_further_cycle_ops))
+      break;
+    if (loop_index > 0 && total_time > 0) {
+      double time_in = 0;
+      for (const auto& m : fit->matches)
+        for (int64_t q = m.first; q <= m.last; ++q)
+          if (sub.to_seq[q] >= 0) time_in += static_cast<double>(std::max<int64_t>(0, op_time_ns[sub.to_seq[q]]));
+      if (time_in < options.min_loop_time_share * total_time) break;
+    }
+
+    fit->loop.epsilon = eps_used;
+    const int32_t loop_id = static_cast<int32_t>(result.loops.size());
+    const int64_t cycle_length = static_cast<int64_t>(fit->loop.cycle.size());
+    attach_limits.push_back(options.attach_limit >= 0 ? options.attach_limit : 2 * cycle_length);
+    for (const auto& m : fit->matches) {
+      IterationMatch it;
+      it.first_op = sub.to_seq[m.first];
+      it.last_op = sub.to_seq[m.last];
+      it.loop = loop_id;
+      it.inner_extra_ops = m.extra_ops;
+      result.iterations.push_back(it);
+      for (int64_t q = it.first_op; q <= it.last_op; ++q) covered[q] = 1;
+    }
+    if (loop_index == 0 && options.iterations <= 0) {
+      result.detected = true;
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "detected: a pattern of %lld ops occurring %lld times, read as ~%lld iterations explaining %.0f%% "
+                    "of the ops",
+                    static_cast<long long>(pattern->length), static_cast<long long>(pattern->count),
+                    static_cast<long long>(detection.estimated_iterations), 100.0 * detection.explained);
+      notes += buf;
+      if (detection.alternative) {
+        std::snprintf(buf, sizeof buf, "; alternative reading: a pattern of %lld ops occurring %lld times",
+                      static_cast<long long>(detection.alternative->length),
+                      static_cast<long long>(detection.alternative->count));
+        notes += buf;
+      }
+      result.loops.push_back(std::move(fit->loop));
+      // Stash the ambiguity for the confidence below: a genuine alternative halves it.
+      result.confidence = detection.alternative ? 0.5 : 0.0;
+    } else {
+      if (loop_index == 0) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "iteration count given: pattern of %lld ops repeated %lld times (epsilon %lld)",
+                      static_cast<long long>(pattern->length), static_cast<long long>(pattern->count),
+                      static_cast<long long>(eps_used));
+        notes += buf;
+      }
+      result.loops.push_back(std::move(fit->loop));
+    }
+    std::sort(result.iterations.begin(), result.iterations.end(),
+              [](const auto& a, const auto& b) { return a.first_op < b.first_op; });
+    match_last.clear();
+    for (const auto& it : result.iterations) match_last.push_back(it.trailing_extra_ops > 0 ? it.last_op - it.trailing_extra_ops : it.last_op);
+    attach_between(seq, &result, match_last, attach_limits);
+    std::fill(covered.begin(), covered.end(), 0);
+    for (const auto& it : result.iterations)
+      for (int64_t q = it.first_op; q <= it.last_op; ++q) covered[q] = 1;
+  }
+
+  const double ambiguity = result.confidence;
+  result.confidence = 0;
+  if (result.iterations.empty()) {
+    result.ops_before = n;
+    if (result.error.empty()) result.error = "no repeated op pattern could be matched as iterations";
+    result.confidence_note = notes;
+    return result;
+  }
+  int64_t inside = 0;
+  for (const auto& it : result.iterations) {
+    inside += it.last_op - it.first_op + 1;
+    result.loops[it.loop].iterations += 1;
+    result.loops[it.loop].ops += it.last_op - it.first_op + 1;
+  }
+  result.ops_before = result.iterations.front().first_op;
+  result.ops_after = n - 1 - result.iterations.back().last_op;
+  result.ops_between = n - result.ops_before - result.ops_after - inside;
+  const double explained = static_cast<double>(inside) / static_cast<double>(inside + result.ops_between);
+  result.confidence = result.detected ? explained * (1.0 - ambiguity) : explained;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s%.1f%% of the ops from the first to the last iteration lie inside iterations",
+                notes.empty() ? "" : "; ", 100.0 * explained);
+  result.confidence_note = notes + buf;
+  return result;
+}
+
+}  // namespace strata::iterations

@@ -1,0 +1,109 @@
+// Marker-free iteration mining over one stream's operation-name sequence (DeepProf IV-B).
+//
+// The sequence is a string over an integer alphabet (interned op names). Its suffix array and LCP
+// array enumerate every internal node of the suffix tree (LCP intervals): a substring repeated
+// exactly c times, for all lengths in (parent lcp, lcp]. From these the miner picks the repeated
+// pattern P (Criteria 2 and 3), turns it into the full iteration cycle aligned on the idle gap that
+// separates iterations, and matches the cycle with up to k0 extra ops inside (Algorithm 1).
+// Iterations with extra ops are flagged; ops between iterations are attached or counted, never lost.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace strata::iterations {
+
+// A suffix-tree node reduced to what the criteria need: a substring of `length` ops starting at
+// `position`, occurring `count` times (overlapping occurrences count, as leaves of the node do).
+struct RepeatCandidate {
+  int64_t count = 0;
+  int64_t length = 0;
+  int64_t position = 0;
+  int32_t sa_begin = 0;  // the node's suffix-array interval [sa_begin, sa_end]
+  int32_t sa_end = 0;
+  double share() const;  // count * length / sequence length (filled by the miner)
+  int64_t sequence_length = 0;
+};
+
+// Paper mode (iteration count i known): the longest substring repeated c times with
+// i - epsilon < c <= i (Criterion 2) and shorter than |S| / i (Criterion 3); epsilon doubles until
+// one qualifies (or exceeds i). *epsilon_used gets the epsilon that admitted it.
+std::optional<RepeatCandidate> select_pattern_for_count(std::span<const int32_t> seq, int32_t alphabet_size,
+                                                        int64_t iterations, int64_t epsilon,
+                                                        int64_t* epsilon_used = nullptr);
+
+// Detection mode: for each repeat count c >= min_repeats, the longest substring repeated exactly c
+// times with length * c < |S| (Criterion 3 with i = c). Sorted by count. Exposed for tests.
+std::vector<RepeatCandidate> repeat_profile(std::span<const int32_t> seq, int32_t alphabet_size,
+                                            int64_t min_repeats);
+
+struct MinerOptions {
+  int64_t iterations = 0;       // i: the known number of iterations of the dominant loop; 0 = detect
+  int64_t epsilon = 0;          // initial epsilon (Criterion 2); 0 = max(1, i / 50)
+  int64_t max_extra_ops = -1;   // k0: extra ops allowed inside one iteration; -1 = cycle length / 2
+  int64_t attach_limit = -1;    // ops between two iterations attached to the earlier one; -1 = 2 cycles
+  int64_t min_repeats = 3;      // a loop must repeat at least this often
+  int max_loops = 4;            // multi-loop: patterns mined one after another on the leftover ops
+  double min_loop_share = 0.01; // a further loop must cover this share of all ops
+  double min_loop_time_share = 0.02;
+  int64_t min_further_cycle_ops = 3;  // and have at least this many ops per iteration (set-up code
+                                      // such as parameter initialization repeats 1-2 op patterns)
+  // Detection prefers the reading with the most iterations among those explaining at least this
+  // share of what the best reading explains (a loop of period p also "repeats" with period 2p).
+  double count_preference = 0.8;
+};
+
+struct Loop {
+  std::vector<int32_t> cycle;     // one iteration's ops, starting at the iteration boundary
+  int64_t pattern_length = 0;     // l_p of the mined substring P
+  int64_t pattern_count = 0;      // c_p: its repetitions in the (sub)sequence it was mined from
+  int64_t epsilon = 0;            // epsilon that admitted P (paper mode), 0 in detection mode
+  int64_t phase = 0;              // offset of the boundary inside P's cycle (largest idle gap)
+  int64_t iterations = 0;         // iterations matched for this loop
+  int64_t ops = 0;                // ops inside those iterations (extras included)
+};
+
+struct IterationMatch {
+  int64_t first_op = 0;           // index into the sequence
+  int64_t last_op = 0;            // inclusive; trailing extras included
+  int32_t loop = 0;
+  int64_t inner_extra_ops = 0;    // ops inside the match that are not in the cycle
+  int64_t trailing_extra_ops = 0; // ops after the match, before the next iteration (eval, logging, ...)
+  bool flagged() const { return inner_extra_ops > 0 || trailing_extra_ops > 0; }
+};
+
+struct MiningResult {
+  std::vector<Loop> loops;                 // loops[0] is the dominant loop
+  std::vector<IterationMatch> iterations;  // ordered by first_op
+  int64_t ops = 0;                         // sequence length
+  int64_t ops_before = 0;                  // before the first iteration (set-up)
+  int64_t ops_after = 0;                   // after the last iteration (tear-down)
+  int64_t ops_between = 0;                 // between iterations, too many to attach, in no loop
+  bool detected = false;                   // count found without being given
+  double confidence = 0;                   // share of ops inside iterations, times 1 - ambiguity
+  std::string confidence_note;             // how the confidence was reached, alternatives seen
+  std::string error;                       // set when nothing repeats; iterations empty
+};
+
+// `gap_before_ns[j]`: idle time before op j (its start minus the latest end before it); may be
+// empty (then the boundary is put at the start of the mined pattern). `op_time_ns[j]`: the time op j
+// accounts for (its duration plus the gap before it); when given, a further loop must also cover
+// `min_loop_time_share` of the total (set-up code repeats too, but briefly).
+MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64_t> gap_before_ns,
+                             const MinerOptions& options, std::span<const int64_t> op_time_ns = {});
+
+// Algorithm 1 (approximate matching), with two corrections to the published pseudo-code: a matched
+// op is consumed, and ops before the cycle's first op are not counted against k0 (they stay between
+// iterations). Returns (first, last, extras) triples.
+struct ApproximateMatch {
+  int64_t first = 0;
+  int64_t last = 0;
+  int64_t extra_ops = 0;
+};
+std::vector<ApproximateMatch> approximate_matches(std::span<const int32_t> seq, std::span<const int32_t> cycle,
+                                                  int64_t max_extra_ops);
+
+}  // namespace strata::iterations

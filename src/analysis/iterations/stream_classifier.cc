@@ -1,0 +1,256 @@
+#include "analysis/iterations/stream_classifier.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <map>
+
+#include "core/level.h"
+
+namespace strata::iterations {
+namespace {
+
+bool contains_ci(std::string_view text, std::string_view needle) {
+  if (needle.size() > text.size()) return false;
+  for (size_t i = 0; i + needle.size() <= text.size(); ++i) {
+    size_t j = 0;
+    while (j < needle.size() &&
+           std::tolower(static_cast<unsigned char>(text[i + j])) == std::tolower(static_cast<unsigned char>(needle[j])))
+      ++j;
+    if (j == needle.size()) return true;
+  }
+  return false;
+}
+
+bool parse_u32(std::string_view text, uint32_t* out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// "device:D/stream:S", "stream:S", "tid:T" or "thread:T".
+bool parse_stream_spec(std::string_view spec, std::optional<uint32_t>* device, uint32_t* id, bool* is_device) {
+  auto slash = spec.find('/');
+  if (spec.rfind("device:", 0) == 0 && slash != std::string_view::npos) {
+    uint32_t d = 0;
+    if (!parse_u32(spec.substr(7, slash - 7), &d)) return false;
+    *device = d;
+    spec = spec.substr(slash + 1);
+  }
+  if (spec.rfind("stream:", 0) == 0) {
+    *is_device = true;
+    return parse_u32(spec.substr(7), id);
+  }
+  if (spec.rfind("tid:", 0) == 0 || spec.rfind("thread:", 0) == 0) {
+    *is_device = false;
+    return !device->has_value() && parse_u32(spec.substr(spec.find(':') + 1), id);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view role_name(TrackRole role) {
+  switch (role) {
+    case TrackRole::kMain: return "main";
+    case TrackRole::kCopy: return "copy";
+    case TrackRole::kAssist: return "assist";
+  }
+  return "assist";
+}
+
+std::string_view direction_name(CopyDirection direction) {
+  switch (direction) {
+    case CopyDirection::kNone: return "";
+    case CopyDirection::kHostToDevice: return "HtoD";
+    case CopyDirection::kDeviceToHost: return "DtoH";
+    case CopyDirection::kDeviceToDevice: return "DtoD";
+    case CopyDirection::kPeer: return "PtoP";
+    case CopyDirection::kHostToHost: return "host copy";
+  }
+  return "";
+}
+
+CopyDirection copy_direction(std::string_view name, bool device_span) {
+  if (contains_ci(name, "memcpy") || contains_ci(name, "copy")) {
+    if (contains_ci(name, "htod") || contains_ci(name, "h2d") || contains_ci(name, "host to device") ||
+        contains_ci(name, "hosttodevice"))
+      return CopyDirection::kHostToDevice;
+    if (contains_ci(name, "dtoh") || contains_ci(name, "d2h") || contains_ci(name, "device to host") ||
+        contains_ci(name, "devicetohost"))
+      return CopyDirection::kDeviceToHost;
+    if (contains_ci(name, "dtod") || contains_ci(name, "d2d") || contains_ci(name, "device to device"))
+      return CopyDirection::kDeviceToDevice;
+    if (contains_ci(name, "ptop") || contains_ci(name, "p2p") || contains_ci(name, "peer"))
+      return CopyDirection::kPeer;
+  }
+  if (device_span) return CopyDirection::kNone;
+  // Host ops that move tensor data: the CPU analog of an input transfer (ops like aten::copy_ that
+  // run nested inside other ops are not top-level and never reach this test).
+  static constexpr std::string_view kHostCopies[] = {"aten::copy_", "aten::to", "aten::_to_copy", "aten::clone",
+                                                     "aten::contiguous", "memcpy"};
+  for (std::string_view c : kHostCopies)
+    if (name == c) return CopyDirection::kHostToHost;
+  return CopyDirection::kNone;
+}
+
+bool is_memset(std::string_view name) { return contains_ci(name, "memset"); }
+
+bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, Classification* out,
+                     std::string* error) {
+  *out = Classification{};
+  uint64_t per_level[256] = {};
+  bool any_device = false;
+  for (const SpanRecord& s : trace.spans) {
+    ++per_level[s.level];
+    if (s.level == static_cast<uint8_t>(Level::kDevice) && s.kind != static_cast<uint8_t>(SpanKind::kCounter) &&
+        s.kind != static_cast<uint8_t>(SpanKind::kInstant))
+      any_device = true;
+  }
+  uint8_t level = 0;
+  if (options.op_level) {
+    level = *options.op_level;
+  } else if (any_device) {
+    level = static_cast<uint8_t>(Level::kDevice);
+  } else if (per_level[static_cast<uint8_t>(Level::kLayer)] > 0) {
+    level = static_cast<uint8_t>(Level::kLayer);
+  } else {
+    for (Level l : {Level::kLibrary, Level::kRuntimeApi, Level::kModel})
+      if (per_level[static_cast<uint8_t>(l)] > per_level[level]) level = static_cast<uint8_t>(l);
+  }
+  if (level == 0 || per_level[level] == 0) {
+    *error = level == 0 ? "no op spans in the trace (no device, layer, library or model level): record with "
+                          "--level layer (PyTorch ops) or import a Kineto GPU trace"
+                        : "no spans at level " + level_name(level) + " in the trace: pick another --level";
+    return false;
+  }
+  out->op_level = level;
+  out->device_trace = level == static_cast<uint8_t>(Level::kDevice);
+
+  std::map<TrackKey, std::vector<uint32_t>> by_track;
+  for (uint32_t i = 0; i < trace.spans.size(); ++i) {
+    const SpanRecord& s = trace.spans[i];
+    if (s.level != level || s.kind == static_cast<uint8_t>(SpanKind::kCounter) ||
+        s.kind == static_cast<uint8_t>(SpanKind::kInstant) || s.end_ns < s.start_ns)
+      continue;
+    TrackKey key;
+    key.process = s.process;
+    key.device = out->device_trace;
+    if (key.device) {
+      key.device_id = s.device;
+      key.stream_or_tid = s.stream != kNoStream ? s.stream : s.tid;
+    } else {
+      key.stream_or_tid = s.tid;
+    }
+    by_track[key].push_back(i);
+  }
+
+  for (auto& [key, spans] : by_track) {
+    std::sort(spans.begin(), spans.end(), [&](uint32_t a, uint32_t b) {
+      const SpanRecord& x = trace.spans[a];
+      const SpanRecord& y = trace.spans[b];
+      return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
+    });
+    TrackInfo info;
+    info.key = key;
+    const model::Process* process = key.process < trace.processes.size() ? &trace.processes[key.process] : nullptr;
+    const long long pid = process != nullptr ? static_cast<long long>(process->pid) : key.process;
+    if (key.device) {
+      info.label = "pid " + std::to_string(pid) + " device " + std::to_string(key.device_id) + " stream " +
+                   std::to_string(key.stream_or_tid);
+    } else {
+      info.label = "pid " + std::to_string(pid) + " thread " + std::to_string(key.stream_or_tid);
+      if (process != nullptr) {
+        auto it = process->thread_names.find(key.stream_or_tid);
+        if (it != process->thread_names.end()) info.label += " (" + it->second + ")";
+      }
+    }
+    int64_t max_end = INT64_MIN;
+    for (uint32_t i : spans) {
+      const SpanRecord& s = trace.spans[i];
+      if (s.start_ns < max_end) continue;  // nested in (or overlapping) an earlier op: not top-level
+      max_end = s.end_ns;
+      info.op_spans.push_back(i);
+      ++info.ops;
+      info.busy_ns += s.duration_ns();
+      const std::string_view name = trace.name(s);
+      const CopyDirection dir = copy_direction(name, key.device);
+      if (dir != CopyDirection::kNone) {
+        ++info.copies[static_cast<int>(dir)];
+      } else if (is_memset(name)) {
+        ++info.memsets;
+      } else {
+        ++info.compute_ops;
+      }
+    }
+    out->tracks.push_back(std::move(info));
+  }
+
+  if (!options.stream.empty()) {
+    std::optional<uint32_t> device;
+    uint32_t id = 0;
+    bool is_device = false;
+    if (!parse_stream_spec(options.stream, &device, &id, &is_device)) {
+      *error = "--stream '" + options.stream + "': expected device:D/stream:S, stream:S or tid:T";
+      return false;
+    }
+    for (size_t t = 0; t < out->tracks.size(); ++t) {
+      const TrackKey& k = out->tracks[t].key;
+      if (k.device == is_device && k.stream_or_tid == id && (!device || k.device_id == *device)) {
+        out->main_track = static_cast<int>(t);
+        break;
+      }
+    }
+    if (out->main_track < 0) {
+      *error = "--stream '" + options.stream + "' names no track with " + level_name(level) +
+               " ops in the trace: see the streams table (strata iterations FILE) for the tracks present";
+      return false;
+    }
+    out->note = "main track given with --stream";
+  } else {
+    // The track with the most compute: kernels' busy time on devices, op count on host threads.
+    int64_t best = -1;
+    for (size_t t = 0; t < out->tracks.size(); ++t) {
+      const TrackInfo& info = out->tracks[t];
+      int64_t score = 0;
+      if (out->device_trace) {
+        for (uint32_t i : info.op_spans) {
+          const SpanRecord& s = trace.spans[i];
+          const std::string_view name = trace.name(s);
+          if (copy_direction(name, true) == CopyDirection::kNone && !is_memset(name)) score += s.duration_ns();
+        }
+      } else {
+        score = static_cast<int64_t>(info.compute_ops);
+      }
+      if (score > best) {
+        best = score;
+        out->main_track = static_cast<int>(t);
+      }
+    }
+    out->note = out->device_trace ? "main stream: the stream with the most kernel time"
+                                  : "main thread: the thread with the most top-level " + level_name(level) + " ops";
+  }
+  for (size_t t = 0; t < out->tracks.size(); ++t) {
+    TrackInfo& info = out->tracks[t];
+    uint64_t copies = 0;
+    int dominant = 0;
+    for (int d = 1; d < 6; ++d) {
+      copies += info.copies[d];
+      if (info.copies[d] > info.copies[dominant]) dominant = d;
+    }
+    if (static_cast<int>(t) == out->main_track) {
+      info.role = TrackRole::kMain;
+    } else if (info.compute_ops == 0 && info.memsets == 0 && copies > 0) {
+      info.role = TrackRole::kCopy;
+      info.copy_direction = static_cast<CopyDirection>(dominant);
+    } else {
+      info.role = TrackRole::kAssist;
+    }
+  }
+  if (out->main_track < 0 || out->tracks[out->main_track].compute_ops == 0) {
+    *error = "no compute ops at level " + level_name(level) + " on any track (only copies/memsets): nothing to mine";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace strata::iterations

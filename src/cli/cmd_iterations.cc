@@ -1,0 +1,121 @@
+// strata iterations FILE [--iterations N] [--stream SPEC] [--level L] [--max-extra-ops K] [--epsilon E]
+//                        [--max-loops M] [--format table|csv|json] [--emit OUT]
+// Finds training/inference iterations without step markers (DeepProf), prints per-iteration metrics
+// and a ranked diagnosis.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "analysis/iterations/iterations_analysis.h"
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "export/table_render.h"
+#include "format/file_format.h"
+#include "model/trace_loader.h"
+#include "model/trace_saver.h"
+#ifdef STRATA_HAVE_IMPORT
+#include "import/importer.h"
+#endif
+
+namespace strata::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: strata iterations FILE [--iterations N] [--stream SPEC] [--level L] [--max-extra-ops K]\n"
+    "                         [--epsilon E] [--max-loops M] [--format table|csv|json] [--emit OUT]\n"
+    "  FILE: a Strata trace"
+#ifdef STRATA_HAVE_IMPORT
+    " or a Kineto/PyTorch profiler JSON trace (.json, .json.gz)"
+#endif
+    "\n"
+    "  --iterations N   the dominant loop's iteration count, if known (default: detected)\n"
+    "  --stream SPEC    main track: device:D/stream:S, stream:S or tid:T (default: classified)\n"
+    "  --level L        level whose spans are the ops (default: device if present, else layer)\n"
+    "  --max-extra-ops K  extra ops allowed inside one iteration (Algorithm 1's k0; default: cycle/2)\n"
+    "  --epsilon E      initial epsilon of Criterion 2 when N is given (doubled until a pattern fits)\n"
+    "  --max-loops M    loops mined one after another (train, eval, ...; default 4)\n"
+    "  --emit OUT       write the trace plus one span per iteration (level iteration) to OUT (.strata)\n";
+
+bool is_native_trace(const std::string& path) {
+  if (std::filesystem::is_directory(path)) return true;
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof(format::kFileMagic)] = {};
+  in.read(magic, sizeof(magic));
+  return in.gcount() == sizeof(magic) && std::memcmp(magic, format::kFileMagic, sizeof(magic)) == 0;
+}
+
+}  // namespace
+
+int run_iterations(int argc, char** argv) {
+  std::string input, format_text = "table", emit_path;
+  analysis::Params params;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    bool missing = false;
+    std::string value;
+    bool taken = false;
+    for (const char* opt : {"--iterations", "--stream", "--level", "--max-extra-ops", "--epsilon", "--max-loops"}) {
+      if (take_option(argc, argv, &i, opt, &value, &missing)) {
+        std::string key = std::string(opt + 2);
+        for (char& c : key)
+          if (c == '-') c = '_';
+        params.set(key, value);
+        taken = true;
+        break;
+      }
+      if (missing) return fail("iterations", std::string(opt) + " needs a value\n" + kUsage);
+    }
+    if (taken) continue;
+    if (take_option(argc, argv, &i, "--format", &format_text, &missing)) continue;
+    if (missing) return fail("iterations", "--format needs a value (table, csv or json)");
+    if (take_option(argc, argv, &i, "--emit", &emit_path, &missing)) continue;
+    if (missing) return fail("iterations", "--emit needs an output path");
+    if (!arg.empty() && arg[0] == '-') return fail("iterations", "unknown option '" + std::string(arg) + "'\n" + kUsage);
+    if (!input.empty()) return fail("iterations", "one trace at a time (got '" + input + "' and '" + std::string(arg) + "')");
+    input = arg;
+  }
+  if (input.empty()) return fail("iterations", std::string("no trace given\n") + kUsage);
+  exporter::TableFormat format;
+  if (!exporter::parse_table_format(format_text, &format))
+    return fail("iterations", "--format '" + format_text + "': expected table, csv or json");
+
+  iterations::IterationsOptions options;
+  std::string error;
+  if (!iterations::options_from_params(params, &options, &error)) return fail("iterations", "--" + error);
+
+  model::Trace trace;
+  if (!std::filesystem::exists(input)) return fail("iterations", input + ": no such file or directory", 1);
+  if (is_native_trace(input)) {
+    if (!model::load_trace(input, &trace, &error)) return fail("iterations", error, 1);
+  } else {
+#ifdef STRATA_HAVE_IMPORT
+    if (!import::import_trace(input, &trace, &error)) return fail("iterations", error, 1);
+#else
+    return fail("iterations", input + ": not a Strata trace (no STRATA magic at offset 0); convert foreign profiles with strata import", 1);
+#endif
+  }
+  for (const std::string& w : trace.report.warnings) std::fprintf(stderr, "strata iterations: warning: %s\n", w.c_str());
+
+  iterations::IterationsReport report;
+  if (!iterations::run_iterations(trace, options, &report, &error)) return fail("iterations", input + ": " + error, 1);
+  const auto tables = iterations::report_tables(trace, report);
+  exporter::render_tables(tables, format, std::cout);
+  if (!emit_path.empty()) {
+    const size_t added = iterations::add_iteration_spans(&trace, report);
+    if (!model::save_trace(trace, emit_path, &error)) return fail("iterations", error, 1);
+    std::fprintf(stderr, "strata iterations: wrote %s (%zu iteration spans at level iteration)\n", emit_path.c_str(),
+                 added);
+  }
+  if (trace.total_drops() > 0)
+    std::fprintf(stderr, "strata iterations: note: the trace reports %llu dropped events; iterations near them may be cut\n",
+                 static_cast<unsigned long long>(trace.total_drops()));
+  return 0;
+}
+
+}  // namespace strata::cli
