@@ -40,17 +40,21 @@ phase "fuzzers (${fuzz_seconds}s each)"
 CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSTRATA_BUILD_FUZZERS=ON -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCHMARKS=OFF >/dev/null
 # Only the fuzz targets (and what they link): the rest is already tested above.
-mapfile -t fuzz_targets < <(ninja -C "$root/build-fuzz" -t targets all | sed -n 's/^\([a-z][a-z0-9_]*_fuzz\): .*/\1/p' | grep -v '^cmake_' | sort -u)
-ninja -C "$root/build-fuzz" -j "$(nproc)" "${fuzz_targets[@]}"
+mapfile -t fuzzers < "$root/build-fuzz/fuzzers.txt"
+ninja -C "$root/build-fuzz" -j "$(nproc)" "${fuzzers[@]}"
 seeds=$(mktemp -d)
-bash "$root/scripts/make_fuzz_seeds.sh" "$root/build" "$seeds/trace_reader"
-for fuzzer in "$root"/build-fuzz/bin/*_fuzz; do
-  name=$(basename "$fuzzer")
+bash "$root/scripts/make_fuzz_seeds.sh" "$root/build" "$seeds/native"
+for name in "${fuzzers[@]}"; do
+  # Seeds: real inputs of the format each fuzzer reads.
+  case "$name" in
+    trace_reader_fuzz) seed_dirs=("$seeds/native") ;;
+    fuzz_import_*) seed_dirs=("$root/tests/import/data") ;;
+    *) seed_dirs=() ;;
+  esac
+  [ -d "$root/fuzz/corpus/$name" ] && seed_dirs+=("$root/fuzz/corpus/$name")
   corpus=$(mktemp -d)
-  seed_dirs=()
-  for d in "$seeds/${name%_fuzz}" "$root/fuzz/corpus/${name%_fuzz}"; do [ -d "$d" ] && seed_dirs+=("$d"); done
   echo "-- $name"
-  "$fuzzer" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=0 \
-    "$corpus" "${seed_dirs[@]}" 2>&1 | tail -n 2
+  "$root/build-fuzz/bin/$name" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -max_len=65536 \
+    -print_final_stats=0 "$corpus" "${seed_dirs[@]}" 2>&1 | tail -n 2
 done
 phase "done"
