@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
-# The main job, from a fresh Debian 12 machine: install dependencies, build, profile a real program
-# with `strata record`, then show the summary, the analysis and a Perfetto-ready export.
+# The main job, from a fresh Debian 12 machine: install dependencies, build, profile a real
+# torchvision model on Debian's PyTorch with `strata record` (model, layer and oneDNN library levels,
+# no change to the script), then print the analysis and write a Perfetto-ready export.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/setup.sh"
-bash "$root/scripts/build.sh" "$root/build" -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCHMARKS=OFF
+STRATA_BUILD_TYPE=Release bash "$root/scripts/build.sh" "$root/build" -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCHMARKS=OFF
 strata="$root/build/bin/strata"
 out="$root/out"
 mkdir -p "$out"
 cd "$out"
+model=${STRATA_MODEL:-resnet18}
 
-echo "== strata record: a Python program instrumented with the span API (model + layer levels) =="
-"$strata" record --level layer -o "$out/demo.strata" -- /usr/bin/python3 "$root/examples/python/spans_demo.py"
+echo "== strata record: $model inference at batch sizes 1, 2, 4 (levels model + layer + library) =="
+"$strata" record --level library -o "$out/$model.strata" -- \
+  /usr/bin/python3 "$root/examples/pytorch/infer.py" --model "$model" --batch 1,2,4 --iterations 3
 echo
-echo "== strata info =="
-"$strata" info "$out/demo.strata" | head -30
-"$strata" export "$out/demo.strata" --format chrome -o "$out/demo.chrome.json"
-"$strata" export "$out/demo.strata" --format csv -o "$out/demo.spans.csv"
+echo "== strata analyze: model table (optimal batch size), layer table, by-type aggregation, per-op statistics =="
+"$strata" analyze "$out/$model.strata" \
+  --analysis model_table,layer_type_aggregate,op_stats,kernels_by_name,conv_share --param top=15
+"$strata" analyze "$out/$model.strata" --analysis layer_table --format csv --output "$out/analysis" >/dev/null
+"$strata" export "$out/$model.strata" --format chrome -o "$out/$model.chrome.json"
 echo
-echo "Chrome/Perfetto trace: $out/demo.chrome.json (open in ui.perfetto.dev); spans: $out/demo.spans.csv"
+echo "Full layer table: $out/analysis/; timeline: $out/$model.chrome.json (open in ui.perfetto.dev)"
