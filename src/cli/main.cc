@@ -21,6 +21,9 @@ constexpr Command kCommands[] = {
     {"import", "convert a PyTorch/Kineto, ONNX Runtime or TensorFlow trace JSON into a Strata trace", strata::cli::run_import},
     {"analyze", "run XSP analyses (model/layer/kernel tables, rooflines, per-op stats) on traces", strata::cli::run_analyze},
     {"iterations", "find training iterations without step markers; per-iteration metrics and diagnosis", strata::cli::run_iterations},
+    {"model", "load ONNX models: layer IR, shapes, unique layers per model and across models", strata::cli::run_model},
+    {"bench", "generate or run per-layer library benchmarks (oneDNN, cuDNN/cuBLAS) into the perf database", strata::cli::run_bench},
+    {"lowerbound", "sequential/parallel lower-bound latency of an ONNX model; compare with a framework trace", strata::cli::run_lowerbound},
 };
 
 void usage(FILE* out) {

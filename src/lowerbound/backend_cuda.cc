@@ -1,0 +1,79 @@
+// The CUDA backend (cuDNN + cuBLAS) as a plugin, libstrata_lowerbound_cuda.so, built only when the
+// CUDA toolkit is found at configure time. `strata` loads it with dlopen on first use
+// (cuda_plugin_loader.cc), so the tool still starts on machines without CUDA libraries.
+#include <algorithm>
+
+#include "lowerbound/backend.h"
+#include "lowerbound/cuda_ops.h"
+
+namespace strata::lowerbound {
+
+namespace {
+
+bool measure_impl(const BenchCase& c, const MeasureOptions& options, Measurement* out,
+                  std::string* implementation, std::string* why) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    *why = "no CUDA device on this machine";
+    return false;
+  }
+  cuda::Prepared prepared;
+  if (!cuda::prepare(c, &prepared, why)) return false;
+  *implementation = prepared.implementation;
+  std::vector<double> once;
+  if (!cuda::time_launches(&prepared, 1, 1, &once, why)) return false;
+  int iterations = static_cast<int>(std::clamp<double>(
+      static_cast<double>(options.min_repetition_ns) / std::max(once[0], 1.0), 1, options.max_iterations));
+  Measurement m;
+  if (!cuda::time_launches(&prepared, options.repetitions, iterations, &m.per_call_ns, why)) return false;
+  std::vector<double> sorted = m.per_call_ns;
+  std::sort(sorted.begin(), sorted.end());
+  auto q = [&](double f) {
+    double pos = f * static_cast<double>(sorted.size() - 1);
+    size_t lo = static_cast<size_t>(pos), hi = std::min(lo + 1, sorted.size() - 1);
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+  };
+  m.median_ns = q(0.5);
+  m.spread_ns = q(0.75) - q(0.25);
+  m.repetitions = options.repetitions;
+  m.iterations = iterations;
+  *out = std::move(m);
+  return true;
+}
+
+std::string system_key_impl(std::string* why) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    *why = "no CUDA device on this machine; run `strata bench run --backend cuda` where a GPU is available";
+    return "";
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  int cublas_version = 0;
+  cublasHandle_t h = nullptr;
+  if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
+    cublasGetVersion(h, &cublas_version);
+    cublasDestroy(h);
+  }
+  return std::string("gpu=") + prop.name + "|sm=" + std::to_string(prop.major) + std::to_string(prop.minor) +
+         "|driver=" + std::to_string(driver) + "|cudart=" + std::to_string(runtime) +
+         "|cudnn=" + std::to_string(cudnnGetVersion()) + "|cublas=" + std::to_string(cublas_version);
+}
+
+}  // namespace
+
+}  // namespace strata::lowerbound
+
+extern "C" __attribute__((visibility("default"))) bool strata_lowerbound_cuda_measure(
+    const strata::lowerbound::BenchCase* c, const strata::lowerbound::MeasureOptions* options,
+    strata::lowerbound::Measurement* out, std::string* implementation, std::string* why) {
+  return strata::lowerbound::measure_impl(*c, *options, out, implementation, why);
+}
+
+extern "C" __attribute__((visibility("default"))) void strata_lowerbound_cuda_system_key(std::string* key,
+                                                                                         std::string* why) {
+  *key = strata::lowerbound::system_key_impl(why);
+}

@@ -1,0 +1,267 @@
+#include "lowerbound/bench_plan.h"
+
+#include <algorithm>
+#include <set>
+
+namespace strata::lowerbound {
+namespace {
+
+const std::set<std::string> kFreeOps = {"Reshape",  "Flatten", "Identity",       "Dropout",
+                                        "Constant", "Shape",   "Unsqueeze",      "Squeeze",
+                                        "Gather",   "Cast",    "ConstantOfShape"};
+
+// Fully known, non-empty, and small enough to allocate (2^31 elements at most).
+bool known(const Shape& s) {
+  if (s.empty()) return false;
+  int64_t elements = 1;
+  for (int64_t d : s) {
+    if (d <= 0 || d > (int64_t{1} << 31)) return false;
+    elements *= d;
+    if (elements > (int64_t{1} << 31)) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> conv_algorithms(const std::string& backend) {
+  if (backend == "cuda")
+    return {"implicit_gemm", "implicit_precomp_gemm", "gemm", "direct", "fft", "fft_tiling",
+            "winograd",      "winograd_nonfused"};
+  return {"direct", "winograd", "auto"};
+}
+
+}  // namespace
+
+bool is_metadata_op(const std::string& op_type) { return kFreeOps.count(op_type) > 0; }
+
+std::string normalize_dtype(const std::string& name) {
+  if (name == "fp32" || name == "f32" || name == "float32") return "f32";
+  if (name == "fp16" || name == "f16" || name == "float16" || name == "half") return "f16";
+  if (name == "bf16" || name == "bfloat16") return "bf16";
+  return "";
+}
+
+std::string fused_signature(const Layer& conv) { return conv.signature() + "|fused=relu"; }
+
+bool fusable_conv_relu(const LayerModel& model, size_t i) {
+  const Layer& l = model.layers[i];
+  return l.op_type == "Conv" && l.succs.size() == 1 && model.layers[l.succs[0]].op_type == "Relu";
+}
+
+LayerPlan plan_layer(const Layer& layer, const std::string& backend, const std::string& dtype,
+                     const std::string& layout, bool fused_relu) {
+  LayerPlan plan;
+  const std::string& op = layer.op_type;
+  if (kFreeOps.count(op) || layer.inputs.empty()) {
+    plan.cost = LayerCost::kFree;
+    plan.library_call = layer.inputs.empty() ? "(constant-folded)" : "(metadata only)";
+    return plan;
+  }
+  for (const Shape& s : layer.input_shapes)
+    if (!known(s)) {
+      plan.why = "input shape unknown after shape inference (or empty or too large)";
+      return plan;
+    }
+  if (layer.output_shapes.empty() || !known(layer.output_shapes[0])) {
+    plan.why = "output shape unknown after shape inference (or empty or too large)";
+    return plan;
+  }
+  BenchCase base;
+  base.dtype = dtype;
+  base.layout = layout;
+  base.src = layer.input_shapes;
+  base.dst = layer.output_shapes[0];
+  base.signature = fused_relu ? fused_signature(layer) : layer.signature();
+  base.algorithm = "default";
+  const bool cuda = backend == "cuda";
+  const size_t spatial = base.src[0].size() >= 2 ? base.src[0].size() - 2 : 0;
+  auto spatial_attr = [&](const char* key, int64_t fallback) {
+    std::vector<int64_t> v = layer.ints_attr(key);
+    if (v.size() != spatial) v.assign(spatial, fallback);
+    return v;
+  };
+  auto pads = [&](BenchCase* c) {
+    std::vector<int64_t> p = layer.ints_attr("pads");
+    if (p.size() != 2 * spatial) p.assign(2 * spatial, 0);
+    c->pads_begin.assign(p.begin(), p.begin() + static_cast<long>(spatial));
+    c->pads_end.assign(p.begin() + static_cast<long>(spatial), p.end());
+    auto ap = layer.attributes.find("auto_pad");
+    if (ap != layer.attributes.end() && ap->second != "NOTSET" && ap->second != "VALID") {
+      // SAME_UPPER/LOWER: derive total padding from the inferred output size.
+      for (size_t d = 0; d < spatial; ++d) {
+        int64_t in = c->src[0][2 + d], outd = c->dst[2 + d];
+        int64_t k = c->kernel.empty() ? c->weights[2 + d] : c->kernel[d];
+        int64_t dil = c->dilations.empty() ? 1 : c->dilations[d];
+        int64_t total = std::max<int64_t>(0, (outd - 1) * c->strides[d] + (k - 1) * dil + 1 - in);
+        c->pads_begin[d] = ap->second == "SAME_LOWER" ? total - total / 2 : total / 2;
+        c->pads_end[d] = total - c->pads_begin[d];
+      }
+    }
+  };
+
+  const bool spatial_op = op == "Conv" || op.find("Pool") != std::string::npos;
+  if (spatial_op && (base.src[0].size() < 3 || base.dst.size() != base.src[0].size())) {
+    plan.why = op + " needs N x C x spatial input and output of the same rank";
+    return plan;
+  }
+  if (op == "BatchNormalization" && base.src[0].size() < 2) {
+    plan.why = "BatchNormalization input has no channel dimension";
+    return plan;
+  }
+  if (op == "Conv") {
+    int64_t groups = layer.int_attr("group", 1);
+    if (layer.weight_shapes.empty() || layer.weight_shapes[0].size() != base.src[0].size() || groups < 1 ||
+        !known(layer.weight_shapes[0]) || layer.weight_shapes[0][0] % groups != 0) {
+      plan.why = "Conv weights missing, not initializers, or inconsistent with group";
+      return plan;
+    }
+  }
+  if (op == "Conv") {
+    if (layer.weight_shapes.empty() || layer.weight_shapes[0].size() != base.src[0].size()) {
+      plan.why = "Conv weights missing or not initializers (weights computed at run time are not supported)";
+      return plan;
+    }
+    base.op = "conv";
+    base.weights = layer.weight_shapes[0];
+    base.bias = layer.weight_shapes.size() > 1;
+    base.groups = layer.int_attr("group", 1);
+    base.strides = spatial_attr("strides", 1);
+    base.dilations = spatial_attr("dilations", 1);
+    pads(&base);
+    if (fused_relu) base.post_op = "relu";
+    plan.library_call =
+        cuda ? (fused_relu ? "cudnnConvolutionBiasActivationForward" : "cudnnConvolutionForward")
+             : (fused_relu ? "dnnl::convolution_forward+post_op(relu)" : "dnnl::convolution_forward");
+    for (const std::string& alg : conv_algorithms(backend)) {
+      BenchCase c = base;
+      c.algorithm = alg;
+      plan.cases.push_back(c);
+    }
+  } else if (op == "Gemm") {
+    if (layer.weight_shapes.empty() || base.src[0].size() != 2 || layer.int_attr("transA", 0) != 0) {
+      plan.why = "Gemm with a non-constant B or transposed A is not supported";
+      return plan;
+    }
+    base.op = "inner_product";
+    Shape w = layer.weight_shapes[0];
+    if (w.size() != 2 || !known(w)) {
+      plan.why = "Gemm weight is not a known 2-D shape";
+      return plan;
+    }
+    if (layer.int_attr("transB", 0) == 0) std::swap(w[0], w[1]);  // oneDNN wants O x I
+    base.weights = w;
+    base.bias = layer.weight_shapes.size() > 1;
+    base.layout = "nchw";
+    plan.library_call = cuda ? "cublasGemmEx" : "dnnl::inner_product_forward";
+    plan.cases.push_back(base);
+  } else if (op == "MatMul") {
+    base.op = "matmul";
+    if (base.src.size() == 1 && !layer.weight_shapes.empty()) base.src.push_back(layer.weight_shapes[0]);
+    if (base.src.size() != 2 || base.src[0].size() != base.src[1].size() || !known(base.src[1])) {
+      plan.why = "MatMul with broadcasting ranks is not supported";
+      return plan;
+    }
+    base.layout = "nchw";
+    plan.library_call = cuda ? "cublasLtMatmul" : "dnnl::matmul";
+    plan.cases.push_back(base);
+  } else if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+    if (spatial == 0) {
+      plan.why = "pooling input has no spatial dimensions";
+      return plan;
+    }
+    base.op = "pool";
+    bool global = op.rfind("Global", 0) == 0;
+    if (global) {
+      base.kernel.assign(base.src[0].begin() + 2, base.src[0].end());
+      base.strides.assign(spatial, 1);
+      base.pads_begin.assign(spatial, 0);
+      base.pads_end.assign(spatial, 0);
+    } else {
+      base.kernel = spatial_attr("kernel_shape", 1);
+      base.strides = spatial_attr("strides", 1);
+      pads(&base);
+      for (size_t d = 0; d < spatial;
+           ++d) {  // oneDNN has no ceil_mode: pad the end up to the inferred output size
+        int64_t need = (base.dst[2 + d] - 1) * base.strides[d] + base.kernel[d] - base.src[0][2 + d] -
+                       base.pads_begin[d];
+        if (need > base.pads_end[d]) base.pads_end[d] = need;
+      }
+    }
+    base.algorithm = (op == "MaxPool" || op == "GlobalMaxPool") ? "max"
+                     : layer.int_attr("count_include_pad", 0)   ? "avg_include"
+                                                                : "avg_exclude";
+    plan.library_call = cuda ? "cudnnPoolingForward" : "dnnl::pooling_forward";
+    plan.cases.push_back(base);
+  } else if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Clip" || op == "Elu" ||
+             op == "LeakyRelu") {
+    base.op = "eltwise";
+    base.algorithm = op == "Relu"      ? "relu"
+                     : op == "Sigmoid" ? "logistic"
+                     : op == "Tanh"    ? "tanh"
+                     : op == "Clip"    ? "clip"
+                     : op == "Elu"     ? "elu"
+                                       : "leaky_relu";
+    if (op == "Clip") {
+      base.alpha = 0;  // min/max are run-time inputs (usually 0 and 6); they do not change the cost
+      base.beta = 6;
+    } else if (op == "LeakyRelu") {
+      base.alpha = 0.01;
+    } else if (op == "Elu") {
+      base.alpha = 1;
+    }
+    plan.library_call = cuda ? "cudnnActivationForward" : "dnnl::eltwise_forward";
+    plan.cases.push_back(base);
+  } else if (op == "BatchNormalization") {
+    base.op = "batch_norm";
+    base.src.resize(1);
+    plan.library_call =
+        cuda ? "cudnnBatchNormalizationForwardInference" : "dnnl::batch_normalization_forward";
+    plan.cases.push_back(base);
+  } else if (op == "Softmax") {
+    base.op = "softmax";
+    int64_t axis = layer.int_attr("axis", -1);
+    base.axis = axis < 0 ? axis + static_cast<int64_t>(base.src[0].size()) : axis;
+    base.layout = "nchw";
+    plan.library_call = cuda ? "cudnnSoftmaxForward" : "dnnl::softmax_forward";
+    plan.cases.push_back(base);
+  } else if (op == "Add" || op == "Mul" || op == "Sub" || op == "Div") {
+    base.op = "binary";
+    if (base.src.size() == 1 && !layer.weight_shapes.empty()) base.src.push_back(layer.weight_shapes[0]);
+    if (base.src.size() != 2 || !known(base.src[1]) || base.src[1].size() > base.dst.size()) {
+      plan.why = "binary op needs two inputs of known shape";
+      return plan;
+    }
+    // oneDNN needs equal ranks: left-pad the smaller operand with 1s (numpy broadcasting).
+    for (auto& s : base.src)
+      while (s.size() < base.dst.size()) s.insert(s.begin(), 1);
+    base.algorithm = op == "Add" ? "add" : op == "Mul" ? "mul" : op == "Sub" ? "sub" : "div";
+    plan.library_call = cuda ? "cudnnOpTensor" : "dnnl::binary";
+    plan.cases.push_back(base);
+  } else if (op == "Concat") {
+    base.op = "concat";
+    int64_t axis = layer.int_attr("axis", 1);
+    base.axis = axis < 0 ? axis + static_cast<int64_t>(base.dst.size()) : axis;
+    plan.library_call = cuda ? "cudaMemcpy2DAsync (concat)" : "dnnl::concat";
+    plan.cases.push_back(base);
+  } else if (op == "LRN") {
+    base.op = "lrn";
+    base.kernel = {layer.int_attr("size", 5)};
+    base.alpha = 1e-4;
+    base.beta = 0.75;
+    plan.library_call = cuda ? "cudnnLRNCrossChannelForward" : "dnnl::lrn_forward";
+    plan.cases.push_back(base);
+  } else {
+    plan.why = "no library-call mapping for operator " + op;
+    return plan;
+  }
+  if (cuda && base.op != "conv" && base.op != "inner_product" && base.op != "matmul" &&
+      base.op != "eltwise" && base.op != "pool") {
+    plan.cases.clear();
+    plan.why =
+        "the CUDA backend benchmarks conv, GEMM, pooling and activations only (" + base.op + " not yet)";
+    return plan;
+  }
+  plan.cost = LayerCost::kBenchmarked;
+  return plan;
+}
+
+}  // namespace strata::lowerbound

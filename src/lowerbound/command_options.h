@@ -1,0 +1,36 @@
+// Options shared by `strata model`, `strata bench` and `strata lowerbound`: models, database,
+// backend, data types, layouts, fusion. Parsing errors are one line naming the option.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lowerbound/backend.h"
+#include "lowerbound/bench_plan.h"
+#include "lowerbound/layer_ir.h"
+
+namespace strata::lowerbound {
+
+struct CommandOptions {
+  std::vector<std::string> models;  // positional arguments
+  std::string db_url;               // --db (default: default_perf_db_url())
+  BenchOptions bench;               // --backend --dtype --layout --fusion
+  MeasureOptions measure;           // --repetitions --min-time-ms
+  std::string output;               // -o / --output
+  std::string trace;                // --trace
+  std::string dot, svg;             // --dot --svg
+  std::string format = "text";      // --format text|csv|json
+  size_t top = 10;                  // --top
+  bool layers = false;              // --layers
+  bool help = false;
+};
+
+// Parses argv[first..argc). False with a one-line `error` for unknown options or bad values.
+bool parse_command_options(int argc, char** argv, int first, CommandOptions* out, std::string* error);
+
+// Loads every model; false with the first error (file + what is wrong).
+bool load_models(const std::vector<std::string>& paths, std::vector<LayerModel>* models, std::string* error);
+
+std::string join(const std::vector<std::string>& items, const std::string& sep);
+
+}  // namespace strata::lowerbound

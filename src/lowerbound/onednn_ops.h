@@ -1,0 +1,232 @@
+// oneDNN (v2 API) primitives for BenchCase: what a framework's CPU backend calls for a layer.
+// Header-only and free of Strata dependencies: `strata bench generate` copies it verbatim, so the
+// generated standalone benchmarks and `strata bench run` time exactly the same code.
+#pragma once
+
+#include <cstring>
+#include <dnnl.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bench_case.h"
+
+namespace strata::lowerbound::onednn {
+
+struct Prepared {
+  dnnl::engine engine;
+  dnnl::stream stream;
+  dnnl::primitive primitive;
+  std::unordered_map<int, dnnl::memory> args;
+  std::string implementation;  // oneDNN's implementation name, e.g. "brgconv:avx512_core"
+  void run() {
+    primitive.execute(stream, args);
+    stream.wait();
+  }
+};
+
+inline dnnl::memory::data_type data_type_of(const std::string& dtype) {
+  if (dtype == "bf16") return dnnl::memory::data_type::bf16;
+  if (dtype == "f16") return dnnl::memory::data_type::f16;
+  return dnnl::memory::data_type::f32;
+}
+
+inline dnnl::memory::format_tag activation_tag(size_t rank, const std::string& layout) {
+  using tag = dnnl::memory::format_tag;
+  switch (rank) {
+    case 1:
+      return tag::a;
+    case 2:
+      return tag::ab;
+    case 3:
+      return layout == "nhwc" ? tag::acb : tag::abc;
+    case 4:
+      return layout == "nhwc" ? tag::acdb : tag::abcd;
+    case 5:
+      return layout == "nhwc" ? tag::acdeb : tag::abcde;
+    default:
+      return tag::undef;
+  }
+}
+
+inline dnnl::memory::desc activation_desc(const std::vector<int64_t>& dims, const BenchCase& c) {
+  return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), data_type_of(c.dtype),
+                            activation_tag(dims.size(), c.layout));
+}
+
+// Layouts: nchw, nhwc, or blocked (convolutions only choose their own; other ops use nchw then).
+// Memory filled with a small non-zero pattern (denormals and NaNs would distort timings).
+inline dnnl::memory filled(const dnnl::memory::desc& desc, const dnnl::engine& engine) {
+  dnnl::memory mem(desc, engine);
+  size_t bytes = desc.get_size();
+  auto* p = static_cast<unsigned char*>(mem.get_data_handle());
+  if (desc.data_type() == dnnl::memory::data_type::f32) {
+    auto* f = reinterpret_cast<float*>(p);
+    for (size_t i = 0; i < bytes / 4; ++i) f[i] = 0.01f * static_cast<float>((i * 7) % 13);
+  } else {
+    std::memset(p, 0x3c, bytes);  // 0x3c3c: a normal value in both bf16 and f16
+  }
+  return mem;
+}
+
+inline dnnl::algorithm eltwise_algorithm(const std::string& name) {
+  if (name == "logistic") return dnnl::algorithm::eltwise_logistic;
+  if (name == "tanh") return dnnl::algorithm::eltwise_tanh;
+  if (name == "clip") return dnnl::algorithm::eltwise_clip;
+  if (name == "elu") return dnnl::algorithm::eltwise_elu;
+  if (name == "leaky_relu") return dnnl::algorithm::eltwise_relu;  // relu with a negative slope
+  return dnnl::algorithm::eltwise_relu;
+}
+
+// Builds the primitive and its arguments (setup: never timed). False with `why` when oneDNN has no
+// implementation for this case on this CPU (e.g. winograd for a 1x1 kernel, bf16 without support).
+inline bool prepare(const BenchCase& c, Prepared* out, std::string* why) {
+  using namespace dnnl;
+  try {
+    out->engine = engine(engine::kind::cpu, 0);
+    out->stream = stream(out->engine);
+    engine& eng = out->engine;
+    auto dims = [](const std::vector<int64_t>& v) { return memory::dims(v.begin(), v.end()); };
+    const auto dt = data_type_of(c.dtype);
+    const auto any = memory::format_tag::any;
+    if (c.op == "conv") {
+      algorithm alg = c.algorithm == "winograd" ? algorithm::convolution_winograd
+                      : c.algorithm == "auto"   ? algorithm::convolution_auto
+                                                : algorithm::convolution_direct;
+      memory::dims w = dims(c.weights);
+      if (c.groups > 1) {  // oneDNN grouped weights: G x O/G x I/G x spatial...
+        w = {c.groups, c.weights[0] / c.groups};
+        w.insert(w.end(), c.weights.begin() + 1, c.weights.end());
+      }
+      memory::dims dil;
+      for (int64_t d : c.dilations) dil.push_back(d - 1);
+      // "blocked": oneDNN picks the activation layout (nChw16c, ...), as frameworks that keep
+      // tensors in oneDNN's own layout between layers do; reorders to it are not timed.
+      const bool blocked = c.layout == "blocked";
+      auto src_md = blocked ? memory::desc(dims(c.src[0]), dt, any) : activation_desc(c.src[0], c);
+      auto dst_md = blocked ? memory::desc(dims(c.dst), dt, any) : activation_desc(c.dst, c);
+      memory::desc w_md(w, dt, any);
+      memory::desc b_md({c.weights[0]}, dt, memory::format_tag::a);
+      auto d = c.bias
+                   ? convolution_forward::desc(prop_kind::forward_inference, alg, src_md, w_md, b_md, dst_md,
+                                               dims(c.strides), dil, dims(c.pads_begin), dims(c.pads_end))
+                   : convolution_forward::desc(prop_kind::forward_inference, alg, src_md, w_md, dst_md,
+                                               dims(c.strides), dil, dims(c.pads_begin), dims(c.pads_end));
+      primitive_attr attr;
+      if (c.post_op == "relu") {
+        post_ops ops;
+        ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+        attr.set_post_ops(ops);
+      }
+      convolution_forward::primitive_desc pd(d, attr, eng);
+      out->primitive = convolution_forward(pd);
+      out->implementation = pd.impl_info_str();
+      out->args = {{DNNL_ARG_SRC, filled(pd.src_desc(), eng)},
+                   {DNNL_ARG_WEIGHTS, filled(pd.weights_desc(), eng)},
+                   {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
+      if (c.bias) out->args[DNNL_ARG_BIAS] = filled(pd.bias_desc(), eng);
+    } else if (c.op == "inner_product") {
+      memory::desc src_md(dims(c.src[0]), dt, memory::format_tag::ab);
+      memory::desc w_md(dims(c.weights), dt, any);
+      memory::desc b_md({c.weights[0]}, dt, memory::format_tag::a);
+      memory::desc dst_md(dims(c.dst), dt, memory::format_tag::ab);
+      auto d = c.bias ? inner_product_forward::desc(prop_kind::forward_inference, src_md, w_md, b_md, dst_md)
+                      : inner_product_forward::desc(prop_kind::forward_inference, src_md, w_md, dst_md);
+      inner_product_forward::primitive_desc pd(d, eng);
+      out->primitive = inner_product_forward(pd);
+      out->implementation = pd.impl_info_str();
+      out->args = {{DNNL_ARG_SRC, filled(pd.src_desc(), eng)},
+                   {DNNL_ARG_WEIGHTS, filled(pd.weights_desc(), eng)},
+                   {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
+      if (c.bias) out->args[DNNL_ARG_BIAS] = filled(pd.bias_desc(), eng);
+    } else if (c.op == "matmul") {
+      auto plain = [&](const std::vector<int64_t>& v) {
+        return memory::desc(dims(v), dt, activation_tag(v.size(), "nchw"));
+      };
+      matmul::desc d(plain(c.src[0]), plain(c.src[1]), plain(c.dst));
+      matmul::primitive_desc pd(d, eng);
+      out->primitive = matmul(pd);
+      out->implementation = pd.impl_info_str();
+      out->args = {{DNNL_ARG_SRC, filled(pd.src_desc(), eng)},
+                   {DNNL_ARG_WEIGHTS, filled(pd.weights_desc(), eng)},
+                   {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
+    } else if (c.op == "pool") {
+      algorithm alg = c.algorithm == "max"           ? algorithm::pooling_max
+                      : c.algorithm == "avg_include" ? algorithm::pooling_avg_include_padding
+                                                     : algorithm::pooling_avg_exclude_padding;
+      pooling_forward::desc d(prop_kind::forward_inference, alg, activation_desc(c.src[0], c),
+                              activation_desc(c.dst, c), dims(c.strides), dims(c.kernel), dims(c.pads_begin),
+                              dims(c.pads_end));
+      pooling_forward::primitive_desc pd(d, eng);
+      out->primitive = pooling_forward(pd);
+      out->implementation = pd.impl_info_str();
+      out->args = {{DNNL_ARG_SRC, filled(pd.src_desc(), eng)}, {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
+    } else if (c.op == "eltwise") {
+      float alpha = static_cast<float>(c.alpha), beta = static_cast<float>(c.beta);
+      eltwise_forward::desc d(prop_kind::forward_inference, eltwise_algorithm(c.algorithm),
+                              activation_desc(c.src[0], c), alpha, beta);
+      eltwise_forward::primitive_desc pd(d, eng);
+      out->primitive = eltwise_forward(pd);
+      out->implementation = pd.impl_info_str();
+      out->args = {{DNNL_ARG_SRC, filled(pd.src_desc(), eng)}, {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
+    } else if (c.op == "batch_norm") {
+      auto flags = normalization_flags::use_global_stats | normalization_flags::use_scale |
+                   normalization_flags::use_shift;
+      batch_normalization_forward::desc d(prop_kind::forward_inference, activation_desc(c.src[0], c), 1e-5f,
+                                          flags);
+      batch_normalization_forward::primitive_desc pd(d, eng);
+      out->primitive = batch_normalization_forward(pd);
+      out->implementation = pd.impl_info_str();
+      memory::desc stat_md({c.src[0][1]}, memory::data_type::f32, memory::format_tag::a);
+      out->args = {{DNNL_ARG_SRC, filled(pd.src_desc(), eng)}, {DNNL_ARG_DST, memory(pd.dst_desc(), eng)},
+                   {DNNL_ARG_MEAN, filled(stat_md, eng)},      {DNNL_ARG_VARIANCE, filled(stat_md, eng)},
+                   {DNNL_ARG_SCALE, filled(stat_md, eng)},     {DNNL_ARG_SHIFT, filled(stat_md, eng)}};
+    } else if (c.op == "softmax") {
+      softmax_forward::desc d(prop_kind::forward_inference, activation_desc(c.src[0], c),
+                              static_cast<int>(c.axis));
+      softmax_forward::primitive_desc pd(d, eng);
+      out->primitive = softmax_forward(pd);
+      out->implementation = pd.impl_info_str();
+      out->args = {{DNNL_ARG_SRC, filled(pd.src_desc(), eng)}, {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
+    } else if (c.op == "binary") {
+      algorithm alg = c.algorithm == "mul"   ? algorithm::binary_mul
+                      : c.algorithm == "sub" ? algorithm::binary_sub
+                      : c.algorithm == "div" ? algorithm::binary_div
+                                             : algorithm::binary_add;
+      binary::desc d(alg, activation_desc(c.src[0], c), activation_desc(c.src[1], c),
+                     activation_desc(c.dst, c));
+      binary::primitive_desc pd(d, eng);
+      out->primitive = binary(pd);
+      out->implementation = pd.impl_info_str();
+      out->args = {{DNNL_ARG_SRC_0, filled(pd.src_desc(0), eng)},
+                   {DNNL_ARG_SRC_1, filled(pd.src_desc(1), eng)},
+                   {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
+    } else if (c.op == "concat") {
+      std::vector<memory::desc> srcs;
+      for (const auto& s : c.src) srcs.push_back(activation_desc(s, c));
+      concat::primitive_desc pd(activation_desc(c.dst, c), static_cast<int>(c.axis), srcs, eng);
+      out->primitive = concat(pd);
+      out->implementation = pd.impl_info_str();
+      out->args = {{DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
+      for (size_t i = 0; i < srcs.size(); ++i)
+        out->args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = filled(srcs[i], eng);
+    } else if (c.op == "lrn") {
+      lrn_forward::desc d(prop_kind::forward_inference, algorithm::lrn_across_channels,
+                          activation_desc(c.src[0], c), c.kernel.empty() ? 5 : c.kernel[0],
+                          static_cast<float>(c.alpha), static_cast<float>(c.beta), 1.f);
+      lrn_forward::primitive_desc pd(d, eng);
+      out->primitive = lrn_forward(pd);
+      out->implementation = pd.impl_info_str();
+      out->args = {{DNNL_ARG_SRC, filled(pd.src_desc(), eng)}, {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
+    } else {
+      *why = "no oneDNN primitive for op '" + c.op + "'";
+      return false;
+    }
+  } catch (const dnnl::error& e) {
+    *why = std::string("oneDNN: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace strata::lowerbound::onednn

@@ -1,0 +1,135 @@
+// Framework run vs lower bound on a trace built in the test: layer spans as the PyTorch tracer
+// writes them (aten ops, nested ops, a module attribute), library spans with the oneDNN "impl".
+#include "lowerbound/trace_compare.h"
+
+#include <gtest/gtest.h>
+
+#include "core/level.h"
+#include "lowerbound/onnx_loader.h"
+
+namespace strata::lowerbound {
+namespace {
+
+std::string data(const std::string& name) {
+  return std::string(STRATA_SOURCE_DIR) + "/tests/lowerbound/data/" + name;
+}
+
+struct TraceBuilder {
+  model::Trace trace;
+  uint64_t next_id = 1;
+  TraceBuilder() { trace.add_process(model::Process{}); }
+  size_t span(const std::string& name, Level level, int64_t start, int64_t end,
+              std::vector<std::pair<std::string, std::string>> attrs = {}) {
+    SpanRecord r;
+    r.span_id = next_id++;
+    r.start_ns = start;
+    r.end_ns = end;
+    r.level = static_cast<uint8_t>(level);
+    r.tid = 7;
+    r.name = trace.strings.intern(name);
+    std::vector<AttrRecord> a;
+    for (auto& [k, v] : attrs) a.push_back(trace.string_attr(k, v));
+    r.attr_count = static_cast<uint16_t>(a.size());
+    return trace.add_span(r, a);
+  }
+  // chain_net as PyTorch runs it, starting at t; BatchNorm is an extra op the ONNX graph lacks.
+  void iteration(int64_t t, bool with_model_span) {
+    if (with_model_span) span("predict", Level::kModel, t, t + 1000);
+    span("aten::conv2d", Level::kLayer, t + 10, t + 110, {{"module", "conv1"}});
+    span("aten::_convolution", Level::kLayer, t + 20, t + 100);  // nested: same layer
+    span("onednn::convolution", Level::kLibrary, t + 30, t + 90, {{"impl", "gemm:jit"}});
+    span("aten::relu_", Level::kLayer, t + 120, t + 140);
+    span("aten::batch_norm", Level::kLayer, t + 150, t + 200);
+    span("aten::conv2d", Level::kLayer, t + 210, t + 410, {{"module", "conv2"}});
+    span("aten::relu_", Level::kLayer, t + 420, t + 440);
+    span("aten::adaptive_avg_pool2d", Level::kLayer, t + 450, t + 500);
+    span("aten::flatten", Level::kLayer, t + 510, t + 515);
+    span("aten::linear", Level::kLayer, t + 520, t + 600);
+  }
+};
+
+// `index` must outlive the estimate: ModelEstimate::best points into it.
+ModelEstimate estimate_with(const LayerModel& m, double conv_ns, LatencyIndex& index) {
+  for (const Layer& l : m.layers) {
+    if (l.op_type == "Flatten") continue;
+    index.add(BenchRecord{"s", "cpu", "f32", "nchw", l.signature(), "direct", "", "brgconv",
+                          l.op_type == "Conv" ? conv_ns : 10.0, 0, 3, 1, ""});
+  }
+  return estimate_model(m, index, "f32", "nchw", false);
+}
+
+TEST(TraceCompare, FrameworkOpNames) {
+  EXPECT_EQ(onnx_op_for_framework_op("aten::conv2d"), "Conv");
+  EXPECT_EQ(onnx_op_for_framework_op("aten::relu_"), "Relu");
+  EXPECT_EQ(onnx_op_for_framework_op("aten::hardtanh_"), "Clip");
+  EXPECT_EQ(onnx_op_for_framework_op("aten::linear"), "Gemm");
+  EXPECT_EQ(onnx_op_for_framework_op("aten::frobnicate"), "");
+}
+
+TEST(TraceCompare, MatchesLayersInTheLastModelSpan) {
+  LayerModel m;
+  std::string error;
+  ASSERT_TRUE(load_onnx_file(data("chain_net.onnx"), &m, &error)) << error;
+  TraceBuilder b;
+  b.iteration(0, true);
+  b.iteration(5000, true);  // steady state: the one analysed
+  TraceComparison cmp;
+  ASSERT_TRUE(compare_with_trace(m, b.trace, &cmp, &error)) << error;
+  EXPECT_DOUBLE_EQ(cmp.end_to_end_ns, 1000);
+  EXPECT_EQ(cmp.iterations_seen, 2u);
+  // conv, relu, conv, relu, pool, gemm matched; flatten is free in the model; batch_norm is extra.
+  EXPECT_EQ(cmp.matches.size(), 6u);
+  EXPECT_EQ(cmp.unmatched_layers, 0u);
+  EXPECT_EQ(cmp.extra_ops, 1u);  // batch_norm (folded into the conv by the ONNX export); flatten is a view
+  ASSERT_EQ(cmp.extra_by_name.size(), 1u);
+  EXPECT_EQ(cmp.extra_by_name[0].first, "aten::batch_norm");
+  ASSERT_FALSE(cmp.matches.empty());
+  EXPECT_EQ(b.trace.spans[cmp.matches[0].span].start_ns, 5010);
+  EXPECT_DOUBLE_EQ(cmp.matches[0].measured_ns, 100);
+  EXPECT_DOUBLE_EQ(cmp.matches[0].library_ns, 60);
+  EXPECT_EQ(cmp.matches[0].library_impl, "gemm:jit");
+  EXPECT_EQ(cmp.matches[0].module, "conv1");
+
+  LatencyIndex index;
+  ModelEstimate e = estimate_with(m, 50, index);
+  auto tables = comparison_tables(m, e, LatencyIndex(), cmp, 3);
+  ASSERT_EQ(tables.size(), 4u);
+  EXPECT_EQ(tables[0].name, "framework_vs_bound");
+  // Largest gap: conv2 (200 measured - 50 bound).
+  ASSERT_FALSE(tables[1].rows.empty());
+  EXPECT_EQ(std::get<std::string>(tables[1].rows[0][2].value), "Conv");
+  EXPECT_DOUBLE_EQ(std::get<double>(tables[1].rows[0][6].value), 0.15);  // us
+  // Algorithm selection: conv1's library time 60 ns vs best 50 ns.
+  ASSERT_GE(tables[2].rows.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(tables[2].rows[0][1].value), "gemm:jit");
+}
+
+TEST(TraceCompare, WithoutModelSpansTheLastIterationIsUsed) {
+  LayerModel m;
+  std::string error;
+  ASSERT_TRUE(load_onnx_file(data("chain_net.onnx"), &m, &error)) << error;
+  TraceBuilder b;
+  b.iteration(0, false);
+  b.iteration(5000, false);
+  b.iteration(9000, false);
+  TraceComparison cmp;
+  ASSERT_TRUE(compare_with_trace(m, b.trace, &cmp, &error)) << error;
+  EXPECT_EQ(cmp.iterations_seen, 3u);
+  EXPECT_EQ(cmp.matches.size(), 6u);
+  EXPECT_EQ(b.trace.spans[cmp.matches[0].span].start_ns, 9010);
+  EXPECT_DOUBLE_EQ(cmp.end_to_end_ns, 600 - 10);
+}
+
+TEST(TraceCompare, TraceWithoutLayerSpansIsAClearError) {
+  LayerModel m;
+  std::string error;
+  ASSERT_TRUE(load_onnx_file(data("chain_net.onnx"), &m, &error)) << error;
+  TraceBuilder b;
+  b.span("predict", Level::kModel, 0, 100);
+  TraceComparison cmp;
+  EXPECT_FALSE(compare_with_trace(m, b.trace, &cmp, &error));
+  EXPECT_NE(error.find("--level layer"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace strata::lowerbound
