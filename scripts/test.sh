@@ -12,6 +12,14 @@ bash "$root/scripts/setup.sh"
 phase "build"
 bash "$root/scripts/build.sh" "$root/build"
 
+phase "PostgreSQL for the shared performance-database tests"
+pg_log=$(mktemp)
+STRATA_TEST_PG_URL=$(bash "$root/scripts/start_postgres.sh" 2>"$pg_log") || { cat "$pg_log"; exit 1; }
+export STRATA_TEST_PG_URL
+pg_dir=$(sed -n 's/.*server in \(.*\) (stop.*/\1/p' "$pg_log")
+trap 'bash "$root/scripts/start_postgres.sh" stop "$pg_dir" 2>/dev/null || true' EXIT
+echo "server at $STRATA_TEST_PG_URL"
+
 phase "C++ tests"
 (cd "$root/build" && ctest --output-on-failure --timeout 600 -j2)
 
