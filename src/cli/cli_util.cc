@@ -2,10 +2,18 @@
 
 #include <unistd.h>
 
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "core/level.h"
+#include "format/file_format.h"
+#include "model/trace_loader.h"
 #include "model/trace_summary.h"
+#ifdef STRATA_HAVE_IMPORT
+#include "import/importer.h"
+#endif
 
 namespace strata::cli {
 
@@ -30,6 +38,30 @@ bool take_option(int argc, char** argv, int* i, std::string_view name, std::stri
     return true;
   }
   return false;
+}
+
+namespace {
+bool has_native_magic(const std::string& path) {
+  if (std::filesystem::is_directory(path)) return true;
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof(format::kFileMagic)] = {};
+  in.read(magic, sizeof(magic));
+  return in.gcount() == sizeof(magic) && std::memcmp(magic, format::kFileMagic, sizeof(magic)) == 0;
+}
+}  // namespace
+
+bool load_native_or_import(const std::string& path, model::Trace* trace, std::string* error) {
+  if (!std::filesystem::exists(path)) {
+    *error = path + ": no such file or directory";
+    return false;
+  }
+  if (has_native_magic(path)) return model::load_trace(path, trace, error);
+#ifdef STRATA_HAVE_IMPORT
+  return import::import_trace(path, trace, error);
+#else
+  *error = path + ": not a Strata trace (no STRATA magic at offset 0); convert foreign profiles with strata import";
+  return false;
+#endif
 }
 
 std::string executable_dir() {

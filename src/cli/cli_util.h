@@ -16,6 +16,10 @@ int fail(std::string_view command, std::string_view message, int code = 2);
 // returns true. A missing value sets *missing.
 bool take_option(int argc, char** argv, int* i, std::string_view name, std::string* value, bool* missing);
 
+// Loads a native trace (file or directory) or, when it is a foreign profile (Kineto/PyTorch, ONNX
+// Runtime, TensorFlow JSON), imports it on the fly. One error line on failure.
+bool load_native_or_import(const std::string& path, model::Trace* trace, std::string* error);
+
 // Directory holding the running `strata` executable.
 std::string executable_dir();
 

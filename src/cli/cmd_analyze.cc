@@ -14,11 +14,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "export/table_render.h"
-#include "format/file_format.h"
 #include "model/trace_loader.h"
-#ifdef STRATA_HAVE_IMPORT
-#include "import/importer.h"
-#endif
 
 namespace strata::cli {
 namespace {
@@ -38,29 +34,6 @@ constexpr const char* kUsage =
     "peak_gbps=B\n"
     "  --output DIR     write one file per table (NAME.csv / NAME.json / NAME.txt) instead of stdout\n"
     "  --list           name and describe every analysis\n";
-
-bool is_native_trace(const std::string& path) {
-  if (std::filesystem::is_directory(path)) return true;
-  std::ifstream in(path, std::ios::binary);
-  char magic[sizeof(format::kFileMagic)] = {};
-  in.read(magic, sizeof(magic));
-  return in.gcount() == sizeof(magic) && std::memcmp(magic, format::kFileMagic, sizeof(magic)) == 0;
-}
-
-bool load_any(const std::string& path, model::Trace* trace, std::string* error) {
-  if (!std::filesystem::exists(path)) {
-    *error = path + ": no such file or directory";
-    return false;
-  }
-  if (is_native_trace(path)) return model::load_trace(path, trace, error);
-#ifdef STRATA_HAVE_IMPORT
-  return import::import_trace(path, trace, error);
-#else
-  *error = path +
-           ": not a Strata trace (no STRATA magic at offset 0); convert foreign profiles with strata import";
-  return false;
-#endif
-}
 
 const char* extension(exporter::TableFormat f) {
   return f == exporter::TableFormat::kCsv ? ".csv" : f == exporter::TableFormat::kJson ? ".json" : ".txt";
@@ -146,7 +119,7 @@ int run_analyze(int argc, char** argv) {
   model::Trace trace;
   for (const std::string& path : inputs) {
     std::string error;
-    if (!load_any(path, &trace, &error)) return fail("analyze", error, 1);
+    if (!load_native_or_import(path, &trace, &error)) return fail("analyze", error, 1);
   }
   if (inputs.size() > 1) model::sort_spans(&trace);
   for (const auto& w : trace.report.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());

@@ -12,12 +12,8 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "export/table_render.h"
-#include "format/file_format.h"
 #include "model/trace_loader.h"
 #include "model/trace_saver.h"
-#ifdef STRATA_HAVE_IMPORT
-#include "import/importer.h"
-#endif
 
 namespace strata::cli {
 namespace {
@@ -37,14 +33,6 @@ constexpr const char* kUsage =
     "  --epsilon E      initial epsilon of Criterion 2 when N is given (doubled until a pattern fits)\n"
     "  --max-loops M    loops mined one after another (train, eval, ...; default 4)\n"
     "  --emit OUT       write the trace plus one span per iteration (level iteration) to OUT (.strata)\n";
-
-bool is_native_trace(const std::string& path) {
-  if (std::filesystem::is_directory(path)) return true;
-  std::ifstream in(path, std::ios::binary);
-  char magic[sizeof(format::kFileMagic)] = {};
-  in.read(magic, sizeof(magic));
-  return in.gcount() == sizeof(magic) && std::memcmp(magic, format::kFileMagic, sizeof(magic)) == 0;
-}
 
 }  // namespace
 
@@ -90,16 +78,7 @@ int run_iterations(int argc, char** argv) {
   if (!iterations::options_from_params(params, &options, &error)) return fail("iterations", "--" + error);
 
   model::Trace trace;
-  if (!std::filesystem::exists(input)) return fail("iterations", input + ": no such file or directory", 1);
-  if (is_native_trace(input)) {
-    if (!model::load_trace(input, &trace, &error)) return fail("iterations", error, 1);
-  } else {
-#ifdef STRATA_HAVE_IMPORT
-    if (!import::import_trace(input, &trace, &error)) return fail("iterations", error, 1);
-#else
-    return fail("iterations", input + ": not a Strata trace (no STRATA magic at offset 0); convert foreign profiles with strata import", 1);
-#endif
-  }
+  if (!load_native_or_import(input, &trace, &error)) return fail("iterations", error, 1);
   for (const std::string& w : trace.report.warnings) std::fprintf(stderr, "strata iterations: warning: %s\n", w.c_str());
 
   iterations::IterationsReport report;
