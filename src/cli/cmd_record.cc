@@ -48,6 +48,8 @@ constexpr const char* kUsage =
     "                 timed by the run where its level was the deepest traced; prints each level's overhead\n"
     "  --serialize    run with OMP_NUM_THREADS=1, MKL_NUM_THREADS=1, CUDA_LAUNCH_BLOCKING=1 (no overlapping\n"
     "                 work, so parents are unambiguous)\n"
+    "  --metrics LIST per-kernel GPU metrics with --level device: flops,dram,occupancy (CUPTI Range Profiler,\n"
+    "                 kernel replay: slow; GPU machines only)\n"
     "  --buffer-mb N  event buffer budget per process in MiB (default 64); overflow is dropped and counted\n"
     "  --compress N   zstd level for chunks (default 0: uncompressed)\n"
     "  --keep-parts   keep the per-process files in OUT.parts/\n"
@@ -99,6 +101,7 @@ void prepend_env(const char* name, const std::string& value, char sep) {
 struct RecordOptions {
   Level level = Level::kModel;
   std::string buffer_mb = "64", compress = "0";
+  std::string gpu_metrics;  // --metrics: read by the CUPTI collector (STRATA_GPU_METRICS)
   bool serialize = false;
   std::string runtime, onednn_tracer, python_dir;
   std::string traceparent;
@@ -143,6 +146,7 @@ RunOutcome run_once(char** command, const RecordOptions& opt, Level level, const
     setenv("STRATA_LIB", opt.runtime.c_str(), 1);
     // GPU environment setup (owned by "gpu"): NVTX / cuDNN+cuBLAS / CUPTI by level. Keep it one call.
     add_gpu_record_env(lv, opt.runtime);
+    if (!opt.gpu_metrics.empty()) setenv("STRATA_GPU_METRICS", opt.gpu_metrics.c_str(), 1);
     // A root context: every process of the command shares this trace id.
     setenv("TRACEPARENT", opt.traceparent.c_str(), 1);
     if (!opt.python_dir.empty()) {
@@ -221,6 +225,7 @@ int run_record(int argc, char** argv) {
         take_option(argc, argv, &i, "--level", &level_text, &missing) ||
         take_option(argc, argv, &i, "--runs", &runs_text, &missing) ||
         take_option(argc, argv, &i, "--buffer-mb", &opt.buffer_mb, &missing) ||
+        take_option(argc, argv, &i, "--metrics", &opt.gpu_metrics, &missing) ||
         take_option(argc, argv, &i, "--compress", &opt.compress, &missing)) {
       if (missing) return fail("record", std::string(arg) + " needs a value\n" + kUsage);
       continue;
@@ -251,6 +256,8 @@ int run_record(int argc, char** argv) {
     return fail("record", "--level " + level_text +
                               " is not a level (application, model, layer, library, runtime, device)");
   opt.level = *level;
+  if (!opt.gpu_metrics.empty() && opt.level < Level::kDevice)
+    return fail("record", "--metrics measures kernels: use it with --level device");
   int runs = 1;
   if (!parse_count(runs_text, &runs))
     return fail("record", "--runs " + runs_text + " is not a count from 1 to 10000");

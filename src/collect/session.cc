@@ -158,6 +158,17 @@ void Session::write_stats() {
     p.set("thread_name." + std::to_string(tid), name);
     hash = hash * 31 + tid;
   }
+  {
+    std::lock_guard<std::mutex> lock(collector_mu_);
+    for (const auto& [cause, n] : collector_drops_) {
+      p.set_int(std::string(format::keys::kDroppedPrefix) + cause, static_cast<int64_t>(n));
+      hash = hash * 1000003 + n;
+    }
+    for (const auto& [key, value] : collector_properties_) {
+      p.set("collector." + key, value);
+      hash = hash * 31 + std::hash<std::string>{}(value);
+    }
+  }
   p.set_int("spans_written", static_cast<int64_t>(stream_->spans_written() + stream_->pending_spans()));
   p.set_int("unfinished_spans", static_cast<int64_t>(unfinished_spans_));
   hash = hash * 31 + unfinished_spans_;
@@ -401,6 +412,28 @@ uint64_t Session::current_api_span() {
   ThreadState* t = tls_state;
   if (t != nullptr && t->session == this && !t->api_stack.empty()) return t->api_stack.back();
   return context_.parent_span_id;
+}
+
+void Session::set_collector_drops(std::string_view cause, uint64_t total) {
+  std::lock_guard<std::mutex> lock(collector_mu_);
+  for (auto& entry : collector_drops_) {
+    if (entry.first == cause) {
+      entry.second = total;
+      return;
+    }
+  }
+  collector_drops_.emplace_back(std::string(cause), total);
+}
+
+void Session::set_collector_property(std::string_view key, std::string_view value) {
+  std::lock_guard<std::mutex> lock(collector_mu_);
+  for (auto& entry : collector_properties_) {
+    if (entry.first == key) {
+      entry.second = std::string(value);
+      return;
+    }
+  }
+  collector_properties_.emplace_back(std::string(key), std::string(value));
 }
 
 void Session::on_thread_exit(ThreadState* state) {

@@ -86,6 +86,11 @@ class Session {
   bool begin_static_slow(const detail::SourceLocation* loc);
   void end_static_slow();
   uint64_t current_api_span();  // innermost open API span of the calling thread, or the root parent
+  // For collectors with their own loss counters (e.g. CUPTI's dropped records): the cumulative count
+  // is written with the session's drops as "dropped.<cause>", so summaries and `strata info` show it.
+  void set_collector_drops(std::string_view cause, uint64_t total);
+  // Facts about a collector (e.g. its clock source), written as stats property "collector.<key>".
+  void set_collector_property(std::string_view key, std::string_view value);
 
   const TraceContext& context() const { return context_; }
   const SessionConfig& config() const { return config_; }
@@ -154,6 +159,9 @@ class Session {
   int64_t last_snapshot_ns_ = 0;
   uint64_t stats_written_hash_ = 0;
   uint64_t unfinished_spans_ = 0;
+  std::mutex collector_mu_;  // collectors report from their own threads
+  std::vector<std::pair<std::string, uint64_t>> collector_drops_;
+  std::vector<std::pair<std::string, std::string>> collector_properties_;
 };
 
 // The process's current session (null when not recording). Set by the runtime entry points.

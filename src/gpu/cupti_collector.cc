@@ -161,8 +161,8 @@ bool CuptiCollector::start() {
 }
 
 void CuptiCollector::emit_session_instant(const char* name) {
-  // Process-level facts (clock source, what is enabled, counts) as attributes of an instant: the
-  // recorder has no API for collectors to add process properties.
+  // Process-level facts (clock source, what is enabled, counts): as attributes of an instant on the
+  // timeline, and the loss counters and clock source also into the trace's drops and stats.
   SpanRecord r;
   r.start_ns = r.end_ns = collect::monotonic_ns();
   r.level = static_cast<uint8_t>(Level::kRuntimeApi);
@@ -196,6 +196,12 @@ void CuptiCollector::emit_session_instant(const char* name) {
     if (!profiler_error_.empty()) a.add_string("metrics.error", profiler_error_);
   }
   sink_->emit(r, name, a.view());
+  sink_->report_property("cupti.clock_source", clock_source_);
+  sink_->report_drops("cupti_records", s.cupti_dropped);
+  sink_->report_drops("cupti_buffer_alloc_failures", s.buffer_alloc_failures);
+  sink_->report_drops("cupti_buffer_walk_errors", s.record_errors);
+  sink_->report_drops("cupti_unknown_activity_kind", s.activity.unknown_kind);
+  sink_->report_drops("cupti_bad_timestamps", s.activity.bad_timestamps);
 }
 
 void CuptiCollector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId id,

@@ -17,4 +17,12 @@ uint64_t SessionSink::current_api_span() {
   return session != nullptr ? session->current_api_span() : 0;
 }
 
+void SessionSink::report_drops(std::string_view cause, uint64_t total) {
+  if (collect::Session* session = collect::current_session()) session->set_collector_drops(cause, total);
+}
+
+void SessionSink::report_property(std::string_view key, std::string_view value) {
+  if (collect::Session* session = collect::current_session()) session->set_collector_property(key, value);
+}
+
 }  // namespace strata::gpu

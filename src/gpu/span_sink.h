@@ -22,6 +22,10 @@ class SpanSink {
   // The innermost open API span of the calling thread (0 when none): the parent of a launch, and
   // the id pushed to CUPTI as external correlation.
   virtual uint64_t current_api_span() = 0;
+  // Cumulative loss counters and facts about the collector, reported with the trace's drops and
+  // stats (no-ops where there is nothing to report to).
+  virtual void report_drops(std::string_view /*cause*/, uint64_t /*total*/) {}
+  virtual void report_property(std::string_view /*key*/, std::string_view /*value*/) {}
 };
 
 // Forwards to the process's current recording session (collect::current_session()). Spans emitted
@@ -31,6 +35,8 @@ class SessionSink final : public SpanSink {
   void emit(const SpanRecord& record, std::string_view name,
             std::span<const collect::AttrDraft> attrs) override;
   uint64_t current_api_span() override;
+  void report_drops(std::string_view cause, uint64_t total) override;
+  void report_property(std::string_view key, std::string_view value) override;
   uint64_t lost() const { return lost_; }
 
  private:

@@ -212,6 +212,9 @@ TEST(Session, CollectorsEmitCompleteSpans) {
   attrs[2].type = AttrType::kMetric;
   attrs[2].d = 1024.0;
   collect::current_session()->emit_complete(r, "volta_sgemm_128x64_nn", attrs);
+  collect::current_session()->set_collector_drops("cupti_records", 3);
+  collect::current_session()->set_collector_drops("cupti_records", 7);  // cumulative: the last one counts
+  collect::current_session()->set_collector_property("cupti.clock_source", "CLOCK_MONOTONIC");
   collect::stop_recording();
   model::Trace t = load_or_die(dir.file("c.strata"));
   ASSERT_EQ(t.spans.size(), 1u);
@@ -225,6 +228,8 @@ TEST(Session, CollectorsEmitCompleteSpans) {
   EXPECT_EQ(t.attr_value_string(*t.find_attr(0, "grid")), "[128,1,1]");
   EXPECT_EQ(t.find_attr(0, "registers")->value.i, 64);
   EXPECT_EQ(t.find_attr(0, "bytes")->value.d, 1024.0);
+  EXPECT_EQ(drops(t, "cupti_records"), 7u);
+  EXPECT_EQ(t.processes[0].properties.get("stats.collector.cupti.clock_source").value_or(""), "CLOCK_MONOTONIC");
 }
 
 TEST(Session, LongNamesAreCutAndCounted) {

@@ -170,6 +170,10 @@ TEST(CuptiCollector, BuffersBecomeSpansAndDropsAreReported) {
   ASSERT_NE(stats, nullptr);
   EXPECT_EQ(stats->int_attr("dropped.cupti_records"), 10);
   EXPECT_EQ(stats->int_attr("dropped.buffer_walk_errors"), 1);
+  // The same counts reach the trace's drop accounting, not only the timeline.
+  EXPECT_EQ(sink.drops.at("cupti_records"), 10u);
+  EXPECT_EQ(sink.drops.at("cupti_buffer_walk_errors"), 1u);
+  EXPECT_FALSE(sink.properties.at("cupti.clock_source").empty());
   EXPECT_EQ(stats->int_attr("activity_spans"), 2);
   EXPECT_EQ(api.unsubscribes, 1);
 }

@@ -49,6 +49,10 @@ class RecordingSink : public SpanSink {
     spans.push_back(std::move(s));
   }
   uint64_t current_api_span() override { return api_span; }
+  void report_drops(std::string_view cause, uint64_t total) override { drops[std::string(cause)] = total; }
+  void report_property(std::string_view key, std::string_view value) override {
+    properties[std::string(key)] = std::string(value);
+  }
   const RecordedSpan* find(const std::string& name) const {
     for (const auto& s : spans)
       if (s.name == name) return &s;
@@ -57,6 +61,8 @@ class RecordingSink : public SpanSink {
 
   std::vector<RecordedSpan> spans;
   uint64_t api_span = 0;
+  std::map<std::string, uint64_t> drops;
+  std::map<std::string, std::string> properties;
 };
 
 // Scripted CUPTI: names for a few callback ids, configurable failures, and "activity buffers" whose
