@@ -5,7 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/setup.sh"
-STRATA_BUILD_TYPE=Release bash "$root/scripts/build.sh" "$root/build" -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCHMARKS=OFF
+bash "$root/scripts/build.sh" "$root/build" -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCHMARKS=OFF
 strata="$root/build/bin/strata"
 out="$root/out"
 mkdir -p "$out"
