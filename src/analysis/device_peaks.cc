@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
+#include <set>
 
 namespace strata::analysis {
 namespace {
@@ -67,29 +68,47 @@ std::optional<ResolvedPeaks> resolve_peaks(const model::Trace& trace, const Para
       return std::nullopt;
     }
   }
+  std::string from_key;  // the trace property the device name was read from
+  std::string unknown;   // a device name in the trace that the table does not know
   if (entry == nullptr) {
+    // Imported Kineto traces list every GPU the process could see ("device.<N>.name", from
+    // deviceProperties); prefer one that ran this trace's device work.
+    std::set<uint32_t> used;
+    for (const SpanRecord& s : trace.spans)
+      if (s.level == static_cast<uint8_t>(Level::kDevice) && s.device != kNoDevice) used.insert(s.device);
+    bool entry_used = false;
     for (const model::Process& p : trace.processes) {
       for (const auto& [key, value] : p.properties.entries()) {
         std::string k = lower(key);
         if (k.find("name") == std::string::npos ||
             (k.find("device") == std::string::npos && k.find("gpu") == std::string::npos))
           continue;
-        if ((entry = find_device_peak(value)) != nullptr) {
-          device = value;
-          break;
+        const DevicePeak* found = find_device_peak(value);
+        if (found == nullptr) {
+          if (unknown.empty()) unknown = "'" + value + "' (" + key + ")";
+          continue;
         }
+        unsigned index = 0;
+        const bool is_used = std::sscanf(key.c_str(), "device.%u.name", &index) == 1 && used.count(index);
+        if (entry == nullptr || (is_used && !entry_used)) {
+          entry = found;
+          device = value;
+          from_key = key;
+          entry_used = is_used;
+        }
+        if (entry_used) break;
       }
-      if (entry != nullptr) break;
+      if (entry_used) break;
     }
   }
   if (entry == nullptr && cpu_trace) entry = find_device_peak("cpu");
   r.gflops = params.get_double("peak_gflops", entry ? entry->peak_gflops : 0);
   r.gbps = params.get_double("peak_gbps", entry ? entry->peak_gbps : 0);
   if (!(r.gflops > 0) || !(r.gbps > 0)) {
-    *why =
-        "device peaks unknown (no device name in the trace): pass --param "
-        "device=h100|h200|a100|v100|mi250|cpu "
-        "or --param peak_gflops=G peak_gbps=B";
+    *why = "device peaks unknown (" +
+           (unknown.empty() ? std::string("no device name in the trace")
+                            : "the trace's device " + unknown + " is not in the peak table") +
+           "): pass --param device=h100|h200|a100|v100|mi250|cpu or --param peak_gflops=G peak_gbps=B";
     return std::nullopt;
   }
   char buf[256];
@@ -98,7 +117,9 @@ std::optional<ResolvedPeaks> resolve_peaks(const model::Trace& trace, const Para
                 r.gbps, r.gflops / r.gbps,
                 overridden ? "--param" : (entry ? std::string(entry->source).c_str() : "?"));
   r.description = buf;
-  if (!device.empty() && entry) r.description += " [device " + device + "]";
+  if (!device.empty() && entry)
+    r.description += " [device " + device + (from_key.empty() ? "" : " from " + from_key) + ": table entry " +
+                     std::string(entry->key) + "]";
   return r;
 }
 

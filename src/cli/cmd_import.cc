@@ -80,6 +80,14 @@ int run_import(int argc, char** argv) {
               static_cast<unsigned long long>(stats.metadata_events),
               static_cast<unsigned long long>(stats.flow_events),
               static_cast<unsigned long long>(stats.dropped_events));
+  // Duration pairs and counters make records and events differ; say how, so the counts add up.
+  if (stats.end_events || stats.counter_events || stats.unfinished_spans)
+    std::printf(
+        "also: %llu E events closing a B span, %llu counter events as %llu counter samples (in spans), %llu "
+        "B spans without an end (kept, unfinished)\n",
+        static_cast<unsigned long long>(stats.end_events), static_cast<unsigned long long>(stats.counter_events),
+        static_cast<unsigned long long>(stats.counter_samples),
+        static_cast<unsigned long long>(stats.unfinished_spans));
   model::SpanTree tree = model::build_span_tree(trace);
   const model::CorrelationReport& r = tree.report();
   std::printf(
@@ -118,6 +126,16 @@ int run_import(int argc, char** argv) {
       if (key.rfind("import.unmapped_category.", 0) == 0)
         std::printf("category %s: imported at application level (%s events)\n", key.c_str() + 25,
                     value.c_str());
+  }
+  for (const model::Process& p : trace.processes) {
+    if (auto devices = p.properties.get("import.devices")) {
+      auto name = p.properties.get("device.0.name");
+      std::printf("device properties: %.*s devices%s%.*s\n", static_cast<int>(devices->size()), devices->data(),
+                  name ? ", device.0.name = " : "", name ? static_cast<int>(name->size()) : 0,
+                  name ? name->data() : "");
+    }
+    if (auto problem = p.properties.get("import.devices_problem"))
+      std::printf("device properties: %.*s\n", static_cast<int>(problem->size()), problem->data());
   }
   for (const model::Process& p : trace.processes)
     if (auto problem = p.properties.get("import.first_problem"))

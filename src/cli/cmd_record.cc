@@ -43,6 +43,8 @@ constexpr const char* kUsage =
     "  --level LEVEL  deepest level to record: application, model, layer, library, runtime, device (default "
     "model)\n"
     "                 layer: PyTorch ops (aten::*) with shapes and module paths; library: oneDNN primitives\n"
+    "  --onednn MODE  how --level library traces oneDNN: auto (default: interposer, and oneDNN's verbose\n"
+    "                 output for what it cannot see, e.g. oneDNN linked statically), interpose, verbose, off\n"
     "  --runs N       run the command N times into one trace (processes tagged with property run=<index>)\n"
     "  --leveled      run at each level from model down to LEVEL (N times each) and combine: every span is\n"
     "                 timed by the run where its level was the deepest traced; prints each level's overhead\n"
@@ -102,6 +104,7 @@ struct RecordOptions {
   Level level = Level::kModel;
   std::string buffer_mb = "64", compress = "0";
   std::string gpu_metrics;  // --metrics: read by the CUPTI collector (STRATA_GPU_METRICS)
+  std::string onednn_mode;  // --onednn: read by libstrata_onednn.so (STRATA_ONEDNN_MODE)
   bool serialize = false;
   std::string runtime, onednn_tracer, python_dir;
   std::string traceparent;
@@ -147,6 +150,7 @@ RunOutcome run_once(char** command, const RecordOptions& opt, Level level, const
     // GPU environment setup (owned by "gpu"): NVTX / cuDNN+cuBLAS / CUPTI by level. Keep it one call.
     add_gpu_record_env(lv, opt.runtime);
     if (!opt.gpu_metrics.empty()) setenv("STRATA_GPU_METRICS", opt.gpu_metrics.c_str(), 1);
+    if (!opt.onednn_mode.empty()) setenv("STRATA_ONEDNN_MODE", opt.onednn_mode.c_str(), 1);
     // A root context: every process of the command shares this trace id.
     setenv("TRACEPARENT", opt.traceparent.c_str(), 1);
     if (!opt.python_dir.empty()) {
@@ -226,6 +230,7 @@ int run_record(int argc, char** argv) {
         take_option(argc, argv, &i, "--runs", &runs_text, &missing) ||
         take_option(argc, argv, &i, "--buffer-mb", &opt.buffer_mb, &missing) ||
         take_option(argc, argv, &i, "--metrics", &opt.gpu_metrics, &missing) ||
+        take_option(argc, argv, &i, "--onednn", &opt.onednn_mode, &missing) ||
         take_option(argc, argv, &i, "--compress", &opt.compress, &missing)) {
       if (missing) return fail("record", std::string(arg) + " needs a value\n" + kUsage);
       continue;
@@ -258,6 +263,9 @@ int run_record(int argc, char** argv) {
   opt.level = *level;
   if (!opt.gpu_metrics.empty() && opt.level < Level::kDevice)
     return fail("record", "--metrics measures kernels: use it with --level device");
+  if (!opt.onednn_mode.empty() && opt.onednn_mode != "auto" && opt.onednn_mode != "interpose" &&
+      opt.onednn_mode != "verbose" && opt.onednn_mode != "off")
+    return fail("record", "--onednn " + opt.onednn_mode + " is not auto, interpose, verbose or off");
   int runs = 1;
   if (!parse_count(runs_text, &runs))
     return fail("record", "--runs " + runs_text + " is not a count from 1 to 10000");

@@ -114,6 +114,13 @@ class Parser {
           if (auto err = read_scalar(value, &s)) return fail(err, location(), error);
           if (s.kind != JsonScalar::kAbsent && s.kind != JsonScalar::kNull)
             doc->metadata.emplace_back(std::string(key), std::string(s.text.substr(0, 1 << 16)));
+          if (key == "deviceProperties") {
+            if (s.kind == JsonScalar::kRaw && !s.text.empty() && s.text.front() == '[')
+              read_devices(s.text, doc);
+            else
+              doc->devices_problem = source_ + ": offset " + std::to_string(offset_in_input(s.text, location())) +
+                                     ": field deviceProperties is not an array; device properties not imported";
+          }
         }
       }
     } else {
@@ -135,6 +142,83 @@ class Parser {
     const char* at = nullptr;
     if (doc_.current_location().get(at) != simdjson::SUCCESS || at == nullptr) return padded_.size();
     return static_cast<size_t>(at - padded_.data());
+  }
+
+  // Offset of a view into the input (raw JSON and number tokens point there), else `fallback`.
+  size_t offset_in_input(std::string_view view, size_t fallback) const {
+    if (view.data() >= padded_.data() && view.data() < padded_.data() + padded_.size())
+      return static_cast<size_t>(view.data() - padded_.data());
+    return fallback;
+  }
+
+  // Kineto's top-level "deviceProperties": [{"id": 0, "name": "NVIDIA A100-...", ...}, ...]. Read from
+  // the raw text the main pass stepped over, with a parser of its own (On Demand cannot go back
+  // into a value it has consumed). Problems are reported in doc->devices_problem, never fatal: the
+  // events do not depend on this field.
+  void read_devices(std::string_view raw, ChromeDocument* doc) {
+    const size_t base = offset_in_input(raw, 0);
+    simdjson::padded_string text(raw);
+    od::parser parser;
+    od::document d;
+    auto problem = [&](size_t at, const std::string& what) {
+      if (doc->devices_problem.empty())
+        doc->devices_problem =
+            source_ + ": offset " + std::to_string(base + at) + ": field deviceProperties: " + what;
+    };
+    auto at_of = [&](od::value& v) -> size_t {
+      const char* p = nullptr;
+      if (v.current_location().get(p) != simdjson::SUCCESS || p == nullptr || p < text.data()) return 0;
+      return static_cast<size_t>(p - text.data());
+    };
+    od::array array;
+    if (parser.iterate(text).get(d) != simdjson::SUCCESS || d.get_array().get(array) != simdjson::SUCCESS) {
+      problem(0, "not an array; device properties not imported");
+      return;
+    }
+    simdjson::error_code err = simdjson::SUCCESS;
+    size_t position = 0, err_at = 0;
+    for (auto element : array) {
+      od::value value;
+      if ((err = element.get(value))) break;
+      const size_t at = at_of(value);
+      err_at = at;
+      od::json_type type;
+      if ((err = value.type().get(type))) break;
+      if (type != od::json_type::object) {
+        problem(at, "element " + std::to_string(position++) + " is not an object; skipped");
+        continue;
+      }
+      if (doc->devices.size() >= kMaxDevices) {
+        problem(at, "more than " + std::to_string(kMaxDevices) + " devices; the rest ignored");
+        break;
+      }
+      ChromeDevice device;
+      device.offset = base + at;
+      od::object object;
+      if ((err = value.get_object().get(object))) break;
+      for (auto field : object) {
+        std::string_view key;
+        if ((err = field.unescaped_key().get(key))) break;
+        od::value v;
+        if ((err = field.value().get(v))) break;
+        JsonScalar s;
+        if ((err = read_scalar(v, &s))) break;
+        if (s.kind == JsonScalar::kNull || s.kind == JsonScalar::kAbsent) continue;
+        if (device.fields.size() >= kMaxDeviceFields) {
+          problem(at, "element " + std::to_string(position) + " has more than " +
+                          std::to_string(kMaxDeviceFields) + " fields; the rest ignored");
+          continue;
+        }
+        device.fields.emplace_back(std::string(key), s.kind == JsonScalar::kBool ? (s.i ? "true" : "false")
+                                                                                 : std::string(s.text.substr(0, 4096)));
+      }
+      if (err) break;
+      doc->devices.push_back(std::move(device));
+      ++position;
+    }
+    if (err)
+      problem(err_at, std::string("not valid JSON (") + simdjson::error_message(err) +
+                          "); devices from there on not imported");
   }
 
   bool fail(simdjson::error_code err, size_t offset, std::string* error) {
@@ -238,6 +322,12 @@ std::optional<int64_t> JsonScalar::as_int() const {
     if (ec == std::errc() && end == text.data() + text.size()) return v;
   }
   return std::nullopt;
+}
+
+const std::string* ChromeDevice::field(std::string_view key) const {
+  for (const auto& [k, v] : fields)
+    if (k == key) return &v;
+  return nullptr;
 }
 
 const JsonScalar* ChromeEvent::arg(std::string_view key) const {

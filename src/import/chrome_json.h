@@ -45,13 +45,32 @@ struct ChromeEvent {
   const JsonScalar* arg(std::string_view key) const;
 };
 
+// One element of Kineto's top-level "deviceProperties" array (one per GPU the process could see):
+// its fields in file order, strings unescaped, numbers as their JSON text, booleans as true/false,
+// nested containers as raw JSON.
+struct ChromeDevice {
+  size_t offset = 0;  // byte offset of the element in the (decompressed) input
+  std::vector<std::pair<std::string, std::string>> fields;
+  const std::string* field(std::string_view key) const;
+};
+
 struct ChromeDocument {
   bool bare_array = false;  // the input is [...], not {"traceEvents": [...]}
   bool has_event_array = false;
   uint64_t events = 0;
-  // Top-level fields other than traceEvents, scalars as text and containers as raw JSON.
+  // Top-level fields other than traceEvents, scalars as text and containers as raw JSON (each
+  // value cut at 64 KiB).
   std::vector<std::pair<std::string, std::string>> metadata;
+  // "deviceProperties", read in full (at most kMaxDevices elements of kMaxDeviceFields fields).
+  std::vector<ChromeDevice> devices;
+  // One line (source, offset, field, what is wrong) when deviceProperties is present but is not an
+  // array of objects, or is larger than the limits; the well-formed part is still in `devices`. The
+  // events do not depend on it, so this does not fail the parse.
+  std::string devices_problem;
 };
+
+inline constexpr size_t kMaxDevices = 64;
+inline constexpr size_t kMaxDeviceFields = 64;
 
 // Parses `json` and calls `on_event` for every element of the event array, in file order. Returns
 // false with *error set to one line (source, byte offset, reason, what to do) on a JSON syntax error

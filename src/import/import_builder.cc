@@ -70,34 +70,128 @@ void ImportBuilder::add_attr(const AttrRecord& attr) {
   ++span.attr_count;
 }
 
-void ImportBuilder::add_args(const ChromeEvent& event, std::string_view skip_key) {
+std::optional<AttrRecord> ImportBuilder::arg_attr(const ChromeArg& arg) {
   model::Trace& t = *trace_;
+  switch (arg.value.kind) {
+    case JsonScalar::kInt:
+    case JsonScalar::kBool:
+      return t.int_attr(arg.key, arg.value.i);
+    case JsonScalar::kDouble:
+      return t.double_attr(arg.key, arg.value.d);
+    case JsonScalar::kString:
+    case JsonScalar::kRaw:
+      return t.string_attr(arg.key, arg.value.text);
+    case JsonScalar::kAbsent:
+    case JsonScalar::kNull:
+      break;
+  }
+  return std::nullopt;
+}
+
+void ImportBuilder::add_args(const ChromeEvent& event, std::string_view skip_key) {
   for (const ChromeArg& arg : event.args) {
     if (!skip_key.empty() && arg.key == skip_key) continue;
-    switch (arg.value.kind) {
-      case JsonScalar::kInt:
-      case JsonScalar::kBool:
-        add_attr(t.int_attr(arg.key, arg.value.i));
-        break;
-      case JsonScalar::kDouble:
-        add_attr(t.double_attr(arg.key, arg.value.d));
-        break;
-      case JsonScalar::kString:
-      case JsonScalar::kRaw:
-        add_attr(t.string_attr(arg.key, arg.value.text));
-        break;
-      case JsonScalar::kAbsent:
-      case JsonScalar::kNull:
-        break;
-    }
+    if (std::optional<AttrRecord> attr = arg_attr(arg)) add_attr(*attr);
   }
+}
+
+void ImportBuilder::merge_args(size_t span_index, const ChromeEvent& event, std::string_view skip_key) {
+  PendingSpan& span = spans_[span_index];
+  for (const ChromeArg& arg : event.args) {
+    if (!skip_key.empty() && arg.key == skip_key) continue;
+    std::optional<AttrRecord> attr = arg_attr(arg);
+    if (!attr) continue;
+    // The span's own attributes are still contiguous in attrs_: a key the "B" had is overwritten.
+    bool replaced = false;
+    for (uint32_t k = span.attr_first; k < span.attr_first + span.attr_count && !replaced; ++k)
+      if (attrs_[k].key == attr->key) {
+        attrs_[k] = *attr;
+        replaced = true;
+      }
+    if (replaced) continue;
+    if (span.attr_count >= UINT16_MAX - 8) {
+      drops_["import.attribute_limit"] += 1;
+      continue;
+    }
+    add_late_attr(span_index, *attr);
+  }
+}
+
+void ImportBuilder::observe_time(const ChromeEvent& event) {
+  if (!event.ts_ns) return;
+  int64_t t = *event.ts_ns;
+  if (event.dur_ns && *event.dur_ns > 0 && t <= INT64_MAX - *event.dur_ns) t += *event.dur_ns;
+  latest_time_ns_ = std::max(latest_time_ns_, t);
+}
+
+void ImportBuilder::add_counter(const ChromeEvent& event, int64_t host_pid) {
+  if (!check_times(event, /*instant=*/true)) return;
+  size_t numeric = 0, other = 0;
+  for (const ChromeArg& arg : event.args)
+    (arg.value.kind == JsonScalar::kInt || arg.value.kind == JsonScalar::kDouble ? numeric : other) += 1;
+  if (numeric == 0) {
+    drop("counter_without_values", event, "counter event (ph C) without a numeric value in args");
+    return;
+  }
+  if (other) note("counter_non_numeric_series", other);
+  std::string prefix(event.name);
+  // Counters with the same name but different ids are different counters (Chrome, Perfetto).
+  if (event.id.kind != JsonScalar::kAbsent && event.id.kind != JsonScalar::kNull && !event.id.text.empty())
+    prefix += " id: " + std::string(event.id.text);
+  for (const ChromeArg& arg : event.args) {
+    if (arg.value.kind != JsonScalar::kInt && arg.value.kind != JsonScalar::kDouble) continue;
+    std::string name = prefix;
+    if (arg.key != "value" && arg.key != "metric.value" && arg.key != event.name)
+      name += (name.empty() ? "" : " ") + std::string(arg.key);
+    PendingSpan& span = begin_span(event, static_cast<uint8_t>(Level::kApplication),
+                                   static_cast<uint8_t>(SpanKind::kCounter), name);
+    span.record.end_ns = span.record.start_ns;  // a sample, whatever dur the event carried
+    span.host_pid = host_pid;
+    add_attr(trace_->metric("value", arg.value.d));
+  }
+  ++counter_events_;
+  counter_samples_ += numeric;
+}
+
+void ImportBuilder::add_device_properties(format::Properties* properties) {
+  // Keyed by the device's own "id" (the CUDA/HIP ordinal the kernels' "device" refers to); by its
+  // position when the id is missing, not a small integer, or repeated.
+  std::vector<bool> taken;
+  uint64_t renumbered = 0;
+  for (size_t position = 0; position < devices_.size(); ++position) {
+    const ChromeDevice& device = devices_[position];
+    int64_t id = -1;
+    if (const std::string* text = device.field("id")) {
+      JsonScalar s;
+      s.kind = JsonScalar::kString;
+      s.text = *text;
+      id = s.as_int().value_or(-1);
+    }
+    if (id < 0 || id >= int64_t{kNoDevice} || (static_cast<size_t>(id) < taken.size() && taken[id])) {
+      id = static_cast<int64_t>(position);
+      while (static_cast<size_t>(id) < taken.size() && taken[id]) ++id;
+      ++renumbered;
+    }
+    if (static_cast<size_t>(id) >= taken.size()) taken.resize(static_cast<size_t>(id) + 1, false);
+    taken[static_cast<size_t>(id)] = true;
+    const std::string prefix = "device." + std::to_string(id) + ".";
+    for (const auto& [key, value] : device.fields)
+      if (key != "id") properties->set(prefix + key, value);
+  }
+  if (!devices_.empty()) properties->set_int("import.devices", static_cast<int64_t>(devices_.size()));
+  if (renumbered) properties->set_int("import.devices_renumbered", static_cast<int64_t>(renumbered));
+  if (!devices_problem_.empty()) properties->set("import.devices_problem", devices_problem_);
 }
 
 PendingSpan& ImportBuilder::begin_span(const ChromeEvent& event, uint8_t level, uint8_t kind,
                                        std::string_view name) {
   PendingSpan& span = spans_.emplace_back();
   span.record.start_ns = event.ts_ns.value_or(0);
-  span.record.end_ns = span.record.start_ns + event.dur_ns.value_or(0);
+  span.record.end_ns = span.record.start_ns;
+  // check_times() vetted dur for complete events; an instant's or counter's stray dur must not
+  // overflow or end before the start.
+  if (event.dur_ns && *event.dur_ns > 0 && span.record.start_ns <= INT64_MAX - *event.dur_ns)
+    span.record.end_ns += *event.dur_ns;
   span.record.level = level;
   span.record.kind = kind;
   span.record.clock = static_cast<uint8_t>(ClockDomain::kImported);
@@ -162,6 +256,7 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
       if (!first_problem_.empty()) p.properties.set("import.first_problem", first_problem_);
       for (const auto& [key, value] : metadata_)
         if (key == "host_name") p.host = value;
+      add_device_properties(&p.properties);
     }
     process_of_pid[pid] = trace_->add_process(std::move(p));
   }
@@ -206,30 +301,51 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
   trace_->reserve(trace_->spans.size() + spans_.size(),
                   trace_->attrs.size() + attrs_.size() + late_attrs_.size());
   std::unordered_map<uint16_t, uint64_t> next_id;
+  uint64_t drops_attr_overflow = 0;
   std::vector<AttrRecord> span_attrs;
   for (uint32_t index : order) {
     const PendingSpan& s = spans_[index];
     SpanRecord record = s.record;
     record.span_id = ++next_id[record.process];
     span_attrs.assign(attrs_.begin() + s.attr_first, attrs_.begin() + s.attr_first + s.attr_count);
-    for (uint32_t k = late_begin[index]; k < late_begin[index + 1]; ++k)
+    for (uint32_t k = late_begin[index]; k < late_begin[index + 1]; ++k) {
+      if (span_attrs.size() >= UINT16_MAX) {  // the record's attr_count is 16 bits
+        drops_attr_overflow += late_begin[index + 1] - k;
+        break;
+      }
       span_attrs.push_back(late_attrs_[k].second);
+    }
     trace_->add_span(record, span_attrs);
     trace_->processes[record.process].span_count += 1;
   }
   model::Process& main = trace_->processes[process_of_pid[main_pid]];
+  if (drops_attr_overflow) {
+    main.drops["import.attribute_limit"] += drops_attr_overflow;
+    drops_["import.attribute_limit"] += drops_attr_overflow;
+  }
   main.properties.set_int("import.events_read", static_cast<int64_t>(events_read));
   main.properties.set_int("import.late_records_reordered", static_cast<int64_t>(late));
   if (metadata_events_)
     main.properties.set_int("import.metadata_events", static_cast<int64_t>(metadata_events_));
   if (unresolved)
     main.properties.set_int("import.device_spans_without_launch", static_cast<int64_t>(unresolved));
+  if (end_events_) main.properties.set_int("import.end_events", static_cast<int64_t>(end_events_));
+  if (counter_events_) {
+    main.properties.set_int("import.counter_events", static_cast<int64_t>(counter_events_));
+    main.properties.set_int("import.counter_samples", static_cast<int64_t>(counter_samples_));
+  }
+  if (unfinished_spans_)
+    main.properties.set_int("import.unfinished_spans", static_cast<int64_t>(unfinished_spans_));
   if (stats) {
     stats->format = format_;
     stats->events_read = events_read;
     stats->spans_written = spans_.size();
     stats->metadata_events = metadata_events_;
     stats->flow_events = flow_events_;
+    stats->end_events = end_events_;
+    stats->counter_events = counter_events_;
+    stats->counter_samples = counter_samples_;
+    stats->unfinished_spans = unfinished_spans_;
     for (const auto& [cause, count] : drops_)
       if (cause != "import.attribute_limit") stats->dropped_events += count;  // attributes, not events
   }

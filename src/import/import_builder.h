@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,6 +59,9 @@ class ImportBuilder {
 
   // Converts every JSON arg into an attribute of the span being built (after begin_span()).
   void add_args(const ChromeEvent& event, std::string_view skip_key = {});
+  // Merges an "E" event's args into the span its "B" opened (Chrome semantics: on a key both carry,
+  // the "E" value wins).
+  void merge_args(size_t span_index, const ChromeEvent& event, std::string_view skip_key = {});
   void add_attr(const AttrRecord& attr);
   PendingSpan& begin_span(const ChromeEvent& event, uint8_t level, uint8_t kind, std::string_view name);
   std::vector<PendingSpan>& spans() { return spans_; }
@@ -70,13 +74,35 @@ class ImportBuilder {
   // A metadata event ("M": process/thread names) was consumed; it is not a span and not a drop.
   void count_metadata() { ++metadata_events_; }
   void count_flows(uint64_t bound) { flow_events_ += bound; }
+  // An "E" event closed the span of its "B" (the pair is one span, counted at the "B").
+  void count_end_event() { ++end_events_; }
+  void count_unfinished() { ++unfinished_spans_; }
+
+  // A counter event (ph "C"): one counter record per numeric series in args, on the application
+  // level with the value in the metric "value" (the collector's strata_counter() representation).
+  // Named as Perfetto names the series' track, "<name> <series>"; plain "<name>" when the series is
+  // called like the counter (TensorFlow's allocators) or "value" / "metric.value" (what
+  // `strata export --format chrome` writes for Strata's own counters).
+  // Counts the event as dropped by cause when it has no usable time or no numeric series.
+  void add_counter(const ChromeEvent& event, int64_t host_pid);
+
+  // Latest time (ts, or ts + dur) of any event seen so far: the "last seen time" that a span whose
+  // end never came is extended to (kSpanFlagUnfinished).
+  void observe_time(const ChromeEvent& event);
+  int64_t latest_time() const { return latest_time_ns_; }
 
   void set_process_name(int64_t pid, std::string_view name) { process_names_[pid] = std::string(name); }
   void set_process_label(int64_t pid, std::string_view label) { process_labels_[pid] = std::string(label); }
   void set_thread_name(int64_t pid, uint32_t tid, std::string_view name) {
     thread_names_[{pid, tid}] = std::string(name);
   }
-  void set_metadata(const ChromeDocument& doc) { metadata_ = doc.metadata; }
+  // Top-level fields other than traceEvents, kept as "import.meta.<key>"; a Kineto
+  // "deviceProperties" array also as "device.<id>.<field>" (see finish()).
+  void set_metadata(const ChromeDocument& doc) {
+    metadata_ = doc.metadata;
+    devices_ = doc.devices;
+    devices_problem_ = doc.devices_problem;
+  }
 
   // Creates the processes and writes the spans (sorted by start) into the trace. False with *error
   // when not a single span could be made.
@@ -96,10 +122,20 @@ class ImportBuilder {
   std::string first_problem_;
   uint64_t metadata_events_ = 0;
   uint64_t flow_events_ = 0;
+  uint64_t end_events_ = 0;
+  uint64_t counter_events_ = 0;
+  uint64_t counter_samples_ = 0;
+  uint64_t unfinished_spans_ = 0;
+  int64_t latest_time_ns_ = INT64_MIN;
+  std::vector<ChromeDevice> devices_;
+  std::string devices_problem_;
   std::map<int64_t, std::string> process_names_;
   std::map<int64_t, std::string> process_labels_;
   std::map<std::pair<int64_t, uint32_t>, std::string> thread_names_;
   std::vector<std::pair<std::string, std::string>> metadata_;
+
+  std::optional<AttrRecord> arg_attr(const ChromeArg& arg);
+  void add_device_properties(format::Properties* properties);
 };
 
 }  // namespace strata::import

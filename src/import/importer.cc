@@ -115,7 +115,8 @@ std::optional<Format> detect_format(std::string_view text, std::string* error) {
   // Markers only one producer writes (checked on the text, before a full parse).
   if (contains(text, "\"schemaVersion\"") || contains(text, "\"cpu_op\"") ||
       contains(text, "\"cuda_runtime\"") || contains(text, "\"user_annotation\"") ||
-      contains(text, "\"python_function\"") || contains(text, "\"ac2g\""))
+      contains(text, "\"python_function\"") || contains(text, "\"ac2g\"") ||
+      contains(text, "\"deviceProperties\""))
     return Format::kKineto;
   if (text[p] == '[' &&
       (contains(text, "\"op_name\"") || (contains(text, "\"Session\"") && contains(text, "\"Node\""))))

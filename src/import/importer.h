@@ -42,11 +42,22 @@ bool import_buffer(std::string_view bytes, const std::string& source_name, model
 struct ImportStats {
   Format format = Format::kKineto;
   uint64_t events_read = 0;      // JSON events seen in the trace's event array
-  uint64_t spans_written = 0;    // spans added to the trace
+  uint64_t spans_written = 0;    // records added to the trace (spans, instants, counter samples)
   uint64_t metadata_events = 0;  // ph "M": consumed (process/thread names), not spans
   uint64_t flow_events = 0;      // flow events bound to their slices: consumed as links, not spans
   uint64_t dropped_events = 0;   // counted by cause in the main process's drops ("import.*")
-  // Every event read is exactly one of: a span, metadata, a bound flow, or dropped.
+  uint64_t end_events = 0;       // ph "E" that closed a "B": the pair is one span, counted at its "B"
+  uint64_t counter_events = 0;   // ph "C" imported ...
+  uint64_t counter_samples = 0;  // ... as this many counter records (one per numeric series)
+  uint64_t unfinished_spans = 0;  // "B" without a usable "E": kept, flagged unfinished (in spans_written)
+  // Every event read is exactly one of: a span (a "B" included), an "E" that closed one, a counter
+  // event, metadata, a bound flow, or dropped:
+  //   (spans_written - counter_samples) + counter_events + end_events + metadata_events + flow_events
+  //     + dropped_events == events_read
+  uint64_t accounted_events() const {
+    return spans_written - counter_samples + counter_events + end_events + metadata_events + flow_events +
+           dropped_events;
+  }
 };
 
 bool import_buffer_with_stats(std::string_view bytes, const std::string& source_name, model::Trace* out,

@@ -11,8 +11,17 @@
 //                                               or span (everything else)
 //   kernel / gpu_memcpy / gpu_memset / cuda_profiler_range -> device, execution
 //   gpu_user_annotation, cuda_sync           -> device, span (on the device stream's track)
-//   instants ("i")                           -> application, instant
+//   instants ("i"/"I")                       -> application, instant
 //   anything else                            -> application span, counted in import.unmapped_category.*
+//
+// Phases: "X" complete events; "B"/"E" duration events, paired per JSON pid/tid as a stack (an "E"
+// closes the innermost open "B" of its track, as Chrome's viewer does; its args merge into the
+// span, an "E" value winning) and then mapped like "X"; "i"/"I" instants; "C" counters (one
+// counter record per numeric series, see ImportBuilder::add_counter); "M" metadata; "s"/"t"/"f"
+// flows bound to slices. A "B" whose end never comes (or whose "E" has no usable ts) is kept as an
+// unfinished span (kSpanFlagUnfinished) ending at the latest time in the file, as the collector
+// keeps spans of a process that died. Other phases (async "b"/"e"/"n", objects, samples) are
+// dropped as import.unsupported_phase.
 #include <algorithm>
 #include <cctype>
 #include <unordered_set>
@@ -67,6 +76,9 @@ std::optional<int64_t> trailing_number(std::string_view text) {
   return std::stoll(std::string(text.substr(begin, end - begin)));
 }
 
+// Marks a stack slot whose "B" was dropped (no usable ts): its "E" must not close an outer "B".
+constexpr size_t kDroppedBegin = SIZE_MAX;
+
 class KinetoConverter {
  public:
   explicit KinetoConverter(ImportBuilder& b) : b_(b) {}
@@ -74,13 +86,94 @@ class KinetoConverter {
   void on_event(const ChromeEvent& ev) {
     if (!ev.is_object) return b_.drop("malformed_event", ev, "array element is not a JSON object");
     if (ev.ph.empty()) return b_.drop("missing_phase", ev, "field ph missing or not a string");
+    b_.observe_time(ev);
     if (ev.ph == "M") return on_metadata(ev);
     if (ev.ph == "s" || ev.ph == "f" || ev.ph == "t") return on_flow(ev);
+    if (ev.ph == "B") return on_begin(ev);
+    if (ev.ph == "E") return on_end(ev);
+    if (ev.ph == "C") return b_.add_counter(ev, ev.pid.kind == JsonScalar::kInt ? ev.pid.i : kMainProcess);
     if (ev.ph != "X" && ev.ph != "i" && ev.ph != "I")
       return b_.drop("unsupported_phase", ev, "phase '" + std::string(ev.ph) + "' is not imported");
     const bool instant = ev.ph != "X";
     if (!b_.check_times(ev, instant)) return;
+    add_slice(ev, instant);
+  }
 
+  bool finish(uint64_t events_read, ImportStats* stats, std::string* error) {
+    close_open_spans();
+    auto& spans = b_.spans();
+    // A runtime call that device work correlates to is a launch, whatever its name.
+    uint64_t promoted = 0;
+    for (PendingSpan& s : spans)
+      if (s.record.level == static_cast<uint8_t>(Level::kRuntimeApi) &&
+          s.record.kind == static_cast<uint8_t>(SpanKind::kSpan) && s.record.correlation_id &&
+          device_correlations_.count(s.record.correlation_id)) {
+        s.record.kind = static_cast<uint8_t>(SpanKind::kLaunch);
+        ++promoted;
+      }
+    if (promoted) b_.note("runtime_calls_linked_as_launch", promoted);
+    bind(flows_);
+    return b_.finish(events_read, stats, error);
+  }
+
+ private:
+  void on_begin(const ChromeEvent& ev) {
+    if (!b_.check_times(ev, /*instant=*/true)) {  // dropped, counted by cause
+      open_[{b_.id_key(ev.pid), b_.id_key(ev.tid)}].push_back(kDroppedBegin);
+      return;
+    }
+    // The span is made now, while the event's strings are valid; its end comes with the "E". (Made
+    // before the track key, so string pids/tids are numbered in the same order as for "X" events.)
+    size_t index = add_slice(ev, /*instant=*/false);
+    b_.spans()[index].record.flags |= kSpanFlagUnfinished;
+    open_[{b_.id_key(ev.pid), b_.id_key(ev.tid)}].push_back(index);
+  }
+
+  void on_end(const ChromeEvent& ev) {
+    auto it = open_.find({b_.id_key(ev.pid), b_.id_key(ev.tid)});
+    if (it == open_.end() || it->second.empty())
+      return b_.drop("unmatched_end", ev, "E event without an open B event on its pid/tid");
+    const size_t index = it->second.back();
+    it->second.pop_back();
+    if (index == kDroppedBegin)
+      return b_.drop("end_of_dropped_begin", ev, "E event closing a B event that was dropped");
+    SpanRecord& r = b_.spans()[index].record;
+    if (!ev.ts_ns || *ev.ts_ns < r.start_ns) {
+      unfinished_.push_back(index);
+      if (!ev.ts_ns)
+        return b_.drop(ev.ts_malformed ? "malformed_ts" : "missing_ts", ev,
+                       "field ts of an E event missing or not a number (its B is kept, unfinished)");
+      return b_.drop("end_before_begin", ev, "E event earlier than its B event (the B is kept, unfinished)");
+    }
+    r.end_ns = *ev.ts_ns;
+    r.flags &= static_cast<uint8_t>(~kSpanFlagUnfinished);
+    if (!ev.name.empty() && ev.name != b_.trace().name(r)) b_.note("end_name_mismatch");
+    if (const JsonScalar* corr = ev.arg("correlation");
+        corr && r.correlation_id == 0 && corr->as_int() && *corr->as_int() > 0) {
+      r.correlation_id = static_cast<uint64_t>(*corr->as_int());
+      if (r.kind == static_cast<uint8_t>(SpanKind::kExecution)) device_correlations_.insert(r.correlation_id);
+    }
+    b_.merge_args(index, ev, "correlation");
+    b_.count_end_event();
+  }
+
+  // "B" events whose end never came: extended to the latest time in the file, flagged unfinished.
+  void close_open_spans() {
+    for (const auto& [track, stack] : open_)
+      for (size_t index : stack)
+        if (index != kDroppedBegin) unfinished_.push_back(index);
+    open_.clear();
+    for (size_t index : unfinished_) {
+      SpanRecord& r = b_.spans()[index].record;
+      r.end_ns = std::max(r.start_ns, b_.latest_time());
+      b_.count_unfinished();
+    }
+    unfinished_.clear();
+  }
+
+  // An "X" event (or a "B" event, or an instant) with valid times -> one pending span; returns its
+  // index.
+  size_t add_slice(const ChromeEvent& ev, bool instant) {
     const CategoryRule* rule = nullptr;
     for (const CategoryRule& r : kRules)
       if (r.category == ev.cat) rule = &r;
@@ -124,25 +217,9 @@ class KinetoConverter {
     } else {
       b_.add_args(ev, "correlation");
     }
+    return b_.spans().size() - 1;
   }
 
-  bool finish(uint64_t events_read, ImportStats* stats, std::string* error) {
-    auto& spans = b_.spans();
-    // A runtime call that device work correlates to is a launch, whatever its name.
-    uint64_t promoted = 0;
-    for (PendingSpan& s : spans)
-      if (s.record.level == static_cast<uint8_t>(Level::kRuntimeApi) &&
-          s.record.kind == static_cast<uint8_t>(SpanKind::kSpan) && s.record.correlation_id &&
-          device_correlations_.count(s.record.correlation_id)) {
-        s.record.kind = static_cast<uint8_t>(SpanKind::kLaunch);
-        ++promoted;
-      }
-    if (promoted) b_.note("runtime_calls_linked_as_launch", promoted);
-    bind(flows_);
-    return b_.finish(events_read, stats, error);
-  }
-
- private:
   void on_metadata(const ChromeEvent& ev) {
     b_.count_metadata();
     const JsonScalar* value = nullptr;
@@ -228,6 +305,9 @@ class KinetoConverter {
   ImportBuilder& b_;
   std::unordered_set<uint64_t> device_correlations_;
   std::vector<FlowEvent> flows_;
+  // Open "B" events per JSON (pid, tid) track, innermost last: pending span indices.
+  std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> open_;
+  std::vector<size_t> unfinished_;  // "B" events whose "E" gave no usable end
 };
 
 }  // namespace
@@ -238,7 +318,8 @@ std::vector<size_t> bind_flows(const std::vector<PendingSpan>& spans, const std:
   // Spans per JSON track, by start.
   std::map<std::pair<int64_t, int64_t>, std::vector<uint32_t>> tracks;
   for (size_t i = 0; i < spans.size(); ++i)
-    if (spans[i].record.kind != static_cast<uint8_t>(SpanKind::kInstant))
+    if (spans[i].record.kind != static_cast<uint8_t>(SpanKind::kInstant) &&
+        spans[i].record.kind != static_cast<uint8_t>(SpanKind::kCounter))
       tracks[{spans[i].track_pid, spans[i].track_tid}].push_back(static_cast<uint32_t>(i));
   for (auto& [key, members] : tracks)
     std::sort(members.begin(), members.end(),

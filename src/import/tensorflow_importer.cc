@@ -10,7 +10,8 @@
 // Mapping: events on a GPU stream track -> device, execution (device from the name, stream from
 // "stream:N" or the tid); the "stream:all" track repeats every stream's ops and is dropped (counted);
 // everything on host/device "Compute" tracks -> layer spans (the op kernels, with op type kept);
-// object, counter and dataflow events are not imported (counted).
+// allocator counters ("C", bytes in use per allocator) -> counter records (ImportBuilder::add_counter);
+// object and dataflow events are not imported (counted).
 #include <cctype>
 
 #include "import/converters.h"
@@ -81,7 +82,7 @@ class TfConverter {
     }
     if (ev.ph == "N" || ev.ph == "O" || ev.ph == "D")
       return b_.drop("tensor_object_event", ev, "tensor object events are not imported");
-    if (ev.ph == "C") return b_.drop("counter_event", ev, "allocator counter events are not imported");
+    if (ev.ph == "C") return b_.add_counter(ev, kMainProcess);  // TF has no OS pids: one host process
     if (ev.ph == "s" || ev.ph == "t" || ev.ph == "f")
       return b_.drop("dataflow_event", ev, "dataflow arrows are not imported");
     if (ev.ph != "X")

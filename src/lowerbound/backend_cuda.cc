@@ -1,6 +1,7 @@
 // The CUDA backend (cuDNN + cuBLAS) as a plugin, libstrata_lowerbound_cuda.so, built only when the
 // CUDA toolkit is found at configure time. `strata` loads it with dlopen on first use
-// (cuda_plugin_loader.cc), so the tool still starts on machines without CUDA libraries.
+// (cuda_plugin_loader.cc), so the tool still starts on machines without CUDA libraries. The calls
+// themselves are cuda_ops.h (shared with `strata bench generate --backend cuda`).
 #include <algorithm>
 
 #include "lowerbound/backend.h"
@@ -10,11 +11,19 @@ namespace strata::lowerbound {
 
 namespace {
 
+// "" when a device is usable, else why not (cudart's own reason: no driver, no device, ...).
+std::string no_device_reason() {
+  int devices = 0;
+  cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status == cudaSuccess && devices > 0) return "";
+  return std::string("no CUDA device on this machine (cudaGetDeviceCount: ") +
+         (status == cudaSuccess ? "0 devices" : cudaGetErrorString(status)) + ")";
+}
+
 bool measure_impl(const BenchCase& c, const MeasureOptions& options, Measurement* out,
                   std::string* implementation, std::string* why) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    *why = "no CUDA device on this machine";
+  if (std::string reason = no_device_reason(); !reason.empty()) {
+    *why = reason;
     return false;
   }
   cuda::Prepared prepared;
@@ -42,9 +51,8 @@ bool measure_impl(const BenchCase& c, const MeasureOptions& options, Measurement
 }
 
 std::string system_key_impl(std::string* why) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    *why = "no CUDA device on this machine; run `strata bench run --backend cuda` where a GPU is available";
+  if (std::string reason = no_device_reason(); !reason.empty()) {
+    *why = reason + "; run `strata bench run --backend cuda` where a GPU is available";
     return "";
   }
   cudaDeviceProp prop{};

@@ -29,6 +29,16 @@ std::vector<std::string> conv_algorithms(const std::string& backend) {
   return {"direct", "winograd", "auto"};
 }
 
+// CUDA GEMMs: cublasGemmEx as a framework's default path, and each of the first 8 algorithms
+// cuBLASLt's heuristic ranks for the shape (cuda_ops.h: kLtHeuristicCount); which algorithm a rank
+// is depends on the GPU and library, so each row's implementation names it.
+std::vector<std::string> gemm_algorithms(const std::string& backend) {
+  if (backend != "cuda") return {"default"};
+  std::vector<std::string> algorithms = {"gemm_ex"};
+  for (int i = 0; i < 8; ++i) algorithms.push_back("lt_heuristic_" + std::to_string(i));
+  return algorithms;
+}
+
 }  // namespace
 
 bool is_metadata_op(const std::string& op_type) { return kFreeOps.count(op_type) > 0; }
@@ -129,7 +139,9 @@ LayerPlan plan_layer(const Layer& layer, const std::string& backend, const std::
     pads(&base);
     if (fused_relu) base.post_op = "relu";
     plan.library_call =
-        cuda ? (fused_relu ? "cudnnConvolutionBiasActivationForward" : "cudnnConvolutionForward")
+        cuda ? (fused_relu  ? "cudnnConvolutionBiasActivationForward"
+                : base.bias ? "cudnnConvolutionForward+cudnnAddTensor"
+                            : "cudnnConvolutionForward")
              : (fused_relu ? "dnnl::convolution_forward+post_op(relu)" : "dnnl::convolution_forward");
     for (const std::string& alg : conv_algorithms(backend)) {
       BenchCase c = base;
@@ -151,8 +163,12 @@ LayerPlan plan_layer(const Layer& layer, const std::string& backend, const std::
     base.weights = w;
     base.bias = layer.weight_shapes.size() > 1;
     base.layout = "nchw";
-    plan.library_call = cuda ? "cublasGemmEx" : "dnnl::inner_product_forward";
-    plan.cases.push_back(base);
+    plan.library_call = cuda ? "cublasGemmEx / cublasLtMatmul" : "dnnl::inner_product_forward";
+    for (const std::string& alg : gemm_algorithms(backend)) {
+      BenchCase c = base;
+      c.algorithm = alg;
+      plan.cases.push_back(c);
+    }
   } else if (op == "MatMul") {
     base.op = "matmul";
     if (base.src.size() == 1 && !layer.weight_shapes.empty()) base.src.push_back(layer.weight_shapes[0]);
@@ -161,8 +177,12 @@ LayerPlan plan_layer(const Layer& layer, const std::string& backend, const std::
       return plan;
     }
     base.layout = "nchw";
-    plan.library_call = cuda ? "cublasLtMatmul" : "dnnl::matmul";
-    plan.cases.push_back(base);
+    plan.library_call = cuda ? "cublasGemmEx / cublasLtMatmul" : "dnnl::matmul";
+    for (const std::string& alg : gemm_algorithms(backend)) {
+      BenchCase c = base;
+      c.algorithm = alg;
+      plan.cases.push_back(c);
+    }
   } else if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool") {
     if (spatial == 0) {
       plan.why = "pooling input has no spatial dimensions";
@@ -208,7 +228,10 @@ LayerPlan plan_layer(const Layer& layer, const std::string& backend, const std::
     } else if (op == "Elu") {
       base.alpha = 1;
     }
-    plan.library_call = cuda ? "cudnnActivationForward" : "dnnl::eltwise_forward";
+    // cuDNN has no leaky ReLU: cuda_ops.h computes it as cudnnOpTensor max(x, alpha * x).
+    plan.library_call = !cuda               ? "dnnl::eltwise_forward"
+                        : op == "LeakyRelu" ? "cudnnOpTensor"
+                                            : "cudnnActivationForward";
     plan.cases.push_back(base);
   } else if (op == "BatchNormalization") {
     base.op = "batch_norm";
@@ -253,13 +276,10 @@ LayerPlan plan_layer(const Layer& layer, const std::string& backend, const std::
     plan.why = "no library-call mapping for operator " + op;
     return plan;
   }
-  if (cuda && base.op != "conv" && base.op != "inner_product" && base.op != "matmul" &&
-      base.op != "eltwise" && base.op != "pool") {
-    plan.cases.clear();
-    plan.why =
-        "the CUDA backend benchmarks conv, GEMM, pooling and activations only (" + base.op + " not yet)";
-    return plan;
-  }
+  // Every kind the CPU backend maps has CUDA cases too. What cuDNN/cuBLAS cannot express for one
+  // layer (Div, 3-D pooling, asymmetric conv padding, bf16, ...) fails in cuda::prepare with the
+  // reason, which `bench run` stores as "unsupported": the analyzer plans with the CPU mapping, so a
+  // layer refused here would have no row and look merely missing.
   plan.cost = LayerCost::kBenchmarked;
   return plan;
 }

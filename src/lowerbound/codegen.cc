@@ -72,7 +72,10 @@ static void run_case(benchmark::State& state, const BenchCase* c) {
   cudaEventCreate(&stop);
   for (auto _ : state) {
     cudaEventRecord(start);
-    prepared.launch();
+    if (!prepared.launch()) {  // rejected at run time: nothing ran, so there is nothing to time
+      state.SkipWithError(prepared.error.c_str());
+      break;
+    }
     cudaEventRecord(stop);
     cudaEventSynchronize(stop);
     float ms = 0;
@@ -153,9 +156,11 @@ bool generate_benchmarks(const std::vector<LayerModel>& models, const BenchOptio
           "find_package(benchmark REQUIRED)\n") +
       (cuda ? "find_package(CUDAToolkit REQUIRED)\nfind_library(CUDNN_LIBRARY cudnn HINTS "
               "${CUDAToolkit_LIBRARY_DIR} REQUIRED)\n"
+              "find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} REQUIRED)\n"
               "add_executable(layer_benchmarks benchmarks.cc)\n"
+              "target_include_directories(layer_benchmarks SYSTEM PRIVATE ${CUDNN_INCLUDE_DIR})\n"
               "target_link_libraries(layer_benchmarks PRIVATE benchmark::benchmark CUDA::cudart CUDA::cublas "
-              "${CUDNN_LIBRARY})\n"
+              "CUDA::cublasLt ${CUDNN_LIBRARY})\n"
             : "find_package(dnnl REQUIRED)\nadd_executable(layer_benchmarks benchmarks.cc)\n"
               "target_link_libraries(layer_benchmarks PRIVATE benchmark::benchmark DNNL::dnnl)\n");
   fs::path dir(out_dir);

@@ -137,6 +137,7 @@ bool compare_with_trace(const LayerModel& model, const model::Trace& trace, Trac
   // operator, looking a few ops ahead so that ops without an ONNX layer are skipped, not mismatched.
   constexpr size_t kLookahead = 8;
   std::vector<bool> used(ops.size(), false);
+  std::vector<int32_t> op_layer(ops.size(), -1);
   size_t cursor = 0;
   for (uint32_t li = 0; li < model.layers.size(); ++li) {
     const Layer& layer = model.layers[li];
@@ -162,6 +163,7 @@ bool compare_with_trace(const LayerModel& model, const model::Trace& trace, Trac
       }
       out->matches.push_back(std::move(m));
       used[k] = true;
+      op_layer[k] = static_cast<int32_t>(li);
       cursor = k + 1;
       found = true;
       break;
@@ -182,6 +184,16 @@ bool compare_with_trace(const LayerModel& model, const model::Trace& trace, Trac
   out->extra_by_name.assign(extra.begin(), extra.end());
   std::sort(out->extra_by_name.begin(), out->extra_by_name.end(),
             [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  if (model_spans.empty()) {
+    window_start = trace.spans[ops.front()].start_ns;
+    window_end = window_start;
+    for (size_t i : ops) window_end = std::max(window_end, trace.spans[i].end_ns);
+  }
+  out->window_start_ns = window_start;
+  out->window_end_ns = window_end;
+  out->inefficiency = find_inefficiencies(model, trace, ops, op_layer, window_start, window_end);
+  out->ops = std::move(ops);
+  out->op_layer = std::move(op_layer);
   if (out->unmatched_layers)
     out->warnings.push_back(
         std::to_string(out->unmatched_layers) +
@@ -283,6 +295,8 @@ std::vector<Table> comparison_tables(const LayerModel& model, const ModelEstimat
                           Cell::integer(static_cast<int64_t>(cmp.extra_by_name[r].second.first)),
                           Cell::real(cmp.extra_by_name[r].second.second / 1e3, 2)});
   tables.push_back(std::move(extra));
+  for (Table& t : inefficiency_tables(model, e, cmp.inefficiency, cmp.end_to_end_ns, top))
+    tables.push_back(std::move(t));
   return tables;
 }
 

@@ -1,14 +1,18 @@
 // Compares a framework run (a Strata trace with layer-level spans: framework ops such as
 // "aten::conv2d", optionally library-level spans such as "onednn::convolution" inside them) with the
 // lower bound of the same model: end-to-end vs bound, per-layer gaps, the algorithm the framework's
-// library picked vs the best benchmarked one, and framework ops with no ONNX layer (extra work).
+// library picked vs the best benchmarked one, framework ops with no ONNX layer (extra work), and the
+// library calls inside each layer's op inspected for parameter deviations and extra calls
+// (framework_inefficiency.h).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "analysis/analysis.h"
 #include "lowerbound/analyzer.h"
+#include "lowerbound/framework_inefficiency.h"
 #include "model/trace.h"
 
 namespace strata::lowerbound {
@@ -36,6 +40,12 @@ struct TraceComparison {
   double extra_ops_ns = 0;
   std::vector<std::pair<std::string, std::pair<uint64_t, double>>> extra_by_name;  // name -> (count, ns)
   std::vector<std::string> warnings;
+  // The analysed iteration: its time window and outermost framework ops (trace.spans indices, by
+  // start), each with the ONNX layer matched to it (-1: none).
+  int64_t window_start_ns = INT64_MIN, window_end_ns = INT64_MAX;
+  std::vector<size_t> ops;
+  std::vector<int32_t> op_layer;
+  InefficiencyFindings inefficiency;  // the library calls/device work of that iteration, per layer
 };
 
 // False with `error` when the trace has no layer-level spans.

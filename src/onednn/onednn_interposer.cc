@@ -7,7 +7,10 @@
 //
 // What it cannot see: oneDNN linked statically with hidden symbols (PyTorch pip wheels), programs
 // that dlopen+dlsym libdnnl themselves, and GPU engines (asynchronous: the call is only a launch).
-// With oneDNN v3 (libdnnl.so.3) executions are timed but not described (kind, impl, shapes).
+// Those executions are recorded from oneDNN's verbose output instead (verbose_capture.cc; see
+// onednn_tracer.h for the modes and how each execution is recorded once). With oneDNN v3
+// (libdnnl.so.3) the interposer cannot describe a primitive (kind, impl, shapes), so with the
+// verbose capture armed it leaves those executions to it.
 #include <dlfcn.h>
 #include <link.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -17,6 +20,7 @@
 #include <cstring>
 #include <string>
 
+#include "onednn/onednn_tracer.h"
 #include "strata/strata.h"
 
 namespace {
@@ -26,6 +30,8 @@ using GetPdFn = dnnl_status_t (*)(const_dnnl_primitive_t, const_dnnl_primitive_d
 using QueryFn = dnnl_status_t (*)(const_dnnl_primitive_desc_t, dnnl_query_t, int, void*);
 using QueryMdFn = const dnnl_memory_desc_t* (*)(const_dnnl_primitive_desc_t, dnnl_query_t, int);
 using KindStrFn = const char* (*)(dnnl_primitive_kind_t);
+using DtStrFn = const char* (*)(dnnl_data_type_t);
+using PropStrFn = const char* (*)(dnnl_prop_kind_t);
 
 struct RealFunctions {
   // Memory descriptors are plain structs only in the v2 ABI this file is compiled against (v3 made
@@ -36,6 +42,8 @@ struct RealFunctions {
   QueryFn query = nullptr;
   QueryMdFn query_md = nullptr;
   KindStrFn kind_str = nullptr;
+  DtStrFn dt_str = nullptr;
+  PropStrFn prop_str = nullptr;
 };
 
 // The loaded oneDNN library. RTLD_NEXT does not see it when it came in as a dependency of a library
@@ -70,6 +78,8 @@ const RealFunctions& real() {
     f.query = reinterpret_cast<QueryFn>(lookup("dnnl_primitive_desc_query"));
     f.query_md = reinterpret_cast<QueryMdFn>(lookup("dnnl_primitive_desc_query_md"));
     f.kind_str = reinterpret_cast<KindStrFn>(lookup("dnnl_prim_kind2str"));
+    f.dt_str = reinterpret_cast<DtStrFn>(lookup("dnnl_dt2str"));
+    f.prop_str = reinterpret_cast<PropStrFn>(lookup("dnnl_prop_kind2str"));
     return f;
   }();
   return fns;
@@ -87,7 +97,8 @@ void append_dims(std::string& out, const dnnl_memory_desc_t* md) {
 }
 
 // Names the span after the primitive kind ("onednn::convolution") and describes it with the
-// implementation oneDNN chose ("brgconv:avx512_core") and the src/weights/dst shapes.
+// implementation oneDNN chose ("brgconv:avx512_core"), the src/weights/dst shapes, the first
+// tensor's data type and the propagation kind: the attributes the verbose capture also writes.
 strata_span_id begin_primitive_span(const_dnnl_primitive_t primitive) {
   const RealFunctions& f = real();
   const_dnnl_primitive_desc_t pd = nullptr;
@@ -105,6 +116,11 @@ strata_span_id begin_primitive_span(const_dnnl_primitive_t primitive) {
   const char* impl = nullptr;
   if (f.query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl != nullptr)
     strata_span_set_string(id, "impl", impl);
+  dnnl_prop_kind_t prop = dnnl_prop_kind_undef;
+  if (f.prop_str != nullptr && f.query(pd, dnnl_query_prop_kind, 0, &prop) == dnnl_success &&
+      prop != dnnl_prop_kind_undef)
+    strata_span_set_string(id, "prop_kind", f.prop_str(prop));
+  strata_span_set_string(id, "source", "interposer");
   if (f.query_md != nullptr) {
     // Forward primitives have src/weights/dst; backward ones diff_*; reorders src/dst. The shapes
     // string lists the ones present, in this fixed order: "src:[..] weights:[..] dst:[..]".
@@ -115,15 +131,18 @@ strata_span_id begin_primitive_span(const_dnnl_primitive_t primitive) {
                 {dnnl_query_weights_md, "weights"}, {dnnl_query_diff_weights_md, "diff_weights"},
                 {dnnl_query_dst_md, "dst"},         {dnnl_query_diff_dst_md, "diff_dst"}};
     text.clear();
+    const char* dtype = nullptr;
     for (const auto& m : kMds) {
       const dnnl_memory_desc_t* md = f.query_md(pd, m.what, 0);
       if (md == nullptr || md->ndims == 0) continue;
+      if (dtype == nullptr && f.dt_str != nullptr) dtype = f.dt_str(md->data_type);
       if (!text.empty()) text.push_back(' ');
       text += m.label;
       text.push_back(':');
       append_dims(text, md);
     }
     if (!text.empty()) strata_span_set_string(id, "shapes", text.c_str());
+    if (dtype != nullptr) strata_span_set_string(id, "dtype", dtype);
   }
   return id;
 }
@@ -139,9 +158,22 @@ extern "C" __attribute__((visibility("default"))) dnnl_status_t dnnl_primitive_e
     std::fputs("strata: dnnl_primitive_execute called but the real one was not found\n", stderr);
     return dnnl_runtime_error;
   }
-  if (strata_level_enabled(STRATA_LEVEL_LIBRARY) == 0) return f.execute(primitive, stream, nargs, args);
-  strata_span_id id = begin_primitive_span(primitive);
+  using strata::onednn::Mode;
+  const Mode mode = strata::onednn::mode();
+  // Verbose-only (or off): leave every execution to the verbose capture. Undescribable (v3 ABI)
+  // with the capture armed: its line says more than an anonymous span would.
+  if (mode == Mode::kOff || mode == Mode::kVerbose || (!f.describe && strata::onednn::verbose_armed()))
+    return f.execute(primitive, stream, nargs, args);
+  // Marks the thread for the verbose capture: the line oneDNN prints inside this call belongs to
+  // this span (nested calls restore the outer marks).
+  const bool outer_in = strata::onednn::tls_in_execute;
+  const strata_span_id outer_span = strata::onednn::tls_execute_span;
+  strata_span_id id = strata_level_enabled(STRATA_LEVEL_LIBRARY) != 0 ? begin_primitive_span(primitive) : 0;
+  strata::onednn::tls_in_execute = true;
+  strata::onednn::tls_execute_span = id;
   dnnl_status_t status = f.execute(primitive, stream, nargs, args);
+  strata::onednn::tls_in_execute = outer_in;
+  strata::onednn::tls_execute_span = outer_span;
   if (id != 0 && status != dnnl_success) strata_span_set_int(id, "status", static_cast<int64_t>(status));
   strata_span_end(id);
   return status;

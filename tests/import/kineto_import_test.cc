@@ -30,7 +30,7 @@ TEST(KinetoImport, DamagedEventsAreCountedByCause) {
       import_trace_with_stats(source_path("tests/import/data/kineto_damaged.json"), &t, &error, {}, &stats))
       << error;
   EXPECT_EQ(stats.format, Format::kKineto);
-  EXPECT_EQ(stats.events_read, 15u);
+  EXPECT_EQ(stats.events_read, 16u);
   EXPECT_EQ(stats.spans_written, t.spans.size());
   const model::Process& p = only_process(t);
   // One of each, as written into the fixture.
@@ -41,8 +41,16 @@ TEST(KinetoImport, DamagedEventsAreCountedByCause) {
   EXPECT_EQ(p.drops, expected);
   EXPECT_EQ(p.properties.get_int("import.unmapped_category.mystery"), 1);
   EXPECT_TRUE(p.properties.get("import.first_problem").has_value());
-  // The good events: ProfilerStep, the op, its launch, the kernel, the unmapped one.
-  EXPECT_EQ(t.spans.size(), 5u);
+  // The good events: ProfilerStep, the op, its launch, the kernel, the unmapped one, and the "B"
+  // whose "E" never comes: kept, flagged unfinished, ending at the latest time in the file (the end
+  // of ProfilerStep#0, 1500 us).
+  EXPECT_EQ(t.spans.size(), 6u);
+  EXPECT_EQ(stats.unfinished_spans, 1u);
+  int begin = find_span(t, "begin_event");
+  ASSERT_GE(begin, 0);
+  EXPECT_NE(t.spans[begin].flags & kSpanFlagUnfinished, 0);
+  EXPECT_EQ(t.spans[begin].start_ns, 1300000);
+  EXPECT_EQ(t.spans[begin].end_ns, 1500000);
 }
 
 TEST(KinetoImport, FieldsLevelsAndAttributes) {
@@ -121,20 +129,21 @@ TEST(KinetoImport, RealTraceLevelsMatchCategoryCounts) {
 namespace strata::import {
 namespace {
 
-// Nothing silently lost: every event read is a span, metadata, a bound flow, or a counted drop.
+// Nothing silently lost: every event read is a span, an "E" that closed one, a counter event,
+// metadata, a bound flow, or a counted drop.
 TEST(ImportAccounting, EveryEventIsAccountedFor) {
   for (const char* fixture :
-       {"tests/import/data/kineto_damaged.json", "tests/import/data/ort_profile.json",
+       {"tests/import/data/kineto_damaged.json", "tests/import/data/kineto_phases.json",
+       "tests/import/data/ort_profile.json",
         "tests/import/data/tf_timeline.json", "tests/import/data/tf2_trace.json",
-        "tests/data/kineto/a100_alexnet_train.json.gz", "tests/data/kineto/mi250_train.json.gz"}) {
+        "tests/data/kineto/a100_alexnet_train.json.gz", "tests/data/kineto/mi250_train.json.gz",
+        "tests/data/kineto/v100_train_rank0.json.gz"}) {
     model::Trace t;
     std::string error;
     ImportStats stats;
     ASSERT_TRUE(import_trace_with_stats(strata::testing::source_path(fixture), &t, &error, {}, &stats))
         << error;
-    EXPECT_EQ(stats.spans_written + stats.metadata_events + stats.flow_events + stats.dropped_events,
-              stats.events_read)
-        << fixture;
+    EXPECT_EQ(stats.accounted_events(), stats.events_read) << fixture;
     EXPECT_EQ(stats.dropped_events, t.total_drops()) << fixture;
   }
 }

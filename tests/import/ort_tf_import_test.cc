@@ -59,7 +59,14 @@ TEST(TensorFlowImport, TimelineOpsStreamsAndSkippedTracks) {
   EXPECT_EQ(drops.at("import.stream_all_duplicate"), 2u);
   EXPECT_EQ(drops.at("import.tensor_object_event"), 3u);
   EXPECT_EQ(drops.at("import.dataflow_event"), 2u);
-  EXPECT_EQ(drops.at("import.counter_event"), 1u);
+  EXPECT_EQ(drops.count("import.counter_event"), 0u);  // allocator counters are imported now
+  EXPECT_EQ(stats.counter_events, 1u);
+  EXPECT_EQ(stats.accounted_events(), stats.events_read);
+  int bfc = find_span(t, "GPU_0_bfc", static_cast<uint8_t>(Level::kApplication));
+  ASSERT_GE(bfc, 0);
+  EXPECT_EQ(t.spans[bfc].kind, static_cast<uint8_t>(SpanKind::kCounter));
+  EXPECT_EQ(t.spans[bfc].start_ns, 1550000000000150000);
+  EXPECT_DOUBLE_EQ(t.find_attr(bfc, "value")->value.d, 1024);
   int host_matmul = find_span(t, "dense/MatMul", kLayer), gpu_bias = find_span(t, "dense/BiasAdd", kDevice);
   ASSERT_GE(host_matmul, 0);
   ASSERT_GE(gpu_bias, 0);

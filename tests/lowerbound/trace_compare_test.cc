@@ -93,7 +93,7 @@ TEST(TraceCompare, MatchesLayersInTheLastModelSpan) {
   LatencyIndex index;
   ModelEstimate e = estimate_with(m, 50, index);
   auto tables = comparison_tables(m, e, LatencyIndex(), cmp, 3);
-  ASSERT_EQ(tables.size(), 4u);
+  ASSERT_EQ(tables.size(), 7u);  // + parameter_deviations, extra_calls, framework_inefficiency
   EXPECT_EQ(tables[0].name, "framework_vs_bound");
   // Largest gap: conv2 (200 measured - 50 bound).
   ASSERT_FALSE(tables[1].rows.empty());
