@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/iterations/iterations_analysis.h"
 #include "analysis/iterations/pattern_miner.h"
 #include "analysis/iterations/suffix_array.h"
 #include "core/level.h"
@@ -140,10 +141,33 @@ void BM_LoadTrace(benchmark::State& state) {
   state.counters["file_MB"] = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
 }
 
+// The whole analysis on a loaded trace (stream classification, op sequence, alphabet, mining,
+// metrics, diagnosis): what `strata iterations` costs after loading.
+void BM_RunIterations(benchmark::State& state) {
+  static std::map<int64_t, strata::model::Trace> traces;
+  strata::model::Trace& t = traces[state.range(0)];
+  if (t.spans.empty()) {
+    std::string error;
+    if (!strata::model::load_trace(trace_file(state.range(0)), &t, &error)) state.SkipWithError(error.c_str());
+  }
+  size_t found = 0;
+  for (auto _ : state) {
+    strata::iterations::IterationsReport report;
+    std::string error;
+    if (!strata::iterations::run_iterations(t, strata::iterations::IterationsOptions{}, &report, &error))
+      state.SkipWithError(error.c_str());
+    found = report.mining.iterations.size();
+    benchmark::DoNotOptimize(found);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.counters["iterations_found"] = static_cast<double>(found);
+}
+
 }  // namespace
 
 BENCHMARK(BM_Mine)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SuffixArrayAndLcp)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LoadTrace)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RunIterations)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -19,6 +19,8 @@ outside the timed region; the writer thread runs during the block):
   library  + oneDNN primitives (libstrata_onednn.so preloaded into the child process)
   layer:noshapes / layer:nomodules   layer without input shapes / without nn.Module paths
   torch.profiler / torch.profiler+shapes   the legacy autograd profiler over the block, for reference
+  rf-empty / rf-empty+shapes   PyTorch's RecordFunction with an empty callback (libstrata_torch's
+           benchmark seam): the floor any per-op tracer pays, without / with input capture
 
 Per round, overhead = (median call time in the mode's block) / (median in that round's off block) - 1;
 reported: median over rounds with a bootstrap 95% interval, per process and pooled. Wall time of
@@ -56,7 +58,9 @@ with torch.no_grad():
     for r in range(rounds):
         for mode in modes:
             prof = None
-            if mode.startswith("torch.profiler"):
+            if mode.startswith("rf-empty"):  # PyTorch's RecordFunction with a callback that records nothing
+                assert st._load_native().strata_torch_enable_empty(1 if mode.endswith("shapes") else 0) == 1
+            elif mode.startswith("torch.profiler"):
                 prof = torch.autograd.profiler.profile(record_shapes=mode.endswith("shapes"))
                 prof.__enter__()
             elif mode != "off":
@@ -77,7 +81,9 @@ with torch.no_grad():
                     m(x)
                 wall.append(time.perf_counter_ns() - w0)
                 cpu.append(time.thread_time_ns() - c0)
-            if prof is not None:
+            if mode.startswith("rf-empty"):
+                st._load_native().strata_torch_disable()
+            elif prof is not None:
                 prof.__exit__(None, None, None)
             elif mode != "off":
                 if base_mode in ("layer", "library"):

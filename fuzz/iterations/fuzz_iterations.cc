@@ -31,6 +31,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   iterations::IterationsOptions options;
   options.miner.iterations = data[0] % 4 == 0 ? data[1] % 16 : 0;
   options.miner.max_extra_ops = data[1] % 3 == 0 ? data[1] % 7 : -1;
+  if (data[0] & 0x20) {  // the sampled path (windows, growth, matching the whole) on short inputs
+    options.miner.sample_ops = 4 + data[1] % 61;
+    options.miner.sample_windows = 1 + (data[0] >> 6);
+  }
   const bool device = data[0] & 0x10;
   int64_t t = 0;
   uint64_t id = 1;

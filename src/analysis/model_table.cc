@@ -66,6 +66,14 @@ class ModelTable : public Analysis {
       t.notes.push_back("evaluations: model spans whose name contains \"" + opt.model_filter + "\"");
     if (any_unknown)
       t.notes.push_back("some model spans carry no batch/batch_size attribute: batch size 1 assumed");
+    // XSP III-C: a model span timed while its layers were traced includes what tracing them cost. A
+    // leveled trace takes model spans from the model-only run, so only a plain trace gets the warning.
+    bool leveled = false;
+    for (const model::Process& p : w->trace().processes) leveled = leveled || p.properties.get("leveled");
+    if (w->has_layers() && !leveled)
+      t.notes.push_back(
+          "model spans were timed with deeper levels traced in the same run, so they include that tracing's "
+          "cost: `strata record --leveled` (or --level model) times them without it");
     add_common_notes(&t, {}, param_error);
     AnalysisResult result;
     result.tables.push_back(std::move(t));

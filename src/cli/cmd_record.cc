@@ -41,7 +41,7 @@ constexpr const char* kUsage =
     "                     [--compress N] [--keep-parts] -- CMD [ARGS...]\n"
     "  -o OUT         trace file to write (default: strata-<date>-<time>.strata)\n"
     "  --level LEVEL  deepest level to record: application, model, layer, library, runtime, device (default "
-    "model)\n"
+    "layer)\n"
     "                 layer: PyTorch ops (aten::*) with shapes and module paths; library: oneDNN primitives\n"
     "  --onednn MODE  how --level library traces oneDNN: auto (default: interposer, and oneDNN's verbose\n"
     "                 output for what it cannot see, e.g. oneDNN linked statically), interpose, verbose, off\n"
@@ -209,7 +209,7 @@ int parse_count(const std::string& text, int* out) {
 }  // namespace
 
 int run_record(int argc, char** argv) {
-  std::string output, level_text = "model", runs_text = "1";
+  std::string output, level_text = "layer", runs_text = "1";
   RecordOptions opt;
   bool keep_parts = false, quiet = false, leveled = false;
   int i = 1;

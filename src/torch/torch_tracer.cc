@@ -148,6 +148,23 @@ __attribute__((visibility("default"))) void strata_torch_disable(void) {
   g_enabled = false;
 }
 
+// Benchmark seam (bench/torch/model_overhead.py): installs a callback that records nothing, with the
+// same scopes and input capture as strata_torch_enable, so what PyTorch's RecordFunction machinery
+// costs by itself can be told apart from what Strata adds. Undone by strata_torch_disable.
+__attribute__((visibility("default"))) int strata_torch_enable_empty(int needs_inputs) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_enabled) return 0;
+  at::RecordFunctionCallback callback(
+      [](const at::RecordFunction&) -> std::unique_ptr<at::ObserverContext> { return nullptr; },
+      [](const at::RecordFunction&, at::ObserverContext*) {});
+  callback.needsInputs(needs_inputs != 0)
+      .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
+               at::RecordScope::TORCHSCRIPT_FUNCTION, at::RecordScope::USER_SCOPE});
+  g_handle = at::addGlobalCallback(callback);
+  g_enabled = true;
+  return 1;
+}
+
 // Sets the module path attached to the calling thread's next ops (null or "" clears it).
 __attribute__((visibility("default"))) void strata_torch_set_module(const char* path) {
   if (path == nullptr)

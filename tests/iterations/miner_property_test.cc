@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <random>
@@ -129,10 +130,17 @@ struct LoopSpec {
   int iterations;
 };
 
+// `setup_ops` > 0: a set-up of that many random ops (symbols no loop uses) instead of a short one.
 Generated generate(std::mt19937& rng, const std::vector<LoopSpec>& segments, double inner_noise, int eval_every,
-                   const Seq& eval_block) {
+                   const Seq& eval_block, size_t setup_ops = 0) {
   Generated g;
-  append(&g, random_cycle(rng, 1 + rng() % 8, 900, 50), 0);  // set-up: symbols no loop uses
+  if (setup_ops > 0) {
+    Seq setup(setup_ops);
+    for (auto& x : setup) x = 900 + static_cast<int32_t>(rng() % 50);
+    append(&g, setup, 0);
+  } else {
+    append(&g, random_cycle(rng, 1 + rng() % 8, 900, 50), 0);  // set-up: symbols no loop uses
+  }
   int global = 0;
   for (size_t seg = 0; seg < segments.size(); ++seg) {
     for (int it = 0; it < segments[seg].iterations; ++it, ++global) {
@@ -208,6 +216,189 @@ TEST(MinerProperty, TrainAndEvalLoopsAreSeparated) {
     for (size_t t = 0; t < r.iterations.size(); ++t)
       EXPECT_EQ(r.iterations[t].loop, g.loop_of[t] == 1 ? 1 : 0) << "round " << round << " iteration " << t;
   }
+}
+
+// Sampled mining (sequences longer than MinerOptions::sample_ops): the pattern and cycle come from a
+// few windows, the matching runs over the whole sequence. Small sample budgets make the windows a
+// small fraction of generated sequences; the results must equal the ground truth and the exact
+// (whole-sequence) mining.
+
+MinerOptions sampled(int64_t sample_ops, int windows) {
+  MinerOptions o;
+  o.sample_ops = sample_ops;
+  o.sample_windows = windows;
+  return o;
+}
+
+MinerOptions exact_options() {
+  MinerOptions o;
+  o.sample_ops = 0;
+  return o;
+}
+
+void expect_same(const MiningResult& got, const MiningResult& exact, const std::string& what) {
+  ASSERT_EQ(got.iterations.size(), exact.iterations.size()) << what;
+  for (size_t t = 0; t < got.iterations.size(); ++t) {
+    EXPECT_EQ(got.iterations[t].first_op, exact.iterations[t].first_op) << what << " iteration " << t;
+    EXPECT_EQ(got.iterations[t].last_op, exact.iterations[t].last_op) << what << " iteration " << t;
+    EXPECT_EQ(got.iterations[t].loop, exact.iterations[t].loop) << what << " iteration " << t;
+    EXPECT_EQ(got.iterations[t].inner_extra_ops, exact.iterations[t].inner_extra_ops) << what << " iteration " << t;
+  }
+  EXPECT_EQ(got.loops.size(), exact.loops.size()) << what;
+  EXPECT_EQ(got.ops_before, exact.ops_before) << what;
+  EXPECT_EQ(got.ops_after, exact.ops_after) << what;
+  EXPECT_EQ(got.ops_between, exact.ops_between) << what;
+  EXPECT_EQ(got.detected, exact.detected) << what;
+}
+
+// The reading chosen on a sample can differ from the whole-sequence one where the detection itself
+// is borderline (a sub-pattern explaining about 80% of what the cycle explains, depending on which
+// rotation of the cycle the suffix tree offers): a few rounds in a hundred may differ, never more.
+// The share of ops inside iterations (over the whole sequence) is the confidence's main factor;
+// the ambiguity factor may differ between the two readings of the alternatives.
+TEST(MinerSampled, LongSequencesMatchGroundTruthAndExactMining) {
+  std::mt19937 rng(7);
+  int sampled_runs = 0;
+  int differing = 0;
+  int same_confidence = 0;
+  const int rounds = 60;
+  for (int round = 0; round < rounds; ++round) {
+    const size_t period = 3 + rng() % 40;
+    const int n = 150 + static_cast<int>(rng() % 300);
+    const Seq cycle = random_cycle(rng, period, 0, 4 + static_cast<int32_t>(rng() % (period + 4)));
+    const int eval_every = rng() % 2 ? 2 + static_cast<int>(rng() % 6) : 0;
+    const Seq eval = random_cycle(rng, 1 + rng() % std::max<size_t>(1, period / 3), 600, 30);
+    const Generated g = generate(rng, {{cycle, n}}, round % 3 == 0 ? 0.0 : 0.1, eval_every, eval);
+    // Windows of 128-512 ops: a few percent of sequences of 500-20,000 ops.
+    const int windows = 1 + static_cast<int>(rng() % 8);
+    const MinerOptions detect = sampled(windows * (128 << (rng() % 3)), windows);
+    const std::string what = "round " + std::to_string(round) + " (" + std::to_string(g.seq.size()) + " ops, " +
+                             std::to_string(windows) + " windows)";
+    const MiningResult r = mine_iterations(g.seq, g.gaps, detect);
+    const MiningResult exact = mine_iterations(g.seq, g.gaps, exact_options());
+    if (r.sampled_ops > 0) ++sampled_runs;
+    EXPECT_TRUE(r.detected) << what;
+    if (r.iterations.size() != g.boundaries.size()) {
+      ++differing;
+      std::cerr << "sampled reading differs from the generator's: " << what << ": " << r.confidence_note << "\n";
+    } else {
+      expect_mined(g, r, "detect " + what);
+      expect_same(r, exact, "detect vs exact " + what);
+      if (r.confidence == exact.confidence) ++same_confidence;
+      EXPECT_GE(r.confidence, 0.5 * exact.confidence - 1e-12) << what;
+    }
+
+    MinerOptions given = detect;
+    given.iterations = n;
+    expect_mined(g, mine_iterations(g.seq, g.gaps, given), "given " + what);
+  }
+  // The windowed path itself ran (not only its fallback to the whole sequence).
+  EXPECT_GT(sampled_runs, rounds * 3 / 4);
+  EXPECT_LE(differing, rounds / 20);
+  EXPECT_GE(same_confidence, (rounds - differing) * 3 / 4);
+}
+
+TEST(MinerSampled, SetUpLongerThanTheWindowsAndLateLoops) {
+  std::mt19937 rng(31);
+  int sampled_runs = 0;
+  const int rounds = 40;
+  for (int round = 0; round < rounds; ++round) {
+    const size_t period = 4 + rng() % 30;
+    const int n = 100 + static_cast<int>(rng() % 200);
+    const Seq cycle = random_cycle(rng, period, 0, 4 + static_cast<int32_t>(rng() % (period + 4)));
+    // Set-up: 5%-60% of the trace, many windows long; the loop starts that late.
+    const size_t loop_ops = period * static_cast<size_t>(n);
+    const size_t setup = loop_ops * (5 + rng() % 145) / 100;
+    const Generated g = generate(rng, {{cycle, n}}, 0.1, 0, {}, setup);
+    const int windows = 2 + static_cast<int>(rng() % 7);
+    const MinerOptions o = sampled(windows * 128, windows);
+    const std::string what = "round " + std::to_string(round) + " (set-up " + std::to_string(setup) + " of " +
+                             std::to_string(g.seq.size()) + " ops, " + std::to_string(windows) + " windows)";
+    const MiningResult r = mine_iterations(g.seq, g.gaps, o);
+    expect_mined(g, r, what);
+    EXPECT_EQ(r.ops_before, static_cast<int64_t>(setup)) << what;
+    expect_same(r, mine_iterations(g.seq, g.gaps, exact_options()), "vs exact " + what);
+    if (r.sampled_ops > 0) ++sampled_runs;
+  }
+  EXPECT_GT(sampled_runs, rounds / 2);
+}
+
+TEST(MinerSampled, SecondLoopOnlyAfterTheWindows) {
+  std::mt19937 rng(123);
+  for (int round = 0; round < 30; ++round) {
+    const Seq train = random_cycle(rng, 8 + rng() % 30, 0, 12);
+    Seq eval;  // as in TrainAndEvalLoopsAreSeparated: no op makes up more than a third of it
+    do {
+      eval = random_cycle(rng, 4 + rng() % 8, 100, 10);
+    } while (std::any_of(eval.begin(), eval.end(), [&](int32_t x) {
+      return 3 * std::count(eval.begin(), eval.end(), x) > static_cast<int64_t>(eval.size());
+    }));
+    const int n_train = 300 + static_cast<int>(rng() % 200);
+    // The second loop: the last 10-20% of the ops, after every window of the first loop's sample.
+    const size_t train_ops = train.size() * static_cast<size_t>(n_train);
+    const int n_eval = static_cast<int>(train_ops * (10 + rng() % 10) / 100 / eval.size()) + 3;
+    const Generated g = generate(rng, {{train, n_train}, {eval, n_eval}}, 0.0, 0, {});
+    // Two windows, centred at 1/4 and 3/4 of the trace: both inside the first loop.
+    const MinerOptions o = sampled(2 * 256, 2);
+    const std::string what = "round " + std::to_string(round);
+    const MiningResult r = mine_iterations(g.seq, g.gaps, o);
+    expect_mined(g, r, what);
+    EXPECT_GT(r.sampled_ops, 0) << what;
+    ASSERT_EQ(r.loops.size(), 2u) << what;
+    for (size_t t = 0; t < r.iterations.size(); ++t)
+      EXPECT_EQ(r.iterations[t].loop, g.loop_of[t]) << what << " iteration " << t;
+    expect_same(r, mine_iterations(g.seq, g.gaps, exact_options()), "vs exact " + what);
+  }
+}
+
+TEST(MinerSampled, TrainEvalTrainLoopsWithSmallWindows) {
+  std::mt19937 rng(99);
+  for (int round = 0; round < 30; ++round) {
+    const Seq train = random_cycle(rng, 8 + rng() % 30, 0, 12);
+    Seq eval;
+    do {
+      eval = random_cycle(rng, 4 + rng() % 8, 100, 10);
+    } while (std::any_of(eval.begin(), eval.end(), [&](int32_t x) {
+      return 3 * std::count(eval.begin(), eval.end(), x) > static_cast<int64_t>(eval.size());
+    }));
+    const int n_train = 100 + static_cast<int>(rng() % 100);
+    const int n_eval = static_cast<int>(20 * train.size() / eval.size()) + 3 + static_cast<int>(rng() % 5);
+    const Generated g = generate(rng, {{train, n_train}, {eval, n_eval}, {train, n_train}}, 0.0, 0, {});
+    const int windows = 1 + static_cast<int>(rng() % 8);
+    const MiningResult r = mine_iterations(g.seq, g.gaps, sampled(windows * 160, windows));
+    const std::string what = "round " + std::to_string(round) + " (" + std::to_string(windows) + " windows)";
+    expect_mined(g, r, what);
+    ASSERT_EQ(r.loops.size(), 2u) << what;
+    for (size_t t = 0; t < r.iterations.size(); ++t)
+      EXPECT_EQ(r.iterations[t].loop, g.loop_of[t] == 1 ? 1 : 0) << what << " iteration " << t;
+  }
+}
+
+// The benchmark's training-like stream (250-op cycle, 3% of iterations with an extra op, an
+// evaluation block after every 10th), with the default window count.
+TEST(MinerSampled, TrainingLikeStreamEqualsExactMining) {
+  std::mt19937 rng(42);
+  Seq cycle(250), eval(60), seq;
+  for (auto& c : cycle) c = static_cast<int32_t>(rng() % 90);
+  for (auto& c : eval) c = static_cast<int32_t>(rng() % 90);
+  for (int i = 0; i < 100; ++i) seq.push_back(100 + static_cast<int32_t>(rng() % 50));
+  int iterations = 0;
+  while (seq.size() < 80'000) {
+    ++iterations;
+    for (size_t j = 0; j < cycle.size(); ++j) {
+      seq.push_back(cycle[j]);
+      if (j == 100 && rng() % 100 < 3) seq.push_back(200);
+    }
+    if (iterations % 10 == 0) seq.insert(seq.end(), eval.begin(), eval.end());
+  }
+  std::vector<int64_t> gaps(seq.size());
+  for (size_t j = 0; j < seq.size(); ++j) gaps[j] = seq[j] == cycle[0] ? 50000 : 2000 + rng() % 500;
+  MinerOptions o;
+  o.sample_ops = 1 << 14;  // 8 windows of 2,048 ops
+  const MiningResult r = mine_iterations(seq, gaps, o);
+  EXPECT_GT(r.sampled_ops, 0);
+  EXPECT_EQ(static_cast<int64_t>(r.iterations.size()), iterations);
+  expect_same(r, mine_iterations(seq, gaps, exact_options()), "training-like stream");
 }
 
 TEST(MinerProperty, AlgorithmOneFindsInsertions) {

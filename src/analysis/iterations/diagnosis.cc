@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <unordered_set>
+#include <vector>
 
 #include "core/level.h"
 
@@ -74,12 +74,15 @@ Diagnosis diagnose(const model::Trace& trace, const Classification& classes, con
   for (const IterationMetrics& it : metrics.iterations)
     if (it.loop == loop && it.interval_ns && *it.interval_ns > 0) windows.emplace_back(it.start_ns - *it.interval_ns, it.start_ns);
   std::sort(windows.begin(), windows.end());
-  std::unordered_set<uint32_t> in_sequence(metrics.sequence_spans.begin(), metrics.sequence_spans.end());
+  // A bitmap, not a hash set: the op sequence can hold millions of spans.
+  std::vector<bool> in_sequence(trace.spans.size(), false);
+  for (uint32_t i : metrics.sequence_spans)
+    if (i < in_sequence.size()) in_sequence[i] = true;
   const uint16_t process = classes.main_track >= 0 ? classes.tracks[classes.main_track].key.process : 0;
   std::map<std::pair<std::string, uint8_t>, GapSpan> by_name;
   for (uint32_t i = 0; i < trace.spans.size() && !windows.empty(); ++i) {
     const SpanRecord& sp = trace.spans[i];
-    if (sp.process != process || in_sequence.count(i) > 0 || sp.level == static_cast<uint8_t>(Level::kIteration) ||
+    if (sp.process != process || in_sequence[i] || sp.level == static_cast<uint8_t>(Level::kIteration) ||
         sp.level == static_cast<uint8_t>(Level::kDevice) || sp.end_ns <= sp.start_ns)
       continue;
     auto w = std::upper_bound(windows.begin(), windows.end(), std::make_pair(sp.start_ns, INT64_MAX));

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
-#include <unordered_map>
 
 #include "core/level.h"
 
@@ -86,13 +85,17 @@ bool run_iterations(const model::Trace& trace, const IterationsOptions& options,
   std::vector<uint32_t> spans;
   std::vector<int64_t> gaps;
   main_sequence(trace, report->classes, &spans, &gaps);
-  // Op names to a dense integer alphabet (first appearance order).
-  std::unordered_map<uint32_t, int32_t> symbol_of;
+  // Op names to a dense integer alphabet (first appearance order), by interned name id: a table
+  // lookup per op, never a string hash.
+  std::vector<int32_t> symbol_of(trace.strings.size(), -1);
+  int32_t symbols = 0;
   std::vector<int32_t> seq;
   seq.reserve(spans.size());
   for (uint32_t i : spans) {
-    auto [it, inserted] = symbol_of.try_emplace(trace.spans[i].name, static_cast<int32_t>(symbol_of.size()));
-    seq.push_back(it->second);
+    const uint32_t name = trace.spans[i].name;
+    if (name >= symbol_of.size()) symbol_of.resize(static_cast<size_t>(name) + 1, -1);
+    if (symbol_of[name] < 0) symbol_of[name] = symbols++;
+    seq.push_back(symbol_of[name]);
   }
   std::vector<int64_t> op_time(spans.size());
   for (size_t j = 0; j < spans.size(); ++j) op_time[j] = trace.spans[spans[j]].duration_ns() + gaps[j];

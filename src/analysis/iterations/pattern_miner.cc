@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <unordered_map>
 
@@ -115,7 +116,12 @@ Estimate estimate(const SuffixIndex& index, int64_t n, const RepeatCandidate& c)
 // Detection: among the suffix-tree nodes satisfying Criterion 3 with i = c, shortlist the frequent
 // ones that explain a fair share of the sequence, estimate how each cuts it, and pick the one giving
 // the most iterations among those explaining nearly as much as the best.
-Detection detect(const SuffixIndex& index, int64_t n, int64_t min_repeats, double preference) {
+//
+// `rescore` (sampled mining): the shortlist comes from the sample, but the readings that decide (the
+// best few by their share of the sample) are estimated over the whole sequence, so that the choice,
+// the iteration estimate and the ambiguity do not hinge on where the windows fell.
+Detection detect(const SuffixIndex& index, int64_t n, int64_t min_repeats, double preference,
+                 const std::function<Estimate(const RepeatCandidate&)>& rescore = {}) {
   constexpr double kShortlistShare = 0.3;  // of the best count * length
   constexpr size_t kShortlist = 24;
   Detection out;
@@ -162,6 +168,24 @@ Detection detect(const SuffixIndex& index, int64_t n, int64_t min_repeats, doubl
     est.push_back(estimate(index, n, c));
     best_explained = std::max(best_explained, est.back().explained);
   }
+  if (rescore && !kept.empty()) {
+    constexpr size_t kRescored = 6;
+    constexpr double kRescoreShare = 0.5;  // of the sample's best: wider than `preference`
+    std::vector<size_t> order(kept.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return est[a].explained > est[b].explained; });
+    std::vector<RepeatCandidate> rescored_kept;
+    std::vector<Estimate> rescored_est;
+    for (size_t k : order) {
+      if (rescored_kept.size() >= kRescored || est[k].explained < kRescoreShare * best_explained) break;
+      rescored_kept.push_back(kept[k]);
+      rescored_est.push_back(rescore(kept[k]));
+    }
+    kept = std::move(rescored_kept);
+    est = std::move(rescored_est);
+    best_explained = 0;
+    for (const Estimate& e : est) best_explained = std::max(best_explained, e.explained);
+  }
   for (size_t k = 0; k < kept.size(); ++k) {
     if (est[k].explained < preference * best_explained || est[k].iterations < min_repeats) continue;
     if (!out.chosen || est[k].iterations > out.estimated_iterations ||
@@ -182,6 +206,13 @@ Detection detect(const SuffixIndex& index, int64_t n, int64_t min_repeats, doubl
     if (std::llabs(c - c0) * 10 <= c0) continue;
     const int64_t m = (c0 + c / 2) / c;
     if (m >= 1 && std::llabs(c0 - m * c) <= m + c0 / 10) continue;
+    if (rescore) {
+      // Counted over the whole sequence, a pattern spanning m iterations loses every occurrence
+      // that one noisy iteration breaks, so its count falls below c0 / m: compare lengths too.
+      const int64_t l0 = out.chosen->length;
+      const int64_t ml = (kept[k].length + l0 / 2) / std::max<int64_t>(1, l0);
+      if (ml >= 2 && std::llabs(kept[k].length - ml * l0) * 10 <= kept[k].length) continue;
+    }
     if (!out.alternative || est[k].explained > alt_explained) {
       out.alternative = kept[k];
       alt_explained = est[k].explained;
@@ -235,23 +266,35 @@ std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::spa
   return matches;
 }
 
-// A subsequence to mine: either the whole sequence, or the leftover stretches joined by unique
-// separator symbols (so no repeat crosses two stretches). to_seq maps back; -1 for separators.
+// A sequence to mine: the whole sequence (a view, no copy), the leftover stretches joined by unique
+// separator symbols (so no repeat crosses two stretches), or a sample of windows of either.
 struct Subsequence {
-  std::vector<int32_t> symbols;
-  std::vector<int64_t> to_seq;
+  std::span<const int32_t> symbols;  // the caller's sequence, or `storage`
+  std::vector<int32_t> storage;
+  std::vector<int64_t> to_seq;       // index into the whole sequence, -1 for separators; empty = identity
+  std::vector<int64_t> to_sampled;   // a sample's: index into the sequence it samples, -1 for separators
   int32_t alphabet = 0;
-  int32_t barrier = kNoBarrier;  // symbols >= barrier are separators
+  int32_t barrier = kNoBarrier;      // symbols >= barrier are separators
+
+  Subsequence() = default;
+  Subsequence(const Subsequence&) = delete;  // `symbols` may point into `storage`
+  Subsequence& operator=(const Subsequence&) = delete;
+  int64_t size() const { return static_cast<int64_t>(symbols.size()); }
+  int64_t at(int64_t j) const { return to_seq.empty() ? j : to_seq[j]; }
 };
 
 struct LoopFit {
   Loop loop;
   std::vector<ApproximateMatch> matches;  // in subsequence positions
+  int64_t k0 = 0;                         // the extra ops allowed per iteration
 };
 
-// From a chosen pattern P (a suffix-array interval) to the aligned cycle and its matches.
+// From a chosen pattern P (a suffix-array interval of `sub`) to the aligned cycle and its matches
+// over `target` (`sub` itself, or the whole sequence `sub` samples: a boundary candidate's iteration
+// count is only meaningful over the whole, since every window edge cuts an iteration somewhere).
 std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index, const RepeatCandidate& p,
-                                std::span<const int64_t> gap_before_ns, const MinerOptions& options) {
+                                std::span<const int64_t> gap_before_ns, const MinerOptions& options,
+                                const Subsequence& target, int64_t max_cycle) {
   std::vector<int64_t> occ;
   occ.reserve(p.count);
   for (int32_t r = p.sa_begin; r <= p.sa_end; ++r) occ.push_back(index.sa[r]);
@@ -273,11 +316,11 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
   for (const auto& [d, c] : distance_counts)
     if (5 * c >= best_count && c >= std::min<int64_t>(2, best_count) && (cycle_length == 0 || d < cycle_length))
       cycle_length = d;
-  const int64_t n = static_cast<int64_t>(sub.symbols.size());
-  auto whole_cycle_at = [&](int64_t begin) {
-    if (begin < 0 || begin + cycle_length > n) return false;
+  if (cycle_length > max_cycle) return std::nullopt;
+  auto whole_cycle_at = [&](const Subsequence& in, int64_t begin) {
+    if (begin < 0 || begin + cycle_length > in.size()) return false;
     for (int64_t j = begin; j < begin + cycle_length; ++j)
-      if (sub.symbols[j] >= sub.barrier) return false;
+      if (in.symbols[j] >= in.barrier) return false;
     return true;
   };
 
@@ -289,7 +332,7 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
     for (size_t k = 0; k + 1 < starts.size(); ++k) {
       if (starts[k + 1] - starts[k] != cycle_length) continue;
       for (int64_t o = 0; o < cycle_length; ++o) {
-        const int64_t at = sub.to_seq[starts[k] + o];
+        const int64_t at = sub.at(starts[k] + o);
         if (at >= 0) score[o] += static_cast<double>(gap_before_ns[at]);
       }
     }
@@ -301,11 +344,21 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
   std::partial_sort(by_gap.begin(), by_gap.begin() + top, by_gap.end(),
                     [&](int64_t x, int64_t y) { return score[x] > score[y] || (score[x] == score[y] && x < y); });
   if (!gap_before_ns.empty()) phases.insert(phases.end(), by_gap.begin(), by_gap.begin() + top);
-  int64_t region_start = starts.front();
-  while (region_start > 0 && region_start - 1 + cycle_length < n && sub.symbols[region_start - 1] < sub.barrier &&
-         sub.symbols[region_start - 1] == sub.symbols[region_start - 1 + cycle_length])
+  // The periodic region is a property of the target: in a sample it would end at a window edge. P's
+  // first occurrence in the target comes no later than that of the sample's first occurrence.
+  const Subsequence& t = target;
+  int64_t first = starts.front();
+  if (&target != &sub) {
+    const auto pattern_begin = sub.symbols.begin() + p.position;
+    const int64_t limit = std::min(t.size(), sub.to_sampled[starts.front()] + p.length);
+    first = std::search(t.symbols.begin(), t.symbols.begin() + limit, pattern_begin, pattern_begin + p.length) -
+            t.symbols.begin();
+  }
+  int64_t region_start = first;
+  while (region_start > 0 && region_start - 1 + cycle_length < t.size() && t.symbols[region_start - 1] < t.barrier &&
+         t.symbols[region_start - 1] == t.symbols[region_start - 1 + cycle_length])
     --region_start;
-  const int64_t region_phase = ((region_start - starts.front()) % cycle_length + cycle_length) % cycle_length;
+  const int64_t region_phase = ((region_start - first) % cycle_length + cycle_length) % cycle_length;
   phases.push_back(region_phase);
   std::sort(phases.begin(), phases.end());
   phases.erase(std::unique(phases.begin(), phases.end()), phases.end());
@@ -316,29 +369,194 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
     // The template cycle comes from two consecutive clean cycles (no extra ops: distances equal to
     // the cycle), so a rotated template cannot pick up an inserted op from the next iteration.
     std::optional<int64_t> template_begin;
+    const Subsequence* from = &sub;
     for (size_t k = 0; k + 2 < starts.size() && !template_begin; ++k)
       if (starts[k + 1] - starts[k] == cycle_length && starts[k + 2] - starts[k + 1] == cycle_length &&
-          whole_cycle_at(starts[k] + phase))
+          whole_cycle_at(sub, starts[k] + phase))
         template_begin = starts[k] + phase;
     for (size_t k = 0; k + 1 < starts.size() && !template_begin; ++k)
-      if (starts[k + 1] - starts[k] == cycle_length && whole_cycle_at(starts[k] + phase))
+      if (starts[k + 1] - starts[k] == cycle_length && whole_cycle_at(sub, starts[k] + phase))
         template_begin = starts[k] + phase;
     if (!template_begin) {
       const int64_t at = region_start + ((phase - region_phase) % cycle_length + cycle_length) % cycle_length;
-      if (whole_cycle_at(at)) template_begin = at;
+      if (whole_cycle_at(t, at)) {
+        template_begin = at;
+        from = &t;
+      }
     }
     if (!template_begin) continue;
     LoopFit fit;
-    fit.loop.cycle.assign(sub.symbols.begin() + *template_begin, sub.symbols.begin() + *template_begin + cycle_length);
+    fit.k0 = k0;
+    fit.loop.cycle.assign(from->symbols.begin() + *template_begin,
+                          from->symbols.begin() + *template_begin + cycle_length);
     fit.loop.pattern_length = p.length;
     fit.loop.pattern_count = p.count;
     fit.loop.phase = phase;
-    fit.matches = match_cycle(sub.symbols, fit.loop.cycle, k0, sub.barrier);
+    fit.matches = match_cycle(target.symbols, fit.loop.cycle, k0, target.barrier);
     if (!best || fit.matches.size() > best->matches.size() ||
         (fit.matches.size() == best->matches.size() && score[phase] > score[best->loop.phase]))
       best = std::move(fit);
   }
   return best;
+}
+
+int64_t ops_inside(const std::vector<ApproximateMatch>& matches) {
+  int64_t ops = 0;
+  for (const auto& m : matches) ops += m.last - m.first + 1;
+  return ops;
+}
+
+// estimate() over the whole (sub)sequence, for pattern `p` (symbols of `sample`): its greedy
+// non-overlapping exact occurrences, found by a scan for its first op.
+Estimate estimate_over(const Subsequence& whole, const Subsequence& sample, const RepeatCandidate& c) {
+  const int32_t* p = sample.symbols.data() + c.position;
+  const int64_t m = c.length;
+  const int32_t* s = whole.symbols.data();
+  const int64_t n = whole.size();
+  int64_t count = 0;
+  for (int64_t i = 0; i + m <= n;) {
+    if (s[i] == p[0] && std::equal(p + 1, p + m, s + i + 1)) {
+      ++count;
+      i += m;
+    } else {
+      ++i;
+    }
+  }
+  return {count, static_cast<double>(count * m) / static_cast<double>(std::max<int64_t>(1, n))};
+}
+
+// `windows` windows of budget / windows ops each, centred at evenly spread points of `whole`, joined
+// by fresh separators; separators inside a window (stretch boundaries) are renumbered densely, so the
+// suffix array's alphabet stays the op alphabet plus a few.
+void make_sample(const Subsequence& whole, int64_t budget, int windows, int32_t op_alphabet, Subsequence* out) {
+  const int64_t n = whole.size();
+  const int64_t k = windows;
+  const int64_t w = budget / k;
+  out->storage.reserve(static_cast<size_t>(w * k + k));
+  out->to_seq.reserve(static_cast<size_t>(w * k + k));
+  out->to_sampled.reserve(static_cast<size_t>(w * k + k));
+  int32_t separator = op_alphabet;
+  int64_t prev_end = 0;
+  for (int64_t p = 0; p < k; ++p) {
+    const int64_t start = std::max(prev_end, std::min(n - w, (2 * p + 1) * n / (2 * k) - w / 2));
+    if (p > 0) {
+      out->storage.push_back(separator++);
+      out->to_seq.push_back(-1);
+      out->to_sampled.push_back(-1);
+    }
+    for (int64_t q = start; q < start + w && q < n; ++q) {
+      const int32_t symbol = whole.symbols[q];
+      out->storage.push_back(symbol >= op_alphabet ? separator++ : symbol);
+      out->to_seq.push_back(whole.at(q));
+      out->to_sampled.push_back(symbol >= op_alphabet ? -1 : q);
+    }
+    prev_end = std::min(n, start + w);
+  }
+  out->alphabet = separator;
+  out->barrier = op_alphabet;
+  out->symbols = out->storage;
+}
+
+struct Mined {
+  RepeatCandidate pattern;
+  Detection detection;
+  int64_t eps_used = 0;
+  LoopFit fit;               // matches in positions of the whole (sub)sequence
+  int64_t sample_ops = 0;    // 0: mined on the whole (sub)sequence
+};
+
+enum class MineOutcome { kOk, kNoPattern, kNoFit };
+
+// Pattern (Criteria 2 and 3, or detection), cycle and matches for one loop over `whole`: on a sample
+// when `whole` is longer than the sample budget, growing the sample until it shows a loop that the
+// whole sequence confirms (see the header).
+constexpr double kMinSampleShare = 0.3;
+
+MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet, std::span<const int64_t> gap_before_ns,
+                      const MinerOptions& options, Mined* out) {
+  const int64_t n = whole.size();
+  const int windows = std::max(1, options.sample_windows);
+  const int64_t min_matches = paper ? 2 : options.min_repeats;
+  // The sample's fixed costs (suffix array, shortlist) should stay a small part of mining a
+  // sequence of a few million ops too: at most a sixteenth of it, but no fewer than 32Ki ops.
+  constexpr int64_t kMinScaledSample = int64_t{1} << 15;
+  int64_t budget = options.sample_ops > kMinScaledSample ? std::max(kMinScaledSample, std::min(options.sample_ops, n / 16))
+                                                         : options.sample_ops;
+  for (;;) {
+    const bool exact = budget <= 0 || n <= budget || budget / windows < 2;
+    Subsequence sample;
+    if (!exact) make_sample(whole, budget, windows, op_alphabet, &sample);
+    const Subsequence& sub = exact ? whole : sample;
+    const int64_t sub_n = sub.size();
+    std::optional<RepeatCandidate> pattern;
+    Detection detection;
+    int64_t eps_used = 0;
+    std::optional<LoopFit> fit;
+    {  // the index is only needed for the pattern and the cycle: freed before matching the whole
+      SuffixIndex index = build_index(sub.symbols, sub.alphabet);
+      if (paper && exact) {
+        pattern = select_for_count(index, sub_n, options.iterations, options.epsilon, &eps_used);
+      } else {
+        std::function<Estimate(const RepeatCandidate&)> over_whole;
+        if (!exact) over_whole = [&](const RepeatCandidate& c) { return estimate_over(whole, sub, c); };
+        detection = detect(index, sub_n, std::max<int64_t>(2, options.min_repeats), options.count_preference,
+                           over_whole);
+        pattern = detection.chosen;
+      }
+      // A window must hold a few iterations, or the sample's "cycle" may be a piece of one.
+      const int64_t max_cycle = exact ? std::numeric_limits<int64_t>::max() : budget / windows / 4;
+      if (pattern) fit = fit_loop(sub, index, *pattern, gap_before_ns, options, whole, max_cycle);
+    }
+    if (exact) {
+      if (!pattern) return MineOutcome::kNoPattern;
+      if (!fit) return MineOutcome::kNoFit;
+      *out = Mined{*pattern, std::move(detection), eps_used, std::move(*fit), 0};
+      return MineOutcome::kOk;
+    }
+    const int64_t piece = budget / windows;
+    if (pattern && fit) {
+      // A cycle that is k copies of a shorter one is the same loop read k iterations at a time; the
+      // whole-sequence detection prefers the finer reading (most iterations, same coverage), which a
+      // sample whose windows hold few iterations can miss.
+      const int64_t length = static_cast<int64_t>(fit->loop.cycle.size());
+      for (int64_t root = 1; root < length; ++root) {
+        if (length % root != 0) continue;
+        const auto& c = fit->loop.cycle;
+        if (!std::equal(c.begin() + root, c.end(), c.begin())) continue;
+        fit->loop.cycle.resize(static_cast<size_t>(root));
+        fit->k0 = options.max_extra_ops >= 0 ? options.max_extra_ops : std::max<int64_t>(1, root / 2);
+        fit->matches = match_cycle(whole.symbols, fit->loop.cycle, fit->k0, whole.barrier);
+        break;
+      }
+      const std::vector<ApproximateMatch> in_sample = match_cycle(sub.symbols, fit->loop.cycle, fit->k0, sub.barrier);
+      const double sample_share = static_cast<double>(ops_inside(in_sample)) / static_cast<double>(piece * windows);
+      const double share = static_cast<double>(ops_inside(fit->matches)) / static_cast<double>(n);
+      // A reading must explain a fair part of the sample (windows on a long set-up only show
+      // incidental repeats), and the whole sequence must bear it out (windows that all fell on a
+      // stretch unlike the rest, such as another loop): otherwise look at more of the sequence.
+      bool confirmed = static_cast<int64_t>(in_sample.size()) >= min_matches && sample_share >= kMinSampleShare &&
+                       share >= 0.5 * sample_share;
+      if (confirmed && paper) {
+        // The given count picks the pattern (Criterion 2): the sampled cycle stands when the whole
+        // sequence holds about that many iterations of it; otherwise the exact method decides.
+        const int64_t i = options.iterations;
+        const int64_t c = static_cast<int64_t>(fit->matches.size());
+        const int64_t eps0 = options.epsilon > 0 ? options.epsilon : std::max<int64_t>(1, i / 50);
+        int64_t eps = eps0;
+        while (c <= i && c <= i - eps && eps < i) eps *= 2;
+        if (c > i || c <= i - eps || i - c >= std::max(eps0, (i + 9) / 10)) {
+          budget = n;
+          continue;
+        }
+        eps_used = eps;
+      }
+      if (confirmed) {
+        *out = Mined{*pattern, std::move(detection), eps_used, std::move(*fit), piece * windows};
+        return MineOutcome::kOk;
+      }
+    }
+    budget = budget > n / 2 ? n : 2 * budget;
+  }
 }
 
 void attach_between(std::span<const int32_t> seq, MiningResult* result, const std::vector<int64_t>& match_last,
@@ -427,65 +645,57 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     result.ops_before = n;
     return result;
   }
-  int32_t alphabet = 0;
+  // Branch-free (vectorized) pass: one scan of a long sequence costs as much as a few of the steps
+  // that follow.
+  int32_t lowest = 0;
+  int32_t highest = -1;
   for (int32_t s : seq) {
-    if (s < 0) {
-      result.error = "negative op symbol in the sequence";
-      return result;
-    }
-    alphabet = std::max(alphabet, s + 1);
+    lowest = std::min(lowest, s);
+    highest = std::max(highest, s);
   }
+  if (lowest < 0) {
+    result.error = "negative op symbol in the sequence";
+    return result;
+  }
+  const int32_t alphabet = highest + 1;
 
   std::vector<int64_t> match_last;
   std::vector<int64_t> attach_limits;
-  std::vector<char> covered(n, 0);
   std::string notes;
   for (int loop_index = 0; loop_index < std::max(1, options.max_loops); ++loop_index) {
     Subsequence sub;
     if (loop_index == 0) {
-      sub.symbols.assign(seq.begin(), seq.end());
-      sub.to_seq.resize(n);
-      for (int64_t j = 0; j < n; ++j) sub.to_seq[j] = j;
+      sub.symbols = seq;
       sub.alphabet = alphabet;
     } else {
-      // Leftover stretches (not inside any iteration) long enough to hold a few iterations.
+      // Leftover stretches (not inside any iteration; iterations are ordered and disjoint) long
+      // enough to hold a few iterations.
       sub.barrier = alphabet;
       int32_t separator = alphabet;
-      for (int64_t j = 0; j < n;) {
-        if (covered[j]) {
-          ++j;
-          continue;
+      auto add_stretch = [&](int64_t begin, int64_t end) {
+        if (end - begin < 2 * options.min_repeats) return;
+        if (!sub.storage.empty()) {
+          sub.storage.push_back(separator++);
+          sub.to_seq.push_back(-1);
         }
-        int64_t end = j;
-        while (end < n && !covered[end]) ++end;
-        if (end - j >= 2 * options.min_repeats) {
-          if (!sub.symbols.empty()) {
-            sub.symbols.push_back(separator++);
-            sub.to_seq.push_back(-1);
-          }
-          for (int64_t q = j; q < end; ++q) {
-            sub.symbols.push_back(seq[q]);
-            sub.to_seq.push_back(q);
-          }
-        }
-        j = end;
+        sub.storage.insert(sub.storage.end(), seq.begin() + begin, seq.begin() + end);
+        for (int64_t q = begin; q < end; ++q) sub.to_seq.push_back(q);
+      };
+      int64_t from = 0;
+      for (const auto& it : result.iterations) {
+        add_stretch(from, it.first_op);
+        from = it.last_op + 1;
       }
+      add_stretch(from, n);
+      sub.symbols = sub.storage;
       sub.alphabet = separator;
-      if (static_cast<double>(sub.symbols.size()) < options.min_loop_share * static_cast<double>(n)) break;
+      if (static_cast<double>(sub.size()) < options.min_loop_share * static_cast<double>(n)) break;
     }
-    const int64_t sub_n = static_cast<int64_t>(sub.symbols.size());
-    if (sub_n < 2) break;
-    SuffixIndex index = build_index(sub.symbols, sub.alphabet);
-    std::optional<RepeatCandidate> pattern;
-    Detection detection;
-    int64_t eps_used = 0;
-    if (loop_index == 0 && options.iterations > 0) {
-      pattern = select_for_count(index, sub_n, options.iterations, options.epsilon, &eps_used);
-    } else {
-      detection = detect(index, sub_n, std::max<int64_t>(2, options.min_repeats), options.count_preference);
-      pattern = detection.chosen;
-    }
-    if (!pattern) {
+    if (sub.size() < 2) break;
+    const bool paper = loop_index == 0 && options.iterations > 0;
+    Mined mined;
+    const MineOutcome outcome = mine_loop(sub, paper, alphabet, gap_before_ns, options, &mined);
+    if (outcome == MineOutcome::kNoPattern) {
       if (loop_index == 0)
         result.error = options.iterations > 0
                            ? "no op pattern repeats close to " + std::to_string(options.iterations) +
@@ -494,11 +704,13 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
                                  " times: the stream does not look iterative";
       break;
     }
-    std::optional<LoopFit> fit = fit_loop(sub, index, *pattern, gap_before_ns, options);
-    if (!fit) break;
-    const int64_t min_matches = loop_index == 0 && options.iterations > 0 ? 2 : options.min_repeats;
-    int64_t ops_in = 0;
-    for (const auto& m : fit->matches) ops_in += m.last - m.first + 1;
+    if (outcome != MineOutcome::kOk) break;
+    const RepeatCandidate* pattern = &mined.pattern;
+    const Detection& detection = mined.detection;
+    const int64_t eps_used = mined.eps_used;
+    LoopFit* fit = &mined.fit;
+    const int64_t min_matches = paper ? 2 : options.min_repeats;
+    const int64_t ops_in = ops_inside(fit->matches);
     if (static_cast<int64_t>(fit->matches.size()) < min_matches) break;
     if (loop_index > 0 && (static_cast<double>(ops_in) < options.min_loop_share * static_cast<double>(n) ||
                            static_cast<int64_t>(fit->loop.cycle.size()) < options.min_further_cycle_ops))
@@ -507,9 +719,15 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
       double time_in = 0;
       for (const auto& m : fit->matches)
         for (int64_t q = m.first; q <= m.last; ++q)
-          if (sub.to_seq[q] >= 0) time_in += static_cast<double>(std::max<int64_t>(0, op_time_ns[sub.to_seq[q]]));
+          if (sub.at(q) >= 0) time_in += static_cast<double>(std::max<int64_t>(0, op_time_ns[sub.at(q)]));
       if (time_in < options.min_loop_time_share * total_time) break;
     }
+    if (loop_index == 0) result.sampled_ops = mined.sample_ops;
+    char sample_note[160] = "";
+    if (mined.sample_ops > 0)
+      std::snprintf(sample_note, sizeof sample_note, " (mined on a sample of %lld of %lld ops in %d windows)",
+                    static_cast<long long>(mined.sample_ops), static_cast<long long>(sub.size()),
+                    std::max(1, options.sample_windows));
 
     fit->loop.epsilon = eps_used;
     const int32_t loop_id = static_cast<int32_t>(result.loops.size());
@@ -517,12 +735,11 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     attach_limits.push_back(options.attach_limit >= 0 ? options.attach_limit : 2 * cycle_length);
     for (const auto& m : fit->matches) {
       IterationMatch it;
-      it.first_op = sub.to_seq[m.first];
-      it.last_op = sub.to_seq[m.last];
+      it.first_op = sub.at(m.first);
+      it.last_op = sub.at(m.last);
       it.loop = loop_id;
       it.inner_extra_ops = m.extra_ops;
       result.iterations.push_back(it);
-      for (int64_t q = it.first_op; q <= it.last_op; ++q) covered[q] = 1;
     }
     if (loop_index == 0 && options.iterations <= 0) {
       result.detected = true;
@@ -533,6 +750,7 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
                     static_cast<long long>(pattern->length), static_cast<long long>(pattern->count),
                     static_cast<long long>(detection.estimated_iterations), 100.0 * detection.explained);
       notes += buf;
+      notes += sample_note;
       if (detection.alternative) {
         std::snprintf(buf, sizeof buf, "; alternative reading: a pattern of %lld ops occurring %lld times",
                       static_cast<long long>(detection.alternative->length),
@@ -549,6 +767,7 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
                       static_cast<long long>(pattern->length), static_cast<long long>(pattern->count),
                       static_cast<long long>(eps_used));
         notes += buf;
+        notes += sample_note;
       }
       result.loops.push_back(std::move(fit->loop));
     }
@@ -557,9 +776,6 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     match_last.clear();
     for (const auto& it : result.iterations) match_last.push_back(it.trailing_extra_ops > 0 ? it.last_op - it.trailing_extra_ops : it.last_op);
     attach_between(seq, &result, match_last, attach_limits);
-    std::fill(covered.begin(), covered.end(), 0);
-    for (const auto& it : result.iterations)
-      for (int64_t q = it.first_op; q <= it.last_op; ++q) covered[q] = 1;
   }
 
   const double ambiguity = result.confidence;

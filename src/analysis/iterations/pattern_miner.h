@@ -6,6 +6,16 @@
 // pattern P (Criteria 2 and 3), turns it into the full iteration cycle aligned on the idle gap that
 // separates iterations, and matches the cycle with up to k0 extra ops inside (Algorithm 1).
 // Iterations with extra ops are flagged; ops between iterations are attached or counted, never lost.
+//
+// Long sequences are mined on a sample: the suffix array (random accesses over arrays several times
+// the sequence) would cost more than loading the trace, while a loop shows its cycle in any stretch
+// holding a few iterations. The pattern and cycle come from a few evenly spread windows; the
+// matching, and so the iteration count and the confidence, runs over the whole sequence. When the
+// sample shows nothing that qualifies, a cycle too long for its windows (a window must hold four
+// iterations), a loop explaining under 30% of the sample, or one explaining far less of the whole
+// than of the sample, the windows double, up to the whole sequence (the exact method, which shorter
+// sequences always get). With a count given, the sampled cycle must match about that many times
+// over the whole sequence (within the initial epsilon or 10%); otherwise the exact method decides.
 #pragma once
 
 #include <cstdint>
@@ -54,12 +64,18 @@ struct MinerOptions {
   // Detection prefers the reading with the most iterations among those explaining at least this
   // share of what the best reading explains (a loop of period p also "repeats" with period 2p).
   double count_preference = 0.8;
+  // Sampling: sequences (or multi-loop leftovers) longer than the sample are mined on sample_windows
+  // evenly spread windows, grown as described above. The sample is sample_ops ops, or a sixteenth
+  // of the sequence when that is smaller (but never under 32Ki ops, unless sample_ops is).
+  // 0 = always mine the whole sequence.
+  int64_t sample_ops = int64_t{1} << 17;
+  int sample_windows = 8;
 };
 
 struct Loop {
   std::vector<int32_t> cycle;     // one iteration's ops, starting at the iteration boundary
   int64_t pattern_length = 0;     // l_p of the mined substring P
-  int64_t pattern_count = 0;      // c_p: its repetitions in the (sub)sequence it was mined from
+  int64_t pattern_count = 0;      // c_p: its repetitions in the (sub)sequence or sample it was mined from
   int64_t epsilon = 0;            // epsilon that admitted P (paper mode), 0 in detection mode
   int64_t phase = 0;              // offset of the boundary inside P's cycle (largest idle gap)
   int64_t iterations = 0;         // iterations matched for this loop
@@ -86,6 +102,8 @@ struct MiningResult {
   double confidence = 0;                   // share of ops inside iterations, times 1 - ambiguity
   std::string confidence_note;             // how the confidence was reached, alternatives seen
   std::string error;                       // set when nothing repeats; iterations empty
+  int64_t sampled_ops = 0;                 // ops the dominant loop's pattern was mined from, when
+                                           // sampled (0: the whole sequence)
 };
 
 // `gap_before_ns[j]`: idle time before op j (its start minus the latest end before it); may be

@@ -95,6 +95,43 @@ CopyDirection copy_direction(std::string_view name, bool device_span) {
 
 bool is_memset(std::string_view name) { return contains_ci(name, "memset"); }
 
+namespace {
+
+constexpr uint8_t kFilled = 0x80;
+constexpr uint8_t kMemset = 0x40;
+
+uint8_t name_flags_of(std::string_view name) {
+  return static_cast<uint8_t>(kFilled | static_cast<uint8_t>(copy_direction(name, false)) |
+                              static_cast<uint8_t>(copy_direction(name, true)) << 3 | (is_memset(name) ? kMemset : 0));
+}
+
+// The cached flags of `name`, filling the cache on first sight.
+uint8_t cached_flags(const model::Trace& trace, std::vector<uint8_t>* cache, uint32_t name) {
+  if (name >= cache->size()) cache->resize(static_cast<size_t>(name) + 1, 0);
+  uint8_t& f = (*cache)[name];
+  if (!(f & kFilled)) f = name_flags_of(trace.strings.get(name));
+  return f;
+}
+
+CopyDirection direction_from(uint8_t flags, bool device_span) {
+  return static_cast<CopyDirection>(device_span ? (flags >> 3) & 7 : flags & 7);
+}
+
+}  // namespace
+
+CopyDirection span_copy_direction(const model::Trace& trace, const Classification& classes, const SpanRecord& span,
+                                  bool device_span) {
+  if (span.name < classes.name_flags.size() && (classes.name_flags[span.name] & kFilled))
+    return direction_from(classes.name_flags[span.name], device_span);
+  return copy_direction(trace.name(span), device_span);
+}
+
+bool span_is_memset(const model::Trace& trace, const Classification& classes, const SpanRecord& span) {
+  if (span.name < classes.name_flags.size() && (classes.name_flags[span.name] & kFilled))
+    return (classes.name_flags[span.name] & kMemset) != 0;
+  return is_memset(trace.name(span));
+}
+
 bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, Classification* out,
                      std::string* error) {
   *out = Classification{};
@@ -125,8 +162,12 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
   }
   out->op_level = level;
   out->device_trace = level == static_cast<uint8_t>(Level::kDevice);
+  out->name_flags.assign(trace.strings.size(), 0);
 
   std::map<TrackKey, std::vector<uint32_t>> by_track;
+  // Consecutive spans mostly share a track: one map lookup per run of them, not per span.
+  std::vector<uint32_t>* current = nullptr;
+  TrackKey current_key;
   for (uint32_t i = 0; i < trace.spans.size(); ++i) {
     const SpanRecord& s = trace.spans[i];
     if (s.level != level || s.kind == static_cast<uint8_t>(SpanKind::kCounter) ||
@@ -141,15 +182,21 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
     } else {
       key.stream_or_tid = s.tid;
     }
-    by_track[key].push_back(i);
+    if (current == nullptr || !(key == current_key)) {
+      current = &by_track[key];
+      current_key = key;
+    }
+    current->push_back(i);
   }
 
   for (auto& [key, spans] : by_track) {
-    std::sort(spans.begin(), spans.end(), [&](uint32_t a, uint32_t b) {
+    auto by_start = [&](uint32_t a, uint32_t b) {
       const SpanRecord& x = trace.spans[a];
       const SpanRecord& y = trace.spans[b];
       return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
-    });
+    };
+    // Loaded traces are sorted by start already: a linear check spares an n log n sort.
+    if (!std::is_sorted(spans.begin(), spans.end(), by_start)) std::sort(spans.begin(), spans.end(), by_start);
     TrackInfo info;
     info.key = key;
     const model::Process* process = key.process < trace.processes.size() ? &trace.processes[key.process] : nullptr;
@@ -172,11 +219,11 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
       info.op_spans.push_back(i);
       ++info.ops;
       info.busy_ns += s.duration_ns();
-      const std::string_view name = trace.name(s);
-      const CopyDirection dir = copy_direction(name, key.device);
+      const uint8_t flags = cached_flags(trace, &out->name_flags, s.name);
+      const CopyDirection dir = direction_from(flags, key.device);
       if (dir != CopyDirection::kNone) {
         ++info.copies[static_cast<int>(dir)];
-      } else if (is_memset(name)) {
+      } else if (flags & kMemset) {
         ++info.memsets;
       } else {
         ++info.compute_ops;
@@ -215,8 +262,8 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
       if (out->device_trace) {
         for (uint32_t i : info.op_spans) {
           const SpanRecord& s = trace.spans[i];
-          const std::string_view name = trace.name(s);
-          if (copy_direction(name, true) == CopyDirection::kNone && !is_memset(name)) score += s.duration_ns();
+          const uint8_t flags = cached_flags(trace, &out->name_flags, s.name);
+          if (direction_from(flags, true) == CopyDirection::kNone && !(flags & kMemset)) score += s.duration_ns();
         }
       } else {
         score = static_cast<int64_t>(info.compute_ops);

@@ -56,7 +56,17 @@ struct Classification {
   std::vector<TrackInfo> tracks;
   int main_track = -1;         // index into tracks
   std::string note;            // how the main track was chosen
+  // Per name id: copy_direction() for host and device spans and is_memset(), computed once per
+  // distinct name while classifying (scanning each op's name for "memcpy", "copy", ... costs more
+  // than loading the trace). Bits 0-2 host direction, 3-5 device direction, 6 memset, 7 filled.
+  std::vector<uint8_t> name_flags;
 };
+
+// copy_direction(trace.name(span), device_span) and is_memset(trace.name(span)), from the
+// classification's per-name cache when it has the name.
+CopyDirection span_copy_direction(const model::Trace& trace, const Classification& classes, const SpanRecord& span,
+                                  bool device_span);
+bool span_is_memset(const model::Trace& trace, const Classification& classes, const SpanRecord& span);
 
 struct ClassifyOptions {
   std::optional<uint8_t> op_level;  // default: device if present, else layer, else the busiest level
