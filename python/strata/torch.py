@@ -32,6 +32,7 @@ __all__ = ["predict_step", "train_step", "eval_step", "step", "enable_layer_trac
            "disable_layer_tracing", "layer_tracing_enabled", "ops_recorded"]
 
 _native: Optional[ctypes.CDLL] = None
+_set_module: Any = None  # lib.strata_torch_set_module once loaded
 _hooks: list = []
 _lock = threading.Lock()
 _state = threading.local()
@@ -78,7 +79,7 @@ def _library_path() -> Optional[str]:
 
 
 def _load_native() -> ctypes.CDLL:
-    global _native
+    global _native, _set_module
     if _native is None:
         import torch  # noqa: F401  (libtorch_cpu must be loaded before the tracer that links to it)
         path = _library_path()
@@ -92,6 +93,7 @@ def _load_native() -> ctypes.CDLL:
         lib.strata_torch_set_module.restype = None
         lib.strata_torch_ops_recorded.restype = ctypes.c_uint64
         _native = lib
+        _set_module = lib.strata_torch_set_module  # bound once: the module hooks call it per module call
     return _native
 
 
@@ -100,33 +102,46 @@ def _load_native() -> ctypes.CDLL:
 # qualified name ("layer1.0.conv1") is handed to the native tracer, which attaches it to every op.
 # Names come from named_modules() of the outermost module called (the model); a module first seen
 # outside any model is named by its class.
-_names: "weakref.WeakKeyDictionary[Any, bytes]" = weakref.WeakKeyDictionary()
+# Keyed by id(module), not a WeakKeyDictionary: the hooks run twice per module call, and a weak-key
+# lookup builds a weakref each time (it was most of the hooks' cost). A finalizer removes the entry
+# when the module is collected, so a reused id never finds a stale name.
+_names: "dict[int, bytes]" = {}
+
+
+def _remember(module: Any, name: bytes) -> bytes:
+    key = id(module)
+    if key not in _names:
+        _names[key] = name
+        try:
+            weakref.finalize(module, _names.pop, key, None)
+        except TypeError:  # not weak-referenceable: keep the name (modules always are)
+            pass
+    return _names[key]
 
 
 def _module_name(module: Any) -> bytes:
-    try:
-        return _names[module]
-    except KeyError:
-        pass
-    for name, sub in module.named_modules():
-        if sub not in _names:
-            _names[sub] = (name or type(sub).__name__).encode()
-    return _names[module]
+    name = _names.get(id(module))
+    if name is not None:
+        return name
+    for path, sub in module.named_modules():
+        _remember(sub, (path or type(sub).__name__).encode())
+    return _names[id(module)]
 
 
 def _pre_hook(module: Any, _inputs: Any) -> None:
-    stack = getattr(_state, "stack", None)
-    if stack is None:
+    try:
+        stack = _state.stack
+    except AttributeError:
         stack = _state.stack = []
-    if not stack:
-        name = _module_name(module)
-    else:
-        name = _names.get(module)
-        if name is None:  # created after its parent was named, or shared between models
-            name = stack[-1][1] + b"." + type(module).__name__.encode()
-            _names[module] = name
-    stack.append((id(module), name))
-    _native.strata_torch_set_module(name)
+    key = id(module)
+    name = _names.get(key) if stack else None
+    if name is None:
+        if not stack:
+            name = _module_name(module)
+        else:  # created after its parent was named, or shared between models
+            name = _remember(module, stack[-1][1] + b"." + type(module).__name__.encode())
+    stack.append((key, name))
+    _set_module(name)
 
 
 def _post_hook(module: Any, _inputs: Any, _output: Any) -> None:
@@ -138,7 +153,7 @@ def _post_hook(module: Any, _inputs: Any, _output: Any) -> None:
     while stack:
         if stack.pop()[0] == key:
             break
-    _native.strata_torch_set_module(stack[-1][1] if stack else None)
+    _set_module(stack[-1][1] if stack else None)
 
 
 def enable_layer_tracing(record_shapes: bool = True, module_paths: bool = True) -> bool:
