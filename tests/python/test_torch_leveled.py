@@ -77,7 +77,7 @@ def test_runs_repeats_the_command_into_one_trace(tmp_path):
     assert len(spans) == 3 and len({s["pid"] for s in spans}) == 3
     assert record_value(info, "runs") == "3"
     for r in range(3):
-        assert int(record_value(info, f"run.model.{r}.wall_ns")) > 0
+        assert int(record_value(info, f"run.layer.{r}.wall_ns")) > 0  # layer: record's default level
 
 
 def test_serialize_runs_with_one_thread_and_blocking_launches(tmp_path):

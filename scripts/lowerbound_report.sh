@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Benanza end to end on this machine (issue 6's acceptance): exports the eight torchvision models to
+# ONNX, lists their unique layers, benchmarks every unique layer on oneDNN into an empty SQLite
+# database (timed), runs the benchmark again with the database filled (timed), records each model
+# running in PyTorch with `strata record --leveled --level library` (model latency from the
+# model-only run, library calls from the library run) and compares it with the lower bound.
+#
+#   STRATA_BUILD_DIR=build scripts/lowerbound_report.sh [OUT_DIR]      (MODELS="resnet18 vgg16" to narrow)
+#
+# Writes OUT_DIR/summary.md (one row per model) next to every model's full `strata lowerbound` CSV.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${STRATA_BUILD_DIR:-$root/build}
+strata=$build/bin/strata
+out=${1:-/tmp/strata-lowerbound-report}
+models=${MODELS:-resnet18 resnet50 googlenet mobilenet_v2 densenet121 squeezenet1_1 vgg16 alexnet}
+iters=${ITERATIONS:-5}
+[ -x "$strata" ] || { echo "lowerbound_report.sh: $strata not found: build first (scripts/build.sh)" >&2; exit 1; }
+# One thread for the benchmarks and the framework alike: the bound and the measurement must see the
+# same machine.
+export OMP_NUM_THREADS=1
+mkdir -p "$out/models"
+db=$out/perf.sqlite
+rm -f "$db"
+
+/usr/bin/python3 "$root/tests/lowerbound/export_models.py" "$out/models" $models >/dev/null
+onnx=()
+for m in $models; do onnx+=("$out/models/$m.onnx"); done
+"$strata" model "${onnx[@]}" > "$out/unique_layers.txt"
+
+t0=$(date +%s.%N)
+"$strata" bench run "${onnx[@]}" --db "$db" > "$out/bench_empty.txt" 2>&1
+t1=$(date +%s.%N)
+"$strata" bench run "${onnx[@]}" --db "$db" > "$out/bench_filled.txt" 2>&1
+t2=$(date +%s.%N)
+python3 -c "print(f'bench run, empty database: {$t1 - $t0:.1f} s; filled: {$t2 - $t1:.2f} s')" | tee "$out/bench_times.txt"
+
+for m in $models; do
+  "$strata" record --quiet --leveled --level library -o "$out/$m.strata" -- \
+    /usr/bin/python3 "$root/tests/lowerbound/run_torch_model.py" "$m" "$iters" > /dev/null
+  "$strata" lowerbound "$out/models/$m.onnx" --db "$db" --trace "$out/$m.strata" --format csv \
+    > "$out/$m.csv" 2> "$out/$m.err" || { echo "lowerbound failed for $m:"; cat "$out/$m.err"; exit 1; }
+done
+
+python3 - "$out" $models <<'EOF'
+import csv, io, sys
+out, models = sys.argv[1], sys.argv[2:]
+
+def sections(path):
+    tables, name, lines = {}, None, []
+    for line in open(path):
+        if line.startswith("# "):
+            if name: tables[name] = list(csv.DictReader(io.StringIO("".join(lines))))
+            name, lines = line[2:].strip(), []
+        elif line.strip():
+            lines.append(line)
+    if name: tables[name] = list(csv.DictReader(io.StringIO("".join(lines))))
+    return tables
+
+rows = ["| model | layers | measured ms | sequential bound ms | parallel bound ms | normalized (seq) | "
+        "normalized (par) | biggest findings |", "|---|---|---|---|---|---|---|---|"]
+for m in models:
+    t = sections(f"{out}/{m}.csv")
+    lb, fb = t["lower_bounds"][0], t["framework_vs_bound"][0]
+    findings = []
+    extra = [r for r in t.get("extra_calls", []) if r["rank"] != "TOTAL"]
+    if extra:
+        findings.append(f"{extra[0]['name']} x{extra[0]['count']}: {float(extra[0]['total_us']) / 1000:.2f} ms "
+                        f"({100 * float(extra[0]['share_of_measured']):.0f}% of measured)")
+    gaps = t.get("layer_gaps", [])
+    if gaps:
+        findings.append(f"largest layer gap {gaps[0]['layer']} {float(gaps[0]['gap_us']) / 1000:.2f} ms")
+    algo = sorted(t.get("algorithm_selection", []), key=lambda r: -float(r.get("potential_speedup") or 0))
+    if algo and float(algo[0].get("potential_speedup") or 0) > 1.05:
+        findings.append(f"algorithm {algo[0]['layer']}: {algo[0]['framework_impl']} -> {algo[0]['best_impl']} "
+                        f"x{float(algo[0]['potential_speedup']):.2f}")
+    rows.append(f"| {m} | {lb['layers']} | {float(fb['measured_ms']):.2f} | {float(lb['sequential_ms']):.2f} | "
+                f"{float(lb['parallel_ms']):.2f} | {float(fb['normalized_sequential']):.3f} | "
+                f"{float(fb['normalized_parallel']):.3f} | {'; '.join(findings)} |")
+text = "\n".join(rows) + "\n"
+open(f"{out}/summary.md", "w").write(text)
+print(text)
+EOF
