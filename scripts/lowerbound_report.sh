@@ -36,7 +36,7 @@ t2=$(date +%s.%N)
 python3 -c "print(f'bench run, empty database: {$t1 - $t0:.1f} s; filled: {$t2 - $t1:.2f} s')" | tee "$out/bench_times.txt"
 
 for m in $models; do
-  "$strata" record --quiet --leveled --level library -o "$out/$m.strata" -- \
+  "$strata" record --quiet --level library -o "$out/$m.strata" -- \
     /usr/bin/python3 "$root/tests/lowerbound/run_torch_model.py" "$m" "$iters" > /dev/null
   "$strata" lowerbound "$out/models/$m.onnx" --db "$db" --trace "$out/$m.strata" --format csv \
     > "$out/$m.csv" 2> "$out/$m.err" || { echo "lowerbound failed for $m:"; cat "$out/$m.err"; exit 1; }

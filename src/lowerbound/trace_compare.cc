@@ -133,6 +133,17 @@ bool compare_with_trace(const LayerModel& model, const model::Trace& trace, Trac
         static_cast<double>(trace.spans[ops.back()].end_ns - trace.spans[ops.front()].start_ns);
   }
 
+  // A leveled trace re-times each level from its own run, shifted to the first model span: spans of
+  // different levels no longer nest in time within later iterations, and matching here goes by time.
+  for (const model::Process& p : trace.processes)
+    if (p.properties.get("leveled")) {
+      out->warnings.push_back(
+          "this is a --leveled trace: its layer and library spans come from different runs and only line up "
+          "with the model spans at the start; compare a trace recorded with `strata record --level library` "
+          "(without --leveled) for per-layer results");
+      break;
+    }
+
   // Greedy in-order matching of ONNX layers (that need a library call) to framework ops of the same
   // operator, looking a few ops ahead so that ops without an ONNX layer are skipped, not mismatched.
   constexpr size_t kLookahead = 8;
