@@ -2,8 +2,10 @@
 # Benanza end to end on this machine (issue 6's acceptance): exports the eight torchvision models to
 # ONNX, lists their unique layers, benchmarks every unique layer on oneDNN into an empty SQLite
 # database (timed), runs the benchmark again with the database filled (timed), records each model
-# running in PyTorch with `strata record --leveled --level library` (model latency from the
-# model-only run, library calls from the library run) and compares it with the lower bound.
+# running in PyTorch with `strata record --level library` and compares it with the lower bound. The
+# measured latency includes what tracing ops and oneDNN calls costs (a few percent, see
+# docs/performance.md); a --leveled trace would time the model span without it, but its levels come
+# from different runs and do not nest in time, which the per-layer comparison needs.
 #
 #   STRATA_BUILD_DIR=build scripts/lowerbound_report.sh [OUT_DIR]      (MODELS="resnet18 vgg16" to narrow)
 #
