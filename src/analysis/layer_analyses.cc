@@ -9,7 +9,9 @@
 namespace strata::analysis {
 namespace {
 
-constexpr const char* kMemNote = "allocated memory not recorded (no alloc_bytes attribute on layer spans)";
+constexpr const char* kMemNote =
+    "allocated memory not recorded (no alloc_bytes attribute on layer spans): `strata record --level layer` "
+    "records it; a torch.profiler trace has it when profiled with profile_memory=True";
 
 AnalysisResult one_table(Table t) {
   AnalysisResult r;

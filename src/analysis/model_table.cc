@@ -59,9 +59,7 @@ class ModelTable : public Analysis {
                   "latency_ms is the %s (trim %.2f) over evaluations; throughput = batch / latency_ms",
                   std::string(statistic_name(opt.stat)).c_str(), opt.trim);
     t.notes.push_back(buf);
-    if (w->wrapper_model_spans())
-      t.notes.push_back(std::to_string(w->wrapper_model_spans()) +
-                        " model spans that contain other model spans are groups, not evaluations");
+    for (std::string& note : w->evaluation_notes()) t.notes.push_back(std::move(note));
     if (!opt.model_filter.empty())
       t.notes.push_back("evaluations: model spans whose name contains \"" + opt.model_filter + "\"");
     if (any_unknown)

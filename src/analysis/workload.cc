@@ -63,28 +63,63 @@ Workload::Workload(const model::Trace& trace, const model::SpanTree& tree) : tra
     for (size_t i = 0; i < n; ++i) order[fill[tree.depth(i)]++] = static_cast<uint32_t>(i);
   }
   size_t device_spans = 0, library_spans = 0;
+  // Model spans marked as steps, and for every span the outermost step containing it (or itself).
+  const uint32_t step_key = trace.strings.find(attr_keys::kStep);
+  std::vector<int32_t> step_of(step_key == UINT32_MAX ? 0 : n, -1);
   for (uint32_t i : order) {
     const SpanRecord& s = trace.spans[i];
     int32_t p = tree.parent(i);
     model_of[i] =
         s.level == kModel ? static_cast<int32_t>(i) : (p >= 0 ? model_of[static_cast<size_t>(p)] : -1);
+    if (!step_of.empty()) {
+      int32_t parent_step = p >= 0 ? step_of[static_cast<size_t>(p)] : -1;
+      bool step = false;
+      if (parent_step < 0 && s.level == kModel)
+        for (const AttrRecord& a : trace.attributes(i)) step = step || a.key == step_key;
+      step_of[i] = parent_step >= 0 ? parent_step : (step ? static_cast<int32_t>(i) : -1);
+      steps_marked_ = steps_marked_ || step;
+    }
     int32_t parent_layer = p >= 0 ? top_layer_[static_cast<size_t>(p)] : -1;
     top_layer_[i] = parent_layer >= 0 ? parent_layer : (s.level == kLayer ? static_cast<int32_t>(i) : -1);
     if (s.level == kModel) has_model_spans_ = true;
     if (is_device_work(s)) ++device_spans;
     if (is_activity(s) && s.level == kLibrary) ++library_spans;
   }
-  // A model span that contains other model spans (Kineto's nested user annotations: a benchmark
-  // wrapping warm-up and measured forward passes) groups evaluations; it is not one itself.
+  // Which model spans are evaluations. With steps marked: the outermost steps; model spans around
+  // them group them, those inside are their parts, the rest are not evaluations. Without: a model
+  // span that contains other model spans (Kineto's nested user annotations: a benchmark wrapping
+  // warm-up and measured forward passes) groups evaluations, and the innermost ones are evaluations.
   std::vector<uint8_t> wraps_model(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    int32_t p = tree.parent(i);
-    if (trace.spans[i].level == kModel && p >= 0 && model_of[static_cast<size_t>(p)] >= 0) {
-      uint8_t& w = wraps_model[static_cast<size_t>(model_of[static_cast<size_t>(p)])];
-      if (!w) ++wrapper_model_spans_;
-      w = 1;
+  if (steps_marked_) {
+    for (size_t i = 0; i < n; ++i) {
+      if (step_of[i] != static_cast<int32_t>(i)) continue;
+      for (int32_t p = tree.parent(i); p >= 0; p = tree.parent(static_cast<size_t>(p))) {
+        size_t q = static_cast<size_t>(p);
+        if (trace.spans[q].level != kModel) continue;
+        if (wraps_model[q]) break;  // its own ancestors are marked already
+        wraps_model[q] = 1;
+        ++wrapper_model_spans_;
+      }
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (trace.spans[i].level == kModel && step_of[i] != static_cast<int32_t>(i) && !wraps_model[i])
+        ++(step_of[i] >= 0 ? inside_steps_ : outside_steps_);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      int32_t p = tree.parent(i);
+      if (trace.spans[i].level == kModel && p >= 0 && model_of[static_cast<size_t>(p)] >= 0) {
+        uint8_t& w = wraps_model[static_cast<size_t>(model_of[static_cast<size_t>(p)])];
+        if (!w) ++wrapper_model_spans_;
+        w = 1;
+      }
     }
   }
+  // The evaluation (model span) that span i belongs to, -1 for none.
+  auto evaluation_span = [&](size_t i) -> int32_t {
+    if (steps_marked_) return step_of[i];
+    int32_t m = model_of[i];
+    return m >= 0 && !wraps_model[static_cast<size_t>(m)] ? m : -1;
+  };
   kernel_role_ = device_spans    ? KernelRole::kDevice
                  : library_spans ? KernelRole::kLibrary
                                  : KernelRole::kNone;
@@ -98,8 +133,8 @@ Workload::Workload(const model::Trace& trace, const model::SpanTree& tree) : tra
   std::vector<int32_t> eval_of_model(n, -1);
   std::map<uint16_t, size_t> eval_of_process;
   auto eval_for = [&](size_t i) -> Evaluation& {
-    int32_t m = model_of[i];
-    if (m >= 0 && !wraps_model[static_cast<size_t>(m)]) {
+    int32_t m = evaluation_span(i);
+    if (m >= 0) {
       int32_t& e = eval_of_model[static_cast<size_t>(m)];
       if (e < 0) {
         e = static_cast<int32_t>(evaluations_.size());
@@ -129,7 +164,7 @@ Workload::Workload(const model::Trace& trace, const model::SpanTree& tree) : tra
   std::vector<int64_t> pseudo_end;
   for (size_t i = 0; i < n; ++i) {
     const SpanRecord& s = trace.spans[i];
-    if (s.level == kModel && !wraps_model[i])
+    if (s.level == kModel && evaluation_span(i) == static_cast<int32_t>(i))
       eval_for(i);  // evaluations with no layers still count for the model table
     bool is_top_layer = top_layer_[i] == static_cast<int32_t>(i);
     bool is_kernel = plays_kernel(s);
@@ -162,6 +197,22 @@ Workload::Workload(const model::Trace& trace, const model::SpanTree& tree) : tra
   std::stable_sort(evaluations_.begin(), evaluations_.end(), [](const Evaluation& a, const Evaluation& b) {
     return a.process != b.process ? a.process < b.process : a.start_ns < b.start_ns;
   });
+}
+
+std::vector<std::string> Workload::evaluation_notes() const {
+  std::vector<std::string> notes;
+  if (steps_marked_) {
+    std::string line = "evaluations: the model spans marked as steps";
+    if (inside_steps_)
+      line += "; " + std::to_string(inside_steps_) + " model spans inside them are their parts";
+    if (outside_steps_)
+      line += "; " + std::to_string(outside_steps_) + " model spans outside every step are not evaluations";
+    notes.push_back(line);
+  }
+  if (wrapper_model_spans_)
+    notes.push_back(std::to_string(wrapper_model_spans_) +
+                    " model spans that contain other model spans are groups, not evaluations");
+  return notes;
 }
 
 std::optional<double> Workload::number(size_t i, std::span<const std::string_view> keys) const {
@@ -310,9 +361,7 @@ Selection select_evaluations(const Workload& w, const Params& params, const Stat
     for (size_t e = 0; e < w.evaluations().size(); ++e)
       if (included(w, w.evaluations()[e], options)) candidates.push_back(e);
   }
-  if (w.wrapper_model_spans())
-    sel.notes.push_back(std::to_string(w.wrapper_model_spans()) +
-                        " model spans that contain other model spans are groups, not evaluations");
+  for (std::string& note : w.evaluation_notes()) sel.notes.push_back(std::move(note));
   if (!options.model_filter.empty())
     sel.notes.push_back("evaluations: model spans whose name contains \"" + options.model_filter + "\"");
   size_t outside = 0;

@@ -21,6 +21,9 @@ namespace strata::analysis {
 // key present on a span wins.
 namespace attr_keys {
 inline constexpr std::string_view kBatch[] = {"batch", "batch_size"};
+// A model span that is one step of the program's loop (a train or predict step; importers set it
+// from the framework's own step markers, e.g. Kineto's ProfilerStep#N).
+inline constexpr std::string_view kStep = "step";
 inline constexpr std::string_view kLayerType[] = {"type", "op_type", "layer_type"};
 inline constexpr std::string_view kLayerName[] = {"module", "scope", "layer_name"};
 inline constexpr std::string_view kShape[] = {"shape", "shapes", "input_shapes", "Input Dims", "input_dims"};
@@ -59,6 +62,14 @@ class Workload {
   bool has_kernels() const { return kernel_role_ != KernelRole::kNone; }
   // Model spans that contain other model spans: groups of evaluations, not evaluations.
   size_t wrapper_model_spans() const { return wrapper_model_spans_; }
+  // When model spans marked as steps (attr_keys::kStep) exist, the outermost of them are the
+  // evaluations; other model spans inside a step are parts of it (forward, backward, optimizer) and
+  // model spans outside every step are not evaluations.
+  bool steps_marked() const { return steps_marked_; }
+  size_t model_spans_inside_steps() const { return inside_steps_; }
+  size_t model_spans_outside_steps() const { return outside_steps_; }
+  // The notes every analysis that summarizes evaluations adds about how they were chosen.
+  std::vector<std::string> evaluation_notes() const;
   // The outermost layer span containing span i (or i itself), -1 if none.
   int32_t top_layer(size_t i) const { return top_layer_[i]; }
   // Position of a top-level layer span within its evaluation's layers, -1 for other spans.
@@ -82,6 +93,9 @@ class Workload {
   bool has_model_spans_ = false;
   size_t layer_count_ = 0;
   size_t wrapper_model_spans_ = 0;
+  bool steps_marked_ = false;
+  size_t inside_steps_ = 0;
+  size_t outside_steps_ = 0;
 };
 
 // The shared workload of an AnalysisInput, built on first use when the caller did not supply one.

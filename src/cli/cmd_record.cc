@@ -312,8 +312,10 @@ int run_record(int argc, char** argv) {
   std::vector<std::vector<RunOutcome>> outcomes(levels.size());
   RunOutcome last;
   bool failed = false;
-  for (size_t j = 0; j < levels.size() && !failed; ++j) {
-    for (int r = 0; r < runs && !failed; ++r) {
+  // Repetitions rotate through the levels (model, layer, ..., model, layer, ...) so that drift in the
+  // machine's load or a cold first start falls on every level alike, not on the one run first.
+  for (int r = 0; r < runs && !failed; ++r) {
+    for (size_t j = 0; j < levels.size() && !failed; ++j) {
       std::string dir = single ? parts : parts + "/" + level_name(levels[j]) + "-" + std::to_string(r);
       if (!single && !quiet)
         std::fprintf(stderr, "strata record: run %d/%d at level %s\n", r + 1, runs,

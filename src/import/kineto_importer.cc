@@ -4,7 +4,8 @@
 //   Trace (the profiler's own window)        -> application, span
 //   python_function (Python stack frames)    -> application, span: user code above the framework ops,
 //                                               kept out of the layer level so layer counts equal ops
-//   user_annotation (record_function, ProfilerStep#N) -> model, span
+//   user_annotation (record_function, ProfilerStep#N) -> model, span; ProfilerStep#N also gets
+//                                               the attribute step=N (one step of the loop)
 //   cpu_op / operator                        -> layer, span
 //   cuda_runtime / cuda_driver               -> runtime_api, launch (kernel launches, memcpy/memset
 //                                               calls, and any call a device activity correlates to)
@@ -24,6 +25,8 @@
 // dropped as import.unsupported_phase.
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <tuple>
 #include <unordered_set>
 
 #include "import/converters.h"
@@ -76,6 +79,17 @@ std::optional<int64_t> trailing_number(std::string_view text) {
   return std::stoll(std::string(text.substr(begin, end - begin)));
 }
 
+// "ProfilerStep#12" -> 12: torch.profiler's mark of one step of the program's loop (its schedule
+// counts steps by profiler.step() calls). Kept as the span's "step" attribute, which the analyses
+// take as "this model span is one train/predict step".
+std::optional<int64_t> profiler_step(std::string_view name) {
+  constexpr std::string_view kPrefix = "ProfilerStep#";
+  if (name.size() <= kPrefix.size() || name.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  std::optional<int64_t> n = trailing_number(name);
+  if (!n || std::to_string(*n).size() != name.size() - kPrefix.size()) return std::nullopt;
+  return n;
+}
+
 // Marks a stack slot whose "B" was dropped (no usable ts): its "E" must not close an outer "B".
 constexpr size_t kDroppedBegin = SIZE_MAX;
 
@@ -112,6 +126,7 @@ class KinetoConverter {
         ++promoted;
       }
     if (promoted) b_.note("runtime_calls_linked_as_launch", promoted);
+    attribute_memory();
     bind(flows_);
     return b_.finish(events_read, stats, error);
   }
@@ -217,7 +232,90 @@ class KinetoConverter {
     } else {
       b_.add_args(ev, "correlation");
     }
+    if (instant && ev.name == "[memory]") note_memory(ev, span);
+    if (level == Level::kModel && !instant)
+      if (std::optional<int64_t> step = profiler_step(ev.name))
+        b_.add_attr(b_.trace().int_attr("step", *step));
     return b_.spans().size() - 1;
+  }
+
+  // torch.profiler(profile_memory=True) writes every allocation and free as an instant "[memory]"
+  // on the allocating thread: args "Bytes" (negative for a free) and "Device Type" (0: CPU).
+  void note_memory(const ChromeEvent& ev, const PendingSpan& span) {
+    const JsonScalar* bytes = ev.arg("Bytes");
+    std::optional<int64_t> n = bytes ? bytes->as_int() : std::nullopt;
+    if (!n) return b_.note("memory.events_without_bytes");
+    const JsonScalar* type = ev.arg("Device Type");
+    std::optional<int64_t> device_type = type ? type->as_int() : std::nullopt;
+    memory_.push_back(
+        {span.track_pid, span.track_tid, span.record.start_ns, *n, device_type.value_or(0) != 0});
+  }
+
+  // Each allocation counts toward the op running on its thread when it happened and every op around
+  // that one: an op's "alloc_bytes" is the gross bytes allocated while it ran, its nested ops
+  // included (frees not subtracted), the layer tracer's meaning; "device_alloc_bytes" is the part
+  // allocated on a device. One sweep per thread over its ops by start time, with the open ones on a
+  // stack.
+  void attribute_memory() {
+    if (memory_.empty()) return;
+    auto& spans = b_.spans();
+    using Track = std::pair<int64_t, int64_t>;
+    std::map<Track, std::vector<uint32_t>> ops;
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const SpanRecord& r = spans[i].record;
+      if (r.level == static_cast<uint8_t>(Level::kLayer) && r.kind == static_cast<uint8_t>(SpanKind::kSpan))
+        ops[{spans[i].track_pid, spans[i].track_tid}].push_back(static_cast<uint32_t>(i));
+    }
+    for (auto& [track, members] : ops)
+      std::sort(members.begin(), members.end(), [&](uint32_t a, uint32_t b) {
+        const SpanRecord &x = spans[a].record, &y = spans[b].record;
+        return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;  // outer first
+      });
+    std::stable_sort(memory_.begin(), memory_.end(), [](const MemoryEvent& a, const MemoryEvent& b) {
+      return std::tie(a.track_pid, a.track_tid, a.ts_ns) < std::tie(b.track_pid, b.track_tid, b.ts_ns);
+    });
+    std::map<uint32_t, std::pair<int64_t, int64_t>> totals;  // op -> (all bytes, device bytes)
+    uint64_t attributed = 0, outside = 0, frees = 0;
+    const std::vector<uint32_t> none;
+    const std::vector<uint32_t>* members = &none;
+    Track current{INT64_MIN, INT64_MIN};
+    size_t next = 0;
+    std::vector<uint32_t> open;
+    for (const MemoryEvent& m : memory_) {
+      if (m.bytes <= 0) {
+        frees += m.bytes < 0;
+        continue;
+      }
+      if (Track t{m.track_pid, m.track_tid}; t != current) {
+        current = t;
+        auto it = ops.find(t);
+        members = it == ops.end() ? &none : &it->second;
+        next = 0;
+        open.clear();
+      }
+      for (; next < members->size() && spans[(*members)[next]].record.start_ns <= m.ts_ns; ++next) {
+        const int64_t start = spans[(*members)[next]].record.start_ns;
+        while (!open.empty() && spans[open.back()].record.end_ns < start) open.pop_back();
+        open.push_back((*members)[next]);
+      }
+      while (!open.empty() && spans[open.back()].record.end_ns < m.ts_ns) open.pop_back();
+      bool counted = false;
+      for (uint32_t op : open)
+        if (spans[op].record.end_ns >= m.ts_ns) {  // a sibling that ended under an open op is skipped
+          totals[op].first += m.bytes;
+          if (m.on_device) totals[op].second += m.bytes;
+          counted = true;
+        }
+      ++(counted ? attributed : outside);
+    }
+    model::Trace& t = b_.trace();
+    for (const auto& [op, bytes] : totals) {
+      b_.add_late_attr(op, t.int_attr("alloc_bytes", bytes.first));
+      if (bytes.second) b_.add_late_attr(op, t.int_attr("device_alloc_bytes", bytes.second));
+    }
+    if (attributed) b_.note("memory.allocations_in_ops", attributed);
+    if (outside) b_.note("memory.allocations_outside_ops", outside);
+    if (frees) b_.note("memory.frees", frees);
   }
 
   void on_metadata(const ChromeEvent& ev) {
@@ -308,6 +406,11 @@ class KinetoConverter {
   // Open "B" events per JSON (pid, tid) track, innermost last: pending span indices.
   std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> open_;
   std::vector<size_t> unfinished_;  // "B" events whose "E" gave no usable end
+  struct MemoryEvent {
+    int64_t track_pid, track_tid, ts_ns, bytes;
+    bool on_device;
+  };
+  std::vector<MemoryEvent> memory_;  // "[memory]" instants, attributed to ops at the end
 };
 
 }  // namespace

@@ -94,6 +94,39 @@ TEST(KinetoImport, FieldsLevelsAndAttributes) {
   EXPECT_EQ(tree.parent(op), step);
 }
 
+// Allocations ("[memory]" instants) become the enclosing ops' alloc_bytes: gross bytes allocated
+// while the op ran, nested ops included; frees are not subtracted (the layer tracer's meaning).
+// Expected from the fixture: linear (100..150 us) gets 1000 + 4096 + 8192 (CUDA) + 256, addmm
+// (110..130 us) 4096 + 8192, relu 64, and aten::empty on thread 11 its 32; the 512 at 300 us is
+// outside every op, the -4096 is a free, and one event has no Bytes.
+TEST(KinetoImport, MemoryEventsBecomeAllocatedBytesOfTheirOps) {
+  model::Trace t;
+  std::string error;
+  ASSERT_TRUE(import_trace(source_path("tests/import/data/kineto_memory.json"), &t, &error)) << error;
+  auto bytes = [&](std::string_view op, std::string_view key) -> int64_t {
+    int i = find_span(t, op);
+    EXPECT_GE(i, 0) << op;
+    if (i < 0) return -1;
+    auto a = t.find_attr(static_cast<size_t>(i), key);
+    return a ? a->value.i : -1;
+  };
+  EXPECT_EQ(bytes("aten::linear", "alloc_bytes"), 1000 + 4096 + 8192 + 256);
+  EXPECT_EQ(bytes("aten::linear", "device_alloc_bytes"), 8192);
+  EXPECT_EQ(bytes("aten::addmm", "alloc_bytes"), 4096 + 8192);
+  EXPECT_EQ(bytes("aten::addmm", "device_alloc_bytes"), 8192);
+  EXPECT_EQ(bytes("aten::relu", "alloc_bytes"), 64);
+  EXPECT_EQ(bytes("aten::relu", "device_alloc_bytes"), -1);
+  EXPECT_EQ(bytes("aten::empty", "alloc_bytes"), 32);
+  EXPECT_EQ(bytes("ProfilerStep#3", "alloc_bytes"), -1);  // a model span, not an op
+  EXPECT_EQ(bytes("ProfilerStep#3", "step"), 3);
+  const model::Process& p = only_process(t);
+  EXPECT_EQ(p.properties.get_int("import.memory.allocations_in_ops"), 6);
+  EXPECT_EQ(p.properties.get_int("import.memory.allocations_outside_ops"), 1);
+  EXPECT_EQ(p.properties.get_int("import.memory.frees"), 1);
+  EXPECT_EQ(p.properties.get_int("import.memory.events_without_bytes"), 1);
+  EXPECT_TRUE(p.drops.empty());
+}
+
 TEST(KinetoImport, RealTraceLevelsMatchCategoryCounts) {
   // Independent counts: substring matches on the decompressed text (not the importer's JSON parser).
   const std::string path = source_path("tests/data/kineto/mi250_train.json.gz");
@@ -134,7 +167,7 @@ namespace {
 TEST(ImportAccounting, EveryEventIsAccountedFor) {
   for (const char* fixture :
        {"tests/import/data/kineto_damaged.json", "tests/import/data/kineto_phases.json",
-       "tests/import/data/ort_profile.json",
+        "tests/import/data/kineto_memory.json", "tests/import/data/ort_profile.json",
         "tests/import/data/tf_timeline.json", "tests/import/data/tf2_trace.json",
         "tests/data/kineto/a100_alexnet_train.json.gz", "tests/data/kineto/mi250_train.json.gz",
         "tests/data/kineto/v100_train_rank0.json.gz"}) {
