@@ -105,6 +105,10 @@ struct Generated {
   std::vector<int64_t> boundaries;  // first op of each iteration
   std::set<int64_t> noisy;          // iterations (by index) that carry extra ops
   std::vector<int> loop_of;         // generator loop of each iteration
+  // Iterations whose flag the sequence does not determine: the last one when an op from its own cycle
+  // was inserted into it (which of two equal ops is the extra is undefined, and the extra can end up
+  // after the iteration, where nothing tells it from tear-down).
+  std::set<int64_t> flag_undetermined;
 };
 
 Seq random_cycle(std::mt19937& rng, size_t len, int32_t base, int32_t alphabet) {
@@ -118,12 +122,21 @@ Seq random_cycle(std::mt19937& rng, size_t len, int32_t base, int32_t alphabet) 
   }
 }
 
+constexpr int64_t kOpGap = 10;  // idle time between two ops of an iteration
+
 void append(Generated* g, const Seq& ops, int64_t first_gap) {
   for (size_t j = 0; j < ops.size(); ++j) {
     g->seq.push_back(ops[j]);
-    g->gaps.push_back(j == 0 ? first_gap : 10);
+    g->gaps.push_back(j == 0 ? first_gap : kOpGap);
   }
 }
+
+// How the generated noise looks: by default an op inserted inside an iteration is a symbol no loop
+// uses, and an iteration starts after a long idle gap (5000 vs 10 between its ops).
+struct NoiseStyle {
+  bool own_symbols = false;     // inserted ops drawn from the iteration's own cycle
+  int64_t boundary_gap = 5000;  // kOpGap: no timing hint at iteration boundaries
+};
 
 struct LoopSpec {
   Seq cycle;
@@ -131,8 +144,8 @@ struct LoopSpec {
 };
 
 // `setup_ops` > 0: a set-up of that many random ops (symbols no loop uses) instead of a short one.
-Generated generate(std::mt19937& rng, const std::vector<LoopSpec>& segments, double inner_noise, int eval_every,
-                   const Seq& eval_block, size_t setup_ops = 0) {
+Generated generate(std::mt19937& rng, const std::vector<LoopSpec>& segments, double inner_noise,
+                   int eval_every, const Seq& eval_block, size_t setup_ops = 0, NoiseStyle style = {}) {
   Generated g;
   if (setup_ops > 0) {
     Seq setup(setup_ops);
@@ -148,8 +161,12 @@ Generated generate(std::mt19937& rng, const std::vector<LoopSpec>& segments, dou
       bool noisy = false;
       if (rng() % 1000 < inner_noise * 1000) {
         const size_t at = 1 + rng() % (ops.size() - 1);
-        ops.insert(ops.begin() + static_cast<int64_t>(at), 800 + static_cast<int32_t>(rng() % 20));
+        const int32_t extra = style.own_symbols ? segments[seg].cycle[rng() % segments[seg].cycle.size()]
+                                                : 800 + static_cast<int32_t>(rng() % 20);
+        ops.insert(ops.begin() + static_cast<int64_t>(at), extra);
         noisy = true;
+        if (style.own_symbols && it + 1 == segments[seg].iterations && seg + 1 == segments.size())
+          g.flag_undetermined.insert(global);
       }
       // An evaluation pass after the very last iteration is only told apart from tear-down when an
       // identical pass followed an earlier iteration.
@@ -161,10 +178,10 @@ Generated generate(std::mt19937& rng, const std::vector<LoopSpec>& segments, dou
       g.boundaries.push_back(static_cast<int64_t>(g.seq.size()));
       g.loop_of.push_back(static_cast<int>(seg));
       if (noisy) g.noisy.insert(global);
-      append(&g, ops, 5000);
+      append(&g, ops, style.boundary_gap);
     }
   }
-  append(&g, random_cycle(rng, 1 + rng() % 5, 950, 40), 7000);  // tear-down
+  append(&g, random_cycle(rng, 1 + rng() % 5, 950, 40), style.boundary_gap + 2000);  // tear-down
   return g;
 }
 
@@ -172,8 +189,52 @@ void expect_mined(const Generated& g, const MiningResult& r, const std::string& 
   ASSERT_EQ(r.iterations.size(), g.boundaries.size()) << what << ": " << r.error << " " << r.confidence_note;
   for (size_t t = 0; t < r.iterations.size(); ++t) {
     EXPECT_EQ(r.iterations[t].first_op, g.boundaries[t]) << what << " iteration " << t;
-    EXPECT_EQ(r.iterations[t].flagged(), g.noisy.count(static_cast<int64_t>(t)) > 0) << what << " iteration " << t;
+    if (g.flag_undetermined.count(static_cast<int64_t>(t)) == 0) {
+      EXPECT_EQ(r.iterations[t].flagged(), g.noisy.count(static_cast<int64_t>(t)) > 0)
+          << what << " iteration " << t;
+    }
   }
+}
+
+// A cycle that is k >= 2 copies of a shorter body u plus other ops w (in some rotation: u^k w) has two
+// readings: the cycle, or u with w as extra ops every k-th iteration (the same shape as an evaluation
+// pass after every k-th iteration). Detection prefers the reading with more iterations when it explains
+// at least MinerOptions::count_preference of what the other does (docs/iterations.md, limitations),
+// so the generator's count is not the only right answer for such a cycle. Returns k when `u` is such
+// a body of `cycle`, else 0.
+int64_t finer_body_copies(const Seq& cycle, const Seq& u) {
+  const size_t n = cycle.size();
+  if (u.empty() || 2 * u.size() >= n + 1) return 0;
+  for (size_t r = 0; r < n; ++r) {
+    Seq rot(cycle.begin() + static_cast<int64_t>(r), cycle.end());
+    rot.insert(rot.end(), cycle.begin(), cycle.begin() + static_cast<int64_t>(r));
+    size_t k = 0;
+    while ((k + 1) * u.size() <= n &&
+           std::equal(u.begin(), u.end(), rot.begin() + static_cast<int64_t>(k * u.size())))
+      ++k;
+    if (k >= 2 && k * u.size() < n) return static_cast<int64_t>(k);
+  }
+  return 0;
+}
+
+// Detection's result on a generated loop of `n` iterations of `cycle`: the generator's iterations, or
+// (for a cycle with a finer reading, above) that reading, reported as ambiguous. Returns true when the
+// finer reading was taken.
+bool expect_detected(const Generated& g, const MiningResult& r, const Seq& cycle, int n,
+                     const std::string& what) {
+  if (r.iterations.size() == g.boundaries.size() || r.loops.empty()) {
+    expect_mined(g, r, what);
+    return false;
+  }
+  const int64_t k = finer_body_copies(cycle, r.loops[0].cycle);
+  EXPECT_GE(k, 2) << what << ": count " << r.iterations.size() << " vs " << g.boundaries.size()
+                  << ", and the cycle mined is not a finer body of the generated one: " << r.confidence_note;
+  EXPECT_EQ(static_cast<int64_t>(r.iterations.size()), k * n) << what;
+  // The miner must say the reading is ambiguous: the generated cycle is the alternative.
+  EXPECT_NE(r.confidence_note.find("alternative reading"), std::string::npos)
+      << what << ": " << r.confidence_note;
+  EXPECT_LE(r.confidence, 0.5) << what;
+  return true;
 }
 
 TEST(MinerProperty, RandomPeriodsWithNoiseAreFoundExactly) {
@@ -186,7 +247,55 @@ TEST(MinerProperty, RandomPeriodsWithNoiseAreFoundExactly) {
     const Seq eval = random_cycle(rng, 1 + rng() % std::max<size_t>(1, period / 3), 600, 30);
     const Generated g = generate(rng, {{cycle, n}}, round % 3 == 0 ? 0.0 : 0.15, eval_every, eval);
     MinerOptions detect;
-    expect_mined(g, mine_iterations(g.seq, g.gaps, detect), "detect round " + std::to_string(round));
+    expect_detected(g, mine_iterations(g.seq, g.gaps, detect), cycle, n,
+                    "detect round " + std::to_string(round));
+    MinerOptions given;
+    given.iterations = n;
+    expect_mined(g, mine_iterations(g.seq, g.gaps, given), "given round " + std::to_string(round));
+  }
+}
+
+// No idle gap marks where an iteration starts (every op follows the previous one after the same
+// gap): the boundary is where the periodic region begins, right after the set-up.
+TEST(MinerProperty, NoTimingGapsAtBoundaries) {
+  std::mt19937 rng(4242);
+  NoiseStyle flat;
+  flat.boundary_gap = kOpGap;
+  for (int round = 0; round < 100; ++round) {
+    const size_t period = 3 + rng() % 40;
+    const int n = 5 + static_cast<int>(rng() % 60);
+    const Seq cycle = random_cycle(rng, period, 0, 4 + static_cast<int32_t>(rng() % (period + 4)));
+    const int eval_every = rng() % 2 ? 2 + static_cast<int>(rng() % 6) : 0;
+    const Seq eval = random_cycle(rng, 1 + rng() % std::max<size_t>(1, period / 3), 600, 30);
+    const Generated g = generate(rng, {{cycle, n}}, round % 3 == 0 ? 0.0 : 0.15, eval_every, eval, 0, flat);
+    MinerOptions detect;
+    expect_detected(g, mine_iterations(g.seq, g.gaps, detect), cycle, n,
+                    "detect round " + std::to_string(round));
+    expect_detected(g, mine_iterations(g.seq, {}, detect), cycle, n,
+                    "no gaps given, round " + std::to_string(round));
+    MinerOptions given;
+    given.iterations = n;
+    expect_mined(g, mine_iterations(g.seq, g.gaps, given), "given round " + std::to_string(round));
+  }
+}
+
+// Noise ops drawn from the cycle's own symbols: an inserted op can be mistaken for the next op of the
+// cycle (Algorithm 1 matches greedily), and one equal to the cycle's first op looks like an
+// iteration start; the idle gap before the true start must still win.
+TEST(MinerProperty, NoiseFromTheCyclesOwnSymbols) {
+  std::mt19937 rng(777);
+  NoiseStyle own;
+  own.own_symbols = true;
+  for (int round = 0; round < 150; ++round) {
+    const size_t period = 3 + rng() % 40;
+    const int n = 5 + static_cast<int>(rng() % 60);
+    const Seq cycle = random_cycle(rng, period, 0, 4 + static_cast<int32_t>(rng() % (period + 4)));
+    const int eval_every = rng() % 2 ? 2 + static_cast<int>(rng() % 6) : 0;
+    const Seq eval = random_cycle(rng, 1 + rng() % std::max<size_t>(1, period / 3), 600, 30);
+    const Generated g = generate(rng, {{cycle, n}}, 0.15, eval_every, eval, 0, own);
+    MinerOptions detect;
+    expect_detected(g, mine_iterations(g.seq, g.gaps, detect), cycle, n,
+                    "detect round " + std::to_string(round));
     MinerOptions given;
     given.iterations = n;
     expect_mined(g, mine_iterations(g.seq, g.gaps, given), "given round " + std::to_string(round));
@@ -242,7 +351,8 @@ void expect_same(const MiningResult& got, const MiningResult& exact, const std::
     EXPECT_EQ(got.iterations[t].first_op, exact.iterations[t].first_op) << what << " iteration " << t;
     EXPECT_EQ(got.iterations[t].last_op, exact.iterations[t].last_op) << what << " iteration " << t;
     EXPECT_EQ(got.iterations[t].loop, exact.iterations[t].loop) << what << " iteration " << t;
-    EXPECT_EQ(got.iterations[t].inner_extra_ops, exact.iterations[t].inner_extra_ops) << what << " iteration " << t;
+    EXPECT_EQ(got.iterations[t].inner_extra_ops, exact.iterations[t].inner_extra_ops)
+        << what << " iteration " << t;
   }
   EXPECT_EQ(got.loops.size(), exact.loops.size()) << what;
   EXPECT_EQ(got.ops_before, exact.ops_before) << what;
@@ -251,15 +361,15 @@ void expect_same(const MiningResult& got, const MiningResult& exact, const std::
   EXPECT_EQ(got.detected, exact.detected) << what;
 }
 
-// The reading chosen on a sample can differ from the whole-sequence one where the detection itself
-// is borderline (a sub-pattern explaining about 80% of what the cycle explains, depending on which
-// rotation of the cycle the suffix tree offers): a few rounds in a hundred may differ, never more.
-// The share of ops inside iterations (over the whole sequence) is the confidence's main factor;
-// the ambiguity factor may differ between the two readings of the alternatives.
+// The sampled reading must equal the whole-sequence (exact) one, and both the generator's, except for
+// a cycle with a finer reading (expect_detected): there both the sample and the exact method take the
+// finer reading and say it is ambiguous (seed 7 makes one such cycle, round 8: "10 11 1 11 1", read as
+// "11 1" with an extra 10 every other iteration). The confidence's main factor is the share of ops
+// inside iterations over the whole sequence; the ambiguity factor may differ between the two.
 TEST(MinerSampled, LongSequencesMatchGroundTruthAndExactMining) {
   std::mt19937 rng(7);
   int sampled_runs = 0;
-  int differing = 0;
+  int finer = 0;
   int same_confidence = 0;
   const int rounds = 60;
   for (int round = 0; round < rounds; ++round) {
@@ -272,21 +382,19 @@ TEST(MinerSampled, LongSequencesMatchGroundTruthAndExactMining) {
     // Windows of 128-512 ops: a few percent of sequences of 500-20,000 ops.
     const int windows = 1 + static_cast<int>(rng() % 8);
     const MinerOptions detect = sampled(windows * (128 << (rng() % 3)), windows);
-    const std::string what = "round " + std::to_string(round) + " (" + std::to_string(g.seq.size()) + " ops, " +
-                             std::to_string(windows) + " windows)";
+    const std::string what = "round " + std::to_string(round) + " (" + std::to_string(g.seq.size()) +
+                             " ops, " + std::to_string(windows) + " windows)";
     const MiningResult r = mine_iterations(g.seq, g.gaps, detect);
     const MiningResult exact = mine_iterations(g.seq, g.gaps, exact_options());
     if (r.sampled_ops > 0) ++sampled_runs;
     EXPECT_TRUE(r.detected) << what;
-    if (r.iterations.size() != g.boundaries.size()) {
-      ++differing;
-      std::cerr << "sampled reading differs from the generator's: " << what << ": " << r.confidence_note << "\n";
-    } else {
-      expect_mined(g, r, "detect " + what);
-      expect_same(r, exact, "detect vs exact " + what);
-      if (r.confidence == exact.confidence) ++same_confidence;
-      EXPECT_GE(r.confidence, 0.5 * exact.confidence - 1e-12) << what;
+    if (expect_detected(g, r, cycle, n, "detect " + what)) {
+      ++finer;
+      std::cerr << "finer reading of an ambiguous cycle: " << what << ": " << r.confidence_note << "\n";
     }
+    expect_same(r, exact, "detect vs exact " + what);
+    if (r.confidence == exact.confidence) ++same_confidence;
+    EXPECT_GE(r.confidence, 0.5 * exact.confidence - 1e-12) << what;
 
     MinerOptions given = detect;
     given.iterations = n;
@@ -294,8 +402,8 @@ TEST(MinerSampled, LongSequencesMatchGroundTruthAndExactMining) {
   }
   // The windowed path itself ran (not only its fallback to the whole sequence).
   EXPECT_GT(sampled_runs, rounds * 3 / 4);
-  EXPECT_LE(differing, rounds / 20);
-  EXPECT_GE(same_confidence, (rounds - differing) * 3 / 4);
+  EXPECT_EQ(finer, 1);  // round 8 (see above): a change here means the generator or detection changed
+  EXPECT_GE(same_confidence, rounds * 3 / 4);
 }
 
 TEST(MinerSampled, SetUpLongerThanTheWindowsAndLateLoops) {
@@ -399,6 +507,89 @@ TEST(MinerSampled, TrainingLikeStreamEqualsExactMining) {
   EXPECT_GT(r.sampled_ops, 0);
   EXPECT_EQ(static_cast<int64_t>(r.iterations.size()), iterations);
   expect_same(r, mine_iterations(seq, gaps, exact_options()), "training-like stream");
+}
+
+// Brute-force reference of Algorithm 1 as Strata specifies it (pattern_miner.h): an approximate match
+// at i starts with the cycle's first op and is the shortest window [i, e] holding the cycle as a
+// subsequence that starts at i and ends at e; its extra ops are the window's other ops, at most k0.
+// Found here by trying every end e and every embedding, not greedily.
+bool embeds(const Seq& s, size_t from, size_t to, const Seq& cycle,
+            size_t c) {  // cycle[c..] into s[from, to)
+  if (c == cycle.size()) return true;
+  for (size_t q = from; q < to; ++q)
+    if (s[q] == cycle[c] && embeds(s, q + 1, to, cycle, c + 1)) return true;
+  return false;
+}
+
+std::optional<ApproximateMatch> brute_match_at(const Seq& s, const Seq& cycle, size_t i, int64_t k0) {
+  const size_t m = cycle.size();
+  if (s[i] != cycle[0]) return std::nullopt;
+  for (size_t e = i + m - 1; e < s.size(); ++e) {
+    if (s[e] != cycle[m - 1] || (m == 1 && e != i)) continue;
+    if (m > 1 && !embeds(s, i + 1, e, Seq(cycle.begin(), cycle.end() - 1), 1)) continue;  // the ops between
+    const int64_t extra = static_cast<int64_t>(e - i + 1 - m);
+    if (extra > k0) return std::nullopt;
+    return ApproximateMatch{static_cast<int64_t>(i), static_cast<int64_t>(e), extra};
+  }
+  return std::nullopt;
+}
+
+// Matches left to right; a match with extras gives way to a later start inside it (no later than its
+// first op plus its extras) that needs fewer extras; the scan resumes after the match kept.
+std::vector<ApproximateMatch> brute_matches(const Seq& s, const Seq& cycle, int64_t k0) {
+  std::vector<ApproximateMatch> out;
+  for (size_t i = 0; i < s.size();) {
+    auto best = brute_match_at(s, cycle, i, k0);
+    if (!best) {
+      ++i;
+      continue;
+    }
+    for (size_t j = i + 1;
+         best->extra_ops > 0 && static_cast<int64_t>(j) <= best->first + best->extra_ops && j < s.size();
+         ++j) {
+      auto later = brute_match_at(s, cycle, j, k0);
+      if (later && later->extra_ops < best->extra_ops) best = later;
+    }
+    out.push_back(*best);
+    i = static_cast<size_t>(best->last) + 1;
+  }
+  return out;
+}
+
+TEST(MinerProperty, AlgorithmOneMatchesBruteForce) {
+  std::mt19937 rng(1234);
+  int with_extras = 0, corrected = 0;
+  for (int round = 0; round < 3000; ++round) {
+    const int32_t alphabet = 2 + static_cast<int32_t>(rng() % 3);
+    const Seq cycle = random_seq(rng, 1 + rng() % 5, alphabet);
+    Seq s;
+    // Copies of the cycle with random insertions, deletions and junk between them, or plain noise.
+    if (round % 4 == 0) {
+      s = random_seq(rng, rng() % 30, alphabet);
+    } else {
+      while (s.size() < 25) {
+        for (int32_t x : cycle) {
+          if (rng() % 6 == 0) s.push_back(static_cast<int32_t>(rng() % (alphabet + 1)));
+          if (rng() % 12 != 0) s.push_back(x);
+        }
+        if (rng() % 3 == 0) s.push_back(static_cast<int32_t>(rng() % (alphabet + 1)));
+      }
+    }
+    const int64_t k0 = rng() % 5;
+    const auto got = approximate_matches(s, cycle, k0);
+    const auto want = brute_matches(s, cycle, k0);
+    ASSERT_EQ(got.size(), want.size()) << "round " << round;
+    for (size_t t = 0; t < got.size(); ++t) {
+      EXPECT_EQ(got[t].first, want[t].first) << "round " << round << " match " << t;
+      EXPECT_EQ(got[t].last, want[t].last) << "round " << round << " match " << t;
+      EXPECT_EQ(got[t].extra_ops, want[t].extra_ops) << "round " << round << " match " << t;
+      with_extras += got[t].extra_ops > 0;
+      corrected += t > 0 && got[t].first > got[t - 1].last + 1 && s[got[t - 1].last + 1] == cycle[0];
+    }
+  }
+  // Both rules were exercised: matches with extra ops, and later starts taken over earlier ones.
+  EXPECT_GT(with_extras, 500);
+  EXPECT_GT(corrected, 50);
 }
 
 TEST(MinerProperty, AlgorithmOneFindsInsertions) {

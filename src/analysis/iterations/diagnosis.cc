@@ -20,10 +20,14 @@ std::string fmt(const char* format, double a, double b = 0, double c = 0, double
 
 std::string_view verdict_name(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kHostBound: return "host-bound";
-    case Verdict::kCopyBound: return "copy-bound";
-    case Verdict::kDeviceBound: return "device-bound";
-    case Verdict::kBalanced: return "balanced";
+    case Verdict::kHostBound:
+      return "host-bound";
+    case Verdict::kCopyBound:
+      return "copy-bound";
+    case Verdict::kDeviceBound:
+      return "device-bound";
+    case Verdict::kBalanced:
+      return "balanced";
   }
   return "balanced";
 }
@@ -42,37 +46,75 @@ Diagnosis diagnose(const model::Trace& trace, const Classification& classes, con
   const double copy_share = static_cast<double>(s.interval_copy_ns) / total;
   const double busy_share = static_cast<double>(s.busy_ns) / total;
   const double gap_ratio = s.avg_op_gap_ns > 0 ? s.mean_interval_ns / s.avg_op_gap_ns : 0.0;
+  // Ops back to back inside iterations: any interval is >> the (zero) gap between them.
+  const std::string versus_gap =
+      s.avg_op_gap_ns > 0 ? fmt("%.0fx the avg gap between ops, %.1f us", gap_ratio, s.avg_op_gap_ns * us)
+                          : std::string("no gap between ops inside iterations");
   d.ranked.push_back(
       {Verdict::kHostBound, host_share,
-       fmt("avg interval %.3f ms (%.0fx the avg gap between ops, %.1f us), avg overlap %.1f%%", s.mean_interval_ns * ms,
-           gap_ratio, s.avg_op_gap_ns * us, 100.0 * s.avg_overlap) +
+       fmt("avg interval %.3f ms (", s.mean_interval_ns * ms) + versus_gap +
+           fmt("), avg overlap %.1f%%", 100.0 * s.avg_overlap) +
            fmt("; intervals without copies %.1f%% of the loop, gaps between ops inside iterations %.1f%%",
-               100.0 * static_cast<double>(s.interval_host_ns) / total, 100.0 * static_cast<double>(s.op_gap_ns) / total)});
-  std::string copy_evidence = fmt("copies cover %.1f%% of the interval time (avg overlap); max interval %.3f ms",
-                                  100.0 * s.avg_overlap, static_cast<double>(s.max_interval_ns) * ms);
-  if (s.avg_copy_bytes >= 0) copy_evidence += fmt("; avg %.1f MB copied per iteration", s.avg_copy_bytes / 1e6);
+               100.0 * static_cast<double>(s.interval_host_ns) / total,
+               100.0 * static_cast<double>(s.op_gap_ns) / total)});
+  std::string copy_evidence =
+      fmt("copies cover %.1f%% of the interval time (avg overlap); max interval %.3f ms",
+          100.0 * s.avg_overlap, static_cast<double>(s.max_interval_ns) * ms);
+  if (s.avg_copy_bytes >= 0)
+    copy_evidence += s.avg_copy_bytes >= 1e6
+                         ? fmt("; avg %.1f MB copied per iteration", s.avg_copy_bytes / 1e6)
+                         : fmt("; avg %.1f KB copied per iteration", s.avg_copy_bytes / 1e3);
   d.ranked.push_back({Verdict::kCopyBound, copy_share, copy_evidence});
-  d.ranked.push_back({Verdict::kDeviceBound, busy_share,
-                      std::string(ops_word) + fmt(" execute %.1f%% of the loop's time (median iteration %.3f ms)",
-                                                  100.0 * busy_share, s.median_time_ns * ms)});
+  d.ranked.push_back(
+      {Verdict::kDeviceBound, busy_share,
+       std::string(ops_word) + fmt(" execute %.1f%% of the loop's time (median iteration %.3f ms)",
+                                   100.0 * busy_share, s.median_time_ns * ms)});
   std::stable_sort(d.ranked.begin(), d.ranked.end(),
                    [](const RankedCause& a, const RankedCause& b) { return a.share > b.share; });
-  // DeepProf's reading first: when the loop idles materially between iterations (and the interval
-  // dwarfs the gaps between ops), the bottleneck is outside the iterations: copies if they fill most
-  // of that idle time, else host work. Otherwise the dominant part, if any.
+  // DeepProf's reading first (see the header): is the bottleneck outside the iterations (interval >>
+  // op gap, and intervals a material part of the loop)? Then copies decide between copy- and
+  // host-bound: negligible when the interval is >> the copy time inside it. Otherwise the dominant
+  // part, if any.
   const double interval_share = static_cast<double>(s.interval_host_ns + s.interval_copy_ns) / total;
-  if (interval_share >= options.interval_share && (s.avg_op_gap_ns <= 0 || gap_ratio >= 10)) {
-    d.verdict = s.interval_copy_ns > s.interval_host_ns ? Verdict::kCopyBound : Verdict::kHostBound;
+  const bool outside = interval_share >= options.interval_share &&
+                       (s.avg_op_gap_ns <= 0 ? s.mean_interval_ns > 0 : gap_ratio >= options.much_larger);
+  const double copy_limit = 1.0 / options.much_larger;
+  if (outside) {
+    d.verdict = s.avg_overlap > copy_limit ? Verdict::kCopyBound : Verdict::kHostBound;
+    d.reason =
+        fmt("intervals hold %.1f%% of the loop (>= %.0f%%) and the avg interval is ", 100.0 * interval_share,
+            100.0 * options.interval_share) +
+        (s.avg_op_gap_ns > 0 ? fmt("%.0fx the avg gap between ops (>= %.0fx)", gap_ratio, options.much_larger)
+                             : std::string(">> the gaps between ops (none)")) +
+        ": the bottleneck is outside the iterations; " +
+        fmt(s.avg_overlap > copy_limit
+                ? "copies cover %.1f%% of the interval time (> %.0f%%): the transfers are a material part of "
+                  "it"
+                : "copies cover %.1f%% of the interval time (<= %.0f%%): negligible, the host works",
+            100.0 * s.avg_overlap, 100.0 * copy_limit);
   } else if (d.ranked.front().share >= options.dominant_share) {
     d.verdict = d.ranked.front().verdict;
+    d.reason = fmt("%.1f%% of the loop's time (>= %.0f%%)", 100.0 * d.ranked.front().share,
+                   100.0 * options.dominant_share) +
+               (interval_share >= options.interval_share
+                    ? fmt("; intervals (%.1f%%) are only %.1fx the avg gap between ops (< %.0fx)",
+                          100.0 * interval_share, gap_ratio, options.much_larger)
+                    : fmt("; intervals hold %.1f%% of it (< %.0f%%)", 100.0 * interval_share,
+                          100.0 * options.interval_share));
   } else {
     d.verdict = Verdict::kBalanced;
+    d.reason = fmt("no part holds %.0f%% of the loop's time and the intervals (%.1f%%) do not dominate",
+                   100.0 * options.dominant_share, 100.0 * interval_share);
   }
+  // The verdict leads the ranking; the rest stay in order of share.
+  std::stable_partition(d.ranked.begin(), d.ranked.end(),
+                        [&](const RankedCause& c) { return c.verdict == d.verdict; });
 
   // Spans inside the intervals (any thread and level of the main process, the op sequence excluded).
   std::vector<std::pair<int64_t, int64_t>> windows;
   for (const IterationMetrics& it : metrics.iterations)
-    if (it.loop == loop && it.interval_ns && *it.interval_ns > 0) windows.emplace_back(it.start_ns - *it.interval_ns, it.start_ns);
+    if (it.loop == loop && it.interval_ns && *it.interval_ns > 0)
+      windows.emplace_back(it.start_ns - *it.interval_ns, it.start_ns);
   std::sort(windows.begin(), windows.end());
   // A bitmap, not a hash set: the op sequence can hold millions of spans.
   std::vector<bool> in_sequence(trace.spans.size(), false);
@@ -104,22 +146,26 @@ Diagnosis diagnose(const model::Trace& trace, const Classification& classes, con
 
   switch (d.verdict) {
     case Verdict::kHostBound:
-      d.next_step = s.interval_host_ns >= s.op_gap_ns
-                        ? "the host works between iterations: look at the training loop's code outside the model "
-                          "(data loading, logging, graph rebuilding); the spans inside the intervals are listed"
-                        : "the host cannot issue ops fast enough inside iterations: fewer, larger ops (fusion, "
-                          "larger batch, CUDA graphs) or less Python per op";
+      d.next_step =
+          s.interval_host_ns >= s.op_gap_ns
+              ? "the host works between iterations: look at the training loop's code outside the model "
+                "(data loading, logging, graph rebuilding); the spans inside the intervals are listed"
+              : "the host cannot issue ops fast enough inside iterations: fewer, larger ops (fusion, "
+                "larger batch, CUDA graphs) or less Python per op";
       if (d.gap_spans.empty())
-        d.next_step += "; no span was recorded inside the intervals, so that time is untraced host code: record "
-                       "with --level cpu_sample or wrap the loop's data/logging code in strata.span";
+        d.next_step +=
+            "; no span was recorded inside the intervals, so that time is untraced host code: wrap the "
+            "loop's data loading/logging code in strata.span(...) (or a sampling profiler) to see it";
       break;
     case Verdict::kCopyBound:
-      d.next_step = "input copies fill the intervals: copy less per step (smaller or pre-sliced batches, keep data "
-                    "on the device), overlap copies with compute (pinned memory, non_blocking, prefetch)";
+      d.next_step =
+          "input copies fill the intervals: copy less per step (smaller or pre-sliced batches, keep data "
+          "on the device), overlap copies with compute (pinned memory, non_blocking, prefetch)";
       break;
     case Verdict::kDeviceBound:
-      d.next_step = "the ops themselves dominate: profile the heaviest ops/kernels (strata analyze --analysis "
-                    "kernels_by_name or op_stats)";
+      d.next_step =
+          "the ops themselves dominate: profile the heaviest ops/kernels (strata analyze --analysis "
+          "kernels_by_name or op_stats)";
       break;
     case Verdict::kBalanced:
       d.next_step = "no single part dominates: see the ranked shares";

@@ -3,11 +3,18 @@
 //
 // The loop's time after its first iteration splits into four parts: ops executing (device- or
 // op-bound), idle gaps between ops inside iterations (host dispatch: the host cannot issue ops fast
-// enough), interval time covered by input copies (copy-bound) and interval time without copies
-// (host-bound: CPU work in the training loop, the paper's graph-growth case). As in DeepProf, a loop
-// that idles between iterations (at least `interval_share` of its time, intervals >= 10x the gaps
-// between ops) is copy-bound when copies fill most of that idle time and host-bound otherwise;
-// else the verdict is the part holding at least `dominant_share` of the time, else "balanced".
+// enough), interval time covered by input copies and interval time without copies.
+//
+// The verdict follows DeepProf's reasoning (V-B), in two steps:
+//  1. Is the bottleneck outside the iterations? Yes when the average interval is >> the average gap
+//     between ops (`much_larger` times it) and the intervals are a material part of the loop (at
+//     least `interval_share` of its time: a 10 us interval is 10x a 1 us op gap, yet nothing next
+//     to a 100 ms iteration).
+//  2. If so, the overlap decides: copies are negligible when the interval is >> the copy time in it
+//     (overlap <= 1 / much_larger) and the loop is host-bound (CPU work in the loop, the paper's
+//     graph-growth case); otherwise copy-bound (the paper's oversized-batch case, 12% overlap).
+// Otherwise the part holding at least `dominant_share` of the time (device-bound for ops executing,
+// host-bound for dispatch gaps, copy-bound for copies), else "balanced".
 #pragma once
 
 #include <string>
@@ -21,6 +28,8 @@ namespace strata::iterations {
 enum class Verdict { kHostBound, kCopyBound, kDeviceBound, kBalanced };
 std::string_view verdict_name(Verdict verdict);
 
+// One candidate cause. `ranked` lists the verdict first, then the other causes by share: the verdict
+// is not always the largest share (12% overlap can make a loop copy-bound, see above).
 struct RankedCause {
   Verdict verdict = Verdict::kBalanced;
   double share = 0;      // of the loop's wall time
@@ -39,13 +48,15 @@ struct GapSpan {
 struct Diagnosis {
   int32_t loop = 0;
   Verdict verdict = Verdict::kBalanced;
-  std::vector<RankedCause> ranked;  // highest share first
+  std::vector<RankedCause> ranked;  // the verdict first, then the other causes by share
+  std::string reason;               // which rule gave the verdict, with its figures
   std::vector<GapSpan> gap_spans;   // top spans inside the intervals
   std::string next_step;            // what to look at next
 };
 
 struct DiagnosisOptions {
   double interval_share = 0.2;  // idle time between iterations that makes the loop host/copy-bound
+  double much_larger = 10;      // ">>": an order of magnitude (interval vs op gap, interval vs copies)
   double dominant_share = 0.5;
   size_t top_gap_spans = 8;
 };

@@ -11,7 +11,8 @@ std::optional<int64_t> bytes_of(const model::Trace& trace, uint32_t span_index) 
     auto attr = trace.find_attr(span_index, key);
     if (!attr) continue;
     if (attr->type == static_cast<uint8_t>(AttrType::kInt)) return attr->value.i;
-    if (attr->type == static_cast<uint8_t>(AttrType::kDouble) || attr->type == static_cast<uint8_t>(AttrType::kMetric))
+    if (attr->type == static_cast<uint8_t>(AttrType::kDouble) ||
+        attr->type == static_cast<uint8_t>(AttrType::kMetric))
       return static_cast<int64_t>(attr->value.d);
   }
   return std::nullopt;
@@ -65,7 +66,8 @@ int64_t covered_ns(const std::vector<std::pair<int64_t, int64_t>>& unions, int64
   auto it = std::lower_bound(unions.begin(), unions.end(), std::make_pair(from, INT64_MIN),
                              [](const auto& a, const auto& b) { return a.second < b.first; });
   int64_t total = 0;
-  for (; it != unions.end() && it->first < to; ++it) total += std::max<int64_t>(0, std::min(it->second, to) - std::max(it->first, from));
+  for (; it != unions.end() && it->first < to; ++it)
+    total += std::max<int64_t>(0, std::min(it->second, to) - std::max(it->first, from));
   return total;
 }
 
@@ -97,14 +99,16 @@ std::vector<CopyEvent> input_copies(const model::Trace& trace, const Classificat
   for (const TrackInfo& track : classes.tracks) {
     if (track.key.process != main.process) continue;
     if (classes.device_trace ? track.key.device_id != main.device_id : !(track.key == main)) continue;
-    const CopyDirection wanted = classes.device_trace ? CopyDirection::kHostToDevice : CopyDirection::kHostToHost;
+    const CopyDirection wanted =
+        classes.device_trace ? CopyDirection::kHostToDevice : CopyDirection::kHostToHost;
     for (uint32_t i : track.op_spans) {
       const SpanRecord& s = trace.spans[i];
       if (span_copy_direction(trace, classes, s, classes.device_trace) != wanted) continue;
       out.push_back({s.start_ns, s.end_ns, bytes_of(trace, i).value_or(-1)});
     }
   }
-  std::sort(out.begin(), out.end(), [](const CopyEvent& a, const CopyEvent& b) { return a.start_ns < b.start_ns; });
+  std::sort(out.begin(), out.end(),
+            [](const CopyEvent& a, const CopyEvent& b) { return a.start_ns < b.start_ns; });
   return out;
 }
 
@@ -141,21 +145,52 @@ MetricsResult compute_metrics(const model::Trace& trace, const Classification& c
     it.end_ns = end;
     it.time_ns = end - it.start_ns;
     it.avg_op_gap_ns = gaps > 0 ? static_cast<double>(it.op_gap_ns) / gaps : 0.0;
-    int64_t window_start = INT64_MIN;
     if (t > 0) {
       const int64_t prev_end = r.iterations.back().end_ns;
-      window_start = prev_end;
       it.interval_ns = std::max<int64_t>(0, it.start_ns - prev_end);
       it.copy_in_interval_ns = covered_ns(copy_union, prev_end, it.start_ns);
       it.overlap = *it.interval_ns > 0 ? static_cast<double>(it.copy_in_interval_ns) / *it.interval_ns : 0.0;
     }
+    r.iterations.push_back(it);
+  }
+
+  // Copies feeding each iteration: those starting in its interval or inside it (copies issued during
+  // an iteration feed it too: the paper's "per iteration"). The first iteration has no previous end:
+  // everything since the trace began would include the set-up (weights, the data set moved to the
+  // device), so its window reaches back one median interval of its loop (of all loops when its loop
+  // has none), the time its successors take to be fed. No interval anywhere: only the copies inside.
+  const bool trace_says_bytes =
+      std::any_of(r.copies.begin(), r.copies.end(), [](const CopyEvent& c) { return c.bytes >= 0; });
+  int64_t first_window = 0;
+  if (!r.iterations.empty()) {
+    std::vector<double> same_loop, all;
+    for (const IterationMetrics& it : r.iterations) {
+      if (!it.interval_ns) continue;
+      all.push_back(static_cast<double>(*it.interval_ns));
+      if (it.loop == r.iterations.front().loop) same_loop.push_back(static_cast<double>(*it.interval_ns));
+    }
+    first_window = static_cast<int64_t>(std::llround(median_of(same_loop.empty() ? all : same_loop)));
+  }
+  for (size_t t = 0; t < r.iterations.size(); ++t) {
+    IterationMetrics& it = r.iterations[t];
+    const int64_t window_start = t > 0                                     ? r.iterations[t - 1].end_ns
+                                 : it.start_ns >= INT64_MIN + first_window ? it.start_ns - first_window
+                                                                           : INT64_MIN;
     auto first_copy = std::lower_bound(r.copies.begin(), r.copies.end(), window_start,
                                        [](const CopyEvent& c, int64_t v) { return c.start_ns < v; });
+    // Bytes are known when every copy says its size (none copied: 0, when the trace gives sizes at
+    // all); a partial sum would understate the iteration.
+    bool all_known = trace_says_bytes;
+    int64_t bytes = 0;
     for (auto c = first_copy; c != r.copies.end() && c->start_ns < it.end_ns; ++c) {
       ++it.copies;
-      if (c->bytes >= 0) it.copy_bytes = std::max<int64_t>(it.copy_bytes, 0) + c->bytes;
+      if (c->bytes >= 0) {
+        bytes += c->bytes;
+      } else {
+        all_known = false;
+      }
     }
-    r.iterations.push_back(it);
+    it.copy_bytes = all_known ? bytes : -1;
   }
 
   for (size_t l = 0; l < mining.loops.size(); ++l) {
@@ -210,9 +245,10 @@ MetricsResult compute_metrics(const model::Trace& trace, const Classification& c
     s.min_time_ns = *std::min_element(times.begin(), times.end());
     s.max_time_ns = *std::max_element(times.begin(), times.end());
     s.mean_interval_ns = intervals.empty() ? 0.0 : interval_sum / static_cast<double>(intervals.size());
-    s.avg_overlap = interval_total > 0 ? static_cast<double>(copy_total) / static_cast<double>(interval_total) : 0.0;
+    s.avg_overlap =
+        interval_total > 0 ? static_cast<double>(copy_total) / static_cast<double>(interval_total) : 0.0;
     s.avg_op_gap_ns = gap_pairs > 0 ? static_cast<double>(gap_sum) / static_cast<double>(gap_pairs) : 0.0;
-    s.avg_copy_bytes = bytes_known > 0 ? bytes_sum / static_cast<double>(members.size()) : -1.0;
+    s.avg_copy_bytes = bytes_known > 0 ? bytes_sum / static_cast<double>(bytes_known) : -1.0;
     const std::vector<bool> time_out = robust_outliers(times);
     for (size_t k = 0; k < members.size(); ++k)
       if (time_out[k]) {

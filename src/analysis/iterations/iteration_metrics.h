@@ -33,8 +33,10 @@ struct IterationMetrics {
   int64_t busy_ns = 0;                 // op execution inside the iteration
   int64_t op_gap_ns = 0;               // idle time between the iteration's ops
   double avg_op_gap_ns = 0;
-  int64_t copies = 0;                  // copies feeding it (starting after the previous iteration ended)
-  int64_t copy_bytes = -1;             // their bytes; -1 when no copy says
+  // Copies feeding it: starting after the previous iteration ended (the first iteration: at most one
+  // median interval of its loop before it) and before it ends.
+  int64_t copies = 0;
+  int64_t copy_bytes = -1;  // their bytes; -1 when a copy (or the whole trace) does not say
   bool time_outlier = false;
   bool interval_outlier = false;
   bool flagged() const { return inner_extra_ops > 0 || trailing_extra_ops > 0; }
@@ -49,9 +51,9 @@ struct LoopSummary {
   double mean_interval_ns = 0;  // over iterations that have an interval
   int64_t max_interval_ns = 0;
   int64_t max_interval_iteration = -1;
-  double avg_overlap = 0;       // total copy time in intervals / total interval time
-  double avg_op_gap_ns = 0;     // over all op pairs inside the loop's iterations
-  double avg_copy_bytes = -1;   // per iteration; -1 when unknown
+  double avg_overlap = 0;      // total copy time in intervals / total interval time
+  double avg_op_gap_ns = 0;    // over all op pairs inside the loop's iterations
+  double avg_copy_bytes = -1;  // per iteration whose bytes are known; -1 when none is
   int64_t time_outliers = 0, interval_outliers = 0;
   // Loop wall time split (iterations after the first): what the diagnosis ranks.
   int64_t total_ns = 0, busy_ns = 0, op_gap_ns = 0, interval_copy_ns = 0, interval_host_ns = 0;

@@ -34,56 +34,85 @@ std::vector<Table> report_tables(const model::Trace& trace, const IterationsRepo
   Table summary;
   summary.name = "iterations_summary";
   summary.title = "Iterations (mined without step markers) on " + main.label;
-  summary.columns = {"loop",          "cycle_ops",       "iterations",      "flagged",        "mean_ms",
-                     "median_ms",     "stddev_ms",       "min_ms",          "max_ms",         "avg_interval_ms",
-                     "max_interval_ms", "max_interval_at", "avg_overlap_pct", "avg_op_gap_us", "avg_copy_bytes",
-                     "time_outliers", "interval_outliers"};
+  summary.columns = {"loop",
+                     "cycle_ops",
+                     "iterations",
+                     "flagged",
+                     "mean_ms",
+                     "median_ms",
+                     "stddev_ms",
+                     "min_ms",
+                     "max_ms",
+                     "avg_interval_ms",
+                     "max_interval_ms",
+                     "max_interval_at",
+                     "avg_overlap_pct",
+                     "avg_op_gap_us",
+                     "avg_copy_bytes",
+                     "time_outliers",
+                     "interval_outliers",
+                     "verdict",
+                     "confidence"};
   for (const LoopSummary& s : report.metrics.loops) {
-    summary.rows.push_back({Cell::integer(s.loop), Cell::integer(s.cycle_ops), Cell::integer(s.iterations),
-                            Cell::integer(s.flagged), ms(s.mean_time_ns), ms(s.median_time_ns), ms(s.stddev_time_ns),
-                            ms(s.min_time_ns), ms(s.max_time_ns), ms(s.mean_interval_ns), ms(static_cast<double>(s.max_interval_ns)),
-                            s.max_interval_iteration >= 0 ? Cell::integer(s.max_interval_iteration) : Cell::empty(),
-                            pct(s.avg_overlap), us(s.avg_op_gap_ns),
-                            s.avg_copy_bytes >= 0 ? Cell::real(s.avg_copy_bytes, 0) : Cell::empty(),
-                            Cell::integer(s.time_outliers), Cell::integer(s.interval_outliers)});
+    const Diagnosis* d = nullptr;
+    for (const Diagnosis& x : report.diagnoses)
+      if (x.loop == s.loop) d = &x;
+    summary.rows.push_back(
+        {Cell::integer(s.loop), Cell::integer(s.cycle_ops), Cell::integer(s.iterations),
+         Cell::integer(s.flagged), ms(s.mean_time_ns), ms(s.median_time_ns), ms(s.stddev_time_ns),
+         ms(s.min_time_ns), ms(s.max_time_ns), ms(s.mean_interval_ns),
+         ms(static_cast<double>(s.max_interval_ns)),
+         s.max_interval_iteration >= 0 ? Cell::integer(s.max_interval_iteration) : Cell::empty(),
+         pct(s.avg_overlap), us(s.avg_op_gap_ns),
+         s.avg_copy_bytes >= 0 ? Cell::real(s.avg_copy_bytes, 0) : Cell::empty(),
+         Cell::integer(s.time_outliers), Cell::integer(s.interval_outliers),
+         d != nullptr ? Cell::text(std::string(verdict_name(d->verdict))) : Cell::empty(),
+         Cell::real(mining.confidence, 2)});
   }
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "%s: %lld %s ops mined (%s); %lld iterations in %zu loop(s); ops before the first iteration %lld, after "
+                "%s: %lld %s ops mined (%s); %lld iterations in %zu loop(s); ops before the first iteration "
+                "%lld, after "
                 "the last %lld, between iterations in no loop %lld",
                 mining.detected ? "iteration count detected" : "iteration count given",
                 static_cast<long long>(mining.ops), level_name(report.classes.op_level).c_str(),
-                report.classes.note.c_str(), static_cast<long long>(mining.iterations.size()), mining.loops.size(),
-                static_cast<long long>(mining.ops_before), static_cast<long long>(mining.ops_after),
-                static_cast<long long>(mining.ops_between));
+                report.classes.note.c_str(), static_cast<long long>(mining.iterations.size()),
+                mining.loops.size(), static_cast<long long>(mining.ops_before),
+                static_cast<long long>(mining.ops_after), static_cast<long long>(mining.ops_between));
   summary.notes.push_back(buf);
   std::snprintf(buf, sizeof buf, "confidence %.2f (%s)", mining.confidence,
-                mining.confidence >= 0.9 ? "high" : mining.confidence >= 0.6 ? "medium" : "low");
+                mining.confidence >= 0.9   ? "high"
+                : mining.confidence >= 0.6 ? "medium"
+                                           : "low");
   summary.notes.push_back(buf + std::string(": ") + mining.confidence_note);
   for (const std::string& n : report.notes) summary.notes.push_back(n);
   summary.notes.push_back(
-      "interval: idle time between an iteration's start and the previous iteration's end; overlap: share of it "
+      "interval: idle time between an iteration's start and the previous iteration's end; overlap: share of "
+      "it "
       "covered by input copies (" +
-      std::string(report.classes.device_trace ? "host-to-device copies" : "top-level host data copies, the CPU analog") +
+      std::string(report.classes.device_trace ? "host-to-device copies"
+                                              : "top-level host data copies, the CPU analog") +
       ")");
   tables.push_back(std::move(summary));
 
   Table rows;
   rows.name = "iterations";
   rows.title = "Per-iteration metrics";
-  rows.columns = {"iteration", "loop",        "start_ms",    "time_ms", "interval_ms", "overlap_pct",
-                  "busy_ms",   "avg_op_gap_us", "ops",       "copies",  "copy_bytes",  "flags"};
+  rows.columns = {"iteration", "loop",          "start_ms", "time_ms", "interval_ms", "overlap_pct",
+                  "busy_ms",   "avg_op_gap_us", "ops",      "copies",  "copy_bytes",  "flags"};
   const int64_t origin = report.metrics.iterations.empty() ? 0 : report.metrics.iterations.front().start_ns;
   for (const IterationMetrics& it : report.metrics.iterations) {
-    rows.rows.push_back({Cell::integer(it.index), Cell::integer(it.loop), ms(static_cast<double>(it.start_ns - origin)),
-                         ms(static_cast<double>(it.time_ns)),
-                         it.interval_ns ? ms(static_cast<double>(*it.interval_ns)) : Cell::empty(),
-                         it.interval_ns ? pct(it.overlap) : Cell::empty(), ms(static_cast<double>(it.busy_ns)),
-                         us(it.avg_op_gap_ns), Cell::integer(it.ops), Cell::integer(it.copies),
-                         it.copy_bytes >= 0 ? Cell::integer(it.copy_bytes) : Cell::empty(), Cell::text(flags_of(it))});
+    rows.rows.push_back(
+        {Cell::integer(it.index), Cell::integer(it.loop), ms(static_cast<double>(it.start_ns - origin)),
+         ms(static_cast<double>(it.time_ns)),
+         it.interval_ns ? ms(static_cast<double>(*it.interval_ns)) : Cell::empty(),
+         it.interval_ns ? pct(it.overlap) : Cell::empty(), ms(static_cast<double>(it.busy_ns)),
+         us(it.avg_op_gap_ns), Cell::integer(it.ops), Cell::integer(it.copies),
+         it.copy_bytes >= 0 ? Cell::integer(it.copy_bytes) : Cell::empty(), Cell::text(flags_of(it))});
   }
-  rows.notes.push_back("start_ms is relative to the first iteration; flags: extra ops inside the iteration or after "
-                       "it (evaluation, logging, checkpoints), robust outliers (3.5 MADs from the median)");
+  rows.notes.push_back(
+      "start_ms is relative to the first iteration; flags: extra ops inside the iteration or after "
+      "it (evaluation, logging, checkpoints), robust outliers (3.5 MADs from the median)");
   tables.push_back(std::move(rows));
 
   Table streams;
@@ -95,8 +124,9 @@ std::vector<Table> report_tables(const model::Trace& trace, const IterationsRepo
     for (uint64_t c : t.copies) copies += static_cast<int64_t>(c);
     streams.rows.push_back({Cell::text(t.label), Cell::text(std::string(role_name(t.role))),
                             Cell::text(std::string(direction_name(t.copy_direction))),
-                            Cell::integer(static_cast<int64_t>(t.ops)), Cell::integer(static_cast<int64_t>(t.compute_ops)),
-                            Cell::integer(copies), Cell::integer(static_cast<int64_t>(t.memsets)),
+                            Cell::integer(static_cast<int64_t>(t.ops)),
+                            Cell::integer(static_cast<int64_t>(t.compute_ops)), Cell::integer(copies),
+                            Cell::integer(static_cast<int64_t>(t.memsets)),
                             ms(static_cast<double>(t.busy_ns))});
   }
   tables.push_back(std::move(streams));
@@ -112,13 +142,15 @@ std::vector<Table> report_tables(const model::Trace& trace, const IterationsRepo
   for (const Diagnosis& d : report.diagnoses) {
     int rank = 1;
     for (const RankedCause& c : d.ranked)
-      diag.rows.push_back({Cell::integer(d.loop), Cell::integer(rank++), Cell::text(std::string(verdict_name(c.verdict))),
-                           pct(c.share), Cell::text(c.evidence)});
-    diag.notes.push_back("loop " + std::to_string(d.loop) + " verdict: " + std::string(verdict_name(d.verdict)) +
+      diag.rows.push_back({Cell::integer(d.loop), Cell::integer(rank++),
+                           Cell::text(std::string(verdict_name(c.verdict))), pct(c.share),
+                           Cell::text(c.evidence)});
+    diag.notes.push_back("loop " + std::to_string(d.loop) +
+                         " verdict: " + std::string(verdict_name(d.verdict)) + ". Why: " + d.reason +
                          ". Next: " + d.next_step);
     for (const GapSpan& g : d.gap_spans)
-      gaps.rows.push_back({Cell::integer(d.loop), Cell::text(g.name), Cell::text(g.level), Cell::integer(g.count),
-                           ms(static_cast<double>(g.in_interval_ns))});
+      gaps.rows.push_back({Cell::integer(d.loop), Cell::text(g.name), Cell::text(g.level),
+                           Cell::integer(g.count), ms(static_cast<double>(g.in_interval_ns))});
   }
   (void)trace;
   tables.push_back(std::move(diag));

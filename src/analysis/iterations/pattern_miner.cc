@@ -12,9 +12,9 @@
 namespace strata::iterations {
 
 double RepeatCandidate::share() const {
-  return sequence_length > 0 ? static_cast<double>(count) * static_cast<double>(length) /
-                                   static_cast<double>(sequence_length)
-                             : 0.0;
+  return sequence_length > 0
+             ? static_cast<double>(count) * static_cast<double>(length) / static_cast<double>(sequence_length)
+             : 0.0;
 }
 
 namespace {
@@ -113,6 +113,33 @@ Estimate estimate(const SuffixIndex& index, int64_t n, const RepeatCandidate& c)
   return {count, static_cast<double>(count * c.length) / static_cast<double>(n)};
 }
 
+// The cycle length of a loop read from a pattern's non-overlapping occurrences (sorted): extra ops
+// only ever lengthen the distance between consecutive occurrences (Criterion 1), so it is the
+// shortest distance that is common (at least a fifth as frequent as the most frequent one), not
+// simply the most frequent (with an evaluation pass after every second iteration, cycle and cycle +
+// eval are equally frequent). 0 with fewer than two occurrences.
+int64_t cycle_of(const std::vector<int64_t>& starts) {
+  std::unordered_map<int64_t, int64_t> distance_counts;
+  for (size_t k = 0; k + 1 < starts.size(); ++k) ++distance_counts[starts[k + 1] - starts[k]];
+  int64_t best_count = 0;
+  for (const auto& [d, c] : distance_counts) best_count = std::max(best_count, c);
+  int64_t cycle_length = 0;
+  for (const auto& [d, c] : distance_counts)
+    if (5 * c >= best_count && (cycle_length == 0 || d < cycle_length)) cycle_length = d;
+  return cycle_length;
+}
+
+std::vector<int64_t> nonoverlapping_starts(const SuffixIndex& index, const RepeatCandidate& p) {
+  std::vector<int64_t> occ;
+  occ.reserve(static_cast<size_t>(p.count));
+  for (int32_t r = p.sa_begin; r <= p.sa_end; ++r) occ.push_back(index.sa[r]);
+  std::sort(occ.begin(), occ.end());
+  std::vector<int64_t> starts;
+  for (int64_t pos : occ)
+    if (starts.empty() || pos >= starts.back() + p.length) starts.push_back(pos);
+  return starts;
+}
+
 // Detection: among the suffix-tree nodes satisfying Criterion 3 with i = c, shortlist the frequent
 // ones that explain a fair share of the sequence, estimate how each cuts it, and pick the one giving
 // the most iterations among those explaining nearly as much as the best.
@@ -120,8 +147,8 @@ Estimate estimate(const SuffixIndex& index, int64_t n, const RepeatCandidate& c)
 // `rescore` (sampled mining): the shortlist comes from the sample, but the readings that decide (the
 // best few by their share of the sample) are estimated over the whole sequence, so that the choice,
 // the iteration estimate and the ambiguity do not hinge on where the windows fell.
-Detection detect(const SuffixIndex& index, int64_t n, int64_t min_repeats, double preference,
-                 const std::function<Estimate(const RepeatCandidate&)>& rescore = {}) {
+Detection detect(std::span<const int32_t> symbols, const SuffixIndex& index, int64_t n, int64_t min_repeats,
+                 double preference, const std::function<Estimate(const RepeatCandidate&)>& rescore = {}) {
   constexpr double kShortlistShare = 0.3;  // of the best count * length
   constexpr size_t kShortlist = 24;
   Detection out;
@@ -154,9 +181,10 @@ Detection detect(const SuffixIndex& index, int64_t n, int64_t min_repeats, doubl
   std::sort(kept.begin(), kept.end(), [](const RepeatCandidate& a, const RepeatCandidate& b) {
     return a.count != b.count ? a.count > b.count : a.length > b.length;
   });
-  kept.erase(std::unique(kept.begin(), kept.end(),
-                         [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.count == b.count; }),
-             kept.end());
+  kept.erase(
+      std::unique(kept.begin(), kept.end(),
+                  [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.count == b.count; }),
+      kept.end());
   if (kept.size() > kShortlist) kept.resize(kShortlist);
   if (out.best_share && std::none_of(kept.begin(), kept.end(), [&](const RepeatCandidate& c) {
         return c.count == out.best_share->count;
@@ -173,7 +201,8 @@ Detection detect(const SuffixIndex& index, int64_t n, int64_t min_repeats, doubl
     constexpr double kRescoreShare = 0.5;  // of the sample's best: wider than `preference`
     std::vector<size_t> order(kept.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return est[a].explained > est[b].explained; });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return est[a].explained > est[b].explained; });
     std::vector<RepeatCandidate> rescored_kept;
     std::vector<Estimate> rescored_est;
     for (size_t k : order) {
@@ -196,22 +225,45 @@ Detection detect(const SuffixIndex& index, int64_t n, int64_t min_repeats, doubl
     }
   }
   if (!out.chosen) return out;
-  // A reading with about c / m iterations is the same loop seen m iterations at a time; anything else
-  // that explains as much is a genuine alternative and lowers the confidence.
+  // Any other reading explaining at least `preference` of the best is an alternative unless it is the
+  // same loop: the same count, or a cycle holding m copies of the chosen pattern, about m times the
+  // chosen cycle long (m = 1: a longer or shorter piece of the same body, whose exact occurrences
+  // noise thins differently; m >= 2: m iterations at a time), up to kSameLoopRest of other ops (a
+  // short evaluation pass after every m-th iteration). Counts and coverage cannot tell: noise breaks
+  // the occurrences of a long pattern more often than those of a short one. A genuine alternative
+  // lowers the confidence: a cycle "x y y" (y: two ops) read as "y" with an extra x every other
+  // iteration (a 5-op cycle holding 2 copies of a 2-op one: a fifth is other ops), "y y y x" with y
+  // one op, or an evaluation pass after every 2nd iteration longer than a tenth of the pair.
+  constexpr double kSameLoopRest = 0.1;
   const int64_t c0 = out.estimated_iterations;
+  const std::span<const int32_t> chosen = symbols.subspan(out.chosen->position, out.chosen->length);
+  const int64_t d0 = cycle_of(nonoverlapping_starts(index, *out.chosen));
   double alt_explained = 0;
   for (size_t k = 0; k < kept.size(); ++k) {
     const int64_t c = est[k].iterations;
     if (c <= 0 || est[k].explained < preference * best_explained) continue;
     if (std::llabs(c - c0) * 10 <= c0) continue;
-    const int64_t m = (c0 + c / 2) / c;
-    if (m >= 1 && std::llabs(c0 - m * c) <= m + c0 / 10) continue;
-    if (rescore) {
-      // Counted over the whole sequence, a pattern spanning m iterations loses every occurrence
-      // that one noisy iteration breaks, so its count falls below c0 / m: compare lengths too.
-      const int64_t l0 = out.chosen->length;
-      const int64_t ml = (kept[k].length + l0 / 2) / std::max<int64_t>(1, l0);
-      if (ml >= 2 && std::llabs(kept[k].length - ml * l0) * 10 <= kept[k].length) continue;
+    const std::vector<int64_t> starts = nonoverlapping_starts(index, kept[k]);
+    const int64_t d = cycle_of(starts);
+    if (d0 > 0 && d > 0) {
+      // Copies of the chosen pattern in one clean cycle of the other reading, taken cyclically (the
+      // next cycle repeats it) so that a copy cut by the cycle's start still counts.
+      const int64_t len = static_cast<int64_t>(chosen.size());
+      int64_t copies = -1;
+      for (size_t q = 0; q + 1 < starts.size() && copies < 0; ++q) {
+        if (starts[q + 1] - starts[q] != d) continue;
+        const auto begin = symbols.begin() + starts[q];
+        const auto end = symbols.begin() + std::min<int64_t>(n, starts[q] + d + len - 1);
+        std::vector<int64_t> at;
+        for (auto it = std::search(begin, end, chosen.begin(), chosen.end()); it != end && it - begin < d;
+             it = std::search(it + 1, end, chosen.begin(), chosen.end()))
+          if (at.empty() || it - begin >= at.back() + len) at.push_back(it - begin);
+        while (at.size() > 1 && at.back() + len > at.front() + d) at.pop_back();
+        copies = static_cast<int64_t>(at.size());
+      }
+      if (copies >= 0 && static_cast<double>(std::llabs(d - std::max<int64_t>(1, copies) * d0)) <=
+                             kSameLoopRest * static_cast<double>(d))
+        continue;
     }
     if (!out.alternative || est[k].explained > alt_explained) {
       out.alternative = kept[k];
@@ -240,8 +292,10 @@ bool match_at(std::span<const int32_t> seq, std::span<const int32_t> cycle, int6
   return true;
 }
 
+// Algorithm 1 over `seq`. `gap_at(j)`: the idle time before op j (0 everywhere when unknown).
+template <typename GapAt>
 std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::span<const int32_t> cycle,
-                                          int64_t max_extra_ops, int32_t barrier) {
+                                          int64_t max_extra_ops, int32_t barrier, const GapAt& gap_at) {
   std::vector<ApproximateMatch> matches;
   const int64_t n = static_cast<int64_t>(seq.size());
   if (cycle.empty()) return matches;
@@ -253,11 +307,14 @@ std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::spa
       continue;
     }
     // A match with extra ops may have swallowed the tail of something else (an evaluation pass that
-    // starts like the cycle): a later start inside it that needs fewer extras is the better match.
+    // starts like the cycle): a later start inside it that needs fewer extras is the better match,
+    // unless less idle time precedes it. An op inserted right after the iteration's first op and
+    // equal to it also makes a later start with fewer extras, but the idle gap between iterations
+    // lies before the true start (and before the evaluation pass's successor, not before the pass).
     for (int64_t j = i + 1; best.extra_ops > 0 && j <= best.first + best.extra_ops && j < n; ++j) {
       ApproximateMatch later;
       if (seq[j] == cycle[0] && match_at(seq, cycle, j, max_extra_ops, barrier, &later) &&
-          later.extra_ops < best.extra_ops)
+          later.extra_ops < best.extra_ops && gap_at(j) >= gap_at(best.first))
         best = later;
     }
     matches.push_back(best);
@@ -271,10 +328,10 @@ std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::spa
 struct Subsequence {
   std::span<const int32_t> symbols;  // the caller's sequence, or `storage`
   std::vector<int32_t> storage;
-  std::vector<int64_t> to_seq;       // index into the whole sequence, -1 for separators; empty = identity
-  std::vector<int64_t> to_sampled;   // a sample's: index into the sequence it samples, -1 for separators
+  std::vector<int64_t> to_seq;      // index into the whole sequence, -1 for separators; empty = identity
+  std::vector<int64_t> to_sampled;  // a sample's: index into the sequence it samples, -1 for separators
   int32_t alphabet = 0;
-  int32_t barrier = kNoBarrier;      // symbols >= barrier are separators
+  int32_t barrier = kNoBarrier;  // symbols >= barrier are separators
 
   Subsequence() = default;
   Subsequence(const Subsequence&) = delete;  // `symbols` may point into `storage`
@@ -282,6 +339,13 @@ struct Subsequence {
   int64_t size() const { return static_cast<int64_t>(symbols.size()); }
   int64_t at(int64_t j) const { return to_seq.empty() ? j : to_seq[j]; }
 };
+
+// The idle time before op j of `in` (0 for separators, or when the trace gives no times).
+int64_t gap_in(const Subsequence& in, std::span<const int64_t> gap_before_ns, int64_t j) {
+  if (gap_before_ns.empty()) return 0;
+  const int64_t at = in.at(j);
+  return at >= 0 ? gap_before_ns[at] : 0;
+}
 
 struct LoopFit {
   Loop loop;
@@ -295,27 +359,9 @@ struct LoopFit {
 std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index, const RepeatCandidate& p,
                                 std::span<const int64_t> gap_before_ns, const MinerOptions& options,
                                 const Subsequence& target, int64_t max_cycle) {
-  std::vector<int64_t> occ;
-  occ.reserve(p.count);
-  for (int32_t r = p.sa_begin; r <= p.sa_end; ++r) occ.push_back(index.sa[r]);
-  std::sort(occ.begin(), occ.end());
-  std::vector<int64_t> starts;  // non-overlapping occurrences
-  for (int64_t pos : occ)
-    if (starts.empty() || pos >= starts.back() + p.length) starts.push_back(pos);
+  const std::vector<int64_t> starts = nonoverlapping_starts(index, p);
   if (starts.size() < 2) return std::nullopt;
-
-  // The cycle length: extra ops only ever lengthen the distance between consecutive occurrences
-  // (Criterion 1), so it is the shortest distance that is common (at least a fifth as frequent as
-  // the most frequent one), not simply the most frequent (with an evaluation pass after every
-  // second iteration, cycle and cycle + eval are equally frequent).
-  std::unordered_map<int64_t, int64_t> distance_counts;
-  for (size_t k = 0; k + 1 < starts.size(); ++k) ++distance_counts[starts[k + 1] - starts[k]];
-  int64_t best_count = 0;
-  for (const auto& [d, c] : distance_counts) best_count = std::max(best_count, c);
-  int64_t cycle_length = 0;
-  for (const auto& [d, c] : distance_counts)
-    if (5 * c >= best_count && c >= std::min<int64_t>(2, best_count) && (cycle_length == 0 || d < cycle_length))
-      cycle_length = d;
+  const int64_t cycle_length = cycle_of(starts);
   if (cycle_length > max_cycle) return std::nullopt;
   auto whole_cycle_at = [&](const Subsequence& in, int64_t begin) {
     if (begin < 0 || begin + cycle_length > in.size()) return false;
@@ -341,8 +387,9 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
   std::vector<int64_t> by_gap(cycle_length);
   for (int64_t o = 0; o < cycle_length; ++o) by_gap[o] = o;
   const size_t top = std::min<size_t>(2, by_gap.size());
-  std::partial_sort(by_gap.begin(), by_gap.begin() + top, by_gap.end(),
-                    [&](int64_t x, int64_t y) { return score[x] > score[y] || (score[x] == score[y] && x < y); });
+  std::partial_sort(by_gap.begin(), by_gap.begin() + top, by_gap.end(), [&](int64_t x, int64_t y) {
+    return score[x] > score[y] || (score[x] == score[y] && x < y);
+  });
   if (!gap_before_ns.empty()) phases.insert(phases.end(), by_gap.begin(), by_gap.begin() + top);
   // The periodic region is a property of the target: in a sample it would end at a window edge. P's
   // first occurrence in the target comes no later than that of the sample's first occurrence.
@@ -351,51 +398,72 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
   if (&target != &sub) {
     const auto pattern_begin = sub.symbols.begin() + p.position;
     const int64_t limit = std::min(t.size(), sub.to_sampled[starts.front()] + p.length);
-    first = std::search(t.symbols.begin(), t.symbols.begin() + limit, pattern_begin, pattern_begin + p.length) -
-            t.symbols.begin();
+    first =
+        std::search(t.symbols.begin(), t.symbols.begin() + limit, pattern_begin, pattern_begin + p.length) -
+        t.symbols.begin();
   }
+  // The periodic region extends backwards from there over whole cycles. It is walked op by op
+  // against a clean cycle aligned on `first` (from P's occurrences), with up to k0 inserted ops per
+  // cycle as Algorithm 1 allows: an exact comparison with the op one cycle later stops at the first
+  // inserted op, which on a trace without idle gaps (nothing else places the boundary) cuts the first
+  // iteration in two. The walk stops at a cycle's (k0 + 1)-th op that does not fit, such as a set-up.
+  const int64_t k0 =
+      options.max_extra_ops >= 0 ? options.max_extra_ops : std::max<int64_t>(1, cycle_length / 2);
+  std::span<const int32_t> aligned;
+  for (size_t k = 0; k + 1 < starts.size() && aligned.empty(); ++k)
+    if (starts[k + 1] - starts[k] == cycle_length && whole_cycle_at(sub, starts[k]))
+      aligned = sub.symbols.subspan(starts[k], cycle_length);
+  if (aligned.empty() && whole_cycle_at(t, first)) aligned = t.symbols.subspan(first, cycle_length);
   int64_t region_start = first;
-  while (region_start > 0 && region_start - 1 + cycle_length < t.size() && t.symbols[region_start - 1] < t.barrier &&
-         t.symbols[region_start - 1] == t.symbols[region_start - 1 + cycle_length])
-    --region_start;
-  const int64_t region_phase = ((region_start - first) % cycle_length + cycle_length) % cycle_length;
+  int64_t region_phase = 0;
+  if (!aligned.empty()) {
+    int64_t j = cycle_length - 1;  // the cycle offset expected next, walking backwards
+    int64_t misfits = 0;           // ops that did not fit since the cycle's end was last passed
+    for (int64_t q = first - 1; q >= 0 && t.symbols[q] < t.barrier; --q) {
+      if (t.symbols[q] != aligned[j]) {
+        if (++misfits > k0) break;
+        continue;
+      }
+      region_start = q;
+      region_phase = j;
+      if (j == 0) misfits = 0;
+      j = j == 0 ? cycle_length - 1 : j - 1;
+    }
+  }
   phases.push_back(region_phase);
   std::sort(phases.begin(), phases.end());
   phases.erase(std::unique(phases.begin(), phases.end()), phases.end());
 
-  const int64_t k0 = options.max_extra_ops >= 0 ? options.max_extra_ops : std::max<int64_t>(1, cycle_length / 2);
   std::optional<LoopFit> best;
   for (int64_t phase : phases) {
-    // The template cycle comes from two consecutive clean cycles (no extra ops: distances equal to
-    // the cycle), so a rotated template cannot pick up an inserted op from the next iteration.
-    std::optional<int64_t> template_begin;
-    const Subsequence* from = &sub;
-    for (size_t k = 0; k + 2 < starts.size() && !template_begin; ++k)
-      if (starts[k + 1] - starts[k] == cycle_length && starts[k + 2] - starts[k + 1] == cycle_length &&
-          whole_cycle_at(sub, starts[k] + phase))
-        template_begin = starts[k] + phase;
-    for (size_t k = 0; k + 1 < starts.size() && !template_begin; ++k)
-      if (starts[k + 1] - starts[k] == cycle_length && whole_cycle_at(sub, starts[k] + phase))
-        template_begin = starts[k] + phase;
-    if (!template_begin) {
+    // The template cycle is a clean cycle (no extra ops: two occurrences of P one cycle apart)
+    // rotated to the phase: read from the sequence at the phase instead, it could pick up an op
+    // inserted into the next iteration.
+    std::vector<int32_t> cycle;
+    if (!aligned.empty()) {
+      cycle.assign(aligned.begin() + phase, aligned.end());
+      cycle.insert(cycle.end(), aligned.begin(), aligned.begin() + phase);
+    } else {
       const int64_t at = region_start + ((phase - region_phase) % cycle_length + cycle_length) % cycle_length;
-      if (whole_cycle_at(t, at)) {
-        template_begin = at;
-        from = &t;
-      }
+      if (!whole_cycle_at(t, at)) continue;
+      cycle.assign(t.symbols.begin() + at, t.symbols.begin() + at + cycle_length);
     }
-    if (!template_begin) continue;
     LoopFit fit;
     fit.k0 = k0;
-    fit.loop.cycle.assign(from->symbols.begin() + *template_begin,
-                          from->symbols.begin() + *template_begin + cycle_length);
+    fit.loop.cycle = std::move(cycle);
     fit.loop.pattern_length = p.length;
     fit.loop.pattern_count = p.count;
     fit.loop.phase = phase;
-    fit.matches = match_cycle(target.symbols, fit.loop.cycle, k0, target.barrier);
-    if (!best || fit.matches.size() > best->matches.size() ||
-        (fit.matches.size() == best->matches.size() && score[phase] > score[best->loop.phase]))
-      best = std::move(fit);
+    fit.matches = match_cycle(target.symbols, fit.loop.cycle, k0, target.barrier,
+                              [&](int64_t j) { return gap_in(target, gap_before_ns, j); });
+    // Most iterations, then the idle gap; without a gap to tell (a trace with no idle time between
+    // iterations), the loop starts where its periodic region does: the earliest first iteration.
+    const auto better = [&] {
+      if (fit.matches.size() != best->matches.size()) return fit.matches.size() > best->matches.size();
+      if (score[phase] != score[best->loop.phase]) return score[phase] > score[best->loop.phase];
+      return !fit.matches.empty() && fit.matches.front().first < best->matches.front().first;
+    };
+    if (!best || better()) best = std::move(fit);
   }
   return best;
 }
@@ -428,7 +496,8 @@ Estimate estimate_over(const Subsequence& whole, const Subsequence& sample, cons
 // `windows` windows of budget / windows ops each, centred at evenly spread points of `whole`, joined
 // by fresh separators; separators inside a window (stretch boundaries) are renumbered densely, so the
 // suffix array's alphabet stays the op alphabet plus a few.
-void make_sample(const Subsequence& whole, int64_t budget, int windows, int32_t op_alphabet, Subsequence* out) {
+void make_sample(const Subsequence& whole, int64_t budget, int windows, int32_t op_alphabet,
+                 Subsequence* out) {
   const int64_t n = whole.size();
   const int64_t k = windows;
   const int64_t w = budget / k;
@@ -461,8 +530,8 @@ struct Mined {
   RepeatCandidate pattern;
   Detection detection;
   int64_t eps_used = 0;
-  LoopFit fit;               // matches in positions of the whole (sub)sequence
-  int64_t sample_ops = 0;    // 0: mined on the whole (sub)sequence
+  LoopFit fit;             // matches in positions of the whole (sub)sequence
+  int64_t sample_ops = 0;  // 0: mined on the whole (sub)sequence
 };
 
 enum class MineOutcome { kOk, kNoPattern, kNoFit };
@@ -472,16 +541,17 @@ enum class MineOutcome { kOk, kNoPattern, kNoFit };
 // whole sequence confirms (see the header).
 constexpr double kMinSampleShare = 0.3;
 
-MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet, std::span<const int64_t> gap_before_ns,
-                      const MinerOptions& options, Mined* out) {
+MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
+                      std::span<const int64_t> gap_before_ns, const MinerOptions& options, Mined* out) {
   const int64_t n = whole.size();
   const int windows = std::max(1, options.sample_windows);
   const int64_t min_matches = paper ? 2 : options.min_repeats;
   // The sample's fixed costs (suffix array, shortlist) should stay a small part of mining a
   // sequence of a few million ops too: at most a sixteenth of it, but no fewer than 32Ki ops.
   constexpr int64_t kMinScaledSample = int64_t{1} << 15;
-  int64_t budget = options.sample_ops > kMinScaledSample ? std::max(kMinScaledSample, std::min(options.sample_ops, n / 16))
-                                                         : options.sample_ops;
+  int64_t budget = options.sample_ops > kMinScaledSample
+                       ? std::max(kMinScaledSample, std::min(options.sample_ops, n / 16))
+                       : options.sample_ops;
   for (;;) {
     const bool exact = budget <= 0 || n <= budget || budget / windows < 2;
     Subsequence sample;
@@ -499,8 +569,8 @@ MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
       } else {
         std::function<Estimate(const RepeatCandidate&)> over_whole;
         if (!exact) over_whole = [&](const RepeatCandidate& c) { return estimate_over(whole, sub, c); };
-        detection = detect(index, sub_n, std::max<int64_t>(2, options.min_repeats), options.count_preference,
-                           over_whole);
+        detection = detect(sub.symbols, index, sub_n, std::max<int64_t>(2, options.min_repeats),
+                           options.count_preference, over_whole);
         pattern = detection.chosen;
       }
       // A window must hold a few iterations, or the sample's "cycle" may be a piece of one.
@@ -525,17 +595,21 @@ MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
         if (!std::equal(c.begin() + root, c.end(), c.begin())) continue;
         fit->loop.cycle.resize(static_cast<size_t>(root));
         fit->k0 = options.max_extra_ops >= 0 ? options.max_extra_ops : std::max<int64_t>(1, root / 2);
-        fit->matches = match_cycle(whole.symbols, fit->loop.cycle, fit->k0, whole.barrier);
+        fit->matches = match_cycle(whole.symbols, fit->loop.cycle, fit->k0, whole.barrier,
+                                   [&](int64_t j) { return gap_in(whole, gap_before_ns, j); });
         break;
       }
-      const std::vector<ApproximateMatch> in_sample = match_cycle(sub.symbols, fit->loop.cycle, fit->k0, sub.barrier);
-      const double sample_share = static_cast<double>(ops_inside(in_sample)) / static_cast<double>(piece * windows);
+      const std::vector<ApproximateMatch> in_sample =
+          match_cycle(sub.symbols, fit->loop.cycle, fit->k0, sub.barrier,
+                      [&](int64_t j) { return gap_in(sub, gap_before_ns, j); });
+      const double sample_share =
+          static_cast<double>(ops_inside(in_sample)) / static_cast<double>(piece * windows);
       const double share = static_cast<double>(ops_inside(fit->matches)) / static_cast<double>(n);
       // A reading must explain a fair part of the sample (windows on a long set-up only show
       // incidental repeats), and the whole sequence must bear it out (windows that all fell on a
       // stretch unlike the rest, such as another loop): otherwise look at more of the sequence.
-      bool confirmed = static_cast<int64_t>(in_sample.size()) >= min_matches && sample_share >= kMinSampleShare &&
-                       share >= 0.5 * sample_share;
+      bool confirmed = static_cast<int64_t>(in_sample.size()) >= min_matches &&
+                       sample_share >= kMinSampleShare && share >= 0.5 * sample_share;
       if (confirmed && paper) {
         // The given count picks the pattern (Criterion 2): the sampled cycle stands when the whole
         // sequence holds about that many iterations of it; otherwise the exact method decides.
@@ -559,8 +633,8 @@ MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
   }
 }
 
-void attach_between(std::span<const int32_t> seq, MiningResult* result, const std::vector<int64_t>& match_last,
-                    const std::vector<int64_t>& attach_limits) {
+void attach_between(std::span<const int32_t> seq, MiningResult* result,
+                    const std::vector<int64_t>& match_last, const std::vector<int64_t>& attach_limits) {
   auto& its = result->iterations;
   for (size_t t = 0; t < its.size(); ++t) {
     its[t].last_op = match_last[t];
@@ -577,7 +651,8 @@ void attach_between(std::span<const int32_t> seq, MiningResult* result, const st
         const int64_t b = its[u].trailing_extra_ops;
         const int64_t from = its[u].last_op - b + 1;
         if (match_last[t] + b >= static_cast<int64_t>(seq.size())) continue;
-        if (std::equal(seq.begin() + from, seq.begin() + from + b, seq.begin() + match_last[t] + 1)) attach = b;
+        if (std::equal(seq.begin() + from, seq.begin() + from + b, seq.begin() + match_last[t] + 1))
+          attach = b;
       }
       its[t].last_op = match_last[t] + attach;
       its[t].trailing_extra_ops = attach;
@@ -613,17 +688,19 @@ std::vector<RepeatCandidate> repeat_profile(std::span<const int32_t> seq, int32_
     if (count < std::max<int64_t>(2, min_repeats)) return;
     const int64_t length = std::min<int64_t>(node_lcp, (n + count - 1) / count - 1);
     if (length <= parent_lcp || length < 1) return;
-    auto [it, inserted] = by_count.try_emplace(count, RepeatCandidate{count, length, index.sa[lb], lb, rb, n});
-    if (!inserted && length > it->second.length) it->second = RepeatCandidate{count, length, index.sa[lb], lb, rb, n};
+    auto [it, inserted] =
+        by_count.try_emplace(count, RepeatCandidate{count, length, index.sa[lb], lb, rb, n});
+    if (!inserted && length > it->second.length)
+      it->second = RepeatCandidate{count, length, index.sa[lb], lb, rb, n};
   });
   for (auto& [count, c] : by_count) out.push_back(c);
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.count < b.count; });
   return out;
 }
 
-std::vector<ApproximateMatch> approximate_matches(std::span<const int32_t> seq, std::span<const int32_t> cycle,
-                                                  int64_t max_extra_ops) {
-  return match_cycle(seq, cycle, max_extra_ops, kNoBarrier);
+std::vector<ApproximateMatch> approximate_matches(std::span<const int32_t> seq,
+                                                  std::span<const int32_t> cycle, int64_t max_extra_ops) {
+  return match_cycle(seq, cycle, max_extra_ops, kNoBarrier, [](int64_t) { return int64_t{0}; });
 }
 
 MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64_t> gap_before_ns,
@@ -697,11 +774,12 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     const MineOutcome outcome = mine_loop(sub, paper, alphabet, gap_before_ns, options, &mined);
     if (outcome == MineOutcome::kNoPattern) {
       if (loop_index == 0)
-        result.error = options.iterations > 0
-                           ? "no op pattern repeats close to " + std::to_string(options.iterations) +
-                                 " times (Criteria 2 and 3, epsilon doubled up to the count): check --iterations"
-                           : "no op pattern repeats at least " + std::to_string(options.min_repeats) +
-                                 " times: the stream does not look iterative";
+        result.error =
+            options.iterations > 0
+                ? "no op pattern repeats close to " + std::to_string(options.iterations) +
+                      " times (Criteria 2 and 3, epsilon doubled up to the count): check --iterations"
+                : "no op pattern repeats at least " + std::to_string(options.min_repeats) +
+                      " times: the stream does not look iterative";
       break;
     }
     if (outcome != MineOutcome::kOk) break;
@@ -744,11 +822,12 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     if (loop_index == 0 && options.iterations <= 0) {
       result.detected = true;
       char buf[320];
-      std::snprintf(buf, sizeof buf,
-                    "detected: a pattern of %lld ops occurring %lld times, read as ~%lld iterations explaining %.0f%% "
-                    "of the ops",
-                    static_cast<long long>(pattern->length), static_cast<long long>(pattern->count),
-                    static_cast<long long>(detection.estimated_iterations), 100.0 * detection.explained);
+      std::snprintf(
+          buf, sizeof buf,
+          "detected: a pattern of %lld ops occurring %lld times, read as ~%lld iterations explaining %.0f%% "
+          "of the ops",
+          static_cast<long long>(pattern->length), static_cast<long long>(pattern->count),
+          static_cast<long long>(detection.estimated_iterations), 100.0 * detection.explained);
       notes += buf;
       notes += sample_note;
       if (detection.alternative) {
@@ -763,7 +842,8 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     } else {
       if (loop_index == 0) {
         char buf[160];
-        std::snprintf(buf, sizeof buf, "iteration count given: pattern of %lld ops repeated %lld times (epsilon %lld)",
+        std::snprintf(buf, sizeof buf,
+                      "iteration count given: pattern of %lld ops repeated %lld times (epsilon %lld)",
                       static_cast<long long>(pattern->length), static_cast<long long>(pattern->count),
                       static_cast<long long>(eps_used));
         notes += buf;
@@ -774,7 +854,8 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     std::sort(result.iterations.begin(), result.iterations.end(),
               [](const auto& a, const auto& b) { return a.first_op < b.first_op; });
     match_last.clear();
-    for (const auto& it : result.iterations) match_last.push_back(it.trailing_extra_ops > 0 ? it.last_op - it.trailing_extra_ops : it.last_op);
+    for (const auto& it : result.iterations)
+      match_last.push_back(it.trailing_extra_ops > 0 ? it.last_op - it.trailing_extra_ops : it.last_op);
     attach_between(seq, &result, match_last, attach_limits);
   }
 
@@ -798,7 +879,8 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
   const double explained = static_cast<double>(inside) / static_cast<double>(inside + result.ops_between);
   result.confidence = result.detected ? explained * (1.0 - ambiguity) : explained;
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%s%.1f%% of the ops from the first to the last iteration lie inside iterations",
+  std::snprintf(buf, sizeof buf,
+                "%s%.1f%% of the ops from the first to the last iteration lie inside iterations",
                 notes.empty() ? "" : "; ", 100.0 * explained);
   result.confidence_note = notes + buf;
   return result;

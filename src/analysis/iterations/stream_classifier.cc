@@ -14,8 +14,8 @@ bool contains_ci(std::string_view text, std::string_view needle) {
   if (needle.size() > text.size()) return false;
   for (size_t i = 0; i + needle.size() <= text.size(); ++i) {
     size_t j = 0;
-    while (j < needle.size() &&
-           std::tolower(static_cast<unsigned char>(text[i + j])) == std::tolower(static_cast<unsigned char>(needle[j])))
+    while (j < needle.size() && std::tolower(static_cast<unsigned char>(text[i + j])) ==
+                                    std::tolower(static_cast<unsigned char>(needle[j])))
       ++j;
     if (j == needle.size()) return true;
   }
@@ -28,7 +28,8 @@ bool parse_u32(std::string_view text, uint32_t* out) {
 }
 
 // "device:D/stream:S", "stream:S", "tid:T" or "thread:T".
-bool parse_stream_spec(std::string_view spec, std::optional<uint32_t>* device, uint32_t* id, bool* is_device) {
+bool parse_stream_spec(std::string_view spec, std::optional<uint32_t>* device, uint32_t* id,
+                       bool* is_device) {
   auto slash = spec.find('/');
   if (spec.rfind("device:", 0) == 0 && slash != std::string_view::npos) {
     uint32_t d = 0;
@@ -51,21 +52,30 @@ bool parse_stream_spec(std::string_view spec, std::optional<uint32_t>* device, u
 
 std::string_view role_name(TrackRole role) {
   switch (role) {
-    case TrackRole::kMain: return "main";
-    case TrackRole::kCopy: return "copy";
-    case TrackRole::kAssist: return "assist";
+    case TrackRole::kMain:
+      return "main";
+    case TrackRole::kCopy:
+      return "copy";
+    case TrackRole::kAssist:
+      return "assist";
   }
   return "assist";
 }
 
 std::string_view direction_name(CopyDirection direction) {
   switch (direction) {
-    case CopyDirection::kNone: return "";
-    case CopyDirection::kHostToDevice: return "HtoD";
-    case CopyDirection::kDeviceToHost: return "DtoH";
-    case CopyDirection::kDeviceToDevice: return "DtoD";
-    case CopyDirection::kPeer: return "PtoP";
-    case CopyDirection::kHostToHost: return "host copy";
+    case CopyDirection::kNone:
+      return "";
+    case CopyDirection::kHostToDevice:
+      return "HtoD";
+    case CopyDirection::kDeviceToHost:
+      return "DtoH";
+    case CopyDirection::kDeviceToDevice:
+      return "DtoD";
+    case CopyDirection::kPeer:
+      return "PtoP";
+    case CopyDirection::kHostToHost:
+      return "host copy";
   }
   return "";
 }
@@ -86,8 +96,8 @@ CopyDirection copy_direction(std::string_view name, bool device_span) {
   if (device_span) return CopyDirection::kNone;
   // Host ops that move tensor data: the CPU analog of an input transfer (ops like aten::copy_ that
   // run nested inside other ops are not top-level and never reach this test).
-  static constexpr std::string_view kHostCopies[] = {"aten::copy_", "aten::to", "aten::_to_copy", "aten::clone",
-                                                     "aten::contiguous", "memcpy"};
+  static constexpr std::string_view kHostCopies[] = {"aten::copy_", "aten::to",         "aten::_to_copy",
+                                                     "aten::clone", "aten::contiguous", "memcpy"};
   for (std::string_view c : kHostCopies)
     if (name == c) return CopyDirection::kHostToHost;
   return CopyDirection::kNone;
@@ -102,7 +112,8 @@ constexpr uint8_t kMemset = 0x40;
 
 uint8_t name_flags_of(std::string_view name) {
   return static_cast<uint8_t>(kFilled | static_cast<uint8_t>(copy_direction(name, false)) |
-                              static_cast<uint8_t>(copy_direction(name, true)) << 3 | (is_memset(name) ? kMemset : 0));
+                              static_cast<uint8_t>(copy_direction(name, true)) << 3 |
+                              (is_memset(name) ? kMemset : 0));
 }
 
 // The cached flags of `name`, filling the cache on first sight.
@@ -119,8 +130,8 @@ CopyDirection direction_from(uint8_t flags, bool device_span) {
 
 }  // namespace
 
-CopyDirection span_copy_direction(const model::Trace& trace, const Classification& classes, const SpanRecord& span,
-                                  bool device_span) {
+CopyDirection span_copy_direction(const model::Trace& trace, const Classification& classes,
+                                  const SpanRecord& span, bool device_span) {
   if (span.name < classes.name_flags.size() && (classes.name_flags[span.name] & kFilled))
     return direction_from(classes.name_flags[span.name], device_span);
   return copy_direction(trace.name(span), device_span);
@@ -139,7 +150,8 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
   bool any_device = false;
   for (const SpanRecord& s : trace.spans) {
     ++per_level[s.level];
-    if (s.level == static_cast<uint8_t>(Level::kDevice) && s.kind != static_cast<uint8_t>(SpanKind::kCounter) &&
+    if (s.level == static_cast<uint8_t>(Level::kDevice) &&
+        s.kind != static_cast<uint8_t>(SpanKind::kCounter) &&
         s.kind != static_cast<uint8_t>(SpanKind::kInstant))
       any_device = true;
   }
@@ -164,6 +176,13 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
   out->device_trace = level == static_cast<uint8_t>(Level::kDevice);
   out->name_flags.assign(trace.strings.size(), 0);
 
+  // On a device the ops are the stream's executions (kernels, copies, memsets). Ranges on the device
+  // timeline (Kineto's gpu_user_annotation, cuda_sync) are markers, not operations: taken as ops they
+  // would hide the kernels they contain (the top-level rule below) and feed step markers to the miner.
+  const bool executions_only =
+      out->device_trace && std::any_of(trace.spans.begin(), trace.spans.end(), [&](const SpanRecord& s) {
+        return s.level == level && s.kind == static_cast<uint8_t>(SpanKind::kExecution);
+      });
   std::map<TrackKey, std::vector<uint32_t>> by_track;
   // Consecutive spans mostly share a track: one map lookup per run of them, not per span.
   std::vector<uint32_t>* current = nullptr;
@@ -173,6 +192,7 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
     if (s.level != level || s.kind == static_cast<uint8_t>(SpanKind::kCounter) ||
         s.kind == static_cast<uint8_t>(SpanKind::kInstant) || s.end_ns < s.start_ns)
       continue;
+    if (executions_only && s.kind != static_cast<uint8_t>(SpanKind::kExecution)) continue;
     TrackKey key;
     key.process = s.process;
     key.device = out->device_trace;
@@ -196,10 +216,12 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
       return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
     };
     // Loaded traces are sorted by start already: a linear check spares an n log n sort.
-    if (!std::is_sorted(spans.begin(), spans.end(), by_start)) std::sort(spans.begin(), spans.end(), by_start);
+    if (!std::is_sorted(spans.begin(), spans.end(), by_start))
+      std::sort(spans.begin(), spans.end(), by_start);
     TrackInfo info;
     info.key = key;
-    const model::Process* process = key.process < trace.processes.size() ? &trace.processes[key.process] : nullptr;
+    const model::Process* process =
+        key.process < trace.processes.size() ? &trace.processes[key.process] : nullptr;
     const long long pid = process != nullptr ? static_cast<long long>(process->pid) : key.process;
     if (key.device) {
       info.label = "pid " + std::to_string(pid) + " device " + std::to_string(key.device_id) + " stream " +
@@ -263,7 +285,8 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
         for (uint32_t i : info.op_spans) {
           const SpanRecord& s = trace.spans[i];
           const uint8_t flags = cached_flags(trace, &out->name_flags, s.name);
-          if (direction_from(flags, true) == CopyDirection::kNone && !(flags & kMemset)) score += s.duration_ns();
+          if (direction_from(flags, true) == CopyDirection::kNone && !(flags & kMemset))
+            score += s.duration_ns();
         }
       } else {
         score = static_cast<int64_t>(info.compute_ops);
@@ -273,8 +296,9 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
         out->main_track = static_cast<int>(t);
       }
     }
-    out->note = out->device_trace ? "main stream: the stream with the most kernel time"
-                                  : "main thread: the thread with the most top-level " + level_name(level) + " ops";
+    out->note = out->device_trace
+                    ? "main stream: the stream with the most kernel time"
+                    : "main thread: the thread with the most top-level " + level_name(level) + " ops";
   }
   for (size_t t = 0; t < out->tracks.size(); ++t) {
     TrackInfo& info = out->tracks[t];
@@ -294,7 +318,8 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
     }
   }
   if (out->main_track < 0 || out->tracks[out->main_track].compute_ops == 0) {
-    *error = "no compute ops at level " + level_name(level) + " on any track (only copies/memsets): nothing to mine";
+    *error = "no compute ops at level " + level_name(level) +
+             " on any track (only copies/memsets): nothing to mine";
     return false;
   }
   return true;
