@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Benanza end to end on this machine (issue 6's acceptance): exports the eight torchvision models to
 # ONNX, lists their unique layers, benchmarks every unique layer on oneDNN into an empty SQLite
-# database (timed), runs the benchmark again with the database filled (timed), records each model
-# running in PyTorch with `strata record --level library` and compares it with the lower bound. The
+# database (timed), runs the benchmark again with the database filled (timed), shows incremental
+# benchmarking (resnet50 into a database that already holds resnet18: how many fewer layers it
+# benchmarks), records each model running in PyTorch with `strata record --level library` and
+# compares it with the lower bound. The
 # measured latency includes what tracing ops and oneDNN calls costs (a few percent, see
 # docs/performance.md); a --leveled trace would time the model span without it, but its levels come
 # from different runs and do not nest in time, which the per-layer comparison needs.
 #
 #   STRATA_BUILD_DIR=build scripts/lowerbound_report.sh [OUT_DIR]      (MODELS="resnet18 vgg16" to narrow)
 #
-# Writes OUT_DIR/summary.md (one row per model) next to every model's full `strata lowerbound` CSV.
+# Writes OUT_DIR/summary.md (one row per model), unique_layers.md (the unique-layer table),
+# bench_times.txt (the two timed runs, with the load average: the machine may be shared) and
+# incremental.txt, next to every model's full `strata lowerbound` CSV. SKIP_TRACES=1 stops after the
+# benchmarks (no PyTorch runs).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${STRATA_BUILD_DIR:-$root/build}
@@ -29,13 +34,57 @@ rm -f "$db"
 onnx=()
 for m in $models; do onnx+=("$out/models/$m.onnx"); done
 "$strata" model "${onnx[@]}" > "$out/unique_layers.txt"
+"$strata" model "${onnx[@]}" --format csv > "$out/unique_layers.csv"
+python3 - "$out" <<'EOF' | tee "$out/unique_layers.md"
+import csv, io, sys
+out = sys.argv[1]
+text = open(f"{out}/unique_layers.csv").read()
+section = text.split("# unique_layers")[1].split("\n# ")[0]
+rows = list(csv.DictReader(io.StringIO(section.split("\n", 1)[1])))
+print("| model | layers | unique layers | unique % | shared with the other models | new vs the models before it |")
+print("|---|---|---|---|---|---|")
+for r in rows:
+    print(f"| {r['model']} | {r['layers']} | {r['unique']} | {r['unique_pct']} | "
+          f"{r['shared_with_other_models']} | {r['new_vs_earlier_models']} |")
+EOF
 
+# Timed: every unique layer into an empty database, then again with the database filled.
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+load0=$(load)
 t0=$(date +%s.%N)
 "$strata" bench run "${onnx[@]}" --db "$db" > "$out/bench_empty.txt" 2>&1
 t1=$(date +%s.%N)
+load1=$(load)
 "$strata" bench run "${onnx[@]}" --db "$db" > "$out/bench_filled.txt" 2>&1
 t2=$(date +%s.%N)
-python3 -c "print(f'bench run, empty database: {$t1 - $t0:.1f} s; filled: {$t2 - $t1:.2f} s')" | tee "$out/bench_times.txt"
+python3 -c "print(f'bench run, empty database: {$t1 - $t0:.1f} s (load average before: $load0; after: $load1); '
+             f'filled: {$t2 - $t1:.2f} s; $(nproc --all) cores, OMP_NUM_THREADS=$OMP_NUM_THREADS')" \
+  | tee "$out/bench_times.txt"
+grep -E "work items|already|benchmarked now|without a mapping|free" "$out/bench_empty.txt" | tee -a "$out/bench_times.txt"
+
+# Incremental: resnet50 into a database that already holds resnet18 benchmarks only what is missing.
+if [[ " $models " == *" resnet18 "* && " $models " == *" resnet50 "* ]]; then
+  inc=$out/incremental.sqlite
+  rm -f "$inc"
+  "$strata" bench run "$out/models/resnet18.onnx" --db "$inc" > "$out/incremental_resnet18.txt" 2>&1
+  "$strata" bench run "$out/models/resnet50.onnx" --db "$inc" > "$out/incremental_resnet50.txt" 2>&1
+  python3 - "$out" <<'EOF' | tee "$out/incremental.txt"
+import re, sys
+out = sys.argv[1]
+def stats(path):
+    text = open(path).read()
+    get = lambda label: int(re.search(label + r":\s+(\d+)", text).group(1))
+    return {"items": get(r"work items \(unique layer x dtype x layout\)"), "have": get("already in the database"),
+            "now": get("benchmarked now"), "seconds": float(re.search(r"time: ([\d.]+) s", text).group(1))}
+r18, r50 = stats(f"{out}/incremental_resnet18.txt"), stats(f"{out}/incremental_resnet50.txt")
+print(f"resnet18 into an empty database: {r18['now']} of its {r18['items']} unique layers with a library call "
+      f"benchmarked ({r18['seconds']:.1f} s)")
+print(f"resnet50 after it: {r50['items']} unique layers with a library call, {r50['have']} already in the "
+      f"database, {r50['now']} benchmarked ({r50['seconds']:.1f} s): {r50['have']} fewer than alone "
+      f"({100 * r50['have'] / r50['items']:.1f}%)")
+EOF
+fi
+[ -n "${SKIP_TRACES:-}" ] && exit 0
 
 for m in $models; do
   "$strata" record --quiet --level library -o "$out/$m.strata" -- \

@@ -57,6 +57,7 @@ for name in "${fuzzers[@]}"; do
   case "$name" in
     trace_reader_fuzz) seed_dirs=("$seeds/native") ;;
     fuzz_import_*) seed_dirs=("$root/tests/import/data") ;;
+    onnx_loader_fuzzer) mkdir -p "$seeds/onnx" && cp "$root"/tests/lowerbound/data/*.onnx "$seeds/onnx/" && seed_dirs=("$seeds/onnx") ;;
     *) seed_dirs=() ;;
   esac
   [ -d "$root/fuzz/corpus/$name" ] && seed_dirs+=("$root/fuzz/corpus/$name")

@@ -2,6 +2,7 @@
 // crash, hang or sanitizer report. Seeds: tests/lowerbound/data/*.onnx.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,8 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<double> latency(model.layers.size(), 1.0);
   for (size_t i = 0; i < model.layers.size(); ++i) {
     model.layers[i].signature();
-    strata::lowerbound::plan_layer(model.layers[i], "cpu", "f32", "nhwc",
-                                   strata::lowerbound::fusable_conv_relu(model, i));
+    std::optional<strata::lowerbound::FusionChain> chain = strata::lowerbound::fusion_chain(model, i);
+    strata::lowerbound::plan_layer(model.layers[i], "cpu", "f32", "nhwc", chain ? chain->post_ops : "");
   }
   strata::lowerbound::compute_bounds(model, latency);
   return 0;

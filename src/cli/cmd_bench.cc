@@ -26,7 +26,9 @@ constexpr const char* kUsage =
     "  run:      times them here and stores median, spread and repetitions in the performance database\n"
     "            (--db FILE.sqlite or postgresql://...; default $STRATA_PERF_DB or\n"
     "            ~/.cache/strata/perf.sqlite). Layers the database already has for this system are skipped.\n"
-    "  cpu backend: oneDNN; cuda backend: cuDNN + cuBLAS (needs a GPU and the CUDA plugin).\n";
+    "  cpu backend: oneDNN; cuda backend: cuDNN + cuBLAS (needs a GPU and the CUDA plugin).\n"
+    "  --fusion: also each convolution fused with what follows it as oneDNN post-ops: an activation\n"
+    "            (Relu, Clip/ReLU6, Sigmoid, Tanh, Elu, LeakyRelu) or a residual Add (+ activation).\n";
 
 }  // namespace
 

@@ -1,6 +1,12 @@
 // strata lowerbound MODEL.onnx: sequential and parallel lower-bound latency from the performance
 // database, the critical path (DOT/SVG), fusion and precision what-ifs, and, with --trace, the
 // framework's run compared with the bound (Benanza section IV).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -28,7 +34,27 @@ constexpr const char* kUsage =
     "  Lower bounds from the best benchmarked latency of each layer: sequential (sum) and parallel\n"
     "  (critical path through the layer DAG). The first --dtype is the main one; the others are\n"
     "  compared in the precision table. --trace compares a framework run (strata record --level layer,\n"
-    "  --level library for algorithm selection) with the bound.\n";
+    "  --level library for algorithm selection) with the bound; on a GPU run (--level device, or a\n"
+    "  Kineto trace from strata import) it also shows which layers' kernels ran on tensor cores.\n"
+    "  --fusion adds the bound with fusable chains (conv + activation, conv + residual add) fused.\n";
+
+// Graphviz `dot -Tsvg DOT -o SVG`, run without a shell (paths may hold quotes or spaces), its
+// messages discarded. False when it is missing or fails.
+bool run_dot_to_svg(const std::string& dot_path, const std::string& svg_path) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::string tsvg = "-Tsvg", o = "-o", dot = "dot", in = dot_path, out = svg_path;
+  char* argv[] = {dot.data(), tsvg.data(), in.data(), o.data(), out.data(), nullptr};
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, "dot", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return false;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
 
 }  // namespace
 
@@ -73,10 +99,11 @@ int run_lowerbound(int argc, char** argv) {
         opt.bench.system_tag.empty() ? "" : (" --system-tag " + opt.bench.system_tag).c_str());
 
   if (main.unsupported > 0)
-    std::fprintf(stderr,
-                 "strata lowerbound: warning: %llu layers have no benchmark (operator without a library-call mapping, "
-                 "or no implementation in the library): they count 0 in the bound; `--layers` lists them\n",
-                 static_cast<unsigned long long>(main.unsupported));
+    std::fprintf(
+        stderr,
+        "strata lowerbound: warning: %llu layers have no benchmark (operator without a library-call mapping, "
+        "or no implementation in the library): they count 0 in the bound; `--layers` lists them\n",
+        static_cast<unsigned long long>(main.unsupported));
 
   std::vector<analysis::Table> tables;
   tables.push_back(lb::bounds_table(model, estimates));
@@ -108,8 +135,7 @@ int run_lowerbound(int argc, char** argv) {
       std::ofstream out(dot_path);
       out << dot;
     }
-    std::string cmd = "dot -Tsvg '" + dot_path + "' -o '" + opt.svg + "' 2>/dev/null";
-    if (std::system(cmd.c_str()) != 0)
+    if (!run_dot_to_svg(dot_path, opt.svg))
       std::fprintf(
           stderr,
           "strata lowerbound: warning: graphviz `dot` failed or is missing (apt-get install graphviz); "

@@ -2,10 +2,12 @@
 // the layer IR and the unique-layer counts per model and across models (Benanza Figure 4).
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "export/table_render.h"
+#include "lowerbound/bench_plan.h"
 #include "lowerbound/command_options.h"
 #include "lowerbound/unique_layers.h"
 
@@ -22,7 +24,8 @@ int run_model(int argc, char** argv) {
     std::fputs(
         "usage: strata model FILE.onnx... [--layers] [--format text|csv|json]\n"
         "  Loads ONNX models (shape inference included) and counts unique layers: two layers are the\n"
-        "  same when operator, input/weight/output shapes and attributes match (weights ignored).\n"
+        "  same when operator, input/weight/output shapes and attributes match (weights ignored); lists\n"
+        "  the convolutions `bench run --fusion` fuses with their consumers.\n"
         "  --layers  also list every layer: type, shapes, attributes, predecessors\n",
         opt.help ? stdout : stderr);
     return opt.help ? 0 : 2;
@@ -78,6 +81,28 @@ int run_model(int argc, char** argv) {
   for (const auto& [type, counts] : types)
     by_type.rows.push_back({Cell::text(type), Cell::integer(counts.first), Cell::integer(counts.second)});
   tables.push_back(std::move(by_type));
+
+  // The convolutions `--fusion` benchmarks fused with their consumers, per model and post-ops.
+  analysis::Table fusion;
+  fusion.name = "fusion_chains";
+  fusion.title =
+      "Fusable chains: convolutions with an activation or residual Add folded in (oneDNN post-ops)";
+  fusion.columns = {"model", "post_ops", "convolutions", "layers_absorbed"};
+  for (const lb::LayerModel& m : models) {
+    std::map<std::string, std::pair<int64_t, int64_t>> chains;  // post-ops -> (convolutions, absorbed)
+    for (size_t i = 0; i < m.layers.size(); ++i)
+      if (std::optional<lb::FusionChain> chain = lb::fusion_chain(m, i)) {
+        ++chains[chain->post_ops].first;
+        chains[chain->post_ops].second += static_cast<int64_t>(chain->absorbed.size());
+      }
+    for (const auto& [post_ops, counts] : chains)
+      fusion.rows.push_back({Cell::text(m.name), Cell::text(post_ops), Cell::integer(counts.first),
+                             Cell::integer(counts.second)});
+  }
+  fusion.notes.push_back(
+      "an activation (Relu, Clip, Sigmoid, Tanh, Elu, LeakyRelu) or a residual Add (+ activation) "
+      "that is the only consumer; models without a row have none");
+  tables.push_back(std::move(fusion));
 
   if (opt.layers)
     for (const lb::LayerModel& m : models) {

@@ -1,5 +1,8 @@
 #include "lowerbound/analyzer.h"
 
+#include <map>
+#include <optional>
+
 #include "lowerbound/bench_plan.h"
 
 namespace strata::lowerbound {
@@ -42,7 +45,7 @@ ModelEstimate estimate_model(const LayerModel& model, const LatencyIndex& index,
   e.latency_ns.assign(n, 0);
   e.status.assign(n, LayerStatus::kMissing);
   e.best.assign(n, nullptr);
-  std::vector<bool> absorbed(n, false);  // a Relu folded into the preceding fused conv
+  std::vector<bool> absorbed(n, false);  // an activation or residual Add folded into a fused conv
   for (size_t i = 0; i < n; ++i) {
     const Layer& layer = model.layers[i];
     if (absorbed[i]) {
@@ -62,10 +65,12 @@ ModelEstimate estimate_model(const LayerModel& model, const LatencyIndex& index,
       continue;
     }
     const BenchRecord* best = nullptr;
-    if (fused && fusable_conv_relu(model, i)) {
-      best = index.best(dtype, layout, fused_signature(layer));
-      if (best) absorbed[layer.succs[0]] = true;
-    }
+    if (fused)
+      if (std::optional<FusionChain> chain = fusion_chain(model, i)) {
+        best = index.best(dtype, layout, fused_signature(layer, chain->post_ops));
+        if (best)
+          for (uint32_t a : chain->absorbed) absorbed[a] = true;
+      }
     if (!best) best = index.best(dtype, layout, layer.signature());
     if (best) {
       e.latency_ns[i] = best->median_ns;
@@ -129,38 +134,63 @@ Table fusion_table(const LayerModel& model, const LatencyIndex& index, const std
                    const std::string& layout) {
   Table t;
   t.name = "fusion";
-  t.title = "Fusion profitability: Conv+Bias+Relu as one call vs two (" + dtype + ", " + layout + ")";
-  t.columns = {"conv", "relu", "separate_us", "fused_us", "saving_us", "speedup"};
+  t.title =
+      "Fusion profitability: each convolution with its fusable consumers as one call vs separate calls (" +
+      dtype + ", " + layout + ")";
+  t.columns = {"conv", "fused_layers", "post_ops", "separate_us", "fused_us", "saving_us", "speedup"};
   double separate_total = 0, fused_total = 0;
-  uint64_t pairs = 0, unmeasured = 0;
+  uint64_t chains = 0, unmeasured = 0;
+  std::map<std::string, uint64_t> by_pattern;
   for (size_t i = 0; i < model.layers.size(); ++i) {
-    if (!fusable_conv_relu(model, i)) continue;
-    ++pairs;
+    std::optional<FusionChain> chain = fusion_chain(model, i);
+    if (!chain) continue;
+    ++chains;
+    ++by_pattern[chain->post_ops];
     const Layer& conv = model.layers[i];
-    const Layer& relu = model.layers[conv.succs[0]];
+    const BenchRecord* f = index.best(dtype, layout, fused_signature(conv, chain->post_ops));
     const BenchRecord* c = index.best(dtype, layout, conv.signature());
-    const BenchRecord* r = index.best(dtype, layout, relu.signature());
-    const BenchRecord* f = index.best(dtype, layout, fused_signature(conv));
-    if (!c || !r || !f) {
+    double separate = c ? c->median_ns : 0;
+    std::string names;
+    bool complete = c && f;
+    for (uint32_t a : chain->absorbed) {
+      const Layer& l = model.layers[a];
+      names += (names.empty() ? "" : ", ") + l.name;
+      const BenchRecord* r = index.best(dtype, layout, l.signature());
+      if (r)
+        separate += r->median_ns;
+      else
+        complete = false;
+    }
+    if (!complete) {
       ++unmeasured;
       continue;
     }
-    double separate = c->median_ns + r->median_ns;
     separate_total += separate;
     fused_total += f->median_ns;
-    t.rows.push_back({Cell::text(conv.name), Cell::text(relu.name), Cell::real(separate / 1e3, 2),
-                      Cell::real(f->median_ns / 1e3, 2), Cell::real((separate - f->median_ns) / 1e3, 2),
+    t.rows.push_back({Cell::text(conv.name), Cell::text(names), Cell::text(chain->post_ops),
+                      Cell::real(separate / 1e3, 2), Cell::real(f->median_ns / 1e3, 2),
+                      Cell::real((separate - f->median_ns) / 1e3, 2),
                       Cell::real(separate / f->median_ns, 2)});
   }
   if (fused_total > 0)
-    t.rows.push_back({Cell::text("TOTAL"), Cell::text(""), Cell::real(separate_total / 1e3, 2),
-                      Cell::real(fused_total / 1e3, 2), Cell::real((separate_total - fused_total) / 1e3, 2),
+    t.rows.push_back({Cell::text("TOTAL"), Cell::text(""), Cell::text(""),
+                      Cell::real(separate_total / 1e3, 2), Cell::real(fused_total / 1e3, 2),
+                      Cell::real((separate_total - fused_total) / 1e3, 2),
                       Cell::real(separate_total / fused_total, 2)});
-  t.notes.push_back(std::to_string(pairs) + " Conv->Relu pairs where the Relu is the conv's only consumer");
+  std::string patterns;
+  for (const auto& [post_ops, count] : by_pattern)
+    patterns += (patterns.empty() ? " (" : ", ") + post_ops + ": " + std::to_string(count);
+  t.notes.push_back(std::to_string(chains) +
+                    " convolutions with fusable consumers (an activation, or a residual Add with an optional "
+                    "activation, that is the only consumer)" +
+                    (patterns.empty() ? "" : patterns + ")"));
+  t.notes.push_back(
+      "separate = the conv's best call + each fused layer's own best call; fused = the conv with "
+      "its post-ops (oneDNN sum/eltwise)");
   if (unmeasured)
     t.notes.push_back(std::to_string(unmeasured) +
-                      " pairs lack a fused or unfused measurement: run `strata bench run " + model.path +
-                      " --fusion --dtype " + dtype + " --layout " + layout + "`");
+                      " convolutions lack a fused or unfused measurement: run `strata bench run " +
+                      model.path + " --fusion --dtype " + dtype + " --layout " + layout + "`");
   return t;
 }
 

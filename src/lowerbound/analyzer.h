@@ -34,7 +34,7 @@ enum class LayerStatus { kMeasured, kFree, kMissing, kUnsupported };
 
 struct ModelEstimate {
   std::string dtype, layout;
-  bool fused = false;  // Conv+Relu pairs use the fused measurement where the database has one
+  bool fused = false;  // fusion chains (FusionChain) use the fused measurement where the database has one
   std::vector<double> latency_ns;
   std::vector<LayerStatus> status;
   std::vector<const BenchRecord*> best;  // per layer, nullptr unless measured; points into the

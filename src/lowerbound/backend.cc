@@ -18,14 +18,6 @@ int64_t now_ns() {
       .count();
 }
 
-double quantile(std::vector<double> sorted, double q) {
-  if (sorted.empty()) return 0;
-  double pos = q * static_cast<double>(sorted.size() - 1);
-  size_t lo = static_cast<size_t>(pos);
-  size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
-
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -41,21 +33,34 @@ std::string cpu_model() {
 
 Measurement measure_calls(const std::function<void()>& call, const MeasureOptions& options) {
   Measurement m;
-  int64_t t0 = now_ns();
-  call();  // warm-up: first-touch pages, JIT caches
-  int64_t once = std::max<int64_t>(1, now_ns() - t0);
-  m.iterations =
-      static_cast<int>(std::clamp<int64_t>(options.min_repetition_ns / once, 1, options.max_iterations));
+  call();  // cold call: first-touch pages, JIT caches; its time says nothing about the warm calls
+  // Calibration: batches of 1, 2, 4, ... warm calls (doubling while a batch lasts under a quarter of a
+  // repetition), at least two batches and half a repetition in all.
+  const int cap = std::max(1, options.max_iterations);
+  double fastest = 0;
+  int64_t calibration_ns = 0;
+  int batch = 1, batches = 0;
+  while (batches < 2 || calibration_ns * 2 < options.min_repetition_ns) {
+    int64_t start = now_ns();
+    for (int i = 0; i < batch; ++i) call();
+    int64_t elapsed = std::max<int64_t>(1, now_ns() - start);
+    double per_call = static_cast<double>(elapsed) / batch;
+    if (batches == 0 || per_call < fastest) fastest = per_call;
+    calibration_ns += elapsed;
+    ++batches;
+    if (batch >= cap) break;  // the cap decides the iteration count anyway
+    if (elapsed * 4 < options.min_repetition_ns) batch = std::min(batch * 2, cap);
+  }
+  m.iterations = iterations_for(fastest, options);
   for (int r = 0; r < options.repetitions; ++r) {
     int64_t start = now_ns();
     for (int i = 0; i < m.iterations; ++i) call();
     m.per_call_ns.push_back(static_cast<double>(now_ns() - start) / m.iterations);
   }
-  std::vector<double> sorted = m.per_call_ns;
-  std::sort(sorted.begin(), sorted.end());
+  RepetitionStats stats = summarize_repetitions(m.per_call_ns);
   m.repetitions = options.repetitions;
-  m.median_ns = quantile(sorted, 0.5);
-  m.spread_ns = quantile(sorted, 0.75) - quantile(sorted, 0.25);
+  m.median_ns = stats.median_ns;
+  m.spread_ns = stats.spread_ns;
   return m;
 }
 

@@ -29,21 +29,16 @@ bool measure_impl(const BenchCase& c, const MeasureOptions& options, Measurement
   cuda::Prepared prepared;
   if (!cuda::prepare(c, &prepared, why)) return false;
   *implementation = prepared.implementation;
-  std::vector<double> once;
-  if (!cuda::time_launches(&prepared, 1, 1, &once, why)) return false;
-  int iterations = static_cast<int>(std::clamp<double>(
-      static_cast<double>(options.min_repetition_ns) / std::max(once[0], 1.0), 1, options.max_iterations));
+  // Calibration on warm launches (time_launches runs an untimed one first): the fastest of three
+  // single launches, so one disturbed launch does not shrink the repetitions to one call.
+  std::vector<double> warm;
+  if (!cuda::time_launches(&prepared, 3, 1, &warm, why)) return false;
+  int iterations = iterations_for(*std::min_element(warm.begin(), warm.end()), options);
   Measurement m;
   if (!cuda::time_launches(&prepared, options.repetitions, iterations, &m.per_call_ns, why)) return false;
-  std::vector<double> sorted = m.per_call_ns;
-  std::sort(sorted.begin(), sorted.end());
-  auto q = [&](double f) {
-    double pos = f * static_cast<double>(sorted.size() - 1);
-    size_t lo = static_cast<size_t>(pos), hi = std::min(lo + 1, sorted.size() - 1);
-    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-  };
-  m.median_ns = q(0.5);
-  m.spread_ns = q(0.75) - q(0.25);
+  RepetitionStats stats = summarize_repetitions(m.per_call_ns);
+  m.median_ns = stats.median_ns;
+  m.spread_ns = stats.spread_ns;
   m.repetitions = options.repetitions;
   m.iterations = iterations;
   *out = std::move(m);

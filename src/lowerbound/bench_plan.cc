@@ -50,15 +50,57 @@ std::string normalize_dtype(const std::string& name) {
   return "";
 }
 
-std::string fused_signature(const Layer& conv) { return conv.signature() + "|fused=relu"; }
+std::string fused_signature(const Layer& conv, const std::string& post_ops) {
+  return conv.signature() + "|fused=" + post_ops;
+}
 
-bool fusable_conv_relu(const LayerModel& model, size_t i) {
-  const Layer& l = model.layers[i];
-  return l.op_type == "Conv" && l.succs.size() == 1 && model.layers[l.succs[0]].op_type == "Relu";
+std::string fusable_activation(const std::string& op_type) {
+  if (op_type == "Relu") return "relu";
+  if (op_type == "Clip") return "clip";
+  if (op_type == "Sigmoid") return "logistic";
+  if (op_type == "Tanh") return "tanh";
+  if (op_type == "Elu") return "elu";
+  if (op_type == "LeakyRelu") return "leaky_relu";
+  return "";
+}
+
+std::optional<FusionChain> fusion_chain(const LayerModel& model, size_t i) {
+  if (i >= model.layers.size()) return std::nullopt;
+  const Layer& conv = model.layers[i];
+  if (conv.op_type != "Conv" || conv.succs.size() != 1 || conv.outputs.size() != 1 ||
+      conv.output_shapes.empty())
+    return std::nullopt;
+  FusionChain chain;
+  chain.conv = static_cast<uint32_t>(i);
+  uint32_t next = conv.succs[0];
+  const Layer* consumer = &model.layers[next];
+  std::string activation = fusable_activation(consumer->op_type);
+  if (activation.empty() && consumer->op_type == "Add") {
+    // sum post-op: dst = conv(x) + other, the other operand of the same shape (no broadcast), and
+    // produced before the conv runs (the later of the Add's producers fuses it).
+    const Layer& add = *consumer;
+    if (add.inputs.size() != 2 || add.inputs[0] == add.inputs[1] || add.input_shapes.size() != 2 ||
+        add.input_shapes[0] != add.input_shapes[1] || add.input_shapes[0] != conv.output_shapes[0] ||
+        add.output_shapes.empty() || add.output_shapes[0] != conv.output_shapes[0])
+      return std::nullopt;
+    for (uint32_t p : add.preds)
+      if (p > i) return std::nullopt;
+    chain.absorbed.push_back(next);
+    chain.post_ops = "sum";
+    if (add.succs.size() != 1 || add.outputs.size() != 1) return chain;
+    next = add.succs[0];
+    consumer = &model.layers[next];
+    activation = fusable_activation(consumer->op_type);
+    if (activation.empty()) return chain;
+  }
+  if (activation.empty()) return std::nullopt;
+  chain.absorbed.push_back(next);
+  chain.post_ops += (chain.post_ops.empty() ? "" : "+") + activation;
+  return chain;
 }
 
 LayerPlan plan_layer(const Layer& layer, const std::string& backend, const std::string& dtype,
-                     const std::string& layout, bool fused_relu) {
+                     const std::string& layout, const std::string& post_ops) {
   LayerPlan plan;
   const std::string& op = layer.op_type;
   if (kFreeOps.count(op) || layer.inputs.empty()) {
@@ -80,7 +122,8 @@ LayerPlan plan_layer(const Layer& layer, const std::string& backend, const std::
   base.layout = layout;
   base.src = layer.input_shapes;
   base.dst = layer.output_shapes[0];
-  base.signature = fused_relu ? fused_signature(layer) : layer.signature();
+  const bool fused = !post_ops.empty() && op == "Conv";
+  base.signature = fused ? fused_signature(layer, post_ops) : layer.signature();
   base.algorithm = "default";
   const bool cuda = backend == "cuda";
   const size_t spatial = base.src[0].size() >= 2 ? base.src[0].size() - 2 : 0;
@@ -137,12 +180,12 @@ LayerPlan plan_layer(const Layer& layer, const std::string& backend, const std::
     base.strides = spatial_attr("strides", 1);
     base.dilations = spatial_attr("dilations", 1);
     pads(&base);
-    if (fused_relu) base.post_op = "relu";
+    if (fused) base.post_op = post_ops;
     plan.library_call =
-        cuda ? (fused_relu  ? "cudnnConvolutionBiasActivationForward"
+        cuda ? (fused       ? "cudnnConvolutionBiasActivationForward"
                 : base.bias ? "cudnnConvolutionForward+cudnnAddTensor"
                             : "cudnnConvolutionForward")
-             : (fused_relu ? "dnnl::convolution_forward+post_op(relu)" : "dnnl::convolution_forward");
+             : (fused ? "dnnl::convolution_forward+post_ops(" + post_ops + ")" : "dnnl::convolution_forward");
     for (const std::string& alg : conv_algorithms(backend)) {
       BenchCase c = base;
       c.algorithm = alg;
@@ -220,14 +263,7 @@ LayerPlan plan_layer(const Layer& layer, const std::string& backend, const std::
                      : op == "Clip"    ? "clip"
                      : op == "Elu"     ? "elu"
                                        : "leaky_relu";
-    if (op == "Clip") {
-      base.alpha = 0;  // min/max are run-time inputs (usually 0 and 6); they do not change the cost
-      base.beta = 6;
-    } else if (op == "LeakyRelu") {
-      base.alpha = 0.01;
-    } else if (op == "Elu") {
-      base.alpha = 1;
-    }
+    default_eltwise_params(base.algorithm, &base.alpha, &base.beta);
     // cuDNN has no leaky ReLU: cuda_ops.h computes it as cudnnOpTensor max(x, alpha * x).
     plan.library_call = !cuda               ? "dnnl::eltwise_forward"
                         : op == "LeakyRelu" ? "cudnnOpTensor"

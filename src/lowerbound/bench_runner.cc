@@ -33,10 +33,13 @@ std::vector<WorkItem> enumerate_work(const std::vector<LayerModel>& models, cons
             continue;
           }
           if (seen.emplace(dtype, layout, layer.signature()).second)
-            items.push_back(WorkItem{dtype, layout, layer.signature(), &layer, false});
-          if (options.fusion && fusable_conv_relu(model, i) &&
-              seen.emplace(dtype, layout, fused_signature(layer)).second)
-            items.push_back(WorkItem{dtype, layout, fused_signature(layer), &layer, true});
+            items.push_back(WorkItem{dtype, layout, layer.signature(), &layer, ""});
+          if (!options.fusion) continue;
+          if (std::optional<FusionChain> chain = fusion_chain(model, i)) {
+            std::string signature = fused_signature(layer, chain->post_ops);
+            if (seen.emplace(dtype, layout, signature).second)
+              items.push_back(WorkItem{dtype, layout, signature, &layer, chain->post_ops});
+          }
         }
   if (free_layers) *free_layers = free_count;
   return items;
@@ -68,7 +71,7 @@ bool run_benchmarks(const std::vector<LayerModel>& models, const BenchOptions& o
       ++stats->already_in_db;
       continue;
     }
-    LayerPlan plan = plan_layer(*item.layer, options.backend, item.dtype, item.layout, item.fused);
+    LayerPlan plan = plan_layer(*item.layer, options.backend, item.dtype, item.layout, item.post_ops);
     if (plan.cost != LayerCost::kBenchmarked) {
       ++stats->unmapped;
       stats->warnings.push_back(item.layer->op_type + " (" + item.layer->name + "): " + plan.why);
@@ -113,8 +116,9 @@ bool run_benchmarks(const std::vector<LayerModel>& models, const BenchOptions& o
     if (!db->commit(error)) return false;
     ++stats->benchmarked;
     if (progress)
-      std::fprintf(progress, "\r[%zu/%zu] %-20s %s %s%s", done, items.size(), item.layer->op_type.c_str(),
-                   item.dtype.c_str(), item.layout.c_str(), item.fused ? " fused" : "");
+      std::fprintf(progress, "\r[%zu/%zu] %-20s %s %s%s%-10s", done, items.size(),
+                   item.layer->op_type.c_str(), item.dtype.c_str(), item.layout.c_str(),
+                   item.post_ops.empty() ? "" : " +", item.post_ops.c_str());
   }
   if (progress && stats->benchmarked) std::fprintf(progress, "\n");
   stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -14,13 +14,14 @@
 
 namespace strata::lowerbound {
 
-// One (dtype, layout, layer signature) to benchmark; `fused` marks a Conv+Relu pair.
+// One (dtype, layout, layer signature) to benchmark; `post_ops` is set for a fused convolution
+// (FusionChain::post_ops) and empty for a plain layer.
 struct WorkItem {
   std::string dtype;
   std::string layout;
   std::string signature;
   const Layer* layer = nullptr;
-  bool fused = false;
+  std::string post_ops;
 };
 
 // Every distinct work item of the models, in model and layer order; free layers (no library call)

@@ -34,14 +34,55 @@ Bounds compute_bounds(const LayerModel& model, const std::vector<double>& latenc
 }
 
 namespace {
+
+// Length of the valid UTF-8 sequence at s[i], 0 when the bytes there are not one.
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char b = byte(i);
+  size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+  if (n == 0 || i + n > s.size() || (n == 2 && b < 0xc2)) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((byte(i + k) >> 6) != 0x2) return 0;
+  return n;
+}
+
+// Text inside a DOT double-quoted string: quotes and backslashes escaped, line breaks as DOT's "\n",
+// other control characters and bytes that are not UTF-8 (Graphviz's input encoding) as '?', so any
+// model or layer name gives a valid graph.
 std::string dot_escape(const std::string& s) {
   std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    char c = s[i];
+    size_t n = utf8_length(s, i);
+    if (n > 1) {
+      out.append(s, i, n);
+      i += n;
+      continue;
+    }
+    ++i;
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (n == 0 || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += '?';
+    } else {
+      out += c;
+    }
   }
   return out;
 }
+
+std::string fixed(double value, int decimals) {
+  int n = std::snprintf(nullptr, 0, "%.*f", decimals, value);
+  std::string out(static_cast<size_t>(std::max(n, 0)) + 1, '\0');
+  std::snprintf(out.data(), out.size(), "%.*f", decimals, value);
+  out.resize(static_cast<size_t>(std::max(n, 0)));
+  return out;
+}
+
 }  // namespace
 
 std::string critical_path_dot(const LayerModel& model, const std::vector<double>& latency_ns,
@@ -50,17 +91,15 @@ std::string critical_path_dot(const LayerModel& model, const std::vector<double>
   std::unordered_map<uint32_t, uint32_t> next_on_path;
   for (size_t k = 0; k + 1 < bounds.critical_path.size(); ++k)
     next_on_path[bounds.critical_path[k]] = bounds.critical_path[k + 1];
-  std::string dot =
-      "digraph \"" + dot_escape(model.name) + "\" {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n";
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "  label=\"%s: sequential %.3f ms, parallel (critical path) %.3f ms\";\n",
-                dot_escape(model.name).c_str(), bounds.sequential_ns / 1e6, bounds.parallel_ns / 1e6);
-  dot += buf;
+  const std::string name = dot_escape(model.name);
+  std::string dot = "digraph \"" + name + "\" {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n";
+  dot += "  label=\"" + name + ": sequential " + fixed(bounds.sequential_ns / 1e6, 3) +
+         " ms, parallel (critical path) " + fixed(bounds.parallel_ns / 1e6, 3) + " ms\";\n";
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const Layer& l = model.layers[i];
-    std::snprintf(buf, sizeof buf, "%.1f us", latency_ns[i] / 1e3);
     dot += "  n" + std::to_string(i) + " [label=\"" + dot_escape(l.name) + "\\n" + dot_escape(l.op_type) +
-           " " + (l.output_shapes.empty() ? "" : shape_text(l.output_shapes[0])) + "\\n" + buf + "\"" +
+           " " + (l.output_shapes.empty() ? "" : shape_text(l.output_shapes[0])) + "\\n" +
+           fixed(latency_ns[i] / 1e3, 1) + " us\"" +
            (on_path.count(static_cast<uint32_t>(i)) ? ", color=red, penwidth=2, fontcolor=red" : "") + "];\n";
   }
   for (size_t i = 0; i < model.layers.size(); ++i)

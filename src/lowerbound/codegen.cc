@@ -87,6 +87,18 @@ static void run_case(benchmark::State& state, const BenchCase* c) {
 }
 )";
 
+// oneDNN is found directly rather than through its CMake package config: a oneDNN built with the
+// OpenCL GPU runtime (Debian's libdnnl-dev) makes that config require OpenCL, which CPU benchmarks
+// never use, so configuring would fail on a machine without OpenCL headers.
+constexpr std::string_view kCpuCmake =
+    R"(# oneDNN without its package config (which may require OpenCL); elsewhere: -DDNNL_ROOT=<prefix>
+find_library(DNNL_LIBRARY NAMES dnnl HINTS ${DNNL_ROOT} $ENV{DNNLROOT} PATH_SUFFIXES lib lib64 REQUIRED)
+find_path(DNNL_INCLUDE_DIR dnnl.hpp HINTS ${DNNL_ROOT} $ENV{DNNLROOT} PATH_SUFFIXES include REQUIRED)
+add_executable(layer_benchmarks benchmarks.cc)
+target_include_directories(layer_benchmarks SYSTEM PRIVATE ${DNNL_INCLUDE_DIR})
+target_link_libraries(layer_benchmarks PRIVATE benchmark::benchmark ${DNNL_LIBRARY})
+)";
+
 }  // namespace
 
 std::string case_initializer(const BenchCase& c) {
@@ -116,7 +128,7 @@ bool generate_benchmarks(const std::vector<LayerModel>& models, const BenchOptio
   const bool cuda = options.backend == "cuda";
   std::string cases, names;
   for (const WorkItem& item : enumerate_work(models, options)) {
-    LayerPlan plan = plan_layer(*item.layer, options.backend, item.dtype, item.layout, item.fused);
+    LayerPlan plan = plan_layer(*item.layer, options.backend, item.dtype, item.layout, item.post_ops);
     if (plan.cost != LayerCost::kBenchmarked) {
       ++stats->unmapped;
       stats->warnings.push_back(item.layer->op_type + " (" + item.layer->name + "): " + plan.why);
@@ -161,8 +173,7 @@ bool generate_benchmarks(const std::vector<LayerModel>& models, const BenchOptio
               "target_include_directories(layer_benchmarks SYSTEM PRIVATE ${CUDNN_INCLUDE_DIR})\n"
               "target_link_libraries(layer_benchmarks PRIVATE benchmark::benchmark CUDA::cudart CUDA::cublas "
               "CUDA::cublasLt ${CUDNN_LIBRARY})\n"
-            : "find_package(dnnl REQUIRED)\nadd_executable(layer_benchmarks benchmarks.cc)\n"
-              "target_link_libraries(layer_benchmarks PRIVATE benchmark::benchmark DNNL::dnnl)\n");
+            : std::string(kCpuCmake));
   fs::path dir(out_dir);
   return write_file(dir / "bench_case.h", kEmbeddedBenchCaseH, stats, error) &&
          write_file(dir / (cuda ? "cuda_ops.h" : "onednn_ops.h"),

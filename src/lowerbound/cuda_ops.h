@@ -354,6 +354,19 @@ inline bool supported(const BenchCase& c, std::string* why) {
           "inserts a separate Pad first)";
       return false;
     }
+    // cudnnConvolutionBiasActivationForward: y = act(conv(x) + alpha2 * z + bias), act ReLU or the
+    // identity; other activations would need cuDNN's graph API, which this backend does not use.
+    if (!c.post_op.empty() && c.post_op != "relu" && c.post_op != "sum" && c.post_op != "sum+relu") {
+      *why = "cudnnConvolutionBiasActivationForward fuses a residual (z) and ReLU only, not post-ops '" +
+             c.post_op + "' (that needs cuDNN's graph API)";
+      return false;
+    }
+    if (c.post_op == "sum" && c.algorithm != "implicit_precomp_gemm") {
+      *why =
+          "cudnnConvolutionBiasActivationForward takes the identity activation (a residual without ReLU) "
+          "only with IMPLICIT_PRECOMP_GEMM";
+      return false;
+    }
     return true;
   }
   if (c.op == "eltwise") {
@@ -775,7 +788,8 @@ inline bool prepare(const BenchCase& c, Prepared* p, std::string* why) {
     void* w = device_buffer(p, elements(c.weights) * elem);
     void* ws = device_buffer(p, ws_bytes);
     if (!w || !ws) return alloc_failed();
-    const bool fused = c.post_op == "relu";
+    const bool fused = !c.post_op.empty();
+    const bool residual = c.post_op.rfind("sum", 0) == 0;  // "sum" or "sum+relu": z is the residual
     cudnnTensorDescriptor_t b_desc = nullptr;
     void* bias = nullptr;
     if (fused || c.bias) {
@@ -787,14 +801,22 @@ inline bool prepare(const BenchCase& c, Prepared* p, std::string* why) {
       cudnnActivationDescriptor_t act;
       if (!cudnn_ok(cudnnCreateActivationDescriptor(&act), "cudnnCreateActivationDescriptor")) return false;
       p->cleanups.push_back([act] { cudnnDestroyActivationDescriptor(act); });
-      cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0);
+      const bool relu = c.post_op == "relu" || c.post_op == "sum+relu";
+      cudnnSetActivationDescriptor(act, relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                   CUDNN_NOT_PROPAGATE_NAN, 0.0);
+      // Without a residual, z aliases y with alpha2 = 0 (cuDNN allows it); with one, z is its own buffer.
+      void* z = y;
+      if (residual) {
+        z = device_buffer(p, elements(c.dst) * elem);
+        if (!z) return alloc_failed();
+      }
       p->launch = [=] {
         static const float one = 1.f, zero = 0.f;
-        return launched(
-            p,
-            cudnnConvolutionBiasActivationForward(h, &one, x_desc, x, w_desc, w, conv_desc, alg, ws, ws_bytes,
-                                                  &zero, y_desc, y, b_desc, bias, act, y_desc, y),
-            "cudnnConvolutionBiasActivationForward");
+        return launched(p,
+                        cudnnConvolutionBiasActivationForward(h, &one, x_desc, x, w_desc, w, conv_desc, alg,
+                                                              ws, ws_bytes, residual ? &one : &zero, y_desc,
+                                                              z, b_desc, bias, act, y_desc, y),
+                        "cudnnConvolutionBiasActivationForward");
       };
     } else {
       // A framework without the fused call adds the bias with a second call (Benanza III-B3).

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -155,6 +156,36 @@ std::map<std::string, int64_t> desc_values(std::string_view desc) {
   return out;
 }
 
+// oneDNN's verbose post-ops ("sum+eltwise_relu", "eltwise_clip:0:6", "eltwise_relu:0.01", entries
+// separated by '+' in 2.x and ';' in older versions) in the bound's notation (FusionChain::post_ops):
+// "sum+relu", "clip", "leaky_relu".
+std::string onednn_post_ops(std::string_view text) {
+  while (!text.empty() && (text.back() == '\'' || text.back() == ';' || text.back() == '+'))
+    text.remove_suffix(1);
+  while (!text.empty() && text.front() == '\'') text.remove_prefix(1);
+  if (text.empty() || text == "none") return "none";
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find_first_of("+;", start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view entry = text.substr(start, end - start);
+    start = end + 1;
+    if (entry.empty()) continue;
+    size_t colon = entry.find(':');
+    std::string_view name = entry.substr(0, colon);
+    std::string_view args = colon == std::string_view::npos ? std::string_view() : entry.substr(colon + 1);
+    if (starts_with(name, "eltwise_")) name.remove_prefix(8);
+    std::string n(name);
+    if (n == "clip_v2") n = "clip";
+    // relu with a non-zero negative slope is oneDNN's leaky ReLU.
+    if (n == "relu" && !args.empty() && std::strtod(std::string(args).c_str(), nullptr) != 0)
+      n = "leaky_relu";
+    out += (out.empty() ? "" : "+") + n;
+  }
+  return out.empty() ? "none" : out;
+}
+
 bool is_layout_kernel(std::string_view name) {
   std::string n = lower(name);
   for (const char* k : {"nchwtonhwc", "nhwctonchw", "nchw_to_nhwc", "nhwc_to_nchw", "nchw2nhwc", "nhwc2nchw"})
@@ -279,8 +310,7 @@ CallParams parse_call(const model::Trace& trace, size_t span) {
       std::string text = trace.attr_value_string(*attrs);
       size_t at = text.find("post-ops:");
       std::string post = at == std::string::npos ? "none" : text.substr(at + 9, text.find(' ', at) - at - 9);
-      if (post == "eltwise_relu") post = "relu";
-      if (p.call_class == "conv") p.post_ops = post;
+      if (p.call_class == "conv") p.post_ops = onednn_post_ops(post);
     }
     if (p.call_class == "conv" || p.call_class == "pool") {
       std::map<std::string, int64_t> d = desc_values(str("desc"));
@@ -646,7 +676,16 @@ std::vector<Mismatch> compare_params(const LayerModel& model, uint32_t li, const
   if (!p.prop_kind.empty() && p.prop_kind != "forward_inference" && cls != "reorder")
     out.push_back({"propagation kind", "forward_inference", p.prop_kind});
   if (cls == "conv" && !p.post_ops.empty()) {
-    std::string want = e.fused && fusable_conv_relu(model, li) ? "relu" : "none";
+    std::string want = "none";
+    if (e.fused)
+      if (std::optional<FusionChain> chain = fusion_chain(model, li)) want = chain->post_ops;
+    if (p.library == "cudnn") {
+      // cuDNN's spans record the fused activation only (a residual z is not among the attributes), in
+      // cuDNN's names.
+      std::vector<std::string> ops = split_post_ops(want);
+      std::string act = !ops.empty() && ops.back() != "sum" && ops.back() != "none" ? ops.back() : "none";
+      want = act == "logistic" ? "sigmoid" : act == "clip" ? "clipped_relu" : act;
+    }
     if (p.post_ops != want) out.push_back({"post-ops", want, p.post_ops});
   }
   const BenchRecord* best = li < e.best.size() ? e.best[li] : nullptr;

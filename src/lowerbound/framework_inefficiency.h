@@ -37,7 +37,8 @@ struct CallParams {
       window;  // spatial, begin pads only (cuDNN pads symmetrically)
   int64_t groups = 0;
   std::string algorithm;   // cuDNN algorithm name; oneDNN implementation ("impl", e.g. brgconv:avx512_core)
-  std::string post_ops;    // "none", "relu", ... (cuDNN fused calls; oneDNN attributes)
+  std::string post_ops;    // "none", "relu", "sum+relu", "clip", ... (oneDNN attributes in FusionChain's
+                           // notation; cuDNN fused calls: the activation only)
   std::string prop_kind;   // oneDNN: forward_inference, forward_training, ...
   std::string conversion;  // reorders: "abcd -> aBcd16b" (oneDNN tags) or "nchw -> nhwc" (cuDNN strides)
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;

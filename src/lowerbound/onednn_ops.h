@@ -69,6 +69,11 @@ inline dnnl::memory filled(const dnnl::memory::desc& desc, const dnnl::engine& e
   return mem;
 }
 
+inline bool is_eltwise_algorithm(const std::string& name) {
+  return name == "relu" || name == "logistic" || name == "tanh" || name == "clip" || name == "elu" ||
+         name == "leaky_relu";
+}
+
 inline dnnl::algorithm eltwise_algorithm(const std::string& name) {
   if (name == "logistic") return dnnl::algorithm::eltwise_logistic;
   if (name == "tanh") return dnnl::algorithm::eltwise_tanh;
@@ -112,10 +117,26 @@ inline bool prepare(const BenchCase& c, Prepared* out, std::string* why) {
                                                dims(c.strides), dil, dims(c.pads_begin), dims(c.pads_end))
                    : convolution_forward::desc(prop_kind::forward_inference, alg, src_md, w_md, dst_md,
                                                dims(c.strides), dil, dims(c.pads_begin), dims(c.pads_end));
+      // Fused post-ops in order: "sum" adds the residual already in dst (a framework passes the other
+      // Add operand as dst), eltwise names apply the activation.
       primitive_attr attr;
-      if (c.post_op == "relu") {
+      bool sum = false;
+      if (!c.post_op.empty()) {
         post_ops ops;
-        ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+        for (const std::string& p : split_post_ops(c.post_op)) {
+          if (p == "sum") {
+            ops.append_sum(1.f);
+            sum = true;
+            continue;
+          }
+          if (!is_eltwise_algorithm(p)) {
+            *why = "unknown post-op '" + p + "' (sum or an eltwise algorithm)";
+            return false;
+          }
+          double alpha = 0, beta = 0;
+          default_eltwise_params(p, &alpha, &beta);
+          ops.append_eltwise(1.f, eltwise_algorithm(p), static_cast<float>(alpha), static_cast<float>(beta));
+        }
         attr.set_post_ops(ops);
       }
       convolution_forward::primitive_desc pd(d, attr, eng);
@@ -123,7 +144,7 @@ inline bool prepare(const BenchCase& c, Prepared* out, std::string* why) {
       out->implementation = pd.impl_info_str();
       out->args = {{DNNL_ARG_SRC, filled(pd.src_desc(), eng)},
                    {DNNL_ARG_WEIGHTS, filled(pd.weights_desc(), eng)},
-                   {DNNL_ARG_DST, memory(pd.dst_desc(), eng)}};
+                   {DNNL_ARG_DST, sum ? filled(pd.dst_desc(), eng) : memory(pd.dst_desc(), eng)}};
       if (c.bias) out->args[DNNL_ARG_BIAS] = filled(pd.bias_desc(), eng);
     } else if (c.op == "inner_product") {
       memory::desc src_md(dims(c.src[0]), dt, memory::format_tag::ab);

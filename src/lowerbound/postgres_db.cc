@@ -17,6 +17,10 @@ constexpr const char* kSchema =
     " iterations INTEGER NOT NULL, measured_at TEXT NOT NULL,"
     " PRIMARY KEY (system, backend, dtype, layout, signature, algorithm))";
 
+// Serialises schema creation across connections; the key is any fixed 64-bit number ("StrataLB" in
+// ASCII).
+constexpr const char* kSchemaLock = "SELECT pg_advisory_xact_lock(6013557165336382530)";
+
 // The URL without its password, for messages.
 std::string redact(const std::string& url) {
   auto at = url.find('@');
@@ -37,7 +41,27 @@ class PostgresPerfDb final : public PerfDb {
   bool open(std::string* error) {
     conn_ = PQconnectdb(url_.c_str());
     if (PQstatus(conn_) != CONNECTION_OK) return fail("cannot connect", error);
-    return exec(kSchema, error);
+    // "relation already exists, skipping" and other notices are not for the user's terminal.
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);
+    // Concurrent first uses of a database (ctest -j2 against one server, a team's machines) race in
+    // CREATE TABLE IF NOT EXISTS: both see no table, and the loser fails on a unique violation in
+    // pg_type. A transaction-scoped advisory lock serialises schema creation; it is released at
+    // COMMIT or ROLLBACK.
+    if (!exec("BEGIN", error)) return false;
+    PGresult* res = PQexec(conn_, kSchemaLock);
+    bool locked = PQresultStatus(res) == PGRES_TUPLES_OK;
+    PQclear(res);
+    if (!locked) {
+      fail("cannot take the schema lock (pg_advisory_xact_lock)", error);
+      rollback();
+      return false;
+    }
+    if (!exec(kSchema, error)) {
+      rollback();
+      return false;
+    }
+    return exec("COMMIT", error);
   }
 
   bool put(const BenchRecord& r, std::string* error) override {
@@ -98,6 +122,10 @@ class PostgresPerfDb final : public PerfDb {
   std::string describe() const override { return redact(url_); }
 
  private:
+  void rollback() {
+    PGresult* res = PQexec(conn_, "ROLLBACK");
+    PQclear(res);
+  }
   bool exec(const char* sql, std::string* error) {
     PGresult* res = PQexec(conn_, sql);
     bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;

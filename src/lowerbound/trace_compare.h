@@ -3,7 +3,8 @@
 // lower bound of the same model: end-to-end vs bound, per-layer gaps, the algorithm the framework's
 // library picked vs the best benchmarked one, framework ops with no ONNX layer (extra work), and the
 // library calls inside each layer's op inspected for parameter deviations and extra calls
-// (framework_inefficiency.h).
+// (framework_inefficiency.h), and on GPU runs the kernels each layer ran on tensor cores
+// (tensor_cores.h).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "analysis/analysis.h"
 #include "lowerbound/analyzer.h"
 #include "lowerbound/framework_inefficiency.h"
+#include "lowerbound/tensor_cores.h"
 #include "model/trace.h"
 
 namespace strata::lowerbound {
@@ -24,8 +26,8 @@ struct LayerMatch {
   uint32_t layer = 0;        // ONNX layer index
   size_t span = 0;           // index into trace.spans
   double measured_ns = 0;    // framework op duration
-  double library_ns = 0;     // library-level spans inside it (0 when none recorded)
-  std::string library_impl;  // "impl" attribute of the longest library span inside, if any
+  double library_ns = 0;     // all library-level spans inside it, reorders included (0: none recorded)
+  std::string library_impl;  // "impl" of the longest library span of the class the layer needs, if any
   std::string framework_op;  // span name, e.g. "aten::conv2d"
   std::string module;        // "module" attribute (e.g. "layer1.0.conv1") when the tracer recorded it
 };
@@ -46,6 +48,7 @@ struct TraceComparison {
   std::vector<size_t> ops;
   std::vector<int32_t> op_layer;
   InefficiencyFindings inefficiency;  // the library calls/device work of that iteration, per layer
+  TensorCoreUsage tensor_cores;       // GPU runs: each layer's kernels, tensor-core ones by name
 };
 
 // False with `error` when the trace has no layer-level spans.

@@ -122,10 +122,10 @@ TEST(CudaBenchPlan, CaseParameters) {
   EXPECT_EQ(conv.cases[0].pads_end, (std::vector<int64_t>{1, 1}));
   EXPECT_TRUE(conv.cases[0].bias);
   EXPECT_FALSE(plan(1).cases[0].bias);
-  LayerPlan fused = plan_layer(kinds[0].layer, "cuda", "f32", "nhwc", true);
+  LayerPlan fused = plan_layer(kinds[0].layer, "cuda", "f32", "nhwc", "relu");
   EXPECT_EQ(fused.library_call, "cudnnConvolutionBiasActivationForward");
   EXPECT_EQ(fused.cases[3].post_op, "relu");
-  EXPECT_EQ(fused.cases[3].signature, fused_signature(kinds[0].layer));
+  EXPECT_EQ(fused.cases[3].signature, fused_signature(kinds[0].layer, "relu"));
   // GEMM: cublasGemmEx, then the first 8 cuBLASLt heuristic results; weights O x I; always nchw.
   LayerPlan gemm = plan(2, "nhwc");
   EXPECT_EQ(gemm.cases[0].algorithm, "gemm_ex");
@@ -208,7 +208,7 @@ TEST(CudaCodegen, GeneratesEveryCaseWithTheCudaHeaders) {
   size_t expected = 0;
   std::map<std::string, size_t> per_op;
   for (const WorkItem& item : enumerate_work(models, options)) {
-    LayerPlan plan = plan_layer(*item.layer, "cuda", item.dtype, item.layout, item.fused);
+    LayerPlan plan = plan_layer(*item.layer, "cuda", item.dtype, item.layout, item.post_ops);
     expected += plan.cases.size();
     for (const BenchCase& c : plan.cases) ++per_op[c.op];
   }

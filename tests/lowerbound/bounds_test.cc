@@ -1,7 +1,20 @@
-// Lower bounds on small hand-made DAGs with hand-computed answers, and the critical-path DOT.
+// Lower bounds on small hand-made DAGs with hand-computed answers, on the real exported torchvision
+// graphs (googlenet: parallel < sequential; vgg16: equal) for arbitrary positive layer costs, and the
+// critical-path DOT (golden; long and awkward names rendered by Graphviz).
 #include "lowerbound/bounds.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <set>
+
+#include "../test_util.h"
+#include "lowerbound/analyzer.h"
+#include "lowerbound/bench_plan.h"
+#include "lowerbound/onnx_loader.h"
 
 namespace strata::lowerbound {
 namespace {
@@ -80,6 +93,122 @@ TEST(Bounds, CriticalPathDotGolden) {
       "  n0 -> n2;\n"
       "}\n";
   EXPECT_EQ(critical_path_dot(m, lat, b), expected);
+}
+
+// Longest path computed independently of compute_bounds: memoised over successors, from the sinks up.
+double longest_path_by_successors(const LayerModel& m, const std::vector<double>& latency) {
+  std::vector<double> memo(m.layers.size(), -1);
+  std::function<double(size_t)> from = [&](size_t i) {
+    if (memo[i] >= 0) return memo[i];
+    double best = 0;
+    for (uint32_t s : m.layers[i].succs) best = std::max(best, from(s));
+    return memo[i] = latency[i] + best;
+  };
+  double longest = 0;
+  for (size_t i = 0; i < m.layers.size(); ++i) longest = std::max(longest, from(i));
+  return longest;
+}
+
+// The real graphs torch.onnx.export makes of torchvision's googlenet and vgg16
+// (tests/lowerbound/data, export_models.py). No benchmark is needed: whatever positive latency each
+// layer that needs a library call has, googlenet's inception branches run side by side in the
+// parallel bound (< sequential), and vgg16 is a chain (parallel == sequential). Costs go through the
+// analyzer (database rows per signature -> estimate_model), as measured ones would.
+TEST(Bounds, TorchvisionGooglenetBranchesAndVgg16Chain) {
+  LayerModel googlenet, vgg16;
+  std::string error;
+  const std::string data = std::string(STRATA_SOURCE_DIR) + "/tests/lowerbound/data/";
+  ASSERT_TRUE(load_onnx_file(data + "googlenet.onnx", &googlenet, &error)) << error;
+  ASSERT_TRUE(load_onnx_file(data + "vgg16.onnx", &vgg16, &error)) << error;
+  EXPECT_EQ(googlenet.layers.size(), 179u);
+  EXPECT_EQ(vgg16.layers.size(), 48u);
+  for (unsigned trial = 0; trial < 25; ++trial) {
+    std::mt19937_64 rng(trial);
+    std::uniform_real_distribution<double> cost(1e3, 1e7);  // 1 us .. 10 ms
+    auto estimate = [&](const LayerModel& m, LatencyIndex* index) {
+      std::set<std::string> seen;
+      for (const Layer& l : m.layers)
+        if (plan_layer(l, "cpu", "f32", "nchw").cost != LayerCost::kFree && seen.insert(l.signature()).second)
+          index->add(BenchRecord{"s", "cpu", "f32", "nchw", l.signature(), "direct", "", "",
+                                 trial == 0 ? 1000.0 : cost(rng), 0, 1, 1, ""});
+      return estimate_model(m, *index, "f32", "nchw", false);
+    };
+    LatencyIndex g_index, v_index;
+    ModelEstimate g = estimate(googlenet, &g_index);
+    ModelEstimate v = estimate(vgg16, &v_index);
+    ASSERT_EQ(g.missing + g.unsupported, 0u);
+    ASSERT_EQ(v.missing + v.unsupported, 0u);
+    EXPECT_GT(g.measured, 100u);
+
+    EXPECT_LT(g.bounds.parallel_ns, g.bounds.sequential_ns) << "trial " << trial;
+    EXPECT_DOUBLE_EQ(g.bounds.parallel_ns, longest_path_by_successors(googlenet, g.latency_ns));
+    // Through each inception block's Concat on the critical path, the path takes one branch of four.
+    size_t concats_on_path = 0;
+    std::set<uint32_t> path(g.bounds.critical_path.begin(), g.bounds.critical_path.end());
+    for (uint32_t i : g.bounds.critical_path)
+      if (googlenet.layers[i].op_type == "Concat") {
+        ++concats_on_path;
+        EXPECT_EQ(googlenet.layers[i].preds.size(), 4u);
+        size_t branches_on_path = 0;
+        for (uint32_t p : googlenet.layers[i].preds) branches_on_path += path.count(p);
+        EXPECT_EQ(branches_on_path, 1u);
+      }
+    EXPECT_EQ(concats_on_path, 9u);  // inception 3a, 3b, 4a-4e, 5a, 5b
+
+    EXPECT_DOUBLE_EQ(v.bounds.parallel_ns, v.bounds.sequential_ns) << "trial " << trial;
+    EXPECT_DOUBLE_EQ(v.bounds.parallel_ns, longest_path_by_successors(vgg16, v.latency_ns));
+    // Every layer with a cost is on vgg16's critical path.
+    std::set<uint32_t> v_path(v.bounds.critical_path.begin(), v.bounds.critical_path.end());
+    for (size_t i = 0; i < vgg16.layers.size(); ++i) {
+      if (v.latency_ns[i] > 0) {
+        EXPECT_TRUE(v_path.count(static_cast<uint32_t>(i))) << vgg16.layers[i].name;
+      }
+    }
+  }
+}
+
+int run_command(const std::string& command, std::string* output) {
+  output->clear();
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output->append(buf, n);
+  int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A model name far longer than any fixed buffer, with characters DOT strings must escape (quotes,
+// backslashes), a line break, a control character, non-ASCII UTF-8 and a byte that is not UTF-8:
+// the graph title is complete and Graphviz renders the file.
+TEST(Bounds, CriticalPathDotWithLongAndAwkwardNamesRendersToSvg) {
+  LayerModel m = dag(3, {{0, 1}, {1, 2}});
+  std::string tail(300, 'x');
+  m.name = "model \"quoted\" back\\slash\nnext line\ttab caf\xc3\xa9 bad\xff " + tail;
+  m.layers[1].name = "layer with \"quotes\" and \\";
+  std::vector<double> lat = {1000, 2000, 3000};
+  std::string dot = critical_path_dot(m, lat, compute_bounds(m, lat));
+  const std::string escaped = "model \\\"quoted\\\" back\\\\slash\\nnext line?tab caf\xc3\xa9 bad? " + tail;
+  EXPECT_NE(dot.find("digraph \"" + escaped + "\" {\n"), std::string::npos) << dot;
+  EXPECT_NE(
+      dot.find("  label=\"" + escaped + ": sequential 0.006 ms, parallel (critical path) 0.006 ms\";\n"),
+      std::string::npos)
+      << dot;
+  EXPECT_NE(dot.find("label=\"layer with \\\"quotes\\\" and \\\\\\nOp \\n2.0 us\""), std::string::npos)
+      << dot;
+
+  std::string out;
+  if (run_command("command -v dot", &out) != 0) GTEST_SKIP() << "graphviz `dot` is not installed";
+  testing::TempDir dir;
+  testing::write_file(dir.file("g.dot"), dot);
+  ASSERT_EQ(run_command("dot -Tsvg " + dir.file("g.dot") + " -o " + dir.file("g.svg"), &out), 0)
+      << out << dot;
+  EXPECT_EQ(out, "");  // no syntax error, no warning
+  std::string svg = testing::read_file(dir.file("g.svg"));
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find(tail + ": sequential 0.006 ms"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("caf\xc3\xa9"), std::string::npos);
+  EXPECT_NE(svg.find("model &quot;quoted&quot; back\\slash"), std::string::npos) << svg;
 }
 
 }  // namespace

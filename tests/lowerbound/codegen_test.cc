@@ -2,7 +2,9 @@
 #include "lowerbound/codegen.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -50,7 +52,60 @@ TEST(Codegen, WritesStandaloneGoogleBenchmarkSources) {
             read(std::string(STRATA_SOURCE_DIR) + "/src/lowerbound/onednn_ops.h"));
   EXPECT_EQ(read(dir.file("bench_case.h")),
             read(std::string(STRATA_SOURCE_DIR) + "/src/lowerbound/bench_case.h"));
-  EXPECT_NE(read(dir.file("CMakeLists.txt")).find("find_package(benchmark REQUIRED)"), std::string::npos);
+  std::string cmake = read(dir.file("CMakeLists.txt"));
+  EXPECT_NE(cmake.find("find_package(benchmark REQUIRED)"), std::string::npos);
+  EXPECT_EQ(cmake.find("find_package(dnnl"), std::string::npos);  // needs OpenCL on Debian
+  EXPECT_NE(cmake.find("find_library(DNNL_LIBRARY"), std::string::npos);
+}
+
+int run_command(const std::string& command, std::string* output) {
+  output->clear();
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output->append(buf, n);
+  int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// What a user does with `strata bench generate`: configure the project with CMake (oneDNN found
+// without its OpenCL-requiring package config), build it with warnings as errors, and run it. resnet18
+// with --fusion, so the run includes a convolution fused with its residual Add and ReLU (oneDNN sum +
+// eltwise post-ops), a plain convolution and an eltwise layer.
+TEST(Codegen, GeneratedCpuProjectConfiguresBuildsAndRuns) {
+  std::vector<LayerModel> models(1);
+  std::string error;
+  ASSERT_TRUE(load_onnx_file(std::string(STRATA_SOURCE_DIR) + "/tests/lowerbound/data/resnet18.onnx",
+                             &models[0], &error))
+      << error;
+  testing::TempDir dir;
+  BenchOptions options;
+  options.fusion = true;
+  GenerateStats stats;
+  ASSERT_TRUE(generate_benchmarks(models, options, dir.path(), &stats, &error)) << error;
+  ASSERT_GT(stats.benchmarks, 0u);
+  std::string out;
+  ASSERT_EQ(run_command("cmake -S " + dir.path() + " -B " + dir.file("build") +
+                            " -G Ninja -DCMAKE_CXX_COMPILER=" STRATA_CXX_COMPILER
+                            " '-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror'",
+                        &out),
+            0)
+      << out;
+  ASSERT_EQ(run_command("ninja -C " + dir.file("build"), &out), 0) << out;
+  ASSERT_EQ(
+      run_command("OMP_NUM_THREADS=1 " + dir.file("build/layer_benchmarks") +
+                      " '--benchmark_filter=layer1.0/conv2/Conv/conv\\+sum\\+relu/direct|"
+                      "layer1.0/conv1/Conv/conv/direct|/relu/Relu/eltwise/relu' --benchmark_min_time=0.005",
+                  &out),
+      0)
+      << out;
+  EXPECT_EQ(out.find("ERROR OCCURRED"), std::string::npos) << out;
+  for (const char* name :
+       {"/layer1/layer1.0/conv2/Conv/conv+sum+relu/direct/f32/nchw/repeats:5/real_time_median",
+        "/layer1/layer1.0/conv1/Conv/conv/direct/f32/nchw/repeats:5/real_time_median",
+        "/relu/Relu/eltwise/relu/f32/nchw/repeats:5/real_time_median"})
+    EXPECT_NE(out.find(name), std::string::npos) << name << "\n" << out;
 }
 
 TEST(Codegen, UnwritableDirectoryIsAClearError) {

@@ -75,6 +75,11 @@ BenchCase pool_case(std::vector<int64_t> pads_begin, std::vector<int64_t> pads_e
 std::vector<BenchCase> every_op() {
   BenchCase fused = conv_case();
   fused.post_op = "relu";
+  BenchCase residual_relu = conv_case();  // resnet's conv + add + relu: z is the residual
+  residual_relu.post_op = "sum+relu";
+  BenchCase residual = conv_case();  // mobilenet_v2's conv + add: identity activation
+  residual.post_op = "sum";
+  residual.algorithm = "implicit_precomp_gemm";
   BenchCase gemm = make("inner_product", "gemm_ex", {{4, 32}}, {4, 16});
   gemm.weights = {16, 32};
   gemm.bias = true;
@@ -101,6 +106,8 @@ std::vector<BenchCase> every_op() {
   half.layout = "nhwc";
   return {conv_case(),
           fused,
+          residual_relu,
+          residual,
           gemm,
           lt,
           matmul,
@@ -137,7 +144,8 @@ TEST(CudaGeometry, TensorDimsPadToFourAndStopAtFive) {
 TEST(CudaGeometry, GemmIsTheColumnMajorTransposedProduct) {
   std::string why;
   GemmGeometry g;
-  BenchCase linear = every_op()[2];  // X[4,32] * W[16,32]^T + b
+  BenchCase linear = every_op()[4];  // X[4,32] * W[16,32]^T + b
+  ASSERT_EQ(linear.op, "inner_product");
   ASSERT_TRUE(cuda::gemm_geometry(linear, &g, &why)) << why;
   EXPECT_EQ(g.m, 4);
   EXPECT_EQ(g.n, 16);
@@ -276,10 +284,17 @@ TEST(CudaOps, SupportedNamesWhatTheLibraryCannotDo) {
   asymmetric.pads_end = {2, 2};
   BenchCase bf16 = conv_case();
   bf16.dtype = "bf16";
-  BenchCase steep = every_op()[8];
+  BenchCase steep = every_op()[10];
+  ASSERT_EQ(steep.algorithm, "leaky_relu");
   steep.alpha = 2;
-  BenchCase clip = every_op()[9];
+  BenchCase clip = every_op()[11];
+  ASSERT_EQ(clip.algorithm, "clip");
   clip.alpha = -1;
+  BenchCase fused_clip = conv_case();  // mobilenet_v2's conv + ReLU6: not in cuDNN's fused call
+  fused_clip.post_op = "clip";
+  BenchCase identity_other_algorithm = conv_case();
+  identity_other_algorithm.post_op = "sum";
+  identity_other_algorithm.algorithm = "gemm";
   BenchCase lrn = every_op().back();
   lrn.kernel = {17};
   const std::vector<std::pair<BenchCase, std::string>> unsupported = {
@@ -287,6 +302,8 @@ TEST(CudaOps, SupportedNamesWhatTheLibraryCannotDo) {
       {bf16, "bf16 is not benchmarked on the CUDA backend"},
       {steep, "slope outside [0, 1]"},
       {clip, "minimum is not 0"},
+      {fused_clip, "fuses a residual (z) and ReLU only, not post-ops 'clip'"},
+      {identity_other_algorithm, "only with IMPLICIT_PRECOMP_GEMM"},
       {lrn, "LRN size 17"},
       {make("binary", "div", {{2, 8}, {2, 8}}, {2, 8}), "no division"},
       {make("eltwise", "relu", {{1, 2, 3, 4, 5, 6}}, {1, 2, 3, 4, 5, 6}), "1 to 5 dimensions"},
@@ -332,7 +349,8 @@ TEST(CudaPlugin, ReportsNoDeviceOrMeasures) {
   std::string key = cuda_system_key(&why);
   Measurement m;
   std::string implementation;
-  BenchCase relu = every_op()[7];
+  BenchCase relu = every_op()[9];
+  ASSERT_EQ(relu.algorithm, "relu");
   bool measured = cuda_measure_case(relu, MeasureOptions{3, 100'000, 50}, &m, &implementation, &why);
   if (!have_gpu()) {
     EXPECT_TRUE(key.empty());

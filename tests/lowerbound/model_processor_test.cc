@@ -212,7 +212,10 @@ TEST(BenchPlan, ConvExpandsToEveryAlgorithmAndMetadataOpsAreFree) {
   LayerPlan ip = plan_layer(fc, "cpu", "f32", "nchw");
   ASSERT_EQ(ip.cases.size(), 1u);
   EXPECT_EQ(ip.cases[0].weights, (std::vector<int64_t>{10, 8}));  // O x I
-  EXPECT_TRUE(fusable_conv_relu(m, 0));
+  std::optional<FusionChain> chain = fusion_chain(m, 0);
+  ASSERT_TRUE(chain.has_value());
+  EXPECT_EQ(chain->post_ops, "relu");
+  EXPECT_EQ(chain->absorbed, (std::vector<uint32_t>{1}));
 }
 
 }  // namespace

@@ -104,6 +104,62 @@ TEST(TraceCompare, MatchesLayersInTheLastModelSpan) {
   EXPECT_EQ(std::get<std::string>(tables[2].rows[0][1].value), "gemm:jit");
 }
 
+// A framework that reorders the weights at every call (PyTorch 1.13 with oneDNN) spends time around the
+// convolution that no algorithm choice removes: the algorithm-selection table keeps it apart.
+TEST(TraceCompare, AlgorithmSelectionSeparatesReordersFromThePrimitive) {
+  LayerModel m;
+  std::string error;
+  ASSERT_TRUE(load_onnx_file(data("chain_net.onnx"), &m, &error)) << error;
+  TraceBuilder b;
+  b.span("predict", Level::kModel, 0, 1000);
+  b.span("aten::conv2d", Level::kLayer, 10, 300);
+  b.span("onednn::reorder", Level::kLibrary, 20, 140, {{"impl", "jit:uni"}});  // 120 ns, longer than the conv
+  b.span("onednn::convolution", Level::kLibrary, 150, 250, {{"impl", "brgconv:avx512_core"}});  // 100 ns
+  b.span("aten::relu_", Level::kLayer, 310, 320);
+  b.span("aten::conv2d", Level::kLayer, 330, 500);
+  b.span("onednn::convolution", Level::kLibrary, 340, 490, {{"impl", "jit:avx512_core"}});  // 150 ns
+  b.span("aten::relu_", Level::kLayer, 510, 520);
+  b.span("aten::adaptive_avg_pool2d", Level::kLayer, 530, 540);
+  b.span("aten::linear", Level::kLayer, 550, 600);
+  TraceComparison cmp;
+  ASSERT_TRUE(compare_with_trace(m, b.trace, &cmp, &error)) << error;
+  ASSERT_GE(cmp.matches.size(), 3u);
+  EXPECT_DOUBLE_EQ(cmp.matches[0].library_ns, 220);               // every library span, reorder included
+  EXPECT_EQ(cmp.matches[0].library_impl, "brgconv:avx512_core");  // the convolution's, not the reorder's
+
+  LatencyIndex index;
+  ModelEstimate e = estimate_with(m, 50, index);  // each conv's best: 50 ns
+  std::vector<analysis::Table> tables = comparison_tables(m, e, index, cmp, 5);
+  const analysis::Table& algo = tables[2];
+  ASSERT_EQ(algo.name, "algorithm_selection");
+  ASSERT_EQ(algo.rows.size(), 3u);  // two convs + TOTAL
+  auto col = [&](const std::string& name) {
+    for (size_t c = 0; c < algo.columns.size(); ++c)
+      if (algo.columns[c] == name) return c;
+    ADD_FAILURE() << name;
+    return size_t{0};
+  };
+  auto real = [&](size_t row, const std::string& name) {
+    return std::get<double>(algo.rows[row][col(name)].value);
+  };
+  EXPECT_EQ(std::get<std::string>(algo.rows[0][col("framework_impl")].value), "brgconv:avx512_core");
+  EXPECT_DOUBLE_EQ(real(0, "framework_primitive_us"), 0.1);
+  EXPECT_DOUBLE_EQ(real(0, "conversions_us"), 0.12);
+  EXPECT_DOUBLE_EQ(real(0, "potential_speedup"), 2.0);         // 100 / 50: the algorithm alone
+  EXPECT_DOUBLE_EQ(real(0, "speedup_with_conversions"), 4.4);  // (100 + 120) / 50
+  EXPECT_DOUBLE_EQ(real(1, "conversions_us"), 0);
+  EXPECT_DOUBLE_EQ(real(1, "potential_speedup"), 3.0);  // 150 / 50
+  EXPECT_EQ(std::get<std::string>(algo.rows[2][0].value), "TOTAL");
+  EXPECT_DOUBLE_EQ(real(2, "framework_primitive_us"), 0.25);
+  EXPECT_DOUBLE_EQ(real(2, "conversions_us"), 0.12);
+  EXPECT_DOUBLE_EQ(real(2, "best_us"), 0.1);
+  EXPECT_DOUBLE_EQ(real(2, "potential_speedup"), 2.5);         // 250 / 100
+  EXPECT_DOUBLE_EQ(real(2, "speedup_with_conversions"), 3.7);  // 370 / 100
+  ASSERT_FALSE(algo.notes.empty());
+  EXPECT_NE(algo.notes[0].find("the 2 listed Conv/Gemm/MatMul layers only"), std::string::npos)
+      << algo.notes[0];
+}
+
 TEST(TraceCompare, WithoutModelSpansTheLastIterationIsUsed) {
   LayerModel m;
   std::string error;

@@ -1,10 +1,13 @@
 """strata model / bench / lowerbound end to end: models exported by PyTorch at test time, layer counts
-checked against the onnx package's own node counts, the database miss warning, incremental runs."""
+checked against the onnx package's own node counts, the database miss warning, incremental runs, the
+critical path as SVG, and the committed torchvision graphs checked against a fresh export."""
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
+from xml.etree import ElementTree
 
 import pytest
 
@@ -16,6 +19,7 @@ STRATA = os.path.join(BUILD, "bin", "strata")
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPORT = os.path.join(HERE, "..", "lowerbound", "export_models.py")
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def run(*args, check=True):
@@ -53,6 +57,13 @@ def test_unique_layers_across_models(models):
     assert rows["ALL"][cols.index("unique")] == 8
 
 
+def test_model_lists_fusable_chains(models):
+    table = json.loads(run("model", models["resnet18"], models["chain_net"], "--format", "json").stdout)["fusion_chains"]
+    rows = {(r[0], r[1]): r[2:] for r in table["rows"]}
+    # resnet18: stem + 8 first convs -> relu; 8 residual adds (+ relu), each fused into one conv.
+    assert rows == {("resnet18", "relu"): [9, 9], ("resnet18", "sum+relu"): [8, 16], ("chain_net", "relu"): [2, 2]}
+
+
 def test_malformed_model_is_one_error_line(tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x08\x07garbage" * 10)
@@ -86,3 +97,46 @@ def test_generate_writes_buildable_project_files(models, tmp_path):
     assert "wrote 18 benchmarks" in p.stdout
     for f in ("benchmarks.cc", "onednn_ops.h", "bench_case.h", "CMakeLists.txt"):
         assert (out / f).exists()
+
+
+def test_svg_of_the_critical_path_with_an_awkward_model_name(models, tmp_path):
+    # The model name is the file's stem: long, with double and single quotes, a backslash and spaces,
+    # all of which end up in the DOT title and in the paths handed to graphviz.
+    stem = "net \"quoted\" it's a \\ back " + "x" * 150
+    model = tmp_path / f"{stem}.onnx"
+    shutil.copy(models["branch_net"], model)
+    db = str(tmp_path / "perf.sqlite")
+    run("bench", "run", str(model), "--db", db, "--repetitions", "2", "--min-time-ms", "0.2")
+    out_dir = tmp_path / "it's out"
+    out_dir.mkdir()
+    svg = out_dir / "critical path.svg"
+    p = run("lowerbound", str(model), "--db", db, "--svg", str(svg), "--format", "json")
+    assert "critical path (SVG)" in p.stderr, p.stderr
+    table = json.loads(p.stdout)["lower_bounds"]
+    critical_layers = table["rows"][0][table["columns"].index("critical_path_layers")]
+    root = ElementTree.parse(svg).getroot()
+    assert root.tag == SVG + "svg"
+    texts = ["".join(t.itertext()) for t in root.iter(SVG + "text")]
+    assert any(t.startswith(stem + ": sequential ") and " ms, parallel (critical path) " in t for t in texts), texts
+    # The critical path is drawn red: one red node per layer on it, and red edges between them.
+    red_nodes = [g for g in root.iter(SVG + "g") if g.get("class") == "node"
+                 and any(shape.get("stroke") == "red" for shape in g.iter(SVG + "polygon"))]
+    red_edges = [g for g in root.iter(SVG + "g") if g.get("class") == "edge"
+                 and any(path.get("stroke") == "red" for path in g.iter(SVG + "path"))]
+    assert len(red_nodes) == critical_layers
+    assert len(red_edges) == critical_layers - 1
+
+
+def test_committed_torchvision_graphs_are_what_the_exporter_makes(tmp_path):
+    # tests/lowerbound/data holds googlenet, vgg16, alexnet and mobilenet_v2 as export_models.py makes
+    # them (structure only: no 528 MB of vgg16 weights written); the C++ tests rely on that.
+    names = ("googlenet", "vgg16", "alexnet", "mobilenet_v2")
+    p = subprocess.run([sys.executable, EXPORT, str(tmp_path), *names], check=True, capture_output=True,
+                       text=True, timeout=600)
+    for name in names:
+        assert f"{name}.onnx" in p.stdout and "(structure only)" in p.stdout, p.stdout
+        fresh = json.loads(run("model", str(tmp_path / f"{name}.onnx"), "--layers", "--format", "json").stdout)
+        committed = json.loads(run("model", os.path.join(HERE, "..", "lowerbound", "data", f"{name}.onnx"),
+                                   "--layers", "--format", "json").stdout)
+        assert fresh[f"layers_{name}"] == committed[f"layers_{name}"], name
+        assert os.path.getsize(tmp_path / f"{name}.onnx") < 100_000
