@@ -237,14 +237,28 @@ bool expect_detected(const Generated& g, const MiningResult& r, const Seq& cycle
   return true;
 }
 
+// A random training loop: a cycle of 3..42 ops over a random alphabet run 5..64 times, and half of
+// the time an evaluation block (symbols from 600) after every 2..7 iterations.
+struct RandomLoop {
+  Seq cycle;
+  int n;
+  int eval_every;
+  Seq eval;
+};
+RandomLoop random_loop(std::mt19937& rng) {
+  RandomLoop loop;
+  const size_t period = 3 + rng() % 40;
+  loop.n = 5 + static_cast<int>(rng() % 60);
+  loop.cycle = random_cycle(rng, period, 0, 4 + static_cast<int32_t>(rng() % (period + 4)));
+  loop.eval_every = rng() % 2 ? 2 + static_cast<int>(rng() % 6) : 0;
+  loop.eval = random_cycle(rng, 1 + rng() % std::max<size_t>(1, period / 3), 600, 30);
+  return loop;
+}
+
 TEST(MinerProperty, RandomPeriodsWithNoiseAreFoundExactly) {
   std::mt19937 rng(2024);
   for (int round = 0; round < 150; ++round) {
-    const size_t period = 3 + rng() % 40;
-    const int n = 5 + static_cast<int>(rng() % 60);
-    const Seq cycle = random_cycle(rng, period, 0, 4 + static_cast<int32_t>(rng() % (period + 4)));
-    const int eval_every = rng() % 2 ? 2 + static_cast<int>(rng() % 6) : 0;
-    const Seq eval = random_cycle(rng, 1 + rng() % std::max<size_t>(1, period / 3), 600, 30);
+    const auto [cycle, n, eval_every, eval] = random_loop(rng);
     const Generated g = generate(rng, {{cycle, n}}, round % 3 == 0 ? 0.0 : 0.15, eval_every, eval);
     MinerOptions detect;
     expect_detected(g, mine_iterations(g.seq, g.gaps, detect), cycle, n,
@@ -262,11 +276,7 @@ TEST(MinerProperty, NoTimingGapsAtBoundaries) {
   NoiseStyle flat;
   flat.boundary_gap = kOpGap;
   for (int round = 0; round < 100; ++round) {
-    const size_t period = 3 + rng() % 40;
-    const int n = 5 + static_cast<int>(rng() % 60);
-    const Seq cycle = random_cycle(rng, period, 0, 4 + static_cast<int32_t>(rng() % (period + 4)));
-    const int eval_every = rng() % 2 ? 2 + static_cast<int>(rng() % 6) : 0;
-    const Seq eval = random_cycle(rng, 1 + rng() % std::max<size_t>(1, period / 3), 600, 30);
+    const auto [cycle, n, eval_every, eval] = random_loop(rng);
     const Generated g = generate(rng, {{cycle, n}}, round % 3 == 0 ? 0.0 : 0.15, eval_every, eval, 0, flat);
     MinerOptions detect;
     expect_detected(g, mine_iterations(g.seq, g.gaps, detect), cycle, n,
@@ -287,11 +297,7 @@ TEST(MinerProperty, NoiseFromTheCyclesOwnSymbols) {
   NoiseStyle own;
   own.own_symbols = true;
   for (int round = 0; round < 150; ++round) {
-    const size_t period = 3 + rng() % 40;
-    const int n = 5 + static_cast<int>(rng() % 60);
-    const Seq cycle = random_cycle(rng, period, 0, 4 + static_cast<int32_t>(rng() % (period + 4)));
-    const int eval_every = rng() % 2 ? 2 + static_cast<int>(rng() % 6) : 0;
-    const Seq eval = random_cycle(rng, 1 + rng() % std::max<size_t>(1, period / 3), 600, 30);
+    const auto [cycle, n, eval_every, eval] = random_loop(rng);
     const Generated g = generate(rng, {{cycle, n}}, 0.15, eval_every, eval, 0, own);
     MinerOptions detect;
     expect_detected(g, mine_iterations(g.seq, g.gaps, detect), cycle, n,

@@ -167,16 +167,7 @@ TEST(Bounds, TorchvisionGooglenetBranchesAndVgg16Chain) {
   }
 }
 
-int run_command(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output->append(buf, n);
-  int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using strata::testing::run_command;
 
 // A model name far longer than any fixed buffer, with characters DOT strings must escape (quotes,
 // backslashes), a line break, a control character, non-ASCII UTF-8 and a byte that is not UTF-8:

@@ -58,16 +58,7 @@ TEST(Codegen, WritesStandaloneGoogleBenchmarkSources) {
   EXPECT_NE(cmake.find("find_library(DNNL_LIBRARY"), std::string::npos);
 }
 
-int run_command(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output->append(buf, n);
-  int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using strata::testing::run_command;
 
 // What a user does with `strata bench generate`: configure the project with CMake (oneDNN found
 // without its OpenCL-requiring package config), build it with warnings as errors, and run it. resnet18

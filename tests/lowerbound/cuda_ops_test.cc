@@ -28,17 +28,7 @@ bool have_gpu() {
   return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
 }
 
-// Runs a shell command; its exit status, stdout and stderr together in *output.
-int run_command(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output->append(buf, n);
-  int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using strata::testing::run_command;
 
 BenchCase make(const std::string& op, const std::string& algorithm, std::vector<std::vector<int64_t>> src,
                std::vector<int64_t> dst) {
