@@ -39,8 +39,7 @@ std::optional<std::string> validate_params(const Params& params) {
 PipelineResult run_pipeline(const model::Trace& trace, std::span<const Analysis* const> analyses,
                             const Params& params) {
   PipelineResult out;
-  model::SpanTree tree = model::build_span_tree(trace);
-  out.correlation = tree.report();
+  const model::SpanTree& tree = trace.tree();
   Workload workload(trace, tree);
   AnalysisInput input{trace, tree, params, &workload};
   for (const Analysis* a : analyses) out.results.emplace_back(a, a->run(input));

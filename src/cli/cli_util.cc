@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include "core/level.h"
-#include "format/file_format.h"
-#include "model/trace_loader.h"
+#include "core/stats.h"
 #include "model/trace_summary.h"
 #ifdef STRATA_HAVE_IMPORT
 #include "import/importer.h"
@@ -40,28 +40,16 @@ bool take_option(int argc, char** argv, int* i, std::string_view name, std::stri
   return false;
 }
 
-namespace {
-bool has_native_magic(const std::string& path) {
-  if (std::filesystem::is_directory(path)) return true;
-  std::ifstream in(path, std::ios::binary);
-  char magic[sizeof(format::kFileMagic)] = {};
-  in.read(magic, sizeof(magic));
-  return in.gcount() == sizeof(magic) && std::memcmp(magic, format::kFileMagic, sizeof(magic)) == 0;
+bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::string* error,
+                 const model::OpenOptions& options) {
+#ifdef STRATA_HAVE_IMPORT
+  import::register_readers();
+#endif
+  return model::open_traces(paths, trace, error, options);
 }
-}  // namespace
 
 bool load_native_or_import(const std::string& path, model::Trace* trace, std::string* error) {
-  if (!std::filesystem::exists(path)) {
-    *error = path + ": no such file or directory";
-    return false;
-  }
-  if (has_native_magic(path)) return model::load_trace(path, trace, error);
-#ifdef STRATA_HAVE_IMPORT
-  return import::import_trace(path, trace, error);
-#else
-  *error = path + ": not a Strata trace (no STRATA magic at offset 0); convert foreign profiles with strata import";
-  return false;
-#endif
+  return open_inputs(std::span<const std::string>(&path, 1), trace, error);
 }
 
 std::string executable_dir() {
@@ -126,16 +114,55 @@ void print_summary(const model::Trace& trace, FILE* out, size_t max_warnings) {
     std::fprintf(out, ")\n");
   }
   if (s.unfinished) std::fprintf(out, "unfinished spans (no end recorded): %llu\n", static_cast<unsigned long long>(s.unfinished));
-  const model::LoadReport& r = trace.report;
-  if (r.truncated_files || r.corrupt_chunks || r.unknown_chunks || r.unknown_strings) {
-    std::fprintf(out, "load: %llu truncated file(s), %llu corrupt chunk(s), %llu unknown chunk(s), %llu undefined string(s)\n",
-                 static_cast<unsigned long long>(r.truncated_files), static_cast<unsigned long long>(r.corrupt_chunks),
-                 static_cast<unsigned long long>(r.unknown_chunks), static_cast<unsigned long long>(r.unknown_strings));
+  using stats::Stat;
+  const uint64_t truncated = trace.stats.get(Stat::kLoadTruncatedFiles),
+                 corrupt = trace.stats.get(Stat::kLoadCorruptChunks),
+                 unknown = trace.stats.get(Stat::kLoadUnknownChunks),
+                 strings = trace.stats.get(Stat::kLoadUnknownStrings);
+  if (truncated || corrupt || unknown || strings) {
+    std::fprintf(out,
+                 "load: %llu truncated file(s), %llu corrupt chunk(s), %llu unknown chunk(s), %llu undefined "
+                 "string(s)\n",
+                 static_cast<unsigned long long>(truncated), static_cast<unsigned long long>(corrupt),
+                 static_cast<unsigned long long>(unknown), static_cast<unsigned long long>(strings));
   }
-  for (size_t i = 0; i < r.warnings.size() && i < max_warnings; ++i)
-    std::fprintf(out, "warning: %s\n", r.warnings[i].c_str());
-  if (r.warnings.size() > max_warnings)
-    std::fprintf(out, "(%zu more warnings)\n", r.warnings.size() - max_warnings);
+  const auto& warnings = trace.warnings;
+  for (size_t i = 0; i < warnings.size() && i < max_warnings; ++i)
+    std::fprintf(out, "warning: %s\n", warnings[i].c_str());
+  if (warnings.size() > max_warnings)
+    std::fprintf(out, "(%zu more warnings)\n", warnings.size() - max_warnings);
+}
+
+void print_stats(const model::Trace& trace, FILE* out) {
+  struct Row {
+    std::string scope;
+    std::string name;
+    uint64_t value;
+    std::string_view severity;
+    std::string_view description;
+  };
+  std::vector<Row> rows;
+  auto add = [&](const std::string& scope, const stats::StatSet& set) {
+    for (const auto& [stat, value] : set.nonzero()) {
+      const stats::StatInfo& info = stats::info(stat);
+      rows.push_back(
+          {scope, std::string(info.name), value, stats::severity_name(info.severity), info.description});
+    }
+    for (const auto& [key, value] : set.unregistered())
+      if (value)
+        rows.push_back({scope, key, value, "?", "not in this version's stats registry (a newer writer?)"});
+  };
+  add("trace", trace.stats);
+  for (const model::Process& p : trace.processes) add("pid " + std::to_string(p.pid), p.stats);
+  if (rows.empty()) {
+    std::fprintf(out, "stats: none\n");
+    return;
+  }
+  std::fprintf(out, "stats (every non-zero counter; docs/trace-format.md describes each):\n");
+  for (const Row& r : rows)
+    std::fprintf(out, "  %-11s %-40s %12llu  %-9.*s %.*s\n", r.scope.c_str(), r.name.c_str(),
+                 static_cast<unsigned long long>(r.value), static_cast<int>(r.severity.size()),
+                 r.severity.data(), static_cast<int>(r.description.size()), r.description.data());
 }
 
 }  // namespace strata::cli

@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdio>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "model/trace.h"
+#include "model/trace_reader.h"
 
 namespace strata::cli {
 
@@ -16,8 +18,12 @@ int fail(std::string_view command, std::string_view message, int code = 2);
 // returns true. A missing value sets *missing.
 bool take_option(int argc, char** argv, int* i, std::string_view name, std::string* value, bool* missing);
 
-// Loads a native trace (file or directory) or, when it is a foreign profile (Kineto/PyTorch, ONNX
-// Runtime, TensorFlow JSON), imports it on the fly. One error line on failure.
+// Opens traces of every format this build reads (native; with the importer, Kineto/PyTorch, ONNX
+// Runtime and TensorFlow JSON) through the model's reader registry; several paths become one trace
+// (sorted once, one span tree). One error line on failure.
+bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::string* error,
+                 const model::OpenOptions& options = {});
+// The same for one path.
 bool load_native_or_import(const std::string& path, model::Trace* trace, std::string* error);
 
 // Directory holding the running `strata` executable.
@@ -25,6 +31,9 @@ std::string executable_dir();
 
 // The closing summary: spans per level and process, drops by cause, warnings.
 void print_summary(const model::Trace& trace, FILE* out, size_t max_warnings = 10);
+
+// Every non-zero stat of the trace and its processes: scope, name, value, severity, description.
+void print_stats(const model::Trace& trace, FILE* out);
 
 std::string format_duration_ns(int64_t ns);
 

@@ -6,15 +6,17 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "export/exporters.h"
-#include "model/trace_loader.h"
 
 namespace strata::cli {
 
 int run_export(int argc, char** argv) {
   constexpr const char* kUsage =
       "usage: strata export FILE --format chrome|json|csv [-o OUT]\n"
+      "  FILE: a Strata trace, or any trace a reader of this build reads (Kineto/PyTorch JSON, ...)\n"
       "  chrome: Chrome Trace Event JSON (open in ui.perfetto.dev or chrome://tracing)\n"
-      "  json, csv: one record per span with every field and attribute\n";
+      "  json, csv: one record per span with every field and attribute, and its parent in the span tree\n"
+      "            (parent_id, parent_link: how it was established; remote_parent_id: a W3C parent\n"
+      "            outside this file)\n";
   std::string input, format = "chrome", output;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -38,8 +40,8 @@ int run_export(int argc, char** argv) {
 
   model::Trace trace;
   std::string error;
-  if (!model::load_trace(input, &trace, &error)) return fail("export", error, 1);
-  for (const auto& w : trace.report.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  if (!load_native_or_import(input, &trace, &error)) return fail("export", error, 1);
+  for (const auto& w : trace.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
 
   std::ofstream file;
   std::ostream* out = &std::cout;

@@ -6,22 +6,26 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "core/level.h"
-#include "model/trace_loader.h"
+#include "core/stats.h"
 #include "model/trace_summary.h"
 
 namespace strata::cli {
 
 int run_info(int argc, char** argv) {
   if (argc < 2 || std::string_view(argv[1]) == "-h" || std::string_view(argv[1]) == "--help") {
-    std::fputs("usage: strata info FILE\n  FILE: a .strata trace (or a directory of them)\n", argc < 2 ? stderr : stdout);
+    std::fputs(
+        "usage: strata info FILE\n  FILE: a .strata trace (or a directory of them), or any trace a reader of "
+        "this build reads (Kineto/PyTorch, ONNX Runtime, TensorFlow JSON)\n",
+        argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   const std::string path = argv[1];
   model::Trace trace;
   std::string error;
-  if (!model::load_trace(path, &trace, &error)) return fail("info", error, 1);
+  if (!load_native_or_import(path, &trace, &error)) return fail("info", error, 1);
 
-  std::printf("file: %s (%llu bytes)\n", path.c_str(), static_cast<unsigned long long>(trace.report.bytes));
+  std::printf("file: %s (%llu bytes)\n", path.c_str(),
+              static_cast<unsigned long long>(trace.stats.get(stats::Stat::kLoadBytes)));
   if (!trace.record.entries().empty()) {
     std::printf("record:\n");
     for (const auto& [key, value] : trace.record.entries()) {
@@ -58,11 +62,6 @@ int run_info(int argc, char** argv) {
       for (const auto& [domain, value] : snap.readings) std::printf(" [%u]=%lld", domain, static_cast<long long>(value));
       std::printf("\n");
     }
-    if (!p.drops.empty()) {
-      std::printf("  dropped:");
-      for (const auto& [cause, count] : p.drops) std::printf(" %s=%llu", cause.c_str(), static_cast<unsigned long long>(count));
-      std::printf("\n");
-    }
   }
   model::TraceSummary s = model::summarize(trace);
   std::printf("kinds:");
@@ -70,6 +69,7 @@ int run_info(int argc, char** argv) {
     std::printf(" %s=%llu", kind_name(kind).c_str(), static_cast<unsigned long long>(count));
   std::printf("\n");
   print_summary(trace, stdout, 64);
+  print_stats(trace, stdout);
   for (const auto& [key, value] : trace.record.entries())
     if (key.rfind("warning.", 0) == 0) std::printf("recording warning: %s\n", value.c_str());
   return 0;

@@ -79,7 +79,8 @@ int run_iterations(int argc, char** argv) {
 
   model::Trace trace;
   if (!load_native_or_import(input, &trace, &error)) return fail("iterations", error, 1);
-  for (const std::string& w : trace.report.warnings) std::fprintf(stderr, "strata iterations: warning: %s\n", w.c_str());
+  for (const std::string& w : trace.warnings)
+    std::fprintf(stderr, "strata iterations: warning: %s\n", w.c_str());
 
   iterations::IterationsReport report;
   if (!iterations::run_iterations(trace, options, &report, &error)) return fail("iterations", input + ": " + error, 1);

@@ -114,7 +114,7 @@ int run_lowerbound(int argc, char** argv) {
 
   if (!opt.trace.empty()) {
     model::Trace trace;
-    if (!model::load_trace(opt.trace, &trace, &error)) return fail("lowerbound", error, 1);
+    if (!load_native_or_import(opt.trace, &trace, &error)) return fail("lowerbound", error, 1);
     lb::TraceComparison cmp;
     if (!lb::compare_with_trace(model, trace, &cmp, &error))
       return fail("lowerbound", opt.trace + ": " + error, 1);

@@ -405,7 +405,7 @@ InefficiencyFindings find_inefficiencies(const LayerModel& model, const model::T
   if (library.empty() && runtime.empty() && device.empty())
     return f;  // layer-level trace: nothing to inspect
 
-  const model::SpanTree tree = model::build_span_tree(trace);
+  const model::SpanTree& tree = trace.tree();
   auto in_window = [&](size_t i) {
     return trace.spans[i].start_ns >= window_start && trace.spans[i].end_ns <= window_end;
   };

@@ -132,7 +132,7 @@ TensorCoreUsage tensor_core_usage(const LayerModel& model, const model::Trace& t
     slot_of_op[k] = static_cast<int64_t>(it->second);
   }
 
-  const model::SpanTree tree = model::build_span_tree(trace);
+  const model::SpanTree& tree = trace.tree();
   std::vector<double> longest_any(u.layers.size(), 0), longest_tc(u.layers.size(), 0);
   for (size_t i : kernels) {
     const SpanRecord& s = trace.spans[i];

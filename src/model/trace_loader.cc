@@ -1,15 +1,16 @@
 #include "model/trace_loader.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <optional>
-#include <cstdio>
 #include <unordered_map>
 
 #include "format/payloads.h"
+#include "model/trace_reader.h"
 
 namespace strata::model {
 namespace {
@@ -20,10 +21,12 @@ struct StreamState {
   std::vector<uint32_t> string_map;  // local id -> pool id (UINT32_MAX: not defined yet)
 };
 
+using stats::Stat;
+
 class Loader {
  public:
-  Loader(Trace* trace, format::ChunkReader* reader)
-      : trace_(trace), reader_(reader), first_span_(trace->spans.size()) {}
+  Loader(TraceBuilder* builder, format::ChunkReader* reader)
+      : builder_(builder), trace_(&builder->trace()), reader_(reader), first_span_(trace_->spans.size()) {}
 
   bool run(std::string* error) {
     // Reserve for the most spans the file can hold: no reallocation (and no 2x peak while one
@@ -44,22 +47,24 @@ class Loader {
       handle(chunk);
     }
     refine_tick_clocks();
-    LoadReport& r = trace_->report;
-    r.files += 1;
-    r.bytes += reader_->file_size();
-    r.corrupt_chunks += reader_->corrupt_chunks();
-    r.skipped_bytes += reader_->skipped_bytes();
-    r.unknown_chunks += unknown_chunks_;
-    if (reader_->truncated()) r.truncated_files += 1;
-    for (const auto& w : reader_->warnings()) r.warnings.push_back(w);
+    builder_->count(Stat::kLoadFiles);
+    builder_->count(Stat::kLoadBytes, reader_->file_size());
+    builder_->count(Stat::kLoadCorruptChunks, reader_->corrupt_chunks());
+    builder_->count(Stat::kLoadSkippedBytes, reader_->skipped_bytes());
+    builder_->count(Stat::kLoadUnknownChunks, unknown_chunks_);
+    if (reader_->truncated()) builder_->count(Stat::kLoadTruncatedFiles);
+    for (const auto& w : reader_->warnings()) builder_->warn(w);
     return true;
   }
 
  private:
   void warn(const format::Chunk& chunk, const std::string& reason) {
-    if (trace_->report.warnings.size() < 64)
-      trace_->report.warnings.push_back(reader_->name() + ": offset " + std::to_string(chunk.offset) +
-                                        ": " + reason);
+    builder_->warn(reader_->name() + ": offset " + std::to_string(chunk.offset) + ": " + reason);
+  }
+  // A chunk that passed its checksum but could not be decoded: skipped, counted, and said why.
+  void skip(const format::Chunk& chunk, const std::string& reason) {
+    builder_->count(Stat::kLoadUndecodableChunks);
+    warn(chunk, reason + "; chunk skipped");
   }
 
   StreamState& stream(uint64_t stream_id) {
@@ -75,7 +80,7 @@ class Loader {
   uint32_t map_string(StreamState& s, uint32_t local) {
     if (local == 0) return 0;
     if (local < s.string_map.size() && s.string_map[local] != UINT32_MAX) return s.string_map[local];
-    trace_->report.unknown_strings += 1;
+    builder_->count(Stat::kLoadUnknownStrings);
     return trace_->strings.intern("<unknown string " + std::to_string(local) + ">");
   }
 
@@ -88,9 +93,10 @@ class Loader {
       case ChunkType::kStrings: {
         StreamState& s = stream(chunk.stream_id);
         entries_.clear();
-        if (!format::decode_strings(chunk.payload, &entries_, &error)) return warn(chunk, error + "; chunk skipped");
+        if (!format::decode_strings(chunk.payload, &entries_, &error)) return skip(chunk, error);
         for (const auto& e : entries_) {
           if (e.id >= (1u << 28)) {
+            builder_->count(Stat::kLoadBadStringIds);
             warn(chunk, "string id " + std::to_string(e.id) + " out of range; entry skipped");
             continue;
           }
@@ -103,7 +109,7 @@ class Loader {
         return handle_spans(chunk);
       case ChunkType::kClockSnapshot: {
         std::vector<format::ClockReading> readings;
-        if (!format::decode_clock_snapshot(chunk.payload, &readings, &error)) return warn(chunk, error);
+        if (!format::decode_clock_snapshot(chunk.payload, &readings, &error)) return skip(chunk, error);
         ClockSnapshot snap;
         for (const auto& r : readings) snap.readings.emplace_back(r.domain, r.value);
         trace_->processes[stream(chunk.stream_id).process].clock_snapshots.push_back(std::move(snap));
@@ -111,12 +117,18 @@ class Loader {
       }
       case ChunkType::kStats: {
         format::Properties props;
-        if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
+        if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
         Process& p = trace_->processes[stream(chunk.stream_id).process];
         for (const auto& [key, value] : props.entries()) {
           if (key.rfind(format::keys::kDroppedPrefix, 0) == 0) {
-            auto v = props.get_int(key);
-            if (v) p.drops[key.substr(format::keys::kDroppedPrefix.size())] = static_cast<uint64_t>(*v);
+            // Cumulative counters: the last Stats chunk of a stream wins. Causes this version does
+            // not know (a newer collector) are kept under their key.
+            std::optional<uint64_t> v = counter_value(chunk, key, props.get_int(key));
+            if (!v) continue;
+            if (std::optional<Stat> stat = stats::find(key))
+              p.stats.set(*stat, *v);
+            else
+              p.stats.set_unregistered(key, *v);
           } else if (key.rfind("thread_name.", 0) == 0) {
             p.thread_names[static_cast<uint32_t>(std::strtoul(key.c_str() + 12, nullptr, 10))] = value;
           } else {
@@ -129,13 +141,13 @@ class Loader {
         Process& p = trace_->processes[stream(chunk.stream_id).process];
         p.ended_cleanly = true;
         format::Properties props;
-        if (format::Properties::decode(chunk.payload, &props, &error))
-          for (const auto& [key, value] : props.entries()) p.properties.set("end." + key, value);
+        if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
+        for (const auto& [key, value] : props.entries()) p.properties.set("end." + key, value);
         return;
       }
       case ChunkType::kRecord: {
         format::Properties props;
-        if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
+        if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
         for (const auto& [key, value] : props.entries()) trace_->record.set(key, value);
         return;
       }
@@ -192,7 +204,7 @@ class Loader {
   void handle_process(const format::Chunk& chunk) {
     format::Properties props;
     std::string error;
-    if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
+    if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
     Process& p = trace_->processes[stream(chunk.stream_id).process];
     namespace k = format::keys;
     p.pid = props.get_int(k::kPid).value_or(0);
@@ -207,13 +219,32 @@ class Loader {
     p.start_monotonic_ns = props.get_int(k::kStartMonotonicNs).value_or(0);
     if (auto level = props.get_int(k::kLevel); level && *level > 0 && *level < 256)
       p.level_gate = static_cast<uint8_t>(*level);
-    p.properties = std::move(props);
+    // Counters stored as properties (an importer's import.* counts) go to the process's stats.
+    format::Properties kept;
+    for (const auto& [key, value] : props.entries()) {
+      std::optional<Stat> stat = stats::find(key);
+      if (!stat || stats::info(*stat).disk != stats::Disk::kProcess) {
+        kept.set(key, value);
+      } else if (std::optional<uint64_t> v = counter_value(chunk, key, props.get_int(key))) {
+        p.stats.set(*stat, *v);
+      }
+    }
+    p.properties = std::move(kept);
+  }
+
+  // A counter's value: a non-negative integer; anything else is warned about and ignored.
+  std::optional<uint64_t> counter_value(const format::Chunk& chunk, const std::string& key,
+                                        std::optional<int64_t> value) {
+    if (value && *value >= 0) return static_cast<uint64_t>(*value);
+    warn(chunk, "counter " + key + " is " + (value ? std::to_string(*value) : "not an integer") +
+                    "; ignored (counters are non-negative integers)");
+    return std::nullopt;
   }
 
   void handle_spans(const format::Chunk& chunk) {
     format::DecodedSpans decoded;
     std::string error;
-    if (!format::decode_spans(chunk.payload, &decoded, &error)) return warn(chunk, error + "; chunk skipped");
+    if (!format::decode_spans(chunk.payload, &decoded, &error)) return skip(chunk, error);
     StreamState& s = stream(chunk.stream_id);
     // Validate the attribute counts before copying anything, so a bad chunk is dropped whole.
     uint64_t attr_total = 0;
@@ -223,9 +254,9 @@ class Loader {
       attr_total += count;
     }
     if (attr_total != decoded.attr_count) {
-      return warn(chunk, "spans chunk attribute counts (" + std::to_string(attr_total) +
+      return skip(chunk, "spans chunk attribute counts (" + std::to_string(attr_total) +
                              ") disagree with its attribute area (" + std::to_string(decoded.attr_count) +
-                             "); chunk skipped");
+                             ")");
     }
     const size_t first_span = trace_->spans.size();
     const size_t first_attr = trace_->attrs.size();
@@ -236,6 +267,7 @@ class Loader {
     const auto* attr_records = reinterpret_cast<const AttrRecord*>(decoded.attr_bytes);
     trace_->attrs.insert(trace_->attrs.end(), attr_records, attr_records + decoded.attr_count);
     trace_->attr_begin.reserve(trace_->attr_begin.size() + decoded.span_count);
+    trace_->attr_begin.back() = static_cast<uint32_t>(first_attr);
     uint32_t attr_pos = static_cast<uint32_t>(first_attr);
     // Remap names through a one-entry cache: consecutive spans usually share a name.
     uint32_t last_local = UINT32_MAX, last_global = 0;
@@ -247,7 +279,7 @@ class Loader {
         last_global = map_string(s, span.name);
       }
       span.name = last_global;
-      if (!is_known_level(span.level)) trace_->report.unknown_levels += 1;
+      if (!is_known_level(span.level)) builder_->count(Stat::kLoadUnknownLevels);
       attr_pos += span.attr_count;
       trace_->attr_begin.push_back(attr_pos);
     }
@@ -258,8 +290,10 @@ class Loader {
         a.value.u = map_string(s, static_cast<uint32_t>(a.value.u));
     }
     trace_->processes[s.process].span_count += decoded.span_count;
+    trace_->invalidate_structure();
   }
 
+  TraceBuilder* builder_;
   Trace* trace_;
   format::ChunkReader* reader_;
   size_t first_span_;  // spans before this index came from earlier files
@@ -268,14 +302,49 @@ class Loader {
   uint64_t unknown_chunks_ = 0;
 };
 
+class NativeReader final : public TraceReader {
+ public:
+  std::string_view name() const override { return "native"; }
+  std::string_view description() const override {
+    return "Strata trace (.strata, or a directory of them, as `strata record` and `strata import` write)";
+  }
+  int probe(const ProbeInput& input) const override {
+    if (input.is_directory) return 100;
+    return format::has_strata_magic(input.head) ? 100 : 0;
+  }
+  uint64_t memory_estimate(const ProbeInput& input) const override {
+    // The span and attribute records load as they are stored (64 + 16 bytes); the tracks table and
+    // the span tree add about 30 bytes a span (about 0.45 of a 64-byte span), strings little.
+    uint64_t bytes = input.size;
+    if (input.is_directory) {
+      std::error_code ec;
+      for (const auto& entry : std::filesystem::directory_iterator(input.path, ec))
+        if (entry.is_regular_file(ec) && entry.path().extension() == ".strata") bytes += entry.file_size(ec);
+    }
+    return bytes + bytes / 2;
+  }
+  bool read(const ProbeInput& input, std::string_view format, TraceBuilder& builder,
+            std::string* error) const override {
+    (void)format;
+    return load_native(input.path, builder, error);
+  }
+};
+
 }  // namespace
 
-bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error) {
-  Loader loader(trace, &reader);
+std::unique_ptr<TraceReader> make_native_reader() { return std::make_unique<NativeReader>(); }
+
+bool load_chunks(format::ChunkReader& reader, TraceBuilder& builder, std::string* error) {
+  Loader loader(&builder, &reader);
   return loader.run(error);
 }
 
-bool load_trace(const std::string& path, Trace* trace, std::string* error, const LoadOptions& options) {
+bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error) {
+  TraceBuilder builder(trace);
+  return load_chunks(reader, builder, error);
+}
+
+bool load_native(const std::string& path, TraceBuilder& builder, std::string* error) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<std::string> files;
@@ -296,42 +365,16 @@ bool load_trace(const std::string& path, Trace* trace, std::string* error, const
       *error = reader.error();
       return false;
     }
-    if (!load_chunks(reader, trace, error)) return false;
+    if (!load_chunks(reader, builder, error)) return false;
   }
-  if (options.sort_by_start) sort_spans(trace);
   return true;
 }
 
-void sort_spans(Trace* trace) {
-  auto& spans = trace->spans;
-  bool sorted = std::is_sorted(spans.begin(), spans.end(), [](const SpanRecord& a, const SpanRecord& b) {
-    return a.start_ns < b.start_ns;
-  });
-  if (sorted) return;
-  std::vector<uint32_t> order(spans.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const SpanRecord& x = spans[a];
-    const SpanRecord& y = spans[b];
-    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-    return x.end_ns > y.end_ns;  // the enclosing span first
-  });
-  std::vector<SpanRecord> new_spans;
-  new_spans.reserve(spans.size());
-  std::vector<AttrRecord> new_attrs;
-  new_attrs.reserve(trace->attrs.size());
-  std::vector<uint32_t> new_begin;
-  new_begin.reserve(spans.size() + 1);
-  new_begin.push_back(0);
-  for (uint32_t i : order) {
-    new_spans.push_back(spans[i]);
-    auto attrs = trace->attributes(i);
-    new_attrs.insert(new_attrs.end(), attrs.begin(), attrs.end());
-    new_begin.push_back(static_cast<uint32_t>(new_attrs.size()));
-  }
-  spans = std::move(new_spans);
-  trace->attrs = std::move(new_attrs);
-  trace->attr_begin = std::move(new_begin);
+bool load_trace(const std::string& path, Trace* trace, std::string* error, const LoadOptions& options) {
+  TraceBuilder builder(trace);
+  if (!load_native(path, builder, error)) return false;
+  if (options.sort_by_start) builder.finish({.structure = false, .tree = {}});
+  return true;
 }
 
 }  // namespace strata::model

@@ -18,8 +18,12 @@ TraceSummary summarize(const Trace& trace) {
     s.last_ns = std::max(s.last_ns, span.end_ns);
   }
   if (trace.spans.empty()) s.first_ns = s.last_ns = 0;
-  for (const Process& p : trace.processes)
-    for (const auto& [cause, count] : p.drops) s.drops[cause] += count;
+  for (const Process& p : trace.processes) {
+    for (const auto& [stat, count] : p.stats.nonzero())
+      if (stats::info(stat).disk == stats::Disk::kStats)
+        s.drops[std::string(stats::info(stat).name)] += count;
+    for (const auto& [key, count] : p.stats.unregistered()) s.drops[key] += count;
+  }
   return s;
 }
 

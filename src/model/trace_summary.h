@@ -14,7 +14,9 @@ struct TraceSummary {
   std::map<uint8_t, uint64_t> spans_per_level;
   std::map<uint8_t, uint64_t> spans_per_kind;
   std::map<std::pair<int64_t, uint8_t>, uint64_t> spans_per_process_level;  // (pid, level)
-  std::map<std::string, uint64_t> drops;  // cause -> count, over all processes
+  // Dropped events and records by stat name (collector.buffer_full, import.malformed_event, or the
+  // on-disk key of a cause this version does not know), summed over processes.
+  std::map<std::string, uint64_t> drops;
   uint64_t unfinished = 0;
   int64_t first_ns = 0;
   int64_t last_ns = 0;
