@@ -152,6 +152,68 @@ class Parents {
   std::unordered_map<uint64_t, size_t> elsewhere_;
 };
 
+// Chrome metadata events: a name for every process and every track (thread or device stream).
+template <typename Sep>
+void append_chrome_names(const model::Trace& trace, const model::TrackTable& track_table, std::string* out,
+                         Sep& sep) {
+  std::string& b = *out;
+  std::map<std::pair<int64_t, int64_t>, uint32_t> tracks;  // (pid, Chrome tid) -> track
+  for (uint32_t t = 0; t < track_table.size(); ++t) {
+    const model::TrackKey& k = track_table[t].key;
+    tracks.emplace(std::make_pair(trace.processes[k.process].pid, chrome_tid(k)), t);
+  }
+  for (const model::Process& p : trace.processes) {
+    sep();
+    b += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
+    append_i64(&b, p.pid);
+    b += ",\"tid\":0,\"args\":{\"name\":";
+    std::string label = p.command_line.empty() ? "process" : p.command_line.substr(0, 120);
+    append_json_string(&b, label + " (" + std::to_string(p.pid) + ")");
+    b += "}}";
+  }
+  for (const auto& [key, track] : tracks) {
+    const auto& [pid, tid] = key;
+    sep();
+    b += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":";
+    append_i64(&b, pid);
+    b += ",\"tid\":";
+    append_i64(&b, tid);
+    b += ",\"args\":{\"name\":";
+    append_json_string(&b, track_table.label(trace, track));
+    b += "}}";
+  }
+}
+
+// The flow arrow (a start and an end event) from span i's parent to span i, when nesting on the
+// child's own row cannot show the link. Flow ids are the child's position in the file: unique.
+template <typename Sep>
+void append_parent_flow(const model::Trace& trace, const model::TrackTable& track_table, size_t i,
+                        const ParentRef& parent, int64_t origin, std::string* out, Sep& sep) {
+  const SpanRecord& s = trace.spans[i];
+  const SpanRecord* p = parent.parent;
+  if (p == nullptr || p->kind == static_cast<uint8_t>(SpanKind::kCounter)) return;
+  const uint32_t track = track_table.track_of(s);
+  const uint32_t parent_track = track_table.track_of(*p);
+  if (parent_track == track && p->start_ns <= s.start_ns && s.end_ns <= p->end_ns) return;  // nested
+  std::string& b = *out;
+  for (const bool start : {true, false}) {
+    const SpanRecord& at = start ? *p : s;
+    sep();
+    b += start ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"";
+    b += ",\"name\":";
+    append_json_string(&b, parent.link);
+    b += ",\"cat\":\"parent\",\"id\":";
+    append_u64(&b, i + 1);
+    b += ",\"pid\":";
+    append_i64(&b, trace.process(at).pid);
+    b += ",\"tid\":";
+    append_i64(&b, chrome_tid(track_table[start ? parent_track : track].key));
+    b += ",\"ts\":";
+    append_us(&b, at.start_ns - origin);
+    b += "}";
+  }
+}
+
 }  // namespace
 
 void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
@@ -176,38 +238,12 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
   // Metadata: process and thread (track) names.
   const model::TrackTable& track_table = trace.tracks();
   const Parents parents(trace, trace.tree());
-  std::map<std::pair<int64_t, int64_t>, uint32_t> tracks;  // (pid, Chrome tid) -> track
-  for (uint32_t t = 0; t < track_table.size(); ++t) {
-    const model::TrackKey& k = track_table[t].key;
-    tracks.emplace(std::make_pair(trace.processes[k.process].pid, chrome_tid(k)), t);
-  }
-  for (const model::Process& p : trace.processes) {
-    sep();
-    b += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
-    append_i64(&b, p.pid);
-    b += ",\"tid\":0,\"args\":{\"name\":";
-    std::string label = p.command_line.empty() ? "process" : p.command_line.substr(0, 120);
-    append_json_string(&b, label + " (" + std::to_string(p.pid) + ")");
-    b += "}}";
-  }
-  for (const auto& [key, track] : tracks) {
-    const auto& [pid, tid] = key;
-    const std::string name = track_table.label(trace, track);
-    sep();
-    b += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":";
-    append_i64(&b, pid);
-    b += ",\"tid\":";
-    append_i64(&b, tid);
-    b += ",\"args\":{\"name\":";
-    append_json_string(&b, name);
-    b += "}}";
-  }
+  append_chrome_names(trace, track_table, &b, sep);
 
   // Spans. The tree shows as Chrome shows structure: an edge whose parent encloses the child on the
   // child's own track by nesting; every other edge (device work under its launch, a call under the
-  // op on another thread, an explicit parent elsewhere) by a flow arrow from parent to child, named
-  // by how the link was established. Flow ids are the child's position in the file: unique.
-  auto is_counter = [](const SpanRecord& s) { return s.kind == static_cast<uint8_t>(SpanKind::kCounter); };
+  // op on another thread, a parent in another process) by a flow arrow from parent to child, named
+  // by how the link was established.
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     const SpanRecord& s = trace.spans[i];
     const int64_t pid = trace.process(s).pid;
@@ -264,30 +300,7 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
     if (s.flags & kSpanFlagUnfinished) b += ",\"unfinished\":true";
     append_attr_members(trace, i, &b, true);
     b += "}}";
-    if (parent.parent && !is_counter(*parent.parent)) {
-      const uint32_t parent_track = track_table.track_of(*parent.parent);
-      const bool nested =
-          parent_track == track && parent.parent->start_ns <= s.start_ns && s.end_ns <= parent.parent->end_ns;
-      if (!nested) {
-        const int64_t parent_pid = trace.process(*parent.parent).pid;
-        const int64_t parent_tid = chrome_tid(track_table[parent_track].key);
-        for (const bool start : {true, false}) {
-          sep();
-          b += start ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"";
-          b += ",\"name\":";
-          append_json_string(&b, parent.link);
-          b += ",\"cat\":\"parent\",\"id\":";
-          append_u64(&b, i + 1);
-          b += ",\"pid\":";
-          append_i64(&b, start ? parent_pid : pid);
-          b += ",\"tid\":";
-          append_i64(&b, start ? parent_tid : tid);
-          b += ",\"ts\":";
-          append_us(&b, (start ? parent.parent->start_ns : s.start_ns) - origin);
-          b += "}";
-        }
-      }
-    }
+    append_parent_flow(trace, track_table, i, parent, origin, &b, sep);
     w.maybe_flush();
   }
   b += "\n]}\n";

@@ -279,6 +279,15 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
     if (s.record.start_ns < latest) ++late;
     latest = std::max(latest, s.record.start_ns);
   }
+  hand_spans_to_builder(process_of_pid);
+  model::Process& main = trace_->processes[process_of_pid[main_pid]];
+  record_stats(&main.stats, &main.properties, events_read, late, unresolved);
+  if (stats) *stats = main.stats;
+  trace_->invalidate_structure();
+  return true;
+}
+
+void ImportBuilder::hand_spans_to_builder(const std::unordered_map<int64_t, uint16_t>& process_of_pid) {
   std::stable_sort(late_attrs_.begin(), late_attrs_.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<uint32_t> late_begin(spans_.size() + 1, 0);
@@ -306,12 +315,14 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
   }
   for (const auto& [pid, process] : process_of_pid) builder_->number_spans_of(process);
   if (drops_attr_overflow) drops_["import.attribute_limit"] += drops_attr_overflow;
+}
 
-  // The import's counts, on the main process: stats of the registry (and, for a cause or note this
-  // version has not registered, the on-disk key, so nothing is lost).
-  model::Process& main = trace_->processes[process_of_pid[main_pid]];
+// The import's counts, on the main process: stats of the registry (and, for a cause or note this
+// version has not registered, the on-disk key, so nothing is lost).
+void ImportBuilder::record_stats(stats::StatSet* out, format::Properties* properties, uint64_t events_read,
+                                 uint64_t late, uint64_t unresolved) {
   using stats::Stat;
-  stats::StatSet& st = main.stats;
+  stats::StatSet& st = *out;
   for (const auto& [cause, count] : drops_) {
     if (std::optional<Stat> stat = stats::find(cause))
       st.add(*stat, count);
@@ -323,7 +334,7 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
     if (stat && stats::info(*stat).disk == stats::Disk::kProcess)
       st.add(*stat, count);
     else
-      main.properties.set_int("import." + key, static_cast<int64_t>(count));
+      properties->set_int("import." + key, static_cast<int64_t>(count));
   }
   st.add(Stat::kImportEventsRead, events_read);
   st.add(Stat::kImportSpansWritten, spans_.size());
@@ -335,9 +346,6 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
   st.add(Stat::kImportCounterEvents, counter_events_);
   st.add(Stat::kImportCounterSamples, counter_samples_);
   st.add(Stat::kImportUnfinishedSpans, unfinished_spans_);
-  if (stats) *stats = st;
-  trace_->invalidate_structure();
-  return true;
 }
 
 }  // namespace strata::import

@@ -142,6 +142,11 @@ class ImportBuilder {
 
   std::optional<AttrRecord> arg_attr(const ChromeArg& arg);
   void add_device_properties(format::Properties* properties);
+  // finish(), after the processes exist: the spans (with their late attributes) into the trace, and
+  // the import's counts into the main process's stats.
+  void hand_spans_to_builder(const std::unordered_map<int64_t, uint16_t>& process_of_pid);
+  void record_stats(stats::StatSet* out, format::Properties* properties, uint64_t events_read, uint64_t late,
+                    uint64_t unresolved);
 };
 
 }  // namespace strata::import
