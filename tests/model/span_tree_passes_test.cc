@@ -284,13 +284,13 @@ TEST(SpanTreePasses, SameTreeWithoutExplicitOrExternalIds) {
 TEST(SpanTreePasses, SameTreeAtScale) {
   GeneratorOptions o;
   o.seed = 99;
-  o.target_spans = 400'000;
+  o.target_spans = 250'000;
   o.processes = 3;
   o.threads = 16;
   o.streams = 4;
   Trace t = Generator(o).make();
   sort_spans(&t);
-  expect_same_tree(t, {}, "400k spans, 3 processes x 16 threads");
+  expect_same_tree(t, {}, "250k spans, 3 processes x 16 threads");
 }
 
 TEST(SpanTreePasses, EveryLinkKindHasAName) {

@@ -57,7 +57,7 @@ Trace random_trace(size_t n, uint32_t seed) {
 
 TEST(TraceBuilder, SortInPlaceEqualsAStableSortByStartLongerFirstShallowerFirst) {
   for (uint32_t seed : {1u, 2u, 3u}) {
-    Trace t = random_trace(seed == 3 ? 1'000'000 : 50'000, seed);
+    Trace t = random_trace(seed == 3 ? 400'000 : 50'000, seed);
     // Brute force: a stable sort of copies, attributes carried along.
     std::vector<uint32_t> order(t.spans.size());
     std::iota(order.begin(), order.end(), 0u);
