@@ -15,6 +15,8 @@
 #include <tuple>
 
 #include "../test_util.h"
+#include "format/chunk_writer.h"
+#include "format/stream_writer.h"
 #include "import/importer.h"
 #include "model/span_tree.h"
 #include "model/trace_loader.h"
@@ -111,6 +113,60 @@ TEST(TraceBuilder, NumbersSpansWithoutIdsInTimeOrderPerProcess) {
   EXPECT_EQ(got, expect);
   EXPECT_TRUE(t.has_structure()) << "finish() builds the tracks and the tree once";
   EXPECT_EQ(t.stats.get(Stat::kTreeRoots), 5u);
+}
+
+// Files written before the stats registry (and by collectors that name causes it does not know yet):
+// their counters read as stats under the same names, nothing is lost, and they are written back
+// under the same keys.
+TEST(OpenTrace, CountersOfOlderAndNewerWritersReadAsStats) {
+  TempDir dir;
+  {
+    format::ChunkWriter file;
+    ASSERT_TRUE(file.open(dir.file("old.strata")));
+    format::StreamWriter w(&file, 9);
+    format::Properties process;
+    process.set_int("pid", 77);
+    process.set_int("import.events_read", 12);  // an importer's count, stored as a Process property
+    process.set("import.format", "kineto");
+    w.write_properties(format::ChunkType::kProcess, process);
+    SpanRecord s;
+    s.span_id = 1;
+    s.end_ns = 5;
+    s.name = w.intern("step");
+    s.level = 20;
+    s.kind = 1;
+    w.add_span(s);
+    w.flush();
+    format::Properties counters;
+    counters.set_int("dropped.buffer_full", 3);                    // the collector's DropCause
+    counters.set_int("dropped.cupti_records", 2);                  // a GPU collector's free string
+    counters.set_int("dropped.import.malformed_ts", 1);            // an importer's drop
+    counters.set_int("dropped.ring_overflow_from_the_future", 4);  // not registered (a newer collector)
+    counters.set_int("dropped.end_lost", -5);                      // damaged: negative
+    w.write_properties(format::ChunkType::kStats, counters);
+    file.close();
+  }
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(open_trace(dir.file("old.strata"), &t, &error)) << error;
+  ASSERT_EQ(t.processes.size(), 1u);
+  const Process& p = t.processes[0];
+  EXPECT_EQ(p.stats.get(Stat::kCollectorBufferFull), 3u);
+  EXPECT_EQ(p.stats.get(Stat::kCollectorCuptiRecords), 2u);
+  EXPECT_EQ(p.stats.get(Stat::kImportMalformedTs), 1u);
+  EXPECT_EQ(p.stats.get(Stat::kImportEventsRead), 12u);
+  EXPECT_FALSE(p.properties.get("import.events_read")) << "a stat, not also a property";
+  EXPECT_EQ(p.properties.get("import.format"), "kineto");
+  EXPECT_EQ(p.stats.get("dropped.ring_overflow_from_the_future"), 4u);
+  EXPECT_EQ(p.stats.get(Stat::kCollectorEndLost), 0u) << "a negative counter is not believed";
+  EXPECT_FALSE(t.warnings.empty());
+  EXPECT_EQ(t.total_drops(), 3u + 2u + 1u + 4u);
+  // Saved and read again: the same counters under the same keys.
+  ASSERT_TRUE(save_trace(t, dir.file("again.strata"), &error)) << error;
+  Trace again;
+  ASSERT_TRUE(open_trace(dir.file("again.strata"), &again, &error)) << error;
+  EXPECT_EQ(again.processes[0].stats.nonzero(), p.stats.nonzero());
+  EXPECT_EQ(again.processes[0].stats.unregistered(), p.stats.unregistered());
 }
 
 TEST(OpenTrace, MergesNativeAndImportedInputsIntoOneSortedTraceWithOneTree) {
