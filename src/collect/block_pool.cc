@@ -36,6 +36,7 @@ Block* BlockPool::acquire() {
   }
   block->committed.store(0, std::memory_order_relaxed);
   block->next.store(nullptr, std::memory_order_relaxed);
+  block->closed.store(false, std::memory_order_relaxed);
   block->capacity = slots_per_block();
   in_use_.fetch_add(1, std::memory_order_relaxed);
   return block;

@@ -19,6 +19,7 @@ inline constexpr size_t kBlockBytes = 64 * 1024;
 struct Block {
   std::atomic<uint32_t> committed{0};  // slots written and visible to the consumer
   std::atomic<Block*> next{nullptr};   // set (release) once the producer moved on: block sealed
+  std::atomic<bool> closed{false};     // the producer writes no more into it (next may still follow)
   uint32_t capacity = 0;               // slots
   detail::Slot* slots() { return reinterpret_cast<detail::Slot*>(this + 1); }
 };

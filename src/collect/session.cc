@@ -162,6 +162,11 @@ ThreadState* Session::register_thread() {
   return t;
 }
 
+ThreadState* Session::calling_thread_state() {
+  ThreadState* t = tls_state;
+  return t != nullptr && t->session == this ? t : nullptr;
+}
+
 ThreadState* Session::thread_state() {
   ThreadState* t = tls_state;
   if (t != nullptr && t->session == this && !t->exited.load(std::memory_order_relaxed)) return t;
@@ -172,27 +177,81 @@ ThreadState* Session::thread_state() {
 detail::Slot* Session::reserve(ThreadState* t, uint32_t count, int drop_cause) {
   detail::ThreadCursor& c = t->cursor;
   detail::Slot* end = c.end.load(std::memory_order_relaxed);
-  if (c.cur != nullptr && end - c.cur >= static_cast<ptrdiff_t>(count)) return c.cur;
+  if (c.cur != nullptr && end - c.cur >= static_cast<ptrdiff_t>(count) &&
+      t->deferred_count.load(std::memory_order_relaxed) == 0 &&
+      t->deferred_overflow.load(std::memory_order_relaxed) == 0)
+    return c.cur;
   if (stopped_.load(std::memory_order_relaxed)) return nullptr;
-  if (count >= BlockPool::slots_per_block()) {
-    t->drops[drop_cause].fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
+  detail::Slot* s = nullptr;
+  if (count < BlockPool::slots_per_block() && write_deferred(t)) {
+    end = c.end.load(std::memory_order_relaxed);
+    if (c.cur != nullptr && end - c.cur >= static_cast<ptrdiff_t>(count)) s = c.cur;
+    else if (switch_block(t)) s = c.cur;
   }
+  if (s == nullptr && drop_cause != kDropEndLost) t->drops[drop_cause].fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+bool Session::switch_block(ThreadState* t) {
+  detail::ThreadCursor& c = t->cursor;
+  std::lock_guard<std::mutex> lock(t->chain_mu);
+  Block* old = t->write_block;
+  // Nothing more goes into the old block (its commits precede this store): once read to the end,
+  // the writer may take it back even if no successor follows.
+  if (old != nullptr) old->closed.store(true, std::memory_order_release);
   Block* fresh = pool_.acquire();
   if (fresh == nullptr) {
-    t->drops[drop_cause].fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
+    c.end.store(c.cur, std::memory_order_relaxed);  // the hot path comes back here, never into `old`
+    return false;
   }
-  Block* old = t->write_block;
+  // Publishing `next` seals the old block: the writer frees it once it has read all of it. If the
+  // writer already took the old block back, the chain starts anew at `head`.
+  if (old != nullptr) old->next.store(fresh, std::memory_order_release);
+  else t->head = fresh;
   t->write_block = fresh;
   c.base = fresh->slots();
   c.cur = c.base;
   c.committed = &fresh->committed;
   c.end.store(c.base + fresh->capacity, std::memory_order_relaxed);
-  // Publishing `next` seals the old block: the writer frees it once it has read all of it.
-  if (old != nullptr) old->next.store(fresh, std::memory_order_release);
-  else t->head.store(fresh, std::memory_order_release);
-  return c.cur;
+  return true;
+}
+
+void Session::defer_end(ThreadState* t, uint64_t ticks, uint64_t span_id) {
+  if (stopped_.load(std::memory_order_relaxed)) return;
+  uint32_t n = t->deferred_count.load(std::memory_order_relaxed);
+  if (n < kMaxDeferredEnds && t->deferred_overflow.load(std::memory_order_relaxed) == 0) {
+    t->deferred[n].ts = ticks;
+    t->deferred[n].word = span_id;
+    t->deferred_count.store(n + 1, std::memory_order_release);
+  } else if (span_id == 0) {
+    // Beyond the list a static end keeps only its count: the writer still closes the right spans
+    // (innermost static first), at this bounded time, flagged unfinished and counted as end_lost.
+    t->deferred_overflow_ticks.store(ticks, std::memory_order_relaxed);
+    t->deferred_overflow.fetch_add(1, std::memory_order_release);
+  } else {
+    // An API end beyond the list: the span stays open until the thread or the session ends.
+    t->drops[kDropEndLost].fetch_add(1, std::memory_order_relaxed);
+  }
+  // Every later event of this thread goes through reserve(), which writes the deferred ends first.
+  t->cursor.end.store(t->cursor.cur, std::memory_order_relaxed);
+}
+
+bool Session::write_deferred(ThreadState* t) {
+  const uint32_t n = t->deferred_count.load(std::memory_order_relaxed);
+  const uint32_t overflow = t->deferred_overflow.load(std::memory_order_relaxed);
+  if (n == 0 && overflow == 0) return true;
+  detail::ThreadCursor& c = t->cursor;
+  if (c.cur == nullptr || c.end.load(std::memory_order_relaxed) - c.cur < static_cast<ptrdiff_t>(1 + n)) {
+    if (!switch_block(t)) return false;
+  }
+  detail::Slot* s = c.cur;
+  s[0].ts = t->deferred_overflow_ticks.load(std::memory_order_relaxed);
+  s[0].word = event_word(kTagEndDeferred, n, overflow);
+  std::memcpy(static_cast<void*>(s + 1), t->deferred, n * sizeof(detail::Slot));
+  commit(t, s + 1 + n);
+  t->deferred_count.store(0, std::memory_order_relaxed);
+  t->deferred_overflow.store(0, std::memory_order_relaxed);
+  return true;
 }
 
 void Session::commit(ThreadState* t, detail::Slot* after) {
@@ -217,7 +276,7 @@ void Session::end_static_slow() {
   ThreadState* t = thread_state();
   if (t == nullptr) return;
   detail::Slot* s = reserve(t, 1, kDropEndLost);
-  if (s == nullptr) return;
+  if (s == nullptr) return defer_end(t, ts, 0);
   s->ts = ts;
   s->word = kTagEnd;
   commit(t, s + 1);
@@ -245,6 +304,7 @@ uint64_t Session::begin(std::string_view name, int level) {
   ThreadState* t = thread_state();
   if (t == nullptr) return 0;
   name = clip(name, t);
+  if (t->has_mail.load(std::memory_order_relaxed)) take_mail(t);
   uint32_t extra = 1 + slots_for_bytes(name.size());
   detail::Slot* s = reserve(t, 1 + extra, kDropBufferFull);
   if (s == nullptr) return 0;
@@ -264,20 +324,56 @@ void Session::end(uint64_t span_id) {
   if (span_id == 0) return;
   ThreadState* t = thread_state();
   if (t == nullptr) return;
-  auto& stack = t->api_stack;
-  for (size_t i = stack.size(); i-- > 0;) {
-    if (stack[i] == span_id) {
-      stack.erase(stack.begin() + static_cast<ptrdiff_t>(i));
-      break;
-    }
-  }
+  uint32_t owner = 0;
+  if (!api_span_owner(span_id, id_salt_, &owner) || owner != t->index) return hand_off_end(t, span_id, ts);
+  if (t->has_mail.load(std::memory_order_relaxed)) take_mail(t);
+  erase_from_api_stack(t, span_id);
   detail::Slot* s = reserve(t, 2, kDropEndLost);
-  if (s == nullptr) return;
+  if (s == nullptr) return defer_end(t, ts, span_id);
   s[0].ts = ts;
   s[0].word = event_word(kTagEndId, 1, 0);
   s[1].ts = span_id;
   s[1].word = 0;
   commit(t, s + 2);
+}
+
+void Session::erase_from_api_stack(ThreadState* t, uint64_t span_id) {
+  auto& stack = t->api_stack;
+  for (size_t i = stack.size(); i-- > 0;) {
+    if (stack[i] == span_id) {
+      stack.erase(stack.begin() + static_cast<ptrdiff_t>(i));
+      return;
+    }
+  }
+}
+
+// An API span ended on a thread other than the one that began it. The end goes to the writer on a
+// side list (not this thread's buffer: the writer must apply it by time on the owner's stack, and it
+// is never lost for lack of space), and to the owner's mailbox so its context (traceparent) moves on.
+void Session::hand_off_end(ThreadState* t, uint64_t span_id, uint64_t ticks) {
+  (void)t;
+  {
+    std::lock_guard<std::mutex> lock(handoff_mu_);
+    handoff_ends_.push_back({ticks, span_id});
+  }
+  uint32_t owner_index = 0;
+  if (!api_span_owner(span_id, id_salt_, &owner_index)) return;
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  if (owner_index >= owned_threads_.size()) return;
+  ThreadState* owner = owned_threads_[owner_index].get();
+  std::lock_guard<std::mutex> mail_lock(owner->mail_mu);
+  owner->mail.push_back(span_id);
+  owner->has_mail.store(true, std::memory_order_release);
+}
+
+void Session::take_mail(ThreadState* t) {
+  std::vector<uint64_t> mail;
+  {
+    std::lock_guard<std::mutex> lock(t->mail_mu);
+    mail.swap(t->mail);
+    t->has_mail.store(false, std::memory_order_relaxed);
+  }
+  for (uint64_t id : mail) erase_from_api_stack(t, id);
 }
 
 void Session::set_attr(uint64_t span_id, std::string_view key, AttrType type, int64_t i, double d,
@@ -375,6 +471,7 @@ void Session::emit_complete(const SpanRecord& record, std::string_view name, std
 
 uint64_t Session::current_api_span() {
   ThreadState* t = tls_state;
+  if (t != nullptr && t->session == this && t->has_mail.load(std::memory_order_relaxed)) take_mail(t);
   if (t != nullptr && t->session == this && !t->api_stack.empty()) return t->api_stack.back();
   return context_.parent_span_id;
 }
@@ -402,6 +499,9 @@ void Session::set_collector_property(std::string_view key, std::string_view valu
 }
 
 void Session::on_thread_exit(ThreadState* state) {
+  // Ends still deferred get one more chance at buffer space; what remains the writer applies from
+  // the thread state once it sees `exited`.
+  if (!stopped_.load(std::memory_order_relaxed)) write_deferred(state);
   state->exited.store(true, std::memory_order_release);
   if (tls_state == state) {
     tls_state = nullptr;

@@ -50,6 +50,7 @@ enum DropCause : int {
 const char* drop_cause_name(int cause);
 
 struct ThreadState;
+struct OpenSpan;
 
 // One attribute or metric handed over by a collector with a complete span.
 struct AttrDraft {
@@ -106,16 +107,32 @@ class Session {
  private:
   friend struct ThreadState;
   ThreadState* thread_state();
+  ThreadState* calling_thread_state();  // without registering
   ThreadState* register_thread();
-  // Reserves `count` contiguous slots in the calling thread's buffer, or null (drop counted).
+  // Reserves `count` contiguous slots in the calling thread's buffer (after writing any deferred
+  // ends), or null: the drop is counted, except for ends, which the caller defers.
   detail::Slot* reserve(ThreadState* t, uint32_t count, int drop_cause);
+  bool switch_block(ThreadState* t);
+  void defer_end(ThreadState* t, uint64_t ticks, uint64_t span_id);
+  bool write_deferred(ThreadState* t);
   void commit(ThreadState* t, detail::Slot* after);
   uint64_t new_api_id(ThreadState* t);
+  void hand_off_end(ThreadState* t, uint64_t span_id, uint64_t ticks);
+  void take_mail(ThreadState* t);
+  static void erase_from_api_stack(ThreadState* t, uint64_t span_id);
 
   void writer_loop();
   void drain_all();
-  void drain_thread(ThreadState& t);
+  // Reads the thread's events up to (limit, limit_pos) (everything when limit is null).
+  void drain_thread(ThreadState& t, const Block* limit = nullptr, uint32_t limit_pos = 0);
+  void take_handoff_ends();
   void process_events(ThreadState& t, const detail::Slot* slots, uint32_t count);
+  void emit_open(const ThreadState& owner, const OpenSpan& o, int64_t end_ns, uint8_t flags);
+  void close_innermost_static(ThreadState& t, int64_t end_ns, uint8_t flags);
+  void end_api_span(uint64_t span_id, int64_t end_ns);
+  void close_known_ends(ThreadState& t, int64_t now_ns);
+  void apply_deferred_ends(ThreadState& t, const detail::Slot* entries, uint32_t n, uint32_t overflow,
+                           uint64_t overflow_ticks);
   void finish_open_spans(ThreadState& t);
   void write_header();
   void write_stats();
@@ -152,6 +169,8 @@ class Session {
   };
   std::unordered_map<uint64_t, OpenRef> open_api_spans_;
   std::unordered_map<uint64_t, int64_t> early_ends_;  // ends seen before their begin (other thread)
+  std::mutex handoff_mu_;  // producers ending another thread's span -> writer
+  std::vector<detail::Slot> handoff_ends_;  // {ticks, span id}
   std::atomic<uint64_t> consumer_drops_[kDropCauseCount] = {};
   std::atomic<uint64_t> spans_written_{0};
   std::vector<std::pair<uint32_t, std::string>> thread_names_;

@@ -48,13 +48,46 @@ void Session::drain_all() {
     std::lock_guard<std::mutex> lock(threads_mu_);
     threads = threads_;
   }
-  for (ThreadState* t : threads) drain_thread(*t);
+  // First how far each thread has committed, then the ends other threads handed off: an event in
+  // this snapshot that happened after a hand-off (e.g. the thread joined the ender) then sees it.
+  struct Limit {
+    const Block* block;
+    uint32_t pos;
+  };
+  std::vector<Limit> limits(threads.size(), Limit{nullptr, 0});
+  for (size_t i = 0; i < threads.size(); ++i) {
+    ThreadState& t = *threads[i];
+    if (t.read_block == nullptr) {
+      std::lock_guard<std::mutex> lock(t.chain_mu);
+      t.read_block = t.head;
+      t.head = nullptr;
+      t.read_pos = 0;
+    }
+    const Block* b = t.read_block;
+    if (b == nullptr) continue;
+    for (const Block* next = b->next.load(std::memory_order_acquire); next != nullptr;
+         next = b->next.load(std::memory_order_acquire))
+      b = next;
+    limits[i] = {b, b->committed.load(std::memory_order_acquire)};
+  }
+  take_handoff_ends();
+  for (size_t i = 0; i < threads.size(); ++i)
+    if (limits[i].block != nullptr) drain_thread(*threads[i], limits[i].block, limits[i].pos);
   // Forget threads that exited and were read to the end: their blocks go back to the pool.
   std::lock_guard<std::mutex> lock(threads_mu_);
   std::erase_if(threads_, [&](ThreadState* t) {
     if (!t->exited.load(std::memory_order_acquire)) return false;
     drain_thread(*t);
     if (t->read_block != nullptr && t->read_block->next.load(std::memory_order_acquire) != nullptr) return false;
+    // Ends the thread deferred and could not write before it exited (its state is final now).
+    uint32_t n = t->deferred_count.load(std::memory_order_acquire);
+    uint32_t overflow = t->deferred_overflow.load(std::memory_order_acquire);
+    if (n > 0 || overflow > 0) {
+      apply_deferred_ends(*t, t->deferred, n, overflow, t->deferred_overflow_ticks.load(std::memory_order_relaxed));
+      t->deferred_count.store(0, std::memory_order_relaxed);
+      t->deferred_overflow.store(0, std::memory_order_relaxed);
+    }
+    if (t->open_with_known_end > 0) close_known_ends(*t, INT64_MAX);
     if (!t->open.empty()) finish_open_spans(*t);
     if (t->read_block != nullptr) pool_.release(t->read_block);
     t->read_block = nullptr;
@@ -62,24 +95,149 @@ void Session::drain_all() {
   });
 }
 
-void Session::drain_thread(ThreadState& t) {
+void Session::drain_thread(ThreadState& t, const Block* limit, uint32_t limit_pos) {
   for (;;) {
     Block* b = t.read_block;
     if (b == nullptr) {
-      b = t.head.load(std::memory_order_acquire);
+      if (limit != nullptr) return;  // the snapshot's blocks are read
+      std::lock_guard<std::mutex> lock(t.chain_mu);
+      b = t.head;
+      t.head = nullptr;
       if (b == nullptr) return;
       t.read_block = b;
       t.read_pos = 0;
     }
     Block* next = b->next.load(std::memory_order_acquire);
-    uint32_t committed = b->committed.load(std::memory_order_acquire);
-    if (committed > t.read_pos) process_events(t, b->slots() + t.read_pos, committed - t.read_pos);
-    t.read_pos = committed;
-    if (next == nullptr) return;
+    const bool closed = b->closed.load(std::memory_order_acquire);
+    const uint32_t committed = b->committed.load(std::memory_order_acquire);  // final once next/closed
+    const bool at_limit = b == limit;
+    const uint32_t upto = at_limit ? std::min(limit_pos, committed) : committed;
+    if (upto > t.read_pos) {
+      process_events(t, b->slots() + t.read_pos, upto - t.read_pos);
+      t.read_pos = upto;
+    }
+    if (t.read_pos < committed) break;  // more than the snapshot holds: the next round reads it
+    if (next != nullptr) {
+      pool_.release(b);
+      t.read_block = next;
+      t.read_pos = 0;
+      if (at_limit) break;
+      continue;
+    }
+    if (!closed) break;
+    // Closed, read to the end, and no successor: the producer found the pool empty. Take the block
+    // back (so a spent budget never strands blocks) unless the producer links a successor meanwhile.
+    {
+      std::lock_guard<std::mutex> lock(t.chain_mu);
+      if (b->next.load(std::memory_order_acquire) != nullptr) continue;
+      if (t.write_block == b) t.write_block = nullptr;
+    }
     pool_.release(b);
-    t.read_block = next;
+    t.read_block = nullptr;
     t.read_pos = 0;
+    if (limit != nullptr) break;
   }
+  if (t.open_with_known_end > 0) close_known_ends(t, INT64_MAX);
+}
+
+void Session::take_handoff_ends() {
+  std::vector<detail::Slot> ends;
+  {
+    std::lock_guard<std::mutex> lock(handoff_mu_);
+    if (handoff_ends_.empty()) return;
+    ends.swap(handoff_ends_);
+  }
+  for (const detail::Slot& e : ends) {
+    const uint64_t id = e.word;
+    const int64_t ns = clock_.to_ns(e.ts);
+    auto ref = open_api_spans_.find(id);
+    if (ref == open_api_spans_.end()) {
+      early_ends_[id] = ns;  // its begin is not read yet
+      continue;
+    }
+    ThreadState& owner = *ref->second.owner;
+    for (size_t k = owner.open.size(); k-- > 0;) {
+      if (owner.open[k].id != id) continue;
+      if (owner.open[k].known_end == OpenSpan::kNoKnownEnd) ++owner.open_with_known_end;
+      owner.open[k].known_end = ns;
+      break;
+    }
+  }
+}
+
+void Session::emit_open(const ThreadState& owner, const OpenSpan& o, int64_t end_ns, uint8_t flags) {
+  SpanRecord r;
+  r.span_id = o.id;
+  r.parent_id = o.parent;
+  r.start_ns = o.start_ns;
+  r.end_ns = std::max(o.start_ns, end_ns);
+  r.name = o.name;
+  r.tid = owner.tid;  // the span belongs to the thread that began it, even when another ended it
+  r.level = o.level;
+  r.kind = static_cast<uint8_t>(SpanKind::kSpan);
+  r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
+  r.flags = static_cast<uint8_t>(kSpanFlagFromTicks | flags);
+  stream_->add_span(r, o.attrs);
+  spans_written_.fetch_add(1, std::memory_order_relaxed);
+  if (flags & kSpanFlagUnfinished) ++unfinished_spans_;
+}
+
+// A static end (kTagEnd) closes the innermost *static* span: API spans above it on the stack are
+// ended by id, possibly on another thread, and must not take this end.
+void Session::close_innermost_static(ThreadState& t, int64_t end_ns, uint8_t flags) {
+  for (size_t k = t.open.size(); k-- > 0;) {
+    OpenSpan& o = t.open[k];
+    if (o.api) continue;
+    emit_open(t, o, end_ns, flags);
+    t.open.erase(t.open.begin() + static_cast<ptrdiff_t>(k));
+    return;
+  }
+  consumer_drops_[kDropUnmatchedEnd].fetch_add(1, std::memory_order_relaxed);
+}
+
+void Session::end_api_span(uint64_t span_id, int64_t end_ns) {
+  auto ref = open_api_spans_.find(span_id);
+  if (ref == open_api_spans_.end()) {
+    early_ends_[span_id] = end_ns;
+    return;
+  }
+  ThreadState& owner = *ref->second.owner;
+  open_api_spans_.erase(ref);
+  for (size_t k = owner.open.size(); k-- > 0;) {
+    if (owner.open[k].id != span_id) continue;
+    if (owner.open[k].known_end != OpenSpan::kNoKnownEnd) --owner.open_with_known_end;
+    emit_open(owner, owner.open[k], end_ns, 0);
+    owner.open.erase(owner.open.begin() + static_cast<ptrdiff_t>(k));
+    return;
+  }
+}
+
+// Spans another thread ended at or before `now_ns` are closed before this thread's next span takes
+// its parent, so nothing that began after such an end nests under the ended span.
+void Session::close_known_ends(ThreadState& t, int64_t now_ns) {
+  for (size_t k = t.open.size(); k-- > 0 && t.open_with_known_end > 0;) {
+    OpenSpan& o = t.open[k];
+    if (o.known_end == OpenSpan::kNoKnownEnd || o.known_end > now_ns) continue;
+    --t.open_with_known_end;
+    open_api_spans_.erase(o.id);
+    emit_open(t, o, o.known_end, 0);
+    t.open.erase(t.open.begin() + static_cast<ptrdiff_t>(k));
+  }
+}
+
+void Session::apply_deferred_ends(ThreadState& t, const detail::Slot* entries, uint32_t n, uint32_t overflow,
+                                  uint64_t overflow_ticks) {
+  for (uint32_t i = 0; i < n; ++i) {
+    int64_t ns = clock_.to_ns(entries[i].ts);
+    t.last_ns = std::max(t.last_ns, ns);
+    if (entries[i].word == 0) close_innermost_static(t, ns, 0);
+    else end_api_span(entries[i].word, ns);
+  }
+  if (overflow == 0) return;
+  int64_t ns = clock_.to_ns(overflow_ticks);
+  t.last_ns = std::max(t.last_ns, ns);
+  for (uint32_t i = 0; i < overflow; ++i) close_innermost_static(t, ns, kSpanFlagUnfinished);
+  consumer_drops_[kDropEndLost].fetch_add(overflow, std::memory_order_relaxed);
 }
 
 void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t count) {
@@ -117,8 +275,9 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
         last_loc_name = it->second;
       }
       int64_t ns = clock_.to_ns(head.ts);
+      if (__builtin_expect(t.open_with_known_end > 0, 0)) close_known_ends(t, ns);
       t.open.push_back({make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(), ns,
-                        last_loc_name, loc->level, {}});
+                        OpenSpan::kNoKnownEnd, last_loc_name, loc->level, false, {}});
       t.last_ns = ns;
       i += 1;
       continue;
@@ -127,13 +286,13 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
       int64_t ns = clock_.to_ns(head.ts);
       t.last_ns = ns;
       i += 1;
-      if (t.open.empty()) {
-        consumer_drops_[kDropUnmatchedEnd].fetch_add(1, std::memory_order_relaxed);
-        continue;
+      if (__builtin_expect(!t.open.empty() && !t.open.back().api, 1)) {
+        ThreadState::Open& o = t.open.back();
+        emit(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs, t.tid);
+        t.open.pop_back();
+      } else {
+        close_innermost_static(t, ns, 0);  // below an API span that is ended by id
       }
-      ThreadState::Open& o = t.open.back();
-      emit(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs, t.tid);
-      t.open.pop_back();
       continue;
     }
     uint32_t extra = extra_of(head.word);
@@ -146,39 +305,28 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
         std::string_view name = bytes(x + 1, aux >> 8);
         int64_t ns = clock_.to_ns(head.ts);
         t.last_ns = ns;
+        if (t.open_with_known_end > 0) close_known_ends(t, ns);
+        int64_t known_end = OpenSpan::kNoKnownEnd;
         auto early = early_ends_.find(id);
         if (early != early_ends_.end()) {  // ended on another thread before we read its begin
-          emit(id, parent_of_new(), ns, early->second, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF),
-               static_cast<uint8_t>(SpanKind::kSpan), {}, t.tid);
+          known_end = early->second;
+          ++t.open_with_known_end;
           early_ends_.erase(early);
-          break;
         }
-        t.open.push_back({id, parent_of_new(), ns, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF), {}});
+        t.open.push_back({id, parent_of_new(), ns, known_end, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF),
+                          true, {}});
         open_api_spans_[id] = {&t};
         break;
       }
       case kTagEndId: {
-        uint64_t id = x[0].ts;
         int64_t ns = clock_.to_ns(head.ts);
         t.last_ns = ns;
-        auto ref = open_api_spans_.find(id);
-        if (ref == open_api_spans_.end()) {
-          early_ends_[id] = ns;
-          break;
-        }
-        ThreadState& owner = *ref->second.owner;
-        open_api_spans_.erase(ref);
-        for (size_t k = owner.open.size(); k-- > 0;) {
-          if (owner.open[k].id != id) continue;
-          ThreadState::Open& o = owner.open[k];
-          // The span belongs to the thread that began it, even when another thread ended it.
-          emit(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs,
-               owner.tid);
-          owner.open.erase(owner.open.begin() + static_cast<ptrdiff_t>(k));
-          break;
-        }
+        end_api_span(x[0].ts, ns);
         break;
       }
+      case kTagEndDeferred:
+        apply_deferred_ends(t, x, extra, aux, head.ts);
+        break;
       case kTagAttr: {
         uint64_t id = x[0].ts;
         auto type = static_cast<AttrType>(x[0].word & 0xFF);
@@ -204,6 +352,7 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
       }
       case kTagInstant: {
         int64_t ns = clock_.to_ns(head.ts);
+        if (t.open_with_known_end > 0) close_known_ends(t, ns);
         emit(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(), ns, ns,
              stream_->intern(bytes(x, aux >> 8)), static_cast<uint8_t>(aux & 0xFF),
              static_cast<uint8_t>(SpanKind::kInstant), {}, t.tid);
@@ -263,24 +412,14 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
 
 void Session::finish_open_spans(ThreadState& t) {
   // Spans still open when the thread or the recording ended: kept, flagged unfinished, counted.
+  // Those another thread ended are complete: written with that end.
   for (auto& o : t.open) {
-    SpanRecord r;
-    r.span_id = o.id;
-    r.parent_id = o.parent;
-    r.start_ns = o.start_ns;
-    r.end_ns = std::max(o.start_ns, t.last_ns);
-    r.name = o.name;
-    r.tid = t.tid;
-    r.level = o.level;
-    r.kind = static_cast<uint8_t>(SpanKind::kSpan);
-    r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
-    r.flags = kSpanFlagUnfinished | kSpanFlagFromTicks;
-    stream_->add_span(r, o.attrs);
-    spans_written_.fetch_add(1, std::memory_order_relaxed);
+    if (o.known_end != OpenSpan::kNoKnownEnd) emit_open(t, o, o.known_end, 0);
+    else emit_open(t, o, t.last_ns, kSpanFlagUnfinished);
     open_api_spans_.erase(o.id);
-    ++unfinished_spans_;
   }
   t.open.clear();
+  t.open_with_known_end = 0;
 }
 
 void Session::flush() {
@@ -310,11 +449,24 @@ void Session::stop() {
   }
   wake_cv_.notify_all();
   writer_.join();
+  ThreadState* calling = calling_thread_state();
   // Final pass: everything committed is read; spans still open are written as unfinished.
+  take_handoff_ends();
   {
     std::lock_guard<std::mutex> lock(threads_mu_);
     for (ThreadState* t : threads_) {
       drain_thread(*t);
+      uint32_t n = t->deferred_count.load(std::memory_order_acquire);
+      uint32_t overflow = t->deferred_overflow.load(std::memory_order_acquire);
+      if (n > 0 || overflow > 0) {
+        if (t->exited.load(std::memory_order_acquire) || t == calling) {
+          // Final: the thread is gone, or it is the one stopping the session.
+          apply_deferred_ends(*t, t->deferred, n, overflow, t->deferred_overflow_ticks.load(std::memory_order_relaxed));
+        } else {
+          // Another thread still running: its list may change under us. Its spans close unfinished.
+          consumer_drops_[kDropEndLost].fetch_add(n + overflow, std::memory_order_relaxed);
+        }
+      }
       finish_open_spans(*t);
     }
   }
