@@ -1,13 +1,16 @@
 #include "format/stream_writer.h"
 
+#include <algorithm>
+
 #include "format/payloads.h"
 
 namespace strata::format {
 
 StreamWriter::StreamWriter(ChunkWriter* out, uint64_t stream_id, int compression_level,
-                           size_t spans_per_chunk)
+                           size_t spans_per_chunk, size_t max_chunk_bytes)
     : out_(out), stream_id_(stream_id), compression_level_(compression_level),
-      spans_per_chunk_(spans_per_chunk) {
+      spans_per_chunk_(std::max<size_t>(1, std::min(spans_per_chunk, max_chunk_bytes / sizeof(SpanRecord)))),
+      max_chunk_bytes_(max_chunk_bytes) {
   spans_.reserve(spans_per_chunk_);
 }
 
@@ -25,7 +28,9 @@ void StreamWriter::add_span(const SpanRecord& span, std::span<const AttrRecord> 
   spans_.push_back(span);
   spans_.back().attr_count = static_cast<uint16_t>(attrs.size());
   attrs_.insert(attrs_.end(), attrs.begin(), attrs.end());
-  if (spans_.size() >= spans_per_chunk_) flush();
+  if (spans_.size() >= spans_per_chunk_ ||
+      spans_.size() * sizeof(SpanRecord) + attrs_.size() * sizeof(AttrRecord) >= max_chunk_bytes_)
+    flush();
 }
 
 bool StreamWriter::flush_strings() {

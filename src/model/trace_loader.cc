@@ -290,13 +290,30 @@ bool load_trace(const std::string& path, Trace* trace, std::string* error, const
   } else {
     files.push_back(path);
   }
+  const size_t spans_before = trace->spans.size();
+  std::string damaged;  // the first damaged file that gave no spans, and why
   for (const auto& file : files) {
     format::ChunkReader reader;
     if (!reader.open(file)) {
       *error = reader.error();
       return false;
     }
+    const size_t file_spans_before = trace->spans.size();
     if (!load_chunks(reader, trace, error)) return false;
+    if (trace->spans.size() == file_spans_before && damaged.empty()) {
+      if (reader.truncated())
+        damaged = file + ": cut at offset " + std::to_string(reader.truncated_offset()) + " inside a chunk (" +
+                  std::to_string(reader.truncated_bytes()) + " bytes lost)";
+      else if (reader.corrupt_chunks() > 0 || reader.skipped_bytes() > 0)
+        damaged = file + ": " + std::to_string(reader.corrupt_chunks()) + " corrupt chunk(s), " +
+                  std::to_string(reader.skipped_bytes()) + " bytes skipped";
+    }
+  }
+  // A damaged trace that gave nothing back is an error, not an empty result.
+  if (trace->spans.size() == spans_before && !damaged.empty()) {
+    *error = damaged + "; no span could be recovered (writers flush every 100 ms: a process killed "
+                       "earlier, or a file cut inside its first chunk, leaves none). Record again";
+    return false;
   }
   if (options.sort_by_start) sort_spans(trace);
   return true;
