@@ -1,6 +1,7 @@
 #include "collect/session.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@ const char* drop_cause_name(int cause) {
 
 namespace {
 thread_local ThreadState* tls_state = nullptr;
+std::atomic<void (*)()> g_thread_registered_hook{nullptr};
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
 
@@ -57,8 +59,37 @@ uint64_t Session::drops(int cause) const {
   return total;
 }
 
+bool Session::open_file() {
+  switch (config_.open_mode) {
+    case SessionConfig::OpenMode::kTruncate:
+      return file_.open(config_.path);
+    case SessionConfig::OpenMode::kAppend:
+      return file_.open_append(config_.path);
+    case SessionConfig::OpenMode::kCreateNew: {
+      std::string base = config_.path;
+      std::string ext;
+      if (base.size() > 7 && base.compare(base.size() - 7, 7, ".strata") == 0) {
+        ext = ".strata";
+        base.resize(base.size() - 7);
+      }
+      for (int attempt = 0; attempt < 1000; ++attempt) {
+        std::string candidate = attempt == 0 ? config_.path : base + "-" + std::to_string(attempt) + ext;
+        bool exists = false;
+        if (file_.open_new(candidate, &exists)) {
+          config_.path = candidate;
+          return true;
+        }
+        if (!exists) return false;  // another reason than a name clash
+      }
+      return false;
+    }
+  }
+  return false;
+}
+
 bool Session::start() {
-  if (!file_.open(config_.path)) {
+  owner_pid_ = static_cast<int>(getpid());
+  if (!open_file()) {
     error_ = file_.error();
     return false;
   }
@@ -70,7 +101,13 @@ bool Session::start() {
   last_flush_ns_ = monotonic_ns();
   last_snapshot_ns_ = last_flush_ns_;
   pthread_once(&g_exit_key_once, [] { pthread_key_create(&g_exit_key, on_thread_exit_key); });
+  // The writer blocks every signal (it inherits the mask it is created with): a process-directed
+  // signal then goes to a program thread, whose handler may wait for the writer to flush.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
   writer_ = std::thread([this] { writer_loop(); });
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return true;
 }
 
@@ -159,7 +196,22 @@ ThreadState* Session::register_thread() {
   tls_state = t;
   strata_tls_cursor = &t->cursor;
   pthread_setspecific(g_exit_key, t);
+  if (auto hook = g_thread_registered_hook.load(std::memory_order_acquire)) hook();
   return t;
+}
+
+void Session::set_thread_registered_hook(void (*hook)()) { g_thread_registered_hook.store(hook); }
+
+uint64_t Session::span_open_at_fork() const {
+  ThreadState* t = tls_state;
+  if (t == nullptr || t->session != this) return context_.parent_span_id;
+  // Only the forking thread exists now: read its stack and mailbox without their locks (a lock
+  // held by a thread of the parent would never be released here).
+  for (size_t i = t->api_stack.size(); i-- > 0;) {
+    uint64_t id = t->api_stack[i];
+    if (std::find(t->mail.begin(), t->mail.end(), id) == t->mail.end()) return id;
+  }
+  return context_.parent_span_id;
 }
 
 ThreadState* Session::calling_thread_state() {

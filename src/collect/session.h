@@ -26,7 +26,12 @@
 namespace strata::collect {
 
 struct SessionConfig {
+  // How the trace file is opened: created or truncated (an explicit path), created new without
+  // following links (a per-process file in a parts directory: on a name clash "-1", "-2", ... is
+  // added before ".strata"), or appended to (a process that owns an output file and exec'd itself).
+  enum class OpenMode { kTruncate, kCreateNew, kAppend };
   std::string path;                 // trace file to create
+  OpenMode open_mode = OpenMode::kTruncate;
   int level = 20;                   // deepest level recorded (strata::Level value)
   size_t buffer_bytes = 64u << 20;  // all per-thread event buffers together
   int drain_interval_ms = 10;       // how often the writer empties thread buffers
@@ -94,6 +99,14 @@ class Session {
   void set_collector_property(std::string_view key, std::string_view value);
 
   const TraceContext& context() const { return context_; }
+  // The process that started the session (a vfork child shares the parent's memory, not its session).
+  int owner_pid() const { return owner_pid_; }
+  // In a forked child, before anything else runs: the innermost API span the forking thread had
+  // open in the parent (or the parent's own parent), to hang the child's spans under. Takes no lock.
+  uint64_t span_open_at_fork() const;
+  // Called (once per thread) when a thread records its first event; the runtime installs its
+  // terminate-signal handlers from there.
+  static void set_thread_registered_hook(void (*hook)());
   const SessionConfig& config() const { return config_; }
   const std::string& error() const { return error_; }
   uint64_t drops(int cause) const;
@@ -138,8 +151,11 @@ class Session {
   void write_stats();
   void write_clock_snapshot();
 
+  bool open_file();
+
   SessionConfig config_;
   TraceContext context_;
+  int owner_pid_ = 0;
   uint64_t id_salt_ = 0;
   std::string error_;
   BlockPool pool_;

@@ -49,6 +49,19 @@ bool ChunkWriter::open(const std::string& path) {
   return write_all(&header, sizeof(header));
 }
 
+bool ChunkWriter::open_new(const std::string& path, bool* exists) {
+  close();
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (exists != nullptr) *exists = fd_ < 0 && errno == EEXIST;
+  if (fd_ < 0) {
+    error_ = path + ": cannot create trace file: " + std::strerror(errno);
+    return false;
+  }
+  FileHeader header = make_file_header();
+  return write_all(&header, sizeof(header));
+}
+
 bool ChunkWriter::open_append(const std::string& path) {
   close();
   path_ = path;

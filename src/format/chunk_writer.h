@@ -19,6 +19,9 @@ class ChunkWriter {
   // Creates (truncates) the file and writes the file header. On failure returns false and sets
   // error() to one line naming the file and the reason.
   bool open(const std::string& path);
+  // Creates a new file: fails if the name exists (*exists set) and never follows a symbolic link,
+  // so a file planted in a shared directory is neither overwritten nor written through.
+  bool open_new(const std::string& path, bool* exists = nullptr);
   // Appends to an existing file, writing the header only if the file is empty.
   bool open_append(const std::string& path);
   // compression_level <= 0 stores the payload uncompressed.

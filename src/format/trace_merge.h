@@ -20,5 +20,9 @@ struct MergeResult {
 // `record` (may be empty) is appended as a Record chunk after all inputs.
 MergeResult merge_trace_files(const std::vector<std::string>& inputs, const std::string& output,
                               const Properties& record);
+// The same, appended to an existing trace file (the STRATA_OUTPUT owner adds its descendants'
+// streams to its own at exit).
+MergeResult append_trace_files(const std::vector<std::string>& inputs, const std::string& output,
+                               const Properties& record);
 
 }  // namespace strata::format
