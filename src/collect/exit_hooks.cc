@@ -11,14 +11,17 @@
 //
 // The stop runs on a helper thread and is waited for at most a bound: the caller may be a signal
 // handler, or hold a lock the stop needs; a stop that cannot finish in time loses its tail, never
-// hangs the process.
+// hangs the process. The helper is started beforehand (at the first recording thread) and woken
+// with sem_post, so a signal handler does nothing that is not async-signal-safe.
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 
 #include "collect/runtime_internal.h"
 
@@ -36,10 +39,36 @@ struct sigaction g_previous[65];
 constexpr int kSignalStopMs = 1000;
 constexpr int kExitStopMs = 2000;
 
+// The dormant helper: one per process, blocked on a semaphore until an exit path posts it.
+sem_t g_exit_sem;
+std::atomic<int> g_helper_state{0};  // 0: none, 1: being created, 2: waiting on g_exit_sem
+
 void* stop_helper(void*) {
   stop_session();
   g_exit_stop.store(2);
   return nullptr;
+}
+
+void* dormant_helper(void*) {
+  for (;;) {
+    while (sem_wait(&g_exit_sem) != 0 && errno == EINTR) {
+    }
+    stop_helper(nullptr);
+  }
+  return nullptr;
+}
+
+// A thread that takes no signal meant for the program (its mask blocks them all).
+bool start_thread_without_signals(void* (*fn)(void*)) {
+  pthread_t thread;
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  int created = pthread_create(&thread, nullptr, fn, nullptr);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (created != 0) return false;
+  pthread_detach(thread);
+  return true;
 }
 
 void sleep_ms(long ms) {
@@ -89,21 +118,28 @@ bool stop_with_deadline(int timeout_ms) {
     return g_exit_stop.load() == 2;
   }
   strata_level_gate.store(0);
-  pthread_t helper;
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);  // the helper takes no signal meant for the program
-  int created = pthread_create(&helper, nullptr, stop_helper, nullptr);
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  if (created != 0) return false;
-  pthread_detach(helper);
+  if (g_helper_state.load() == 2) sem_post(&g_exit_sem);  // async-signal-safe
+  else if (!start_thread_without_signals(stop_helper)) return false;
   for (int waited = 0; g_exit_stop.load() != 2 && waited < timeout_ms; waited += 2) sleep_ms(2);
   return g_exit_stop.load() == 2;
 }
 
 void reset_exit_state_after_fork() {
   g_exit_stop.store(0);
+  g_helper_state.store(0);  // threads do not survive fork: the child starts its own helper
   // Dispositions are inherited over fork, and so is the knowledge that they are installed.
+}
+
+void ensure_exit_helper() {
+  int expected = 0;
+  if (!g_helper_state.compare_exchange_strong(expected, 1)) return;
+  sem_init(&g_exit_sem, 0, 0);
+  g_helper_state.store(start_thread_without_signals(dormant_helper) ? 2 : 0);
+}
+
+void on_thread_registered() {
+  ensure_exit_helper();
+  install_terminate_handlers_once();
 }
 
 void install_fatal_signal_handlers() {

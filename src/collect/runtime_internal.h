@@ -39,6 +39,10 @@ void install_fatal_signal_handlers();
 // that records, so a language runtime (Python) that sets up its own handlers at start sees the
 // default dispositions it expects.
 void install_terminate_handlers_once();
+// Starts the dormant thread that exit paths wake to stop the session (once per process).
+void ensure_exit_helper();
+// Session's hook at a thread's first event: the helper, then the terminate handlers.
+void on_thread_registered();
 // Stops the session from a helper thread and waits at most `timeout_ms` (the calling context may be
 // a signal handler or hold locks the stop needs). Returns true when the stop finished.
 bool stop_with_deadline(int timeout_ms);

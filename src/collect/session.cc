@@ -42,7 +42,9 @@ void on_thread_exit_key(void* arg) {
 }  // namespace
 
 Session::Session(SessionConfig config)
-    : config_(std::move(config)), pool_(std::max<size_t>(2, config_.buffer_bytes / kBlockBytes)) {
+    : config_(std::move(config)),
+      pool_(std::max<size_t>(2, config_.buffer_bytes / kBlockBytes),
+            std::max<size_t>(2, std::max(config_.buffer_bytes, config_.buffer_max_bytes) / kBlockBytes)) {
   context_ = config_.context.value_or(new_trace_context());
   id_salt_ = random_u64() & 0xFFF;
 }
@@ -174,6 +176,11 @@ void Session::write_stats() {
   p.set_int("spans_written", static_cast<int64_t>(stream_->spans_written() + stream_->pending_spans()));
   p.set_int("unfinished_spans", static_cast<int64_t>(unfinished_spans_));
   hash = hash * 31 + unfinished_spans_;
+  // What the budget was and how much of it a burst used: with buffer_full drops, the summary can
+  // say whether a larger budget (STRATA_BUFFER_MB / --buffer-mb) would have kept them.
+  p.set_int("buffer_limit_bytes", static_cast<int64_t>(pool_.max_blocks() * kBlockBytes));
+  p.set_int("buffer_peak_bytes", static_cast<int64_t>(pool_.peak_in_use() * kBlockBytes));
+  hash = hash * 31 + pool_.peak_in_use();
   if (hash == stats_written_hash_ && hash != 0) return;
   stats_written_hash_ = hash;
   stream_->write_properties(format::ChunkType::kStats, p);
@@ -261,6 +268,9 @@ bool Session::switch_block(ThreadState* t) {
   if (old != nullptr) old->next.store(fresh, std::memory_order_release);
   else t->head = fresh;
   t->write_block = fresh;
+  // More than half the budget waiting to be read: wake the writer now rather than at its next tick.
+  if (pool_.in_use() * 2 > pool_.max_blocks() && !drain_soon_.exchange(true, std::memory_order_relaxed))
+    wake_cv_.notify_one();
   c.base = fresh->slots();
   c.cur = c.base;
   c.committed = &fresh->committed;

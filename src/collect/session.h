@@ -34,6 +34,10 @@ struct SessionConfig {
   OpenMode open_mode = OpenMode::kTruncate;
   int level = 20;                   // deepest level recorded (strata::Level value)
   size_t buffer_bytes = 64u << 20;  // all per-thread event buffers together
+  // Under a burst the buffers may grow up to this (then shrink back); 0 or less than buffer_bytes:
+  // buffer_bytes is a hard budget. From the environment: STRATA_BUFFER_MB set is a hard budget;
+  // unset, 64 MiB growing up to STRATA_BUFFER_MAX_MB (default min(512 MiB, RAM / 16)).
+  size_t buffer_max_bytes = 0;
   int drain_interval_ms = 10;       // how often the writer empties thread buffers
   int flush_interval_ms = 100;      // how often it appends chunks to the file (crash safety)
   int compression_level = 0;        // zstd level; 0 stores chunks uncompressed
@@ -174,6 +178,7 @@ class Session {
   uint64_t flush_requests_ = 0;
   uint64_t flushes_done_ = 0;
   std::atomic<bool> paused_{false};
+  std::atomic<bool> drain_soon_{false};  // a producer found the pool more than half used
   std::atomic<bool> stopped_{false};  // read by producers without the lock
 
   // Writer-thread state.

@@ -13,8 +13,10 @@ namespace strata::collect {
 void Session::writer_loop() {
   std::unique_lock<std::mutex> lock(wake_mu_);
   for (;;) {
-    wake_cv_.wait_for(lock, std::chrono::milliseconds(config_.drain_interval_ms),
-                      [&] { return stop_requested_ || flush_requests_ > flushes_done_; });
+    wake_cv_.wait_for(lock, std::chrono::milliseconds(config_.drain_interval_ms), [&] {
+      return stop_requested_ || flush_requests_ > flushes_done_ || drain_soon_.load(std::memory_order_relaxed);
+    });
+    drain_soon_.store(false, std::memory_order_relaxed);
     bool stopping = stop_requested_;
     uint64_t requested = flush_requests_;
     lock.unlock();

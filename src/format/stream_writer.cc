@@ -46,12 +46,24 @@ bool StreamWriter::flush() {
   // Strings first: a reader that stops after any chunk has every name that chunk uses.
   if (!flush_strings()) return false;
   if (spans_.empty()) return true;
-  payload_.clear();
-  encode_spans(spans_, attrs_, &payload_);
+  bool ok;
+  if (compression_level_ > 0) {
+    payload_.clear();
+    encode_spans(spans_, attrs_, &payload_);
+    ok = out_->write_chunk(ChunkType::kSpans, stream_id_, payload_, compression_level_);
+  } else {
+    // Uncompressed: the records go from their vectors to the file in one writev, not copied first.
+    SpansChunkHeader h{static_cast<uint32_t>(spans_.size()), static_cast<uint32_t>(attrs_.size())};
+    const std::string_view parts[3] = {
+        {reinterpret_cast<const char*>(&h), sizeof(h)},
+        {reinterpret_cast<const char*>(spans_.data()), spans_.size() * sizeof(SpanRecord)},
+        {reinterpret_cast<const char*>(attrs_.data()), attrs_.size() * sizeof(AttrRecord)}};
+    ok = out_->write_chunk_parts(ChunkType::kSpans, stream_id_, parts);
+  }
   spans_written_ += spans_.size();
   spans_.clear();
   attrs_.clear();
-  if (!out_->write_chunk(ChunkType::kSpans, stream_id_, payload_, compression_level_)) failed_ = true;
+  if (!ok) failed_ = true;
   return !failed_;
 }
 
