@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "collect/session_internal.h"
 #include "core/level.h"
@@ -281,7 +282,8 @@ bool Session::switch_block(ThreadState* t) {
 void Session::defer_end(ThreadState* t, uint64_t ticks, uint64_t span_id) {
   if (stopped_.load(std::memory_order_relaxed)) return;
   uint32_t n = t->deferred_count.load(std::memory_order_relaxed);
-  if (n < kMaxDeferredEnds && t->deferred_overflow.load(std::memory_order_relaxed) == 0) {
+  if (t->deferred == nullptr) t->deferred.reset(new (std::nothrow) detail::Slot[kMaxDeferredEnds]);
+  if (t->deferred != nullptr && n < kMaxDeferredEnds && t->deferred_overflow.load(std::memory_order_relaxed) == 0) {
     t->deferred[n].ts = ticks;
     t->deferred[n].word = span_id;
     t->deferred_count.store(n + 1, std::memory_order_release);
@@ -309,7 +311,7 @@ bool Session::write_deferred(ThreadState* t) {
   detail::Slot* s = c.cur;
   s[0].ts = t->deferred_overflow_ticks.load(std::memory_order_relaxed);
   s[0].word = event_word(kTagEndDeferred, n, overflow);
-  std::memcpy(static_cast<void*>(s + 1), t->deferred, n * sizeof(detail::Slot));
+  if (n > 0) std::memcpy(static_cast<void*>(s + 1), t->deferred.get(), n * sizeof(detail::Slot));
   commit(t, s + 1 + n);
   t->deferred_count.store(0, std::memory_order_relaxed);
   t->deferred_overflow.store(0, std::memory_order_relaxed);

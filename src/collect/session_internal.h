@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -66,7 +67,9 @@ struct ThreadState {
   Block* head = nullptr;         // guarded by chain_mu
 
   // Ends deferred for lack of space (producer writes; the writer reads them only once `exited`).
-  detail::Slot deferred[kMaxDeferredEnds];  // {ticks, span id}; id 0: the innermost static span
+  // {ticks, span id}; id 0: the innermost static span. Allocated at the first deferral: thread
+  // states live as long as the session, and most threads never need it.
+  std::unique_ptr<detail::Slot[]> deferred;
   std::atomic<uint32_t> deferred_count{0};
   std::atomic<uint32_t> deferred_overflow{0};  // static ends beyond the list: closed as unfinished
   std::atomic<uint64_t> deferred_overflow_ticks{0};

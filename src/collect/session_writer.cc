@@ -85,7 +85,7 @@ void Session::drain_all() {
     uint32_t n = t->deferred_count.load(std::memory_order_acquire);
     uint32_t overflow = t->deferred_overflow.load(std::memory_order_acquire);
     if (n > 0 || overflow > 0) {
-      apply_deferred_ends(*t, t->deferred, n, overflow, t->deferred_overflow_ticks.load(std::memory_order_relaxed));
+      apply_deferred_ends(*t, t->deferred.get(), n, overflow, t->deferred_overflow_ticks.load(std::memory_order_relaxed));
       t->deferred_count.store(0, std::memory_order_relaxed);
       t->deferred_overflow.store(0, std::memory_order_relaxed);
     }
@@ -463,7 +463,7 @@ void Session::stop() {
       if (n > 0 || overflow > 0) {
         if (t->exited.load(std::memory_order_acquire) || t == calling) {
           // Final: the thread is gone, or it is the one stopping the session.
-          apply_deferred_ends(*t, t->deferred, n, overflow, t->deferred_overflow_ticks.load(std::memory_order_relaxed));
+          apply_deferred_ends(*t, t->deferred.get(), n, overflow, t->deferred_overflow_ticks.load(std::memory_order_relaxed));
         } else {
           // Another thread still running: its list may change under us. Its spans close unfinished.
           consumer_drops_[kDropEndLost].fetch_add(n + overflow, std::memory_order_relaxed);

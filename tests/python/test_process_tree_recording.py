@@ -209,3 +209,35 @@ def test_ctrl_c_still_raises_keyboard_interrupt_when_preloaded(tmp_path):
                 pass
     """)
     assert names(spans) == ["before", "interrupted"]
+
+
+def test_dataloader_workers_layer_ops_recorded(tmp_path):
+    # Layer level: PyTorch ops inside the workers' __getitem__ (the issue's "item ops") come from the
+    # RecordFunction tracer armed in the parent before the fork.
+    spans, _ = run_recorded(tmp_path, "record", """
+        import torch, strata
+        from torch.utils.data import DataLoader, Dataset
+
+        class Items(Dataset):
+            def __len__(self):
+                return 48
+            def __getitem__(self, i):
+                with strata.span("item", level="model", index=i):
+                    return torch.full((8,), float(i)).mul(2).add(1)
+
+        if __name__ == "__main__":
+            with strata.span("epoch", level="model"):
+                n = sum(len(b) for b in DataLoader(Items(), batch_size=4, num_workers=2))
+            assert n == 48
+    """, level="layer")
+    items = [s for s in spans if s["name"] == "item"]
+    assert len(items) == 48
+    children = {s["span_id"]: [] for s in items}
+    for s in spans:
+        if s["parent_id"] in children:
+            children[s["parent_id"]].append(s)
+    ops_per_item = {tuple(sorted(c["name"] for c in v)) for v in children.values()}
+    assert len(ops_per_item) == 1, ops_per_item
+    ops = next(iter(ops_per_item))
+    assert {"aten::full", "aten::mul", "aten::add"} <= set(ops), ops
+    assert all(c["level"] == "layer" and c["pid"] == s["pid"] for s in items for c in children[s["span_id"]])
