@@ -43,19 +43,25 @@ namespace {
 bool g_started_from_env = false;
 std::optional<TraceContext> g_fork_context;  // a forked child's parent: the span open at fork
 
-// The process that owns a STRATA_OUTPUT file (and its descendants' private parts directory). A plain
-// pointer, never freed: an object with a destructor could be destroyed by an exit handler that runs
-// before the one that needs it.
+// The process that owns a STRATA_OUTPUT file (and its descendants' private parts directory). In
+// static storage with no destructor registered: an object destroyed by an exit handler could be gone
+// before the handler that needs it runs.
 struct OutputOwner {
   std::string output;
   std::string parts_dir;
   pid_t pid = 0;
 };
+alignas(OutputOwner) unsigned char g_owner_storage[sizeof(OutputOwner)];
 OutputOwner* g_owner = nullptr;
 
+void clear_owner() {
+  if (g_owner != nullptr) g_owner->~OutputOwner();
+  g_owner = nullptr;
+}
+
 void set_owner(const std::string& output, const std::string& parts_dir) {
-  delete g_owner;
-  g_owner = new OutputOwner{output, parts_dir, getpid()};
+  clear_owner();
+  g_owner = new (g_owner_storage) OutputOwner{output, parts_dir, getpid()};
 }
 
 constexpr const char* kOwnerVar = "STRATA_OUTPUT_OWNER";
@@ -95,7 +101,7 @@ void give_up_ownership() {
   unsetenv("STRATA_OUTPUT_DIR");
   unsetenv(kOwnerVar);
   unsetenv("STRATA_OUTPUT");
-  g_owner = nullptr;
+  clear_owner();
 }
 
 }  // namespace
@@ -179,7 +185,7 @@ bool stream_ended(const std::string& path) {
 void merge_descendants_if_owner() {
   if (!g_owner || g_owner->pid != getpid()) return;
   const OutputOwner owner = *g_owner;
-  g_owner = nullptr;
+  clear_owner();
   std::vector<std::string> inputs, running;
   if (DIR* d = opendir(owner.parts_dir.c_str())) {
     while (dirent* e = readdir(d)) {
@@ -247,7 +253,7 @@ void after_fork_in_child() {
   g_session.store(nullptr);
   strata_tls_cursor = nullptr;
   new (&g_control_mu) std::mutex();
-  g_owner = nullptr;  // the parent owns the output file, not its children
+  g_owner = nullptr;  // the parent owns the output file, not its children (storage left as it is)
   reset_exit_state_after_fork();
   if (g_started_from_env && parent != nullptr) {
     g_pending_fork_start.store(true);  // the level gate stays open: the first span starts the session
@@ -265,7 +271,6 @@ __attribute__((constructor)) void start_from_env() {
       g_started_from_env = true;
       atexit(stop_at_exit);
       install_fatal_signal_handlers();
-      ensure_exit_helper();
     } else {
       give_up_ownership();
     }

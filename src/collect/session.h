@@ -144,6 +144,11 @@ class Session {
   void drain_thread(ThreadState& t, const Block* limit = nullptr, uint32_t limit_pos = 0);
   void take_handoff_ends();
   void process_events(ThreadState& t, const detail::Slot* slots, uint32_t count);
+  bool process_other_event(ThreadState& t, uint64_t tag, const detail::Slot& head, const detail::Slot* x,
+                           uint32_t extra, uint32_t aux, uint64_t* emitted);
+  void append_span(uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, uint8_t level,
+                   uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid);
+  uint64_t parent_of_new(const ThreadState& t) const;
   void emit_open(const ThreadState& owner, const OpenSpan& o, int64_t end_ns, uint8_t flags);
   void close_innermost_static(ThreadState& t, int64_t end_ns, uint8_t flags);
   void end_api_span(uint64_t span_id, int64_t end_ns);

@@ -9,6 +9,9 @@
 #include "format/payloads.h"
 
 namespace strata::collect {
+namespace {
+std::string_view bytes(const detail::Slot* p, size_t n) { return {reinterpret_cast<const char*>(p), n}; }
+}  // namespace
 
 void Session::writer_loop() {
   std::unique_lock<std::mutex> lock(wake_mu_);
@@ -246,24 +249,6 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
   uint64_t emitted = 0;  // published once per batch: an atomic add per span costs more than the span
   const detail::SourceLocation* last_loc = nullptr;
   uint32_t last_loc_name = 0;
-  auto emit = [&](uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, uint8_t level,
-                  uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid) {
-    SpanRecord r;
-    r.span_id = id;
-    r.parent_id = parent;
-    r.start_ns = start;
-    r.end_ns = end;
-    r.name = name;
-    r.tid = tid;
-    r.level = level;
-    r.kind = kind;
-    r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
-    r.flags = kSpanFlagFromTicks;
-    stream_->add_span(r, attrs);
-    ++emitted;
-  };
-  auto parent_of_new = [&]() { return t.open.empty() ? context_.parent_span_id : t.open.back().id; };
-  auto bytes = [](const detail::Slot* p, size_t n) { return std::string_view(reinterpret_cast<const char*>(p), n); };
 
   for (uint32_t i = 0; i < count;) {
     const detail::Slot& head = slots[i];
@@ -278,7 +263,7 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
       }
       int64_t ns = clock_.to_ns(head.ts);
       if (__builtin_expect(t.open_with_known_end > 0, 0)) close_known_ends(t, ns);
-      t.open.push_back({make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(), ns,
+      t.open.push_back({make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(t), ns,
                         OpenSpan::kNoKnownEnd, last_loc_name, loc->level, false, {}});
       t.last_ns = ns;
       i += 1;
@@ -290,7 +275,8 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
       i += 1;
       if (__builtin_expect(!t.open.empty() && !t.open.back().api, 1)) {
         ThreadState::Open& o = t.open.back();
-        emit(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs, t.tid);
+        append_span(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs, t.tid);
+        ++emitted;
         t.open.pop_back();
       } else {
         close_innermost_static(t, ns, 0);  // below an API span that is ended by id
@@ -301,7 +287,19 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
     uint32_t aux = aux_of(head.word);
     const detail::Slot* x = slots + i + 1;
     i += 1 + extra;
-    switch (tag) {
+    if (!process_other_event(t, tag, head, x, extra, aux, &emitted)) {
+      // Unknown tag: the buffer is corrupt (a bug). Skip the rest of this batch, counted.
+      consumer_drops_[kDropCorruptBuffer].fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+  }
+  spans_written_.fetch_add(emitted, std::memory_order_relaxed);
+}
+
+// Every event but a static begin or end (those stay in process_events' loop, the hot case).
+bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Slot& head, const detail::Slot* x,
+                                  uint32_t extra, uint32_t aux, uint64_t* emitted) {
+  switch (tag) {
       case kTagBegin: {
         uint64_t id = x[0].ts;
         std::string_view name = bytes(x + 1, aux >> 8);
@@ -315,7 +313,7 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
           ++t.open_with_known_end;
           early_ends_.erase(early);
         }
-        t.open.push_back({id, parent_of_new(), ns, known_end, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF),
+        t.open.push_back({id, parent_of_new(t), ns, known_end, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF),
                           true, {}});
         open_api_spans_[id] = {&t};
         break;
@@ -355,9 +353,10 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
       case kTagInstant: {
         int64_t ns = clock_.to_ns(head.ts);
         if (t.open_with_known_end > 0) close_known_ends(t, ns);
-        emit(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(), ns, ns,
+        append_span(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(t), ns, ns,
              stream_->intern(bytes(x, aux >> 8)), static_cast<uint8_t>(aux & 0xFF),
              static_cast<uint8_t>(SpanKind::kInstant), {}, t.tid);
+        ++*emitted;
         break;
       }
       case kTagCounter: {
@@ -368,9 +367,10 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
         a.key = stream_->intern("value");
         a.type = static_cast<uint8_t>(AttrType::kMetric);
         a.value.d = value;
-        emit(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), 0, ns, ns,
+        append_span(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), 0, ns, ns,
              stream_->intern(bytes(x + 1, aux)), static_cast<uint8_t>(Level::kApplication),
              static_cast<uint8_t>(SpanKind::kCounter), std::span<const AttrRecord>(&a, 1), t.tid);
+        ++*emitted;
         break;
       }
       case kTagComplete: {
@@ -392,7 +392,7 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
           p += 1 + slots_for_bytes(key_len) + slots_for_bytes(str_len);
         }
         stream_->add_span(r, attrs);
-        ++emitted;
+        ++*emitted;
         break;
       }
       case kTagThreadName: {
@@ -402,14 +402,30 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
         else thread_names_.emplace_back(t.tid, name);
         break;
       }
-      default:
-        // Unknown tag: the buffer is corrupt (a bug). Skip the rest of this batch, counted.
-        consumer_drops_[kDropCorruptBuffer].fetch_add(1, std::memory_order_relaxed);
-        spans_written_.fetch_add(emitted, std::memory_order_relaxed);
-        return;
-    }
+    default:
+      return false;
   }
-  spans_written_.fetch_add(emitted, std::memory_order_relaxed);
+  return true;
+}
+
+void Session::append_span(uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, uint8_t level,
+                          uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid) {
+  SpanRecord r;
+  r.span_id = id;
+  r.parent_id = parent;
+  r.start_ns = start;
+  r.end_ns = end;
+  r.name = name;
+  r.tid = tid;
+  r.level = level;
+  r.kind = kind;
+  r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
+  r.flags = kSpanFlagFromTicks;
+  stream_->add_span(r, attrs);
+}
+
+uint64_t Session::parent_of_new(const ThreadState& t) const {
+  return t.open.empty() ? context_.parent_span_id : t.open.back().id;
 }
 
 void Session::finish_open_spans(ThreadState& t) {
