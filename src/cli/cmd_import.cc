@@ -6,6 +6,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/safe_files.h"
 #include "core/level.h"
 #include "import/importer.h"
 #include "model/span_tree.h"
@@ -15,10 +16,13 @@ namespace strata::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: strata import FILE [-o OUT.strata] [--format auto|kineto|onnxruntime|tensorflow] [--zstd LEVEL]\n"
+    "usage: strata import FILE [-o OUT.strata] [--force] [--format auto|kineto|onnxruntime|tensorflow]\n"
+    "                     [--zstd LEVEL]\n"
     "  FILE: PyTorch profiler (Kineto) Chrome trace, ONNX Runtime profile, or TensorFlow trace JSON\n"
     "        (plain or .gz)\n"
-    "  -o OUT.strata: output (default: FILE without .json/.json.gz, plus .strata)\n"
+    "  -o OUT.strata: output (default: FILE without .json/.json.gz, plus .strata); never written through a\n"
+    "        symbolic link\n"
+    "  --force: replace OUT.strata if it exists (only a regular file of yours)\n"
     "  --format: the producer, when auto-detection cannot tell (default auto)\n"
     "  --zstd LEVEL: compress the output chunks (default 3; 0 stores them uncompressed)\n";
 
@@ -33,12 +37,17 @@ std::string default_output(std::string path) {
 
 int run_import(int argc, char** argv) {
   std::string input, output, format = "auto", zstd = "3";
+  bool force = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     bool missing = false;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (arg == "--force") {
+      force = true;
+      continue;
     }
     if (take_option(argc, argv, &i, "-o", &output, &missing) ||
         take_option(argc, argv, &i, "--output", &output, &missing) ||
@@ -62,14 +71,19 @@ int run_import(int argc, char** argv) {
     return fail("import", "--zstd needs a number (0-19), got '" + zstd + "'");
   }
 
+  std::string error;
+  if (!check_output_target(output, force, &error)) return fail("import", error, 1);
+
   import::ImportOptions options;
   options.format = format;
   import::ImportStats stats;
   model::Trace trace;
-  std::string error;
   if (!import::import_trace_with_stats(input, &trace, &error, options, &stats))
     return fail("import", error, 1);
-  if (!model::save_trace(trace, output, &error, zstd_level)) return fail("import", error, 1);
+  OutputFile out;
+  if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, zstd_level) ||
+      !out.commit(&error))
+    return fail("import", error, 1);
 
   std::printf("imported %s (%s): %llu events read, %llu spans written -> %s\n", input.c_str(),
               std::string(import::format_name(stats.format)).c_str(),
@@ -140,7 +154,7 @@ int run_import(int argc, char** argv) {
   for (const model::Process& p : trace.processes)
     if (auto problem = p.properties.get("import.first_problem"))
       std::printf("first problem: %.*s\n", static_cast<int>(problem->size()), problem->data());
-  print_summary(trace, stdout);
+  print_summary(model::summarize(trace), stdout);
   return 0;
 }
 
