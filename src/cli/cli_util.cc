@@ -58,7 +58,7 @@ bool load_native_or_import(const std::string& path, model::Trace* trace, std::st
     return false;
   }
   if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec) {
-    *error = path + ": empty file (0 bytes): nothing was written to it (was its writer killed at start, or is "
+    *error = path + ": offset 0: empty file (0 bytes): nothing was written to it (was its writer killed at start, or is "
              "this the wrong file?)";
     return false;
   }
