@@ -58,8 +58,10 @@ bool load_native_or_import(const std::string& path, model::Trace* trace, std::st
     return false;
   }
   if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec) {
-    *error = path + ": offset 0: empty file (0 bytes): nothing was written to it (was its writer killed at start, or is "
-             "this the wrong file?)";
+    *error =
+        path +
+        ": offset 0: empty file (0 bytes): nothing was written to it (was its writer killed at start, or is "
+        "this the wrong file?)";
     return false;
   }
   if (has_native_magic(path)) return model::load_trace(path, trace, error);
@@ -127,42 +129,51 @@ void print_drops(const model::TraceSummary& s, FILE* out) {
     lost += count;
     causes += (causes.empty() ? "" : ", ") + exporter::escape_terminal(cause) + " " + std::to_string(count);
   }
-  if (lost == 0) std::fprintf(out, "lost events: 0\n");
-  else std::fprintf(out, "lost events: %llu (%s)\n", static_cast<unsigned long long>(lost), causes.c_str());
+  if (lost == 0)
+    std::fprintf(out, "lost events: 0\n");
+  else
+    std::fprintf(out, "lost events: %llu (%s)\n", static_cast<unsigned long long>(lost), causes.c_str());
   auto kept = [&](const char* cause) {
     auto it = s.drops.find(cause);
     return it == s.drops.end() ? uint64_t{0} : it->second;
   };
   if (uint64_t n = kept("end_lost"))
-    std::fprintf(out, "span ends lost: %llu (the spans are kept, marked unfinished)\n", static_cast<unsigned long long>(n));
+    std::fprintf(out, "span ends lost: %llu (the spans are kept, marked unfinished)\n",
+                 static_cast<unsigned long long>(n));
   if (uint64_t n = kept("string_truncated"))
-    std::fprintf(out, "strings cut to the event limit: %llu (the events are kept)\n", static_cast<unsigned long long>(n));
+    std::fprintf(out, "strings cut to the event limit: %llu (the events are kept)\n",
+                 static_cast<unsigned long long>(n));
   if (s.unfinished)
-    std::fprintf(out, "unfinished spans (no end recorded): %llu\n", static_cast<unsigned long long>(s.unfinished));
+    std::fprintf(out, "unfinished spans (no end recorded): %llu\n",
+                 static_cast<unsigned long long>(s.unfinished));
   // A full buffer: say how much was lost and the budget that would have held it.
   std::vector<model::BufferLoss> losses = model::buffer_losses(s);
   for (size_t i = 0; i < losses.size() && i < 3; ++i) {
     const model::BufferLoss& l = losses[i];
-    const double share = 100.0 * static_cast<double>(l.lost_spans) / static_cast<double>(l.lost_spans + l.kept_spans);
+    const double share =
+        100.0 * static_cast<double>(l.lost_spans) / static_cast<double>(l.lost_spans + l.kept_spans);
     uint64_t suggest_mb = 1;
     while ((suggest_mb << 20) < l.needed_bytes && suggest_mb < (uint64_t{1} << 20)) suggest_mb <<= 1;
     std::string budget = l.budget_bytes ? std::to_string(l.budget_bytes >> 20) + " MiB" : "unknown size";
-    std::fprintf(out,
-                 "warning: process %lld lost %.1f%% of its spans (%llu of %llu) because its event buffer (%s) was "
-                 "full; record again with --buffer-mb %llu (STRATA_BUFFER_MB=%llu without strata record), which "
-                 "holds at least the lost spans, or at a shallower --level\n",
-                 static_cast<long long>(l.pid), share, static_cast<unsigned long long>(l.lost_spans),
-                 static_cast<unsigned long long>(l.lost_spans + l.kept_spans), budget.c_str(),
-                 static_cast<unsigned long long>(suggest_mb), static_cast<unsigned long long>(suggest_mb));
+    std::fprintf(
+        out,
+        "warning: process %lld lost %.1f%% of its spans (%llu of %llu) because its event buffer (%s) was "
+        "full; record again with --buffer-mb %llu (STRATA_BUFFER_MB=%llu without strata record), which "
+        "holds at least the lost spans, or at a shallower --level\n",
+        static_cast<long long>(l.pid), share, static_cast<unsigned long long>(l.lost_spans),
+        static_cast<unsigned long long>(l.lost_spans + l.kept_spans), budget.c_str(),
+        static_cast<unsigned long long>(suggest_mb), static_cast<unsigned long long>(suggest_mb));
   }
-  if (losses.size() > 3) std::fprintf(out, "(%zu more processes lost spans to a full buffer)\n", losses.size() - 3);
+  if (losses.size() > 3)
+    std::fprintf(out, "(%zu more processes lost spans to a full buffer)\n", losses.size() - 3);
 }
 
 }  // namespace
 
 void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings) {
-  std::fprintf(out, "spans: %llu in %zu process(es), span time range %s\n", static_cast<unsigned long long>(s.spans),
-               s.processes.size(), format_duration_ns(s.last_ns - s.first_ns).c_str());
+  std::fprintf(out, "spans: %llu in %zu process(es), span time range %s\n",
+               static_cast<unsigned long long>(s.spans), s.processes.size(),
+               format_duration_ns(s.last_ns - s.first_ns).c_str());
   print_level_table(s, out);
   print_drops(s, out);
   const model::LoadReport& r = s.report;

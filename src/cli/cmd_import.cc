@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/safe_files.h"
 #include "core/level.h"
+#include "export/text_escape.h"
 #include "import/importer.h"
 #include "model/span_tree.h"
 #include "model/trace_saver.h"
@@ -85,7 +86,8 @@ int run_import(int argc, char** argv) {
       !out.commit(&error))
     return fail("import", error, 1);
 
-  std::printf("imported %s (%s): %llu events read, %llu spans written -> %s\n", input.c_str(),
+  std::printf("imported %s (%s): %llu events read, %llu spans written -> %s\n",
+              exporter::escape_terminal(input).c_str(),
               std::string(import::format_name(stats.format)).c_str(),
               static_cast<unsigned long long>(stats.events_read),
               static_cast<unsigned long long>(stats.spans_written), output.c_str());
@@ -138,22 +140,22 @@ int run_import(int argc, char** argv) {
   for (const model::Process& p : trace.processes) {
     for (const auto& [key, value] : p.properties.entries())
       if (key.rfind("import.unmapped_category.", 0) == 0)
-        std::printf("category %s: imported at application level (%s events)\n", key.c_str() + 25,
-                    value.c_str());
+        std::printf("category %s: imported at application level (%s events)\n",
+                    exporter::escape_terminal(key.substr(25)).c_str(),
+                    exporter::escape_terminal(value).c_str());
   }
   for (const model::Process& p : trace.processes) {
     if (auto devices = p.properties.get("import.devices")) {
       auto name = p.properties.get("device.0.name");
-      std::printf("device properties: %.*s devices%s%.*s\n", static_cast<int>(devices->size()), devices->data(),
-                  name ? ", device.0.name = " : "", name ? static_cast<int>(name->size()) : 0,
-                  name ? name->data() : "");
+      std::printf("device properties: %s devices%s%s\n", exporter::escape_terminal(*devices).c_str(),
+                  name ? ", device.0.name = " : "", name ? exporter::escape_terminal(*name).c_str() : "");
     }
     if (auto problem = p.properties.get("import.devices_problem"))
-      std::printf("device properties: %.*s\n", static_cast<int>(problem->size()), problem->data());
+      std::printf("device properties: %s\n", exporter::escape_terminal(*problem).c_str());
   }
   for (const model::Process& p : trace.processes)
     if (auto problem = p.properties.get("import.first_problem"))
-      std::printf("first problem: %.*s\n", static_cast<int>(problem->size()), problem->data());
+      std::printf("first problem: %s\n", exporter::escape_terminal(*problem).c_str());
   print_summary(model::summarize(trace), stdout);
   return 0;
 }

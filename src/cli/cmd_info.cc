@@ -23,7 +23,8 @@ std::string shown(std::string_view text) { return exporter::escape_terminal(text
 void print_clock(const model::Process& p, uint64_t snapshots) {
   if (auto domains = p.properties.get("clock_domains")) {
     std::printf("  clock domains: %s (spans on monotonic)", shown(*domains).c_str());
-    if (auto ratio = p.properties.get("tsc_ns_per_tick")) std::printf("; tsc ns/tick %s", shown(*ratio).c_str());
+    if (auto ratio = p.properties.get("tsc_ns_per_tick"))
+      std::printf("; tsc ns/tick %s", shown(*ratio).c_str());
     if (auto ppm = p.properties.get("tsc_correction_ppm"))
       std::printf("; start-up calibration corrected by %s ppm", shown(*ppm).c_str());
     std::printf("\n");
@@ -35,20 +36,23 @@ void print_clock(const model::Process& p, uint64_t snapshots) {
       std::printf(" [%u]=%lld", domain, static_cast<long long>(value));
     std::printf("\n");
   }
-  if (snapshots > 2) std::printf("  clock snapshots: %llu in all\n", static_cast<unsigned long long>(snapshots));
+  if (snapshots > 2)
+    std::printf("  clock snapshots: %llu in all\n", static_cast<unsigned long long>(snapshots));
 }
 
 void print_process(const model::Process& p, uint64_t snapshots) {
-  std::printf("process %lld (parent %lld) on %s\n", static_cast<long long>(p.pid), static_cast<long long>(p.ppid),
-              shown(p.host).c_str());
+  std::printf("process %lld (parent %lld) on %s\n", static_cast<long long>(p.pid),
+              static_cast<long long>(p.ppid), shown(p.host).c_str());
   std::printf("  command: %s\n", shown(p.command_line).c_str());
-  std::printf("  trace id: %s%s%s\n", shown(p.trace_id).c_str(), p.parent_span_id.empty() ? "" : ", parent span ",
-              shown(p.parent_span_id).c_str());
+  std::printf("  trace id: %s%s%s\n", shown(p.trace_id).c_str(),
+              p.parent_span_id.empty() ? "" : ", parent span ", shown(p.parent_span_id).c_str());
   if (p.level_gate) std::printf("  level: %s\n", level_name(*p.level_gate).c_str());
-  std::printf("  spans: %llu, stream %016" PRIx64 ", %s\n", static_cast<unsigned long long>(p.span_count), p.stream_id,
-              p.ended_cleanly ? "finished cleanly"
-                              : "no End chunk (killed, _exit or exec without exit handlers, or still running); "
-                                "every flushed chunk loaded");
+  std::printf("  spans: %llu, stream %016" PRIx64 ", %s\n", static_cast<unsigned long long>(p.span_count),
+              p.stream_id,
+              p.ended_cleanly
+                  ? "finished cleanly"
+                  : "no End chunk (killed, _exit or exec without exit handlers, or still running); "
+                    "every flushed chunk loaded");
   print_clock(p, snapshots);
   if (!p.drops.empty()) {
     std::printf("  dropped:");
@@ -72,8 +76,10 @@ int run_info(int argc, char** argv) {
       path = argv[++i];
       continue;
     }
-    if (!arg.empty() && arg[0] == '-') return fail("info", "unknown option " + std::string(arg) + "\n" + kUsage);
-    if (!path.empty()) return fail("info", "one trace at a time (got " + path + " and " + std::string(arg) + ")");
+    if (!arg.empty() && arg[0] == '-')
+      return fail("info", "unknown option " + std::string(arg) + "\n" + kUsage);
+    if (!path.empty())
+      return fail("info", "one trace at a time (got " + path + " and " + std::string(arg) + ")");
     path = arg;
   }
   if (path.empty()) return fail("info", std::string("no trace file given\n") + kUsage);
@@ -82,7 +88,8 @@ int run_info(int argc, char** argv) {
   std::string error;
   if (!model::summarize_file(path, &summary, &error)) return fail("info", error, 1);
 
-  std::printf("file: %s (%llu bytes)\n", shown(path).c_str(), static_cast<unsigned long long>(summary.report.bytes));
+  std::printf("file: %s (%llu bytes)\n", shown(path).c_str(),
+              static_cast<unsigned long long>(summary.report.bytes));
   if (!summary.record.entries().empty()) {
     std::printf("record:\n");
     for (const auto& [key, value] : summary.record.entries()) {

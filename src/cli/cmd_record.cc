@@ -114,7 +114,8 @@ std::string default_output() {
   // Never an existing file: a second recording within the same second gets its own name.
   std::string name = std::string(buf) + ".strata";
   struct stat st {};
-  for (int k = 2; lstat(name.c_str(), &st) == 0 && k < 1000; ++k) name = std::string(buf) + "-" + std::to_string(k) + ".strata";
+  for (int k = 2; lstat(name.c_str(), &st) == 0 && k < 1000; ++k)
+    name = std::string(buf) + "-" + std::to_string(k) + ".strata";
   return name;
 }
 
@@ -187,7 +188,8 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
   if (!opt.python_dir.empty()) {
     prepend_env("PYTHONPATH", opt.python_dir, ':');
     // Framework tracers (PyTorch ops) arm themselves from a sitecustomize when torch is imported.
-    if (lv >= static_cast<int>(Level::kLayer)) prepend_env("PYTHONPATH", opt.python_dir + "/strata/_startup", ':');
+    if (lv >= static_cast<int>(Level::kLayer))
+      prepend_env("PYTHONPATH", opt.python_dir + "/strata/_startup", ':');
   }
   if (opt.serialize) {  // XSP III-A: one thread of intra-op work, synchronous device work
     setenv("OMP_NUM_THREADS", "1", 1);
@@ -242,8 +244,7 @@ void run_once(char** command, const RecordOptions& opt, Level level, RunOutcome*
     run->exec_errno = err;
     run->exit_code = 127;
     run->outcome = std::string("cannot run ") + command[0] + ": " + std::strerror(err);
-    if (err == ENOENT && std::strchr(command[0], '/') == nullptr)
-      run->outcome += " (not found on PATH)";
+    if (err == ENOENT && std::strchr(command[0], '/') == nullptr) run->outcome += " (not found on PATH)";
     return;
   }
   run->started = true;
@@ -310,17 +311,18 @@ int parse_record_args(int argc, char** argv, RecordRequest* req) {
       if (missing) return fail("record", std::string(arg) + " needs a value\n" + kUsage);
       continue;
     }
-    bool* flag = arg == "--keep-parts" ? &req->keep_parts
-                 : arg == "--leveled"  ? &req->leveled
-                 : arg == "--serialize" ? &opt.serialize
-                 : arg == "--force"    ? &req->force
+    bool* flag = arg == "--keep-parts"               ? &req->keep_parts
+                 : arg == "--leveled"                ? &req->leveled
+                 : arg == "--serialize"              ? &opt.serialize
+                 : arg == "--force"                  ? &req->force
                  : (arg == "--quiet" || arg == "-q") ? &req->quiet
                                                      : nullptr;
     if (flag != nullptr) {
       *flag = true;
       continue;
     }
-    if (!arg.empty() && arg[0] == '-') return fail("record", "unknown option " + std::string(arg) + "\n" + kUsage);
+    if (!arg.empty() && arg[0] == '-')
+      return fail("record", "unknown option " + std::string(arg) + "\n" + kUsage);
     break;  // first non-option: the command (the "--" is optional)
   }
   if (i >= argc) return fail("record", std::string("no command given\n") + kUsage);
@@ -358,7 +360,8 @@ bool finish_single(const RunOutcome& run, format::Properties record, OutputFile*
 // tagged, leveled runs re-timed) and saved.
 bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
                  const std::vector<std::vector<RunOutcome>>& outcomes, bool failed, format::Properties record,
-                 OutputFile* out, std::vector<std::string>* warnings, std::string* leveled_text, std::string* error) {
+                 OutputFile* out, std::vector<std::string>* warnings, std::string* leveled_text,
+                 std::string* error) {
   std::vector<std::vector<std::unique_ptr<model::Trace>>> traces(levels.size());
   std::vector<std::vector<runs::RunInput>> inputs(levels.size());
   int64_t process_files = 0;
@@ -367,7 +370,8 @@ bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
       const RunOutcome& run = outcomes[j][r];
       format::PartFiles parts = format::list_part_files(run.dir_fd, run.dir);
       std::string run_file = run.dir + ".strata";  // inside the private work directory
-      format::MergeResult merged = format::merge_part_files(run.dir_fd, run.dir, parts, run_file, format::Properties());
+      format::MergeResult merged =
+          format::merge_part_files(run.dir_fd, run.dir, parts, run_file, format::Properties());
       for (const auto& w : merged.warnings) warnings->push_back(w);
       auto trace = std::make_unique<model::Trace>();
       if (!merged.ok || !model::load_trace(run_file, trace.get(), error)) {
@@ -391,7 +395,8 @@ bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
     *leveled_text = runs::format_leveled(result);
     combined = std::move(result.trace);
   } else {
-    if (req.leveled && failed) warnings->push_back("a run failed: the leveled runs were not combined; every run is kept");
+    if (req.leveled && failed)
+      warnings->push_back("a run failed: the leveled runs were not combined; every run is kept");
     for (size_t j = 0; j < levels.size(); ++j)
       for (size_t r = 0; r < inputs[j].size(); ++r)
         runs::append_trace(combined, *inputs[j][r].trace,
@@ -399,22 +404,27 @@ bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
   }
   for (size_t k = 0; k < warnings->size(); ++k) record.set("warning." + std::to_string(k), (*warnings)[k]);
   combined.record = record;
-  if (!model::save_trace(combined, out->temp_path(), error, std::atoi(req.opt.compress.c_str()))) return false;
+  if (!model::save_trace(combined, out->temp_path(), error, std::atoi(req.opt.compress.c_str())))
+    return false;
   return out->commit(error);
 }
 
 // The closing summary, streamed from the written trace (memory independent of its size).
-void print_closing_summary(const RecordRequest& req, const RunOutcome& last, int64_t total_wall, size_t process_files,
-                           const std::string& leveled_text, const std::vector<std::string>& warnings) {
-  std::fprintf(stderr, "\nstrata record: %s, wall time %s\n", last.outcome.c_str(), format_duration_ns(total_wall).c_str());
+void print_closing_summary(const RecordRequest& req, const RunOutcome& last, int64_t total_wall,
+                           size_t process_files, const std::string& leveled_text,
+                           const std::vector<std::string>& warnings) {
+  std::fprintf(stderr, "\nstrata record: %s, wall time %s\n", last.outcome.c_str(),
+               format_duration_ns(total_wall).c_str());
   if (process_files == 0)
     std::fprintf(stderr,
                  "strata record: no process of the command loaded the Strata runtime (a static or "
                  "setuid binary ignores LD_PRELOAD); the trace holds only the run record\n");
   model::TraceSummary summary;
   std::string error;
-  if (model::summarize_file(req.output, &summary, &error)) print_summary(summary, stderr);
-  else std::fprintf(stderr, "strata record: %s\n", error.c_str());
+  if (model::summarize_file(req.output, &summary, &error))
+    print_summary(summary, stderr);
+  else
+    std::fprintf(stderr, "strata record: %s\n", error.c_str());
   if (!leveled_text.empty()) std::fputs(leveled_text.c_str(), stderr);
   for (size_t k = 0; k < warnings.size() && k < 5; ++k)
     std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(warnings[k]).c_str());
@@ -431,7 +441,8 @@ bool locate_runtime(RecordRequest* req) {
     return false;
   }
   opt.onednn_tracer = sibling_library(opt.runtime, "libstrata_onednn.so");
-  if (static_cast<int>(opt.level) >= static_cast<int>(Level::kLibrary) && opt.onednn_tracer.empty() && !req->quiet)
+  if (static_cast<int>(opt.level) >= static_cast<int>(Level::kLibrary) && opt.onednn_tracer.empty() &&
+      !req->quiet)
     std::fprintf(stderr,
                  "strata record: libstrata_onednn.so not found next to %s; oneDNN primitives "
                  "will not be traced (build Strata with libdnnl-dev installed)\n",
@@ -454,10 +465,11 @@ int run_record(int argc, char** argv) {
   if (!locate_runtime(&req)) return 2;
   if (!req.quiet)
     for (const std::string& dir : leftover_work_dirs(req.output))
-      std::fprintf(stderr,
-                   "strata record: note: %s is left from a recording that did not finish; it is kept (read it "
-                   "with `strata info %s`, remove it when done)\n",
-                   dir.c_str(), dir.c_str());
+      std::fprintf(
+          stderr,
+          "strata record: note: %s is left from a recording that did not finish; it is kept (read it "
+          "with `strata info %s`, remove it when done)\n",
+          dir.c_str(), dir.c_str());
 
   // The processes' files go to a fresh private directory next to the output (same file system).
   PrivateDir work;
@@ -471,8 +483,7 @@ int run_record(int argc, char** argv) {
 
   install_signal_handling();
 
-  const std::vector<Level> levels =
-      req.leveled ? leveled_levels(opt.level) : std::vector<Level>{opt.level};
+  const std::vector<Level> levels = req.leveled ? leveled_levels(opt.level) : std::vector<Level>{opt.level};
   if (req.leveled && levels.size() == 1 && !req.quiet)
     std::fprintf(stderr,
                  "strata record: --leveled with --level %s has a single level to run; give a deeper "
@@ -504,9 +515,13 @@ int run_record(int argc, char** argv) {
       }
       run_once(argv + i, opt, levels[j], &run);
       if (run.exec_errno != 0 || !run.started) {
-        // Nothing ran: no trace. Earlier runs' files stay only if there were any.
-        if (outcomes[0].empty() && r == 0 && j == 0) work.remove(&error);
-        return fail("record", run.outcome, run.exit_code ? run.exit_code : 1);
+        // Nothing ran: no trace. Earlier runs' files (if any) stay where the message says.
+        if (r == 0 && j == 0) {
+          work.remove(&error);
+          return fail("record", run.outcome, run.exit_code ? run.exit_code : 1);
+        }
+        return fail("record", run.outcome + " (earlier runs' files kept in " + work.path() + ")",
+                    run.exit_code ? run.exit_code : 1);
       }
       total_wall += run.wall_ns;
       process_files += format::list_part_files(run.dir_fd, run.dir).names.size();
@@ -532,8 +547,9 @@ int run_record(int argc, char** argv) {
   OutputFile out;
   bool written = work.verify(&error) && out.begin(req.output, req.force, &error);
   if (written)
-    written = single ? finish_single(last, record, &out, &warnings, &error)
-                     : finish_runs(req, levels, outcomes, failed, record, &out, &warnings, &leveled_text, &error);
+    written =
+        single ? finish_single(last, record, &out, &warnings, &error)
+               : finish_runs(req, levels, outcomes, failed, record, &out, &warnings, &leveled_text, &error);
   for (auto& per_level : outcomes)
     for (RunOutcome& run : per_level)
       if (run.dir_fd != work.fd() && run.dir_fd >= 0) close(run.dir_fd);
@@ -542,7 +558,8 @@ int run_record(int argc, char** argv) {
     return last.exit_code ? last.exit_code : 1;
   }
   if (req.keep_parts) {
-    if (!req.quiet) std::fprintf(stderr, "strata record: per-process files kept in %s\n", work.path().c_str());
+    if (!req.quiet)
+      std::fprintf(stderr, "strata record: per-process files kept in %s\n", work.path().c_str());
   } else if (!work.remove(&error)) {
     std::fprintf(stderr, "strata record: warning: %s\n", error.c_str());
   }

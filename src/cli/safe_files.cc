@@ -166,8 +166,9 @@ bool OutputFile::commit(std::string* error) {
       errno = rename_errno;
     }
     if (!linked) {
-      *error = target_ + (errno == EEXIST ? ": appeared while strata was writing; not replaced"
-                                          : ": cannot create: " + errno_text()) +
+      *error = target_ +
+               (errno == EEXIST ? ": appeared while strata was writing; not replaced"
+                                : ": cannot create: " + errno_text()) +
                "; the result is in " + temp_;
       temp_.clear();  // kept for the user
       return false;
@@ -215,7 +216,8 @@ bool PrivateDir::create(const std::string& prefix, std::string* error) {
     return false;
   }
   ::fchmod(fd, 0700);  // mkdtemp's 0700 minus the umask: keep it usable, and closed to others
-  struct stat by_fd {}, by_name {};
+  struct stat by_fd {
+  }, by_name{};
   if (!verify_private_dir_fd(fd, tmpl, error)) {
     ::close(fd);
     return false;
@@ -261,7 +263,8 @@ bool PrivateDir::remove(std::string* error) {
   if (fd_ < 0) return true;
   if (!remove_tree_at(fd_, path_, 0, error)) return false;
   // The name is ours (mkdtemp, checked); remove it only while it still is this directory.
-  struct stat by_fd {}, by_name {};
+  struct stat by_fd {
+  }, by_name{};
   if (::fstat(fd_, &by_fd) == 0 && ::lstat(path_.c_str(), &by_name) == 0 && by_fd.st_dev == by_name.st_dev &&
       by_fd.st_ino == by_name.st_ino && ::rmdir(path_.c_str()) != 0) {
     *error = path_ + ": cannot remove: " + errno_text();

@@ -103,7 +103,8 @@ bool ChunkReader::read_header() {
     return false;
   }
   if (n == 0) {
-    error_ = name_ + ": offset 0: empty file (0 bytes): the writer never wrote to it (was it killed at start, or is "
+    error_ = name_ +
+             ": offset 0: empty file (0 bytes): the writer never wrote to it (was it killed at start, or is "
              "this the wrong file?)";
     return false;
   }

@@ -18,7 +18,8 @@ namespace {
 
 // Copies every valid chunk of each input (opened by `open_input`) into `output`, then the record.
 // `open_input` returns false with one line in its error argument when an input cannot be read.
-MergeResult merge(size_t input_count, const std::function<bool(size_t, ChunkReader*, std::string*)>& open_input,
+MergeResult merge(size_t input_count,
+                  const std::function<bool(size_t, ChunkReader*, std::string*)>& open_input,
                   const std::string& output, const Properties& record, std::vector<std::string> warnings) {
   MergeResult result;
   result.warnings = std::move(warnings);
@@ -71,14 +72,13 @@ bool has_trace_extension(const std::string& name) {
 
 MergeResult merge_trace_files(const std::vector<std::string>& inputs, const std::string& output,
                               const Properties& record) {
-  return merge(
-      inputs.size(),
-      [&](size_t i, ChunkReader* reader, std::string* error) {
-        if (reader->open(inputs[i])) return true;
-        *error = reader->error();
-        return false;
-      },
-      output, record, {});
+  return merge(inputs.size(),
+               [&](size_t i, ChunkReader* reader, std::string* error) {
+                 if (reader->open(inputs[i])) return true;
+                 *error = reader->error();
+                 return false;
+               },
+               output, record, {});
 }
 
 PartFiles list_part_files(int dir_fd, const std::string& dir_name) {
@@ -98,11 +98,15 @@ PartFiles list_part_files(int dir_fd, const std::string& dir_name) {
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     const std::string path = dir_name + "/" + name;
     if (S_ISDIR(st.st_mode)) continue;  // a run's own subdirectory (repeated runs)
-    if (S_ISLNK(st.st_mode)) parts.skipped.push_back(path + ": a symbolic link, not read");
-    else if (!S_ISREG(st.st_mode)) parts.skipped.push_back(path + ": not a regular file, not read");
+    if (S_ISLNK(st.st_mode))
+      parts.skipped.push_back(path + ": a symbolic link, not read");
+    else if (!S_ISREG(st.st_mode))
+      parts.skipped.push_back(path + ": not a regular file, not read");
     else if (st.st_uid != ::geteuid())
-      parts.skipped.push_back(path + ": owned by uid " + std::to_string(st.st_uid) + ", not by this user; not read");
-    else parts.names.push_back(name);
+      parts.skipped.push_back(path + ": owned by uid " + std::to_string(st.st_uid) +
+                              ", not by this user; not read");
+    else
+      parts.names.push_back(name);
   }
   ::closedir(dir);
   std::sort(parts.names.begin(), parts.names.end());

@@ -146,7 +146,8 @@ class FileSummarizer {
 
   void warn(const format::Chunk& chunk, const std::string& reason) {
     if (out_->report.warnings.size() < 64)
-      out_->report.warnings.push_back(reader_->name() + ": offset " + std::to_string(chunk.offset) + ": " + reason);
+      out_->report.warnings.push_back(reader_->name() + ": offset " + std::to_string(chunk.offset) + ": " +
+                                      reason);
   }
   StreamState* stream(const format::Chunk& chunk);
   void handle(const format::Chunk& chunk);
@@ -172,7 +173,8 @@ StreamState* FileSummarizer::stream(const format::Chunk& chunk) {
   if (it != streams_.end()) return &it->second;
   if (out_->processes.size() >= kMaxStreams) {
     if (streams_over_limit_++ == 0)
-      warn(chunk, "more than " + std::to_string(kMaxStreams) + " streams; chunks of further streams not counted");
+      warn(chunk,
+           "more than " + std::to_string(kMaxStreams) + " streams; chunks of further streams not counted");
     return nullptr;
   }
   Process p;
@@ -218,7 +220,8 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
     for (const auto& [key, value] : props.entries()) out_->record.set(key, value);
     return;
   }
-  if (chunk.type < static_cast<uint16_t>(ChunkType::kProcess) || chunk.type > static_cast<uint16_t>(ChunkType::kEnd)) {
+  if (chunk.type < static_cast<uint16_t>(ChunkType::kProcess) ||
+      chunk.type > static_cast<uint16_t>(ChunkType::kEnd)) {
     ++unknown_chunks_;  // a newer minor version's chunk: skipped on purpose
     return;
   }
@@ -231,7 +234,8 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
       return handle_process(chunk, *s);
     case ChunkType::kStrings:
       entries_.clear();
-      if (!format::decode_strings(chunk.payload, &entries_, &error)) return warn(chunk, error + "; chunk skipped");
+      if (!format::decode_strings(chunk.payload, &entries_, &error))
+        return warn(chunk, error + "; chunk skipped");
       for (const auto& e : entries_) {
         if (e.id >= (1u << 28)) {
           warn(chunk, "string id " + std::to_string(e.id) + " out of range; entry skipped");
@@ -248,8 +252,10 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
       ClockSnapshot snap;
       for (const auto& r : readings) snap.readings.emplace_back(r.domain, r.value);
       s->ticks.add_snapshot(snap);
-      if (p.clock_snapshots.size() < 2) p.clock_snapshots.push_back(std::move(snap));
-      else p.clock_snapshots.back() = std::move(snap);  // keep the first and the latest
+      if (p.clock_snapshots.size() < 2)
+        p.clock_snapshots.push_back(std::move(snap));
+      else
+        p.clock_snapshots.back() = std::move(snap);  // keep the first and the latest
       ++out_->clock_snapshot_counts[s->process];
       return;
     }
@@ -398,7 +404,8 @@ bool summarize_file(const std::string& path, TraceSummary* out, std::string* err
       if (entry.is_regular_file() && entry.path().extension() == ".strata") files.push_back(entry.path());
     std::sort(files.begin(), files.end());
     if (files.empty()) {
-      *error = path + ": directory holds no .strata files; record one with `strata record -o " + path + " -- CMD`";
+      *error =
+          path + ": directory holds no .strata files; record one with `strata record -o " + path + " -- CMD`";
       return false;
     }
   } else {
@@ -428,7 +435,8 @@ std::vector<BufferLoss> buffer_losses(const TraceSummary& summary) {
     loss.pid = p.pid;
     loss.lost_spans = it->second;
     loss.kept_spans = p.span_count;
-    loss.budget_bytes = static_cast<uint64_t>(std::max<int64_t>(0, p.properties.get_int("buffer_bytes").value_or(0)));
+    loss.budget_bytes =
+        static_cast<uint64_t>(std::max<int64_t>(0, p.properties.get_int("buffer_bytes").value_or(0)));
     loss.needed_bytes = loss.budget_bytes + loss.lost_spans * 32;
     out.push_back(loss);
   }

@@ -47,11 +47,11 @@ bool drop_keeps_event(std::string_view cause);
 // Spans lost for want of buffer space in one process, and the budget that would have held them.
 struct BufferLoss {
   int64_t pid = 0;
-  uint64_t lost_spans = 0;     // dropped.buffer_full
-  uint64_t kept_spans = 0;     // spans the stream holds
-  uint64_t budget_bytes = 0;   // the process's event buffer budget (0: unknown)
-  uint64_t needed_bytes = 0;   // budget + the lost spans at 32 bytes each (one begin and one end
-                               // event of 16 bytes: a lower bound, named spans take more)
+  uint64_t lost_spans = 0;    // dropped.buffer_full
+  uint64_t kept_spans = 0;    // spans the stream holds
+  uint64_t budget_bytes = 0;  // the process's event buffer budget (0: unknown)
+  uint64_t needed_bytes = 0;  // budget + the lost spans at 32 bytes each (one begin and one end
+                              // event of 16 bytes: a lower bound, named spans take more)
 };
 // Processes that lost spans to a full buffer, worst first.
 std::vector<BufferLoss> buffer_losses(const TraceSummary& summary);

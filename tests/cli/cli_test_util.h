@@ -16,7 +16,7 @@ inline const std::string kStrataTool = std::string(STRATA_BINARY_DIR) + "/bin/st
 inline const std::string kTestProgram = std::string(STRATA_BINARY_DIR) + "/bin/strata_test_program";
 
 struct ToolRun {
-  int exit_code = -1;   // -1: killed by a signal
+  int exit_code = -1;  // -1: killed by a signal
   int signal = 0;
   long max_rss_kb = 0;  // peak resident memory of the tool (and its waited-for children)
   std::string out, err;
@@ -41,8 +41,10 @@ inline ToolRun run_tool(const std::vector<std::string>& argv, const std::string&
   struct rusage usage {};
   wait4(pid, &status, 0, &usage);
   run.max_rss_kb = usage.ru_maxrss;
-  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) run.signal = WTERMSIG(status);
+  if (WIFEXITED(status))
+    run.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    run.signal = WTERMSIG(status);
   run.out = read_file(out_path);
   run.err = read_file(err_path);
   return run;

@@ -25,7 +25,8 @@ std::vector<std::string> work_dirs(const std::string& output) {
   std::vector<std::string> found;
   fs::path out(output);
   for (const auto& e : fs::directory_iterator(out.parent_path()))
-    if (e.path().filename().string().rfind(out.filename().string() + ".parts", 0) == 0) found.push_back(e.path());
+    if (e.path().filename().string().rfind(out.filename().string() + ".parts", 0) == 0)
+      found.push_back(e.path());
   return found;
 }
 
@@ -49,7 +50,8 @@ TEST(RecordOutput, RefusesALinkAndAnExistingFileWithoutForce) {
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
   EXPECT_EQ(testing::read_file(out), "an earlier result") << "the command must not even run";
-  testing::ToolRun forced = strata({"record", "--force", "-q", "-o", out, "--", testing::kTestProgram, "spans", "5"});
+  testing::ToolRun forced =
+      strata({"record", "--force", "-q", "-o", out, "--", testing::kTestProgram, "spans", "5"});
   EXPECT_EQ(forced.exit_code, 0) << forced.err;
   EXPECT_NE(testing::read_file(out), "an earlier result");
   EXPECT_TRUE(work_dirs(out).empty()) << "the work directory is removed after a good run";
@@ -87,8 +89,9 @@ TEST(RecordCommand, ACommandThatCannotStartIsOneErrorAndNoTrace) {
   const std::string out = dir.file("none.strata");
   testing::ToolRun r = strata({"record", "-o", out, "--", "strata-no-such-command-xyz"});
   EXPECT_EQ(r.exit_code, 127);
-  EXPECT_EQ(r.err, "strata record: cannot run strata-no-such-command-xyz: No such file or directory (not found "
-                   "on PATH)\n");
+  EXPECT_EQ(r.err,
+            "strata record: cannot run strata-no-such-command-xyz: No such file or directory (not found "
+            "on PATH)\n");
   EXPECT_FALSE(fs::exists(out));
   EXPECT_TRUE(work_dirs(out).empty());
   testing::ToolRun denied = strata({"record", "-o", out, "--", dir.path()});  // a directory: EACCES
@@ -142,7 +145,8 @@ TEST(RecordCommand, AKilledRecorderTakesItsCommandAlongAndARerunKeepsItsData) {
   testing::ToolRun info = strata({"info", left[0]});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_NE(info.out.find("strata_test_program loop"), std::string::npos) << info.out;
-  const std::string before = testing::read_file(left[0] + "/" + fs::directory_iterator(left[0])->path().filename().string());
+  const std::string before =
+      testing::read_file(left[0] + "/" + fs::directory_iterator(left[0])->path().filename().string());
   ASSERT_GT(before.size(), 1000u);
 
   testing::ToolRun rerun = strata({"record", "-o", out, "--", testing::kTestProgram, "spans", "5"});
@@ -150,14 +154,16 @@ TEST(RecordCommand, AKilledRecorderTakesItsCommandAlongAndARerunKeepsItsData) {
   EXPECT_NE(rerun.err.find(left[0] + " is left from a recording that did not finish"), std::string::npos)
       << rerun.err;
   ASSERT_TRUE(fs::exists(left[0])) << "a rerun deleted what the killed run left";
-  EXPECT_EQ(testing::read_file(left[0] + "/" + fs::directory_iterator(left[0])->path().filename().string()), before);
+  EXPECT_EQ(testing::read_file(left[0] + "/" + fs::directory_iterator(left[0])->path().filename().string()),
+            before);
 }
 
 TEST(CliManners, EverySubcommandRefusesAnUnknownOptionWithOneLineAndUsage) {
   TempDir dir;
   const std::string trace = dir.file("t.strata");
   ASSERT_EQ(strata({"record", "-q", "-o", trace, "--", testing::kTestProgram, "spans", "3"}).exit_code, 0);
-  for (std::string command : {"record", "info", "export", "import", "analyze", "iterations", "model", "lowerbound"}) {
+  for (std::string command :
+       {"record", "info", "export", "import", "analyze", "iterations", "model", "lowerbound"}) {
     testing::ToolRun r = strata({command, "--bogus", trace});
     EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << command << " printed to stdout: " << r.out;

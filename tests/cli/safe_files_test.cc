@@ -43,7 +43,8 @@ TEST(OutputFile, ReplacesAnExistingFileOnlyWithForce) {
   write_file(out.temp_path(), "new");
   ASSERT_TRUE(out.commit(&error)) << error;
   EXPECT_EQ(read_file(target), "new");
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1) << "no temporary file left";
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1)
+      << "no temporary file left";
 }
 
 TEST(OutputFile, ALinkPlantedWhileWritingIsNotReplacedNorFollowed) {

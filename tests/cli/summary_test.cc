@@ -127,8 +127,8 @@ TEST(StreamedSummary, MatchesTheLoadedTraceOnDamagedTraces) {
     w.write_properties(format::ChunkType::kStats, stats);
   }
   std::string bytes = testing::read_file(path);
-  bytes[32 + 32 + 200] ^= 0x5a;                                        // inside an early chunk's payload
-  testing::write_file(path, bytes.substr(0, bytes.size() - 5));       // cut inside the last chunk
+  bytes[32 + 32 + 200] ^= 0x5a;                                  // inside an early chunk's payload
+  testing::write_file(path, bytes.substr(0, bytes.size() - 5));  // cut inside the last chunk
   model::TraceSummary want = reference(path);
   ASSERT_GT(want.report.corrupt_chunks, 0u);
   ASSERT_GT(want.report.unknown_strings, 0u);
@@ -172,15 +172,16 @@ TEST(StreamedSummary, InfoAndRecordMemoryDoesNotGrowWithTheTrace) {
   const double file_mb = static_cast<double>(big.bytes) / (1 << 20);
   const double rss_mb = static_cast<double>(info_big.max_rss_kb) / 1024;
   RecordProperty("info_peak_rss_mb", std::to_string(rss_mb));
-  EXPECT_LT(rss_mb, file_mb / 8) << "strata info holds the trace in memory (" << rss_mb << " MB for " << file_mb
-                                 << " MB)";
+  EXPECT_LT(rss_mb, file_mb / 8) << "strata info holds the trace in memory (" << rss_mb << " MB for "
+                                 << file_mb << " MB)";
   EXPECT_LT(rss_mb - static_cast<double>(info_small.max_rss_kb) / 1024, file_mb / 32)
       << "memory grows with the trace";
 
   // The recorder merges the command's files and prints its summary: the command here drops the
   // big trace into its output directory, as a long-running program's writer would have.
   const std::string copy = "cp " + dir.file("big.strata") + " \"$STRATA_OUTPUT_DIR/long-run.strata\"";
-  testing::ToolRun rec = testing::strata({"record", "-o", dir.file("rec.strata"), "--", "/bin/sh", "-c", copy});
+  testing::ToolRun rec =
+      testing::strata({"record", "-o", dir.file("rec.strata"), "--", "/bin/sh", "-c", copy});
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
   EXPECT_NE(rec.err.find("spans: " + std::to_string(big.spans)), std::string::npos) << rec.err;
   const double rec_mb = static_cast<double>(rec.max_rss_kb) / 1024;

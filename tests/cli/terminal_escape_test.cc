@@ -16,13 +16,17 @@ TEST(TerminalEscape, ControlsAndInvalidBytesAreEscaped) {
   } cases[] = {
       {"aten::conv2d", "aten::conv2d"},
       {"layer\x1b]0;owned\x07", "layer\\x1b]0;owned\\x07"},  // OSC: retitles the window
-      {"a\x1b[2J\x1b[Hb", "a\\x1b[2J\\x1b[Hb"},                // clears the screen
+      {"a\x1b[2J\x1b[Hb", "a\\x1b[2J\\x1b[Hb"},              // clears the screen
       {"line\nnext\r\t", "line\\nnext\\r\\t"},
       {"del\x7f", "del\\x7f"},
-      {"c1 \xc2\x9b" "31m", "c1 \\u009b31m"},                // C1 CSI in UTF-8
-      {"raw \x9b", "raw \\x9b"},                             // C1 CSI as a lone byte (not UTF-8)
-      {"bidi \xe2\x80\xae" "evil", "bidi \\u202eevil"},      // RIGHT-TO-LEFT OVERRIDE
-      {"iso \xe2\x81\xa6x", "iso \\u2066x"},                 // LEFT-TO-RIGHT ISOLATE
+      {"c1 \xc2\x9b"
+       "31m",
+       "c1 \\u009b31m"},          // C1 CSI in UTF-8
+      {"raw \x9b", "raw \\x9b"},  // C1 CSI as a lone byte (not UTF-8)
+      {"bidi \xe2\x80\xae"
+       "evil",
+       "bidi \\u202eevil"},                   // RIGHT-TO-LEFT OVERRIDE
+      {"iso \xe2\x81\xa6x", "iso \\u2066x"},  // LEFT-TO-RIGHT ISOLATE
       {"overlong \xc0\x80", "overlong \\xc0\\x80"},
       {"surrogate \xed\xa0\x80", "surrogate \\xed\\xa0\\x80"},
       {"cut \xe2\x82", "cut \\xe2\\x82"},

@@ -13,8 +13,8 @@
 namespace strata::testing {
 namespace {
 
-constexpr const char* kLayerNames[] = {"aten::conv2d", "aten::batch_norm", "aten::relu", "aten::linear",
-                                       "aten::lstm", "aten::add_", "aten::matmul", "aten::softmax"};
+constexpr const char* kLayerNames[] = {"aten::conv2d", "aten::batch_norm", "aten::relu",   "aten::linear",
+                                       "aten::lstm",   "aten::add_",       "aten::matmul", "aten::softmax"};
 constexpr const char* kLibraryNames[] = {"brg_conv_fwd:avx512_core", "gemm:jit", "eltwise_fwd:jit",
                                          "bnorm_fwd:jit", "reorder:simple"};
 
@@ -51,7 +51,8 @@ void write_header(GenProcess& p, int index) {
 void write_snapshot(GenProcess& p) {
   format::ClockReading r[2];
   r[0] = {static_cast<uint32_t>(ClockDomain::kMonotonic), 0, p.now_ns};
-  r[1] = {static_cast<uint32_t>(ClockDomain::kTsc), 0, static_cast<int64_t>(static_cast<double>(p.now_ns) / 0.4 * 1.00002)};
+  r[1] = {static_cast<uint32_t>(ClockDomain::kTsc), 0,
+          static_cast<int64_t>(static_cast<double>(p.now_ns) / 0.4 * 1.00002)};
   p.writer->write_clock_snapshot(r);
 }
 
@@ -111,7 +112,8 @@ void write_step(GenProcess& p, uint32_t tid, std::mt19937_64& rng, uint64_t budg
 
 }  // namespace
 
-bool generate_trace(const std::string& path, const GeneratorOptions& opt, GeneratedTrace* out, std::string* error) {
+bool generate_trace(const std::string& path, const GeneratorOptions& opt, GeneratedTrace* out,
+                    std::string* error) {
   format::ChunkWriter file;
   if (!file.open(path)) {
     *error = file.error();
@@ -121,7 +123,8 @@ bool generate_trace(const std::string& path, const GeneratorOptions& opt, Genera
   std::vector<GenProcess> procs(static_cast<size_t>(opt.processes));
   for (int i = 0; i < opt.processes; ++i) {
     GenProcess& p = procs[static_cast<size_t>(i)];
-    p.writer = std::make_unique<format::StreamWriter>(&file, 0x1000 + static_cast<uint64_t>(i) * 7919, 0, 4096);
+    p.writer =
+        std::make_unique<format::StreamWriter>(&file, 0x1000 + static_cast<uint64_t>(i) * 7919, 0, 4096);
     p.pid = 4000 + i;
     p.now_ns = 1'000'000'000 + i * 1000;
     write_header(p, i);
@@ -137,8 +140,8 @@ bool generate_trace(const std::string& path, const GeneratorOptions& opt, Genera
   for (uint64_t step = 0; written < opt.spans; ++step) {
     GenProcess& p = procs[step % procs.size()];
     uint64_t before = p.spans;
-    write_step(p, static_cast<uint32_t>(p.pid * 10 + static_cast<int64_t>(step % opt.threads_per_process)), rng,
-               opt.spans - written);
+    write_step(p, static_cast<uint32_t>(p.pid * 10 + static_cast<int64_t>(step % opt.threads_per_process)),
+               rng, opt.spans - written);
     written += p.spans - before;
     if (p.now_ns > next_snapshot) {  // about one snapshot per simulated second, as the collector does
       for (GenProcess& q : procs) write_snapshot(q);

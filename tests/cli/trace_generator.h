@@ -15,7 +15,7 @@ struct GeneratedTrace {
 };
 
 struct GeneratorOptions {
-  uint64_t spans = 100000;     // in all processes together
+  uint64_t spans = 100000;  // in all processes together
   int processes = 3;
   int threads_per_process = 4;
   uint64_t seed = 1;
