@@ -150,6 +150,18 @@ TEST(StreamedSummary, MatchesTheLoadedTraceOnADirectory) {
   expect_same(reference(dir.path()), streamed(dir.path()));
 }
 
+// A span whose end was lost is in the trace (unfinished): counting end_lost among the lost events
+// counted it twice. Cut strings are kept events too.
+TEST(LostEvents, EndsLostAndCutStringsAreNotLostEvents) {
+  model::Trace t;
+  model::Process p;
+  p.drops = {{"buffer_full", 5}, {"end_lost", 3}, {"string_truncated", 2}, {"unmatched_end", 1}};
+  t.add_process(p);
+  EXPECT_EQ(t.total_drops(), 6u);
+  EXPECT_TRUE(model::drop_keeps_event("end_lost"));
+  EXPECT_FALSE(model::drop_keeps_event("buffer_full"));
+}
+
 // Peak memory of `strata info` and of `strata record`'s merge and closing summary must not grow
 // with the trace. The CI size is ~160 MB; scripts/record_memory_check.sh runs the same at many GB.
 TEST(StreamedSummary, InfoAndRecordMemoryDoesNotGrowWithTheTrace) {

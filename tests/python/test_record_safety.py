@@ -73,6 +73,25 @@ def test_ctrl_c_through_the_process_group_interrupts_python_and_the_trace_loads(
     assert "killed by signal 2" in info
 
 
+def test_signals_the_recorder_was_started_ignoring_stay_ignored_for_the_command(tmp_path, strata_bin):
+    """As under a shell: `nohup strata record ...` keeps SIGHUP ignored for the command, and a
+    background job's ignored SIGINT stays ignored; the default dispositions stay default."""
+    probe = ("import signal\n"
+             "name = {signal.SIG_IGN: 'ignored', signal.SIG_DFL: 'default', signal.default_int_handler: 'python'}\n"
+             "print(name[signal.getsignal(signal.SIGHUP)], name[signal.getsignal(signal.SIGINT)])\n")
+
+    def ignore_hup_and_int():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    for preexec, expected in ((ignore_hup_and_int, "ignored ignored"), (_default_sigint, "default python")):
+        out = str(tmp_path / f"{preexec.__name__}.strata")
+        proc = subprocess.run([STRATA, "record", "-q", "-o", out, "--", SYSTEM_PYTHON, "-c", probe],
+                              capture_output=True, text=True, timeout=60, preexec_fn=preexec)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == expected, proc.stdout
+
+
 # --- two users ----------------------------------------------------------------------------------
 
 VICTIM_UID = 23456      # an unprivileged uid with no account: setpriv needs none
