@@ -157,9 +157,8 @@ def _victim_env(home):
 def test_another_user_cannot_plant_links_or_streams_in_the_parts_directory(shared_dir, strata_bin):
     shared, home, secret = shared_dir
     out = os.path.join(shared, "run.strata")
-    forged = os.path.join(tempfile.mkdtemp(prefix="strata-forged-", dir="/tmp"), "forged.strata")
+    forged = os.path.join(os.path.dirname(shared), "forged.strata")  # readable by both users
     _forged_trace(forged)
-    os.chmod(os.path.dirname(forged), 0o755)
     os.chmod(forged, 0o644)
     # The attacker prepares OUT.parts (the name the old recorder used): sticky, so the victim
     # cannot clean it; links named after the next pids point at the victim's private file; and a
@@ -199,7 +198,6 @@ def test_another_user_cannot_plant_links_or_streams_in_the_parts_directory(share
     assert len(work) == 1, os.listdir(shared)
     wst = os.lstat(work[0])
     assert stat.S_ISDIR(wst.st_mode) and wst.st_uid == VICTIM_UID and stat.S_IMODE(wst.st_mode) == 0o700
-    shutil.rmtree(os.path.dirname(forged), ignore_errors=True)
 
 
 def test_a_work_directory_swapped_to_another_owner_stops_the_run(shared_dir, strata_bin):
