@@ -12,7 +12,7 @@
 //
 // Everything is read with secure_getenv: in a setuid/setgid process the caller's environment does
 // not choose where the process (root) writes; such a program may still call strata_start itself.
-#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -186,43 +186,47 @@ void merge_descendants_if_owner() {
   if (!g_owner || g_owner->pid != getpid()) return;
   const OutputOwner owner = *g_owner;
   clear_owner();
-  std::vector<std::string> inputs, running;
-  if (DIR* d = opendir(owner.parts_dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string name = e->d_name;
-      if (name.size() <= 7 || name.compare(name.size() - 7, 7, ".strata") != 0) continue;
-      std::string path = owner.parts_dir + "/" + name;
-      struct stat st {};
-      if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // only files, never links
-      pid_t writer = static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10));
-      if (process_running(writer) && !stream_ended(path)) running.push_back(path);
-      else inputs.push_back(path);
+  // The directory is ours (mkdtemp, 0700); it is still read as `strata record` reads its own:
+  // through a descriptor, only regular files of this user, links never followed.
+  int dir_fd = open(owner.parts_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) {
+    std::fprintf(stderr, "strata: %s: cannot open the child processes' directory: %s; their spans are not in %s\n",
+                 owner.parts_dir.c_str(), std::strerror(errno), owner.output.c_str());
+    return;
+  }
+  format::PartFiles listed = format::list_part_files(dir_fd, owner.parts_dir);
+  format::PartFiles finished;
+  finished.skipped = listed.skipped;
+  std::vector<std::string> running;
+  for (const std::string& name : listed.names) {
+    const std::string path = owner.parts_dir + "/" + name;
+    pid_t writer = static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10));
+    if (process_running(writer) && !stream_ended(path)) running.push_back(path);
+    else finished.names.push_back(name);
+  }
+  if (!finished.names.empty() || !finished.skipped.empty()) {
+    format::Properties record;
+    record.set("merged_by", "libstrata (STRATA_OUTPUT)");
+    record.set_int("process_files", static_cast<int64_t>(finished.names.size()) + 1);
+    format::MergeResult merged = format::append_part_files(dir_fd, owner.parts_dir, finished, owner.output, record);
+    if (!merged.ok) {
+      std::fprintf(stderr, "strata: %s; the other processes' traces stay in %s\n", merged.error.c_str(),
+                   owner.parts_dir.c_str());
+      close(dir_fd);
+      return;
     }
-    closedir(d);
+    for (const auto& name : finished.names) unlinkat(dir_fd, name.c_str(), 0);
   }
-  std::sort(inputs.begin(), inputs.end());
-  if (inputs.empty() && running.empty()) {  // no descendant recorded anything: the file is complete
+  close(dir_fd);
+  if (running.empty() && finished.skipped.empty()) {
     rmdir(owner.parts_dir.c_str());
     return;
   }
-  format::Properties record;
-  record.set("merged_by", "libstrata (STRATA_OUTPUT)");
-  record.set_int("process_files", static_cast<int64_t>(inputs.size()) + 1);
-  format::MergeResult merged = format::append_trace_files(inputs, owner.output, record);
-  if (!merged.ok) {
-    std::fprintf(stderr, "strata: %s; the other processes' traces stay in %s\n", merged.error.c_str(),
-                 owner.parts_dir.c_str());
-    return;
-  }
-  for (const auto& path : inputs) unlink(path.c_str());
-  if (running.empty()) {
-    rmdir(owner.parts_dir.c_str());
-    return;
-  }
-  std::fprintf(stderr,
-               "strata: %zu process(es) started under %s were still running when it stopped recording; their "
-               "traces stay in %s (load them with `strata info %s`)\n",
-               running.size(), owner.output.c_str(), owner.parts_dir.c_str(), owner.parts_dir.c_str());
+  if (!running.empty())
+    std::fprintf(stderr,
+                 "strata: %zu process(es) started under %s were still running when it stopped recording; "
+                 "their traces stay in %s (load them with `strata info %s`)\n",
+                 running.size(), owner.output.c_str(), owner.parts_dir.c_str(), owner.parts_dir.c_str());
 }
 
 Session* start_pending_after_fork() {

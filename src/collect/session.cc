@@ -138,7 +138,8 @@ void Session::write_header() {
   p.set_int(std::string(k::kTscAnchorTicks), static_cast<int64_t>(clock_.tick0()));
   p.set_int(std::string(k::kTscAnchorNs), clock_.mono0());
   p.set(std::string(k::kWriter), "strata-collect 1");
-  p.set_int("buffer_bytes", static_cast<int64_t>(config_.buffer_bytes));
+  // The budget events may use (with the growth allowance): what a full buffer ran into.
+  p.set_int("buffer_bytes", static_cast<int64_t>(pool_.max_blocks() * kBlockBytes));
   stream_->write_properties(format::ChunkType::kProcess, p);
 }
 
