@@ -92,6 +92,9 @@ class Session {
   // Facts about a collector (e.g. its clock source), written as stats property "collector.<key>".
   void set_collector_property(std::string_view key, std::string_view value);
 
+  // A tick reading (detail::now_ticks) on this session's monotonic ns scale, for collectors that
+  // stamp events themselves and hand them over with emit_complete (flag them kSpanFlagFromTicks).
+  int64_t ticks_to_ns(uint64_t ticks) const { return clock_.to_ns(ticks); }
   const TraceContext& context() const { return context_; }
   const SessionConfig& config() const { return config_; }
   const std::string& error() const { return error_; }

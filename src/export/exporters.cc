@@ -90,6 +90,22 @@ void append_attr_members(const model::Trace& trace, size_t index, std::string* o
   }
 }
 
+// A counter sample's args: its numeric attributes only, each a series of the track ("value" for
+// Strata's counters; Perfetto names the track "<name> <key>"). Chrome and Perfetto read every arg of
+// a "C" event as a number: a string (a memory counter's allocator and device, which its name
+// already carries) would be a parse failure there.
+void append_counter_series(const model::Trace& trace, size_t index, std::string* out) {
+  bool first = true;
+  for (const AttrRecord& a : trace.attributes(index)) {
+    if (a.type == static_cast<uint8_t>(AttrType::kString)) continue;
+    if (!first) out->push_back(',');
+    first = false;
+    append_json_string(out, trace.strings.get(a.key));
+    out->push_back(':');
+    append_attr_value(trace, a, out);
+  }
+}
+
 // Device work goes on its own track per (device, stream), as Nsight Systems and Perfetto show it.
 // Chrome needs a numeric tid: synthesize one above any real thread id.
 int64_t track_tid(const SpanRecord& s) {
@@ -177,7 +193,7 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
       b += ",\"ts\":";
       append_us(&b, s.start_ns - origin);
       b += ",\"args\":{";
-      append_attr_members(trace, i, &b, false);
+      append_counter_series(trace, i, &b);
       b += "}}";
       continue;
     }
