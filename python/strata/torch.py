@@ -95,8 +95,9 @@ def _load_native() -> ctypes.CDLL:
         lib.strata_torch_set_module.argtypes = [ctypes.c_char_p]
         lib.strata_torch_set_module.restype = None
         lib.strata_torch_ops_recorded.restype = ctypes.c_uint64
-        lib.strata_torch_memory_stats.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int]
-        lib.strata_torch_memory_stats.restype = ctypes.c_int
+        if hasattr(lib, "strata_torch_memory_stats"):  # absent from libraries built before it existed
+            lib.strata_torch_memory_stats.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int]
+            lib.strata_torch_memory_stats.restype = ctypes.c_int
         _native = lib
         _set_module = lib.strata_torch_set_module  # bound once: the module hooks call it per module call
     return _native
@@ -207,7 +208,7 @@ def memory_stats() -> "dict[str, int]":
     """What the layer tracer's memory tracking saw of PyTorch's CPU allocator: bytes alive now and at
     the highest point since tracking began (tensors allocated while layer tracing was on), counts of
     allocations, frees and memory-timeline samples. Empty when layer tracing never ran."""
-    if _native is None:
+    if _native is None or not hasattr(_native, "strata_torch_memory_stats"):
         return {}
     values = (ctypes.c_int64 * len(_MEMORY_STATS))()
     n = _native.strata_torch_memory_stats(values, len(_MEMORY_STATS))

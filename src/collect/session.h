@@ -78,6 +78,8 @@ class Session {
   uint64_t begin(std::string_view name, int level);
   void end(uint64_t span_id);
   void set_attr(uint64_t span_id, std::string_view key, AttrType type, int64_t i, double d, std::string_view s);
+  // Several integer attributes of one span with one buffer reservation (tracers that set many).
+  void set_int_attrs(uint64_t span_id, const char* const* keys, const int64_t* values, size_t count);
   void instant(std::string_view name, int level);
   void counter(std::string_view name, double value);
   void set_thread_name(std::string_view name);

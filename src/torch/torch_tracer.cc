@@ -69,13 +69,16 @@ thread_local std::string t_module;
 void close_op(SpanContext* ctx) {
   torch_tracer::OpMemory m;
   if (ctx->depth == UINT32_MAX || !torch_tracer::pop_op(ctx->depth, ctx->span, &m)) return;
-  strata_span_set_int(ctx->span, memory_keys::kAllocBytes.data(), m.alloc);
-  if (m.alloc == 0 && m.freed == 0) return;
-  strata_span_set_int(ctx->span, memory_keys::kFreedBytes.data(), m.freed);
-  strata_span_set_int(ctx->span, memory_keys::kNetAllocBytes.data(), m.alloc - m.freed);
-  strata_span_set_int(ctx->span, memory_keys::kSelfNetAllocBytes.data(), m.self_net);
-  strata_span_set_int(ctx->span, memory_keys::kPeakAllocBytes.data(), m.peak);
-  if (m.peak_live >= 0) strata_span_set_int(ctx->span, memory_keys::kPeakLiveBytes.data(), m.peak_live);
+  if (m.alloc == 0 && m.freed == 0) {
+    strata_span_set_int(ctx->span, memory_keys::kAllocBytes.data(), 0);
+    return;
+  }
+  static const char* const kKeys[] = {
+      memory_keys::kAllocBytes.data(),     memory_keys::kFreedBytes.data(),
+      memory_keys::kNetAllocBytes.data(),  memory_keys::kSelfNetAllocBytes.data(),
+      memory_keys::kPeakAllocBytes.data(), memory_keys::kPeakLiveBytes.data()};
+  const int64_t values[] = {m.alloc, m.freed, m.alloc - m.freed, m.self_net, m.peak, m.peak_live};
+  strata_span_set_ints(ctx->span, kKeys, values, m.peak_live >= 0 ? 6 : 5);
 }
 
 void append_int(std::string& out, int64_t v) {
