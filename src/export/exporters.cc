@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -98,6 +99,9 @@ void append_counter_series(const model::Trace& trace, size_t index, std::string*
   bool first = true;
   for (const AttrRecord& a : trace.attributes(index)) {
     if (a.type == static_cast<uint8_t>(AttrType::kString)) continue;
+    const bool real = a.type == static_cast<uint8_t>(AttrType::kDouble) ||
+                      a.type == static_cast<uint8_t>(AttrType::kMetric);
+    if (real && !std::isfinite(a.value.d)) continue;  // no number to plot (JSON has no NaN)
     if (!first) out->push_back(',');
     first = false;
     append_json_string(out, trace.strings.get(a.key));
