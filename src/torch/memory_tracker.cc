@@ -28,73 +28,10 @@
 #include "core/level.h"
 #include "core/memory_keys.h"
 #include "strata/detail/hot_path.h"
+#include "torch/block_table.h"
 
 namespace strata::torch_tracer {
 namespace {
-
-// --- Live blocks: address -> (size, inner context, inner deleter) -------------------------------
-// Open addressing with linear probing and backward-shift deletion (no tombstones), grown at half
-// load. Every access is under Tracker::mu.
-struct Block {
-  uintptr_t address = 0;  // 0: empty slot
-  int64_t size = 0;
-  void* inner_context = nullptr;
-  c10::DeleterFnPtr inner_deleter = nullptr;
-};
-
-class BlockTable {
- public:
-  BlockTable() : slots_(1024) {}
-
-  void insert(const Block& b) {  // may throw std::bad_alloc (growth): nothing changed then
-    if (2 * (count_ + 1) > slots_.size()) grow();
-    place(b);
-    ++count_;
-  }
-
-  bool take(uintptr_t address, Block* out) {
-    size_t mask = slots_.size() - 1;
-    for (size_t i = slot_of(address);; i = (i + 1) & mask) {
-      if (slots_[i].address == 0) return false;
-      if (slots_[i].address != address) continue;
-      *out = slots_[i];
-      // Backward shift: move later members of the probe run into the hole when their home allows.
-      size_t hole = i;
-      for (size_t j = (i + 1) & mask; slots_[j].address != 0; j = (j + 1) & mask) {
-        size_t home = slot_of(slots_[j].address);
-        if (((j - home) & mask) >= ((j - hole) & mask)) {
-          slots_[hole] = slots_[j];
-          hole = j;
-        }
-      }
-      slots_[hole] = Block{};
-      --count_;
-      return true;
-    }
-  }
-
- private:
-  size_t slot_of(uintptr_t address) const {
-    // Fibonacci hashing of the address (blocks are 64-byte aligned: low bits carry nothing).
-    uint64_t h = (static_cast<uint64_t>(address) >> 4) * 0x9E3779B97F4A7C15ull;
-    return static_cast<size_t>(h >> 32) & (slots_.size() - 1);
-  }
-  void place(const Block& b) {
-    size_t mask = slots_.size() - 1;
-    size_t i = slot_of(b.address);
-    while (slots_[i].address != 0) i = (i + 1) & mask;
-    slots_[i] = b;
-  }
-  void grow() {
-    std::vector<Block> old(slots_.size() * 2);
-    old.swap(slots_);
-    for (const Block& b : old)
-      if (b.address != 0) place(b);
-  }
-
-  std::vector<Block> slots_;
-  size_t count_ = 0;
-};
 
 // --- The memory timeline --------------------------------------------------------------------------
 // Samples of the live level go out as counter records. A change at least `interval` after the last
@@ -229,7 +166,7 @@ class TrackingCpuAllocator final : public c10::Allocator {
     b.address = reinterpret_cast<uintptr_t>(data);
     b.size = static_cast<int64_t>(n);
     b.inner_context = inner.get_context();
-    b.inner_deleter = inner.get_deleter();
+    b.inner_deleter = inner.get_deleter();  // c10::DeleterFnPtr
     const c10::Device device = inner.device();
     int64_t live_after = 0;
     {
