@@ -127,7 +127,7 @@ struct Expected {
 };
 
 TEST(KinetoMemory, GeneratedTracesMatchBruteForce) {
-  for (uint64_t seed = 1; seed <= 3; ++seed) {
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
     std::mt19937_64 rng(seed);
     std::vector<GenOp> ops;
     for (int64_t tid : {10, 11, 12}) gen_ops(rng, tid, 0, 10'000'000, 0, &ops);
