@@ -10,6 +10,7 @@
 
 #include "core/level.h"
 #include "core/stats.h"
+#include "export/text_escape.h"
 #include "model/trace_summary.h"
 #ifdef STRATA_HAVE_IMPORT
 #include "import/importer.h"
@@ -71,54 +72,93 @@ std::string format_duration_ns(int64_t ns) {
   return buf;
 }
 
-void print_summary(const model::Trace& trace, FILE* out, size_t max_warnings) {
-  model::TraceSummary s = model::summarize(trace);
-  std::fprintf(out, "spans: %zu in %zu process(es), span time range %s\n", trace.spans.size(),
-               trace.processes.size(), format_duration_ns(s.last_ns - s.first_ns).c_str());
-  // Spans per level (rows) and process (columns), as one small table.
+namespace {
+
+void print_level_table(const model::TraceSummary& s, FILE* out) {
   std::set<int64_t> pids;
   for (const auto& [key, count] : s.spans_per_process_level) pids.insert(key.first);
-  if (!s.spans_per_level.empty()) {
-    std::fprintf(out, "  %-14s %12s", "level", "total");
-    size_t shown = 0;
+  if (s.spans_per_level.empty()) return;
+  std::fprintf(out, "  %-14s %12s", "level", "total");
+  size_t shown = 0;
+  for (int64_t pid : pids) {
+    if (++shown > 6) break;
+    std::fprintf(out, " %11s", ("pid " + std::to_string(pid)).c_str());
+  }
+  std::fprintf(out, "\n");
+  for (const auto& [level, count] : s.spans_per_level) {
+    std::fprintf(out, "  %-14s %12llu", level_name(level).c_str(), static_cast<unsigned long long>(count));
+    shown = 0;
     for (int64_t pid : pids) {
       if (++shown > 6) break;
-      std::fprintf(out, " %11s", ("pid " + std::to_string(pid)).c_str());
+      auto it = s.spans_per_process_level.find({pid, level});
+      std::fprintf(out, " %11llu",
+                   static_cast<unsigned long long>(it == s.spans_per_process_level.end() ? 0 : it->second));
     }
     std::fprintf(out, "\n");
-    for (const auto& [level, count] : s.spans_per_level) {
-      std::fprintf(out, "  %-14s %12llu", level_name(level).c_str(), static_cast<unsigned long long>(count));
-      shown = 0;
-      for (int64_t pid : pids) {
-        if (++shown > 6) break;
-        auto it = s.spans_per_process_level.find({pid, level});
-        std::fprintf(out, " %11llu",
-                     static_cast<unsigned long long>(it == s.spans_per_process_level.end() ? 0 : it->second));
-      }
-      std::fprintf(out, "\n");
-    }
-    if (pids.size() > 6) std::fprintf(out, "  (%zu more processes not shown)\n", pids.size() - 6);
   }
-  uint64_t dropped = 0;
-  for (const auto& [cause, count] : s.drops) dropped += count;
-  if (dropped == 0) {
-    std::fprintf(out, "dropped events: 0\n");
-  } else {
-    std::fprintf(out, "dropped events: %llu (", static_cast<unsigned long long>(dropped));
-    bool first = true;
-    for (const auto& [cause, count] : s.drops) {
-      if (count == 0) continue;
-      std::fprintf(out, "%s%s %llu", first ? "" : ", ", cause.c_str(), static_cast<unsigned long long>(count));
-      first = false;
-    }
-    std::fprintf(out, ")\n");
+  if (pids.size() > 6) std::fprintf(out, "  (%zu more processes not shown)\n", pids.size() - 6);
+}
+
+// Lost events by cause; events kept with damage apart (a span whose end was lost is among the
+// spans above, marked unfinished: counting it as lost too would count it twice).
+void print_drops(const model::TraceSummary& s, FILE* out) {
+  uint64_t lost = 0;
+  std::string causes;
+  for (const auto& [cause, count] : s.drops) {
+    if (count == 0 || model::drop_keeps_event(cause)) continue;
+    lost += count;
+    causes += (causes.empty() ? "" : ", ") + exporter::escape_terminal(cause) + " " + std::to_string(count);
   }
-  if (s.unfinished) std::fprintf(out, "unfinished spans (no end recorded): %llu\n", static_cast<unsigned long long>(s.unfinished));
+  if (lost == 0)
+    std::fprintf(out, "lost events: 0\n");
+  else
+    std::fprintf(out, "lost events: %llu (%s)\n", static_cast<unsigned long long>(lost), causes.c_str());
+  auto kept = [&](const char* cause) {
+    auto it = s.drops.find(cause);
+    return it == s.drops.end() ? uint64_t{0} : it->second;
+  };
+  if (uint64_t n = kept("collector.end_lost"))
+    std::fprintf(out, "span ends lost: %llu (the spans are kept, marked unfinished)\n",
+                 static_cast<unsigned long long>(n));
+  if (uint64_t n = kept("collector.string_truncated"))
+    std::fprintf(out, "strings cut to the event limit: %llu (the events are kept)\n",
+                 static_cast<unsigned long long>(n));
+  if (s.unfinished)
+    std::fprintf(out, "unfinished spans (no end recorded): %llu\n",
+                 static_cast<unsigned long long>(s.unfinished));
+  // A full buffer: say how much was lost and the budget that would have held it.
+  std::vector<model::BufferLoss> losses = model::buffer_losses(s);
+  for (size_t i = 0; i < losses.size() && i < 3; ++i) {
+    const model::BufferLoss& l = losses[i];
+    const double share =
+        100.0 * static_cast<double>(l.lost_spans) / static_cast<double>(l.lost_spans + l.kept_spans);
+    uint64_t suggest_mb = 1;
+    while ((suggest_mb << 20) < l.needed_bytes && suggest_mb < (uint64_t{1} << 20)) suggest_mb <<= 1;
+    std::string budget = l.budget_bytes ? std::to_string(l.budget_bytes >> 20) + " MiB" : "unknown size";
+    std::fprintf(
+        out,
+        "warning: process %lld lost %.1f%% of its spans (%llu of %llu) because its event buffer (%s) was "
+        "full; record again with --buffer-mb %llu (STRATA_BUFFER_MB=%llu without strata record), which "
+        "holds at least the lost spans, or at a shallower --level\n",
+        static_cast<long long>(l.pid), share, static_cast<unsigned long long>(l.lost_spans),
+        static_cast<unsigned long long>(l.lost_spans + l.kept_spans), budget.c_str(),
+        static_cast<unsigned long long>(suggest_mb), static_cast<unsigned long long>(suggest_mb));
+  }
+  if (losses.size() > 3)
+    std::fprintf(out, "(%zu more processes lost spans to a full buffer)\n", losses.size() - 3);
+}
+
+}  // namespace
+
+void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings) {
+  std::fprintf(out, "spans: %llu in %zu process(es), span time range %s\n",
+               static_cast<unsigned long long>(s.spans), s.processes.size(),
+               format_duration_ns(s.last_ns - s.first_ns).c_str());
+  print_level_table(s, out);
+  print_drops(s, out);
   using stats::Stat;
-  const uint64_t truncated = trace.stats.get(Stat::kLoadTruncatedFiles),
-                 corrupt = trace.stats.get(Stat::kLoadCorruptChunks),
-                 unknown = trace.stats.get(Stat::kLoadUnknownChunks),
-                 strings = trace.stats.get(Stat::kLoadUnknownStrings);
+  const uint64_t truncated = s.stats.get(Stat::kLoadTruncatedFiles), corrupt = s.stats.get(Stat::kLoadCorruptChunks),
+                 unknown = s.stats.get(Stat::kLoadUnknownChunks), strings = s.stats.get(Stat::kLoadUnknownStrings);
   if (truncated || corrupt || unknown || strings) {
     std::fprintf(out,
                  "load: %llu truncated file(s), %llu corrupt chunk(s), %llu unknown chunk(s), %llu undefined "
@@ -126,14 +166,13 @@ void print_summary(const model::Trace& trace, FILE* out, size_t max_warnings) {
                  static_cast<unsigned long long>(truncated), static_cast<unsigned long long>(corrupt),
                  static_cast<unsigned long long>(unknown), static_cast<unsigned long long>(strings));
   }
-  const auto& warnings = trace.warnings;
-  for (size_t i = 0; i < warnings.size() && i < max_warnings; ++i)
-    std::fprintf(out, "warning: %s\n", warnings[i].c_str());
-  if (warnings.size() > max_warnings)
-    std::fprintf(out, "(%zu more warnings)\n", warnings.size() - max_warnings);
+  for (size_t i = 0; i < s.warnings.size() && i < max_warnings; ++i)
+    std::fprintf(out, "warning: %s\n", exporter::escape_terminal(s.warnings[i]).c_str());
+  if (s.warnings.size() > max_warnings)
+    std::fprintf(out, "(%zu more warnings)\n", s.warnings.size() - max_warnings);
 }
 
-void print_stats(const model::Trace& trace, FILE* out) {
+void print_stats(const stats::StatSet& trace_stats, std::span<const model::Process> processes, FILE* out) {
   struct Row {
     std::string scope;
     std::string name;
@@ -148,12 +187,13 @@ void print_stats(const model::Trace& trace, FILE* out) {
       rows.push_back(
           {scope, std::string(info.name), value, stats::severity_name(info.severity), info.description});
     }
-    for (const auto& [key, value] : set.unregistered())
+    for (const auto& [key, value] : set.unregistered())  // a key from the file: escaped
       if (value)
-        rows.push_back({scope, key, value, "?", "not in this version's stats registry (a newer writer?)"});
+        rows.push_back({scope, exporter::escape_terminal(key), value, "?",
+                        "not in this version's stats registry (a newer writer?)"});
   };
-  add("trace", trace.stats);
-  for (const model::Process& p : trace.processes) add("pid " + std::to_string(p.pid), p.stats);
+  add("trace", trace_stats);
+  for (const model::Process& p : processes) add("pid " + std::to_string(p.pid), p.stats);
   if (rows.empty()) {
     std::fprintf(out, "stats: none\n");
     return;

@@ -6,8 +6,10 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/safe_files.h"
 #include "core/level.h"
 #include "core/stats.h"
+#include "export/text_escape.h"
 #include "import/importer.h"
 #include "model/span_tree.h"
 #include "model/trace_saver.h"
@@ -16,10 +18,13 @@ namespace strata::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: strata import FILE [-o OUT.strata] [--format auto|kineto|onnxruntime|tensorflow] [--zstd LEVEL]\n"
+    "usage: strata import FILE [-o OUT.strata] [--force] [--format auto|kineto|onnxruntime|tensorflow]\n"
+    "                     [--zstd LEVEL]\n"
     "  FILE: PyTorch profiler (Kineto) Chrome trace, ONNX Runtime profile, or TensorFlow trace JSON\n"
     "        (plain or .gz)\n"
-    "  -o OUT.strata: output (default: FILE without .json/.json.gz, plus .strata)\n"
+    "  -o OUT.strata: output (default: FILE without .json/.json.gz, plus .strata); never written through a\n"
+    "        symbolic link\n"
+    "  --force: replace OUT.strata if it exists (only a regular file of yours)\n"
     "  --format: the producer, when auto-detection cannot tell (default auto)\n"
     "  --zstd LEVEL: compress the output chunks (default 3; 0 stores them uncompressed)\n";
 
@@ -34,12 +39,17 @@ std::string default_output(std::string path) {
 
 int run_import(int argc, char** argv) {
   std::string input, output, format = "auto", zstd = "3";
+  bool force = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     bool missing = false;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (arg == "--force") {
+      force = true;
+      continue;
     }
     if (take_option(argc, argv, &i, "-o", &output, &missing) ||
         take_option(argc, argv, &i, "--output", &output, &missing) ||
@@ -63,13 +73,18 @@ int run_import(int argc, char** argv) {
     return fail("import", "--zstd needs a number (0-19), got '" + zstd + "'");
   }
 
+  std::string error;
+  if (!check_output_target(output, force, &error)) return fail("import", error, 1);
+
   model::OpenOptions options;
   options.format = format == "auto" ? "json" : format;  // foreign formats only: a native trace is refused
   model::Trace trace;
-  std::string error;
   if (!open_inputs(std::span<const std::string>(&input, 1), &trace, &error, options))
     return fail("import", error, 1);
-  if (!model::save_trace(trace, output, &error, zstd_level)) return fail("import", error, 1);
+  OutputFile out;
+  if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, zstd_level) ||
+      !out.commit(&error))
+    return fail("import", error, 1);
 
   // The import's counts are its main process's stats; the tree's, the trace's.
   using stats::Stat;
@@ -81,8 +96,9 @@ int run_import(int argc, char** argv) {
   }
   auto n = [&](Stat s) { return static_cast<unsigned long long>(counts.get(s)); };
   auto t = [&](Stat s) { return static_cast<unsigned long long>(trace.stats.get(s)); };
-  std::printf("imported %s (%s): %llu events read, %llu spans written -> %s\n", input.c_str(),
-              format_name.c_str(), n(Stat::kImportEventsRead), n(Stat::kImportSpansWritten), output.c_str());
+  std::printf("imported %s (%s): %llu events read, %llu spans written -> %s\n",
+              exporter::escape_terminal(input).c_str(), format_name.c_str(), n(Stat::kImportEventsRead),
+              n(Stat::kImportSpansWritten), output.c_str());
   std::printf("events: %llu spans, %llu metadata, %llu flow links, %llu dropped\n",
               n(Stat::kImportSpansWritten), n(Stat::kImportMetadataEvents), n(Stat::kImportFlowEvents),
               static_cast<unsigned long long>(import::dropped_events(counts)));
@@ -128,23 +144,23 @@ int run_import(int argc, char** argv) {
   for (const model::Process& p : trace.processes) {
     for (const auto& [key, value] : p.properties.entries())
       if (key.rfind("import.unmapped_category.", 0) == 0)
-        std::printf("category %s: imported at application level (%s events)\n", key.c_str() + 25,
-                    value.c_str());
+        std::printf("category %s: imported at application level (%s events)\n",
+                    exporter::escape_terminal(key.substr(25)).c_str(),
+                    exporter::escape_terminal(value).c_str());
   }
   for (const model::Process& p : trace.processes) {
     if (auto devices = p.properties.get("import.devices")) {
       auto name = p.properties.get("device.0.name");
-      std::printf("device properties: %.*s devices%s%.*s\n", static_cast<int>(devices->size()), devices->data(),
-                  name ? ", device.0.name = " : "", name ? static_cast<int>(name->size()) : 0,
-                  name ? name->data() : "");
+      std::printf("device properties: %s devices%s%s\n", exporter::escape_terminal(*devices).c_str(),
+                  name ? ", device.0.name = " : "", name ? exporter::escape_terminal(*name).c_str() : "");
     }
     if (auto problem = p.properties.get("import.devices_problem"))
-      std::printf("device properties: %.*s\n", static_cast<int>(problem->size()), problem->data());
+      std::printf("device properties: %s\n", exporter::escape_terminal(*problem).c_str());
   }
   for (const model::Process& p : trace.processes)
     if (auto problem = p.properties.get("import.first_problem"))
-      std::printf("first problem: %.*s\n", static_cast<int>(problem->size()), problem->data());
-  print_summary(trace, stdout);
+      std::printf("first problem: %s\n", exporter::escape_terminal(*problem).c_str());
+  print_summary(model::summarize(trace), stdout);
   return 0;
 }
 

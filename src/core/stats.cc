@@ -34,6 +34,8 @@ std::optional<Stat> find(std::string_view name_or_disk_key) {
   return std::nullopt;
 }
 
+bool keeps_event(Stat stat) { return stat == Stat::kCollectorEndLost || stat == Stat::kCollectorStringTruncated; }
+
 std::string_view severity_name(Severity severity) {
   switch (severity) {
     case Severity::kInfo:

@@ -148,6 +148,9 @@ enum class Disk : uint8_t {
   F(kImportMemoryAllocationsOutsideOps, "import.memory.allocations_outside_ops", kProcess,               \
     "import.memory.allocations_outside_ops", kProcess, kInfo, kImport,                                   \
     "[memory] allocations made while no op ran on their thread")                                         \
+  F(kImportMemoryTimelineSamples, "import.memory.timeline_samples", kProcess,                          \
+    "import.memory.timeline_samples", kProcess, kInfo, kImport,                                          \
+    "memory-timeline counter samples made from [memory] events' Total Allocated (in counter_samples)")   \
   F(kImportMemoryFrees, "import.memory.frees", kProcess, "import.memory.frees", kProcess, kInfo, kImport,\
     "[memory] frees (negative Bytes): not allocations")                                                  \
   F(kImportFlowsAc2gBound, "import.flows.ac2g_bound", kProcess, "import.flows.ac2g_bound", kProcess,    \
@@ -250,6 +253,10 @@ std::span<const StatInfo> all_stats();
 const StatInfo& info(Stat stat);
 // By name ("collector.buffer_full") or on-disk key ("dropped.buffer_full"); nullopt when unknown.
 std::optional<Stat> find(std::string_view name_or_disk_key);
+// Drops whose event is not lost: collector.end_lost (the span is kept, marked unfinished, and counted
+// among the spans) and collector.string_truncated (the event is kept with its string cut). A total of
+// lost events leaves them out, or a span whose end was lost counts once as a span and once as lost.
+bool keeps_event(Stat stat);
 std::string_view severity_name(Severity severity);  // "info", "data-loss", "error"
 std::string_view source_name(Source source);        // "collector", "format", ...
 

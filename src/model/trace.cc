@@ -88,7 +88,7 @@ uint64_t Trace::total_drops() const {
   uint64_t total = 0;
   for (const Process& p : processes) {
     for (const auto& [s, count] : p.stats.nonzero())
-      if (stats::info(s).disk == stats::Disk::kStats) total += count;
+      if (stats::info(s).disk == stats::Disk::kStats && !stats::keeps_event(s)) total += count;
     for (const auto& [key, count] : p.stats.unregistered()) total += count;
   }
   return total;

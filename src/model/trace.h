@@ -79,7 +79,8 @@ class Trace {
 
   // A stat summed over the trace and every process.
   uint64_t stat(stats::Stat stat) const;
-  // Every dropped event or record the trace knows of (the Stats-chunk counters of every process).
+  // Events lost, over all processes (the Stats-chunk counters): drops that keep their event
+  // (stats::keeps_event: collector.end_lost, collector.string_truncated) left out.
   uint64_t total_drops() const;
   void reserve(size_t span_count, size_t attr_count);
 

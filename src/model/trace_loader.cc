@@ -118,23 +118,9 @@ class Loader {
       case ChunkType::kStats: {
         format::Properties props;
         if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
-        Process& p = trace_->processes[stream(chunk.stream_id).process];
-        for (const auto& [key, value] : props.entries()) {
-          if (key.rfind(format::keys::kDroppedPrefix, 0) == 0) {
-            // Cumulative counters: the last Stats chunk of a stream wins. Causes this version does
-            // not know (a newer collector) are kept under their key.
-            std::optional<uint64_t> v = counter_value(chunk, key, props.get_int(key));
-            if (!v) continue;
-            if (std::optional<Stat> stat = stats::find(key))
-              p.stats.set(*stat, *v);
-            else
-              p.stats.set_unregistered(key, *v);
-          } else if (key.rfind("thread_name.", 0) == 0) {
-            p.thread_names[static_cast<uint32_t>(std::strtoul(key.c_str() + 12, nullptr, 10))] = value;
-          } else {
-            p.properties.set("stats." + key, value);
-          }
-        }
+        problems_.clear();
+        read_stats_properties(props, &trace_->processes[stream(chunk.stream_id).process], true, &problems_);
+        for (const std::string& problem : problems_) warn(chunk, problem);
         return;
       }
       case ChunkType::kEnd: {
@@ -205,40 +191,9 @@ class Loader {
     format::Properties props;
     std::string error;
     if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
-    Process& p = trace_->processes[stream(chunk.stream_id).process];
-    namespace k = format::keys;
-    p.pid = props.get_int(k::kPid).value_or(0);
-    p.ppid = props.get_int(k::kPpid).value_or(0);
-    p.host = std::string(props.get(k::kHost).value_or(""));
-    std::string argv(props.get(k::kArgv).value_or(""));
-    std::replace(argv.begin(), argv.end(), '\0', ' ');
-    p.command_line = argv;
-    p.trace_id = std::string(props.get(k::kTraceId).value_or(""));
-    p.parent_span_id = std::string(props.get(k::kParentSpanId).value_or(""));
-    p.start_realtime_ns = props.get_int(k::kStartRealtimeNs).value_or(0);
-    p.start_monotonic_ns = props.get_int(k::kStartMonotonicNs).value_or(0);
-    if (auto level = props.get_int(k::kLevel); level && *level > 0 && *level < 256)
-      p.level_gate = static_cast<uint8_t>(*level);
-    // Counters stored as properties (an importer's import.* counts) go to the process's stats.
-    format::Properties kept;
-    for (const auto& [key, value] : props.entries()) {
-      std::optional<Stat> stat = stats::find(key);
-      if (!stat || stats::info(*stat).disk != stats::Disk::kProcess) {
-        kept.set(key, value);
-      } else if (std::optional<uint64_t> v = counter_value(chunk, key, props.get_int(key))) {
-        p.stats.set(*stat, *v);
-      }
-    }
-    p.properties = std::move(kept);
-  }
-
-  // A counter's value: a non-negative integer; anything else is warned about and ignored.
-  std::optional<uint64_t> counter_value(const format::Chunk& chunk, const std::string& key,
-                                        std::optional<int64_t> value) {
-    if (value && *value >= 0) return static_cast<uint64_t>(*value);
-    warn(chunk, "counter " + key + " is " + (value ? std::to_string(*value) : "not an integer") +
-                    "; ignored (counters are non-negative integers)");
-    return std::nullopt;
+    problems_.clear();
+    read_process_properties(std::move(props), &trace_->processes[stream(chunk.stream_id).process], &problems_);
+    for (const std::string& problem : problems_) warn(chunk, problem);
   }
 
   void handle_spans(const format::Chunk& chunk) {
@@ -299,8 +254,18 @@ class Loader {
   size_t first_span_;  // spans before this index came from earlier files
   std::unordered_map<uint64_t, StreamState> streams_;
   std::vector<format::StringEntry> entries_;
+  std::vector<std::string> problems_;
   uint64_t unknown_chunks_ = 0;
 };
+
+// A counter's value: a non-negative integer; anything else is a problem, and left out.
+std::optional<uint64_t> counter_value(const std::string& key, std::optional<int64_t> value,
+                                      std::vector<std::string>* problems) {
+  if (value && *value >= 0) return static_cast<uint64_t>(*value);
+  problems->push_back("counter " + key + " is " + (value ? std::to_string(*value) : "not an integer") +
+                      "; ignored (counters are non-negative integers)");
+  return std::nullopt;
+}
 
 class NativeReader final : public TraceReader {
  public:
@@ -334,6 +299,69 @@ class NativeReader final : public TraceReader {
 
 std::unique_ptr<TraceReader> make_native_reader() { return std::make_unique<NativeReader>(); }
 
+std::string damage_of(const format::ChunkReader& reader, const std::string& file) {
+  if (reader.truncated())
+    return file + ": cut at offset " + std::to_string(reader.truncated_offset()) + " inside a chunk (" +
+           std::to_string(reader.truncated_bytes()) + " bytes lost)";
+  if (reader.corrupt_chunks() > 0 || reader.skipped_bytes() > 0)
+    return file + ": " + std::to_string(reader.corrupt_chunks()) + " corrupt chunk(s), " +
+           std::to_string(reader.skipped_bytes()) + " bytes skipped";
+  return "";
+}
+
+std::string nothing_recovered_error(const std::string& damage) {
+  return damage + "; no span could be recovered (writers flush every 100 ms: a process killed earlier, or a "
+                  "file cut inside its first chunk, leaves none). Record again";
+}
+
+void read_process_properties(format::Properties props, Process* p, std::vector<std::string>* problems) {
+  namespace k = format::keys;
+  p->pid = props.get_int(k::kPid).value_or(0);
+  p->ppid = props.get_int(k::kPpid).value_or(0);
+  p->host = std::string(props.get(k::kHost).value_or(""));
+  std::string argv(props.get(k::kArgv).value_or(""));
+  std::replace(argv.begin(), argv.end(), '\0', ' ');
+  p->command_line = argv;
+  p->trace_id = std::string(props.get(k::kTraceId).value_or(""));
+  p->parent_span_id = std::string(props.get(k::kParentSpanId).value_or(""));
+  p->start_realtime_ns = props.get_int(k::kStartRealtimeNs).value_or(0);
+  p->start_monotonic_ns = props.get_int(k::kStartMonotonicNs).value_or(0);
+  if (auto level = props.get_int(k::kLevel); level && *level > 0 && *level < 256)
+    p->level_gate = static_cast<uint8_t>(*level);
+  // Counters stored as properties (an importer's import.* counts) go to the process's stats.
+  format::Properties kept;
+  for (const auto& [key, value] : props.entries()) {
+    std::optional<stats::Stat> stat = stats::find(key);
+    if (!stat || stats::info(*stat).disk != stats::Disk::kProcess) {
+      kept.set(key, value);
+    } else if (std::optional<uint64_t> v = counter_value(key, props.get_int(key), problems)) {
+      p->stats.set(*stat, *v);
+    }
+  }
+  p->properties = std::move(kept);
+}
+
+void read_stats_properties(const format::Properties& props, Process* p, bool thread_names,
+                           std::vector<std::string>* problems) {
+  for (const auto& [key, value] : props.entries()) {
+    if (key.rfind(format::keys::kDroppedPrefix, 0) == 0) {
+      // Cumulative counters: the last Stats chunk of a stream wins. Causes this version does not
+      // know (a newer collector) are kept under their key.
+      std::optional<uint64_t> v = counter_value(key, props.get_int(key), problems);
+      if (!v) continue;
+      if (std::optional<stats::Stat> stat = stats::find(key))
+        p->stats.set(*stat, *v);
+      else
+        p->stats.set_unregistered(key, *v);
+    } else if (key.rfind("thread_name.", 0) == 0) {
+      if (thread_names)
+        p->thread_names[static_cast<uint32_t>(std::strtoul(key.c_str() + 12, nullptr, 10))] = value;
+    } else {
+      p->properties.set("stats." + key, value);
+    }
+  }
+}
+
 bool load_chunks(format::ChunkReader& reader, TraceBuilder& builder, std::string* error) {
   Loader loader(&builder, &reader);
   return loader.run(error);
@@ -359,13 +387,23 @@ bool load_native(const std::string& path, TraceBuilder& builder, std::string* er
   } else {
     files.push_back(path);
   }
+  const std::vector<SpanRecord>& spans = builder.trace().spans;
+  const size_t spans_before = spans.size();
+  std::string damaged;  // the first damaged file that gave no spans, and why
   for (const auto& file : files) {
     format::ChunkReader reader;
     if (!reader.open(file)) {
       *error = reader.error();
       return false;
     }
+    const size_t file_spans_before = spans.size();
     if (!load_chunks(reader, builder, error)) return false;
+    if (spans.size() == file_spans_before && damaged.empty()) damaged = damage_of(reader, file);
+  }
+  // A damaged trace that gave nothing back is an error, not an empty result.
+  if (spans.size() == spans_before && !damaged.empty()) {
+    *error = nothing_recovered_error(damaged);
+    return false;
   }
   return true;
 }

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "format/chunk_reader.h"
 #include "model/trace.h"
@@ -28,6 +29,22 @@ struct LoadOptions {
 
 // load_native + TraceBuilder::finish without building the structure (built on first use).
 bool load_trace(const std::string& path, Trace* trace, std::string* error, const LoadOptions& options = {});
+
+// A damaged file that yields no span is an error, not an empty trace (load_trace and the streamed
+// summary apply it alike): what was wrong with the file read by `reader` ("" when nothing), and the
+// one-line error for it.
+std::string damage_of(const format::ChunkReader& reader, const std::string& file);
+std::string nothing_recovered_error(const std::string& damage);
+
+// A Process chunk's and a Stats chunk's properties into a Process, as the native reader and the
+// streamed summary (trace_summary.h) both read them: counters the stats registry knows become the
+// process's stats (found by their on-disk keys, so old files read alike), the rest is kept as
+// properties; a counter that is not a non-negative integer is left out, its key and value appended
+// to *problems.
+void read_process_properties(format::Properties props, Process* p, std::vector<std::string>* problems);
+void read_stats_properties(const format::Properties& props, Process* p, bool thread_names,
+                           std::vector<std::string>* problems);
+
 // load_chunks into *trace, unsorted (fuzzing).
 bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error);
 

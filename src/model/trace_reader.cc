@@ -88,7 +88,9 @@ bool probe_path(const std::string& path, ProbeInput* in, std::string* head, std:
   }
   in->size = static_cast<uint64_t>(st.st_size);
   if (in->size == 0) {
-    *error = path + ": empty file (0 bytes): nothing was written to it; record or copy the trace again";
+    *error = path +
+             ": offset 0: empty file (0 bytes): nothing was written to it (was its writer killed at start, or is "
+             "this the wrong file?)";
     return false;
   }
   std::ifstream file(path, std::ios::binary);
@@ -190,6 +192,14 @@ uint64_t available_memory_bytes() {
     available = std::min<uint64_t>(available, rl.rlim_cur > used ? rl.rlim_cur - used : 0);
   }
   return available;
+}
+
+const TraceReader* reader_for(const std::string& path, const std::string& format, std::string* error) {
+  ProbeInput in;
+  std::string head;
+  if (!probe_path(path, &in, &head, error)) return nullptr;
+  in.head = head;
+  return choose_reader(in, format, error);
 }
 
 bool open_traces(std::span<const std::string> paths, Trace* out, std::string* error,

@@ -68,6 +68,11 @@ bool open_trace(const std::string& path, Trace* out, std::string* error, const O
 bool open_traces(std::span<const std::string> paths, Trace* out, std::string* error,
                  const OpenOptions& options = {});
 
+// The reader open_trace would use for `path` (format "auto": by content). Null with *error set to
+// one line when the input cannot be read or no reader recognizes it (commands that stream native
+// files, such as `strata info`, ask first).
+const TraceReader* reader_for(const std::string& path, const std::string& format, std::string* error);
+
 // Memory this process can still get, in bytes (the smallest of MemAvailable, the cgroup's limit
 // minus its usage, and RLIMIT_AS minus the current address space); UINT64_MAX when unknown.
 uint64_t available_memory_bytes();

@@ -56,9 +56,12 @@ TEST(OpenCli, InfoReadsKinetoDirectlyAndPrintsEveryNonZeroStat) {
   for (const char* stat :
        {"import.events_read", "import.spans_written", "tree.correlation_links", "tree.roots", "load.files"})
     EXPECT_NE(r.out.find(stat), std::string::npos) << stat << "\n" << r.out;
+  // A native trace is streamed (issue 13 item 9: memory independent of its size), so no span tree
+  // is built: what reading found is printed, the tree's counters are not.
   Result n = run("info " + kNative, dir);
   ASSERT_EQ(n.code, 0) << n.err;
-  EXPECT_NE(n.out.find("tree.roots"), std::string::npos) << n.out;
+  EXPECT_NE(n.out.find("load.files"), std::string::npos) << n.out;
+  EXPECT_EQ(n.out.find("tree.roots"), std::string::npos) << n.out;
 }
 
 TEST(OpenCli, ExportReadsKinetoDirectlyWithTheTree) {
@@ -114,7 +117,7 @@ TEST(OpenCli, UnreadableInputsGetOneLineNamingTheFile) {
   for (const char* cmd : {"info", "export", "analyze", "iterations"}) {
     Result r = run(std::string(cmd) + " " + dir.file("empty.strata"), dir);
     EXPECT_EQ(r.code, 1) << cmd;
-    EXPECT_NE(r.err.find(dir.file("empty.strata") + ": empty file"), std::string::npos)
+    EXPECT_NE(r.err.find(dir.file("empty.strata") + ": offset 0: empty file"), std::string::npos)
         << cmd << ": " << r.err;
   }
 }
