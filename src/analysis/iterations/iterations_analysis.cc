@@ -55,6 +55,18 @@ std::vector<std::string> marker_notes(const model::Trace& trace, const Iteration
   return notes;
 }
 
+// Op symbols that mark a training step: PyTorch's optimizers run their step inside a
+// record_function scope "Optimizer.step#<class>.step" (a top-level op of the layer level, once per
+// step; gradient accumulation's micro-batches hold none). By name until spans carry a canonical
+// activity type; device-level sequences (kernels) have no such op and are mined by structure alone.
+std::vector<int32_t> step_anchor_symbols(const model::Trace& trace, const std::vector<int32_t>& symbol_of) {
+  std::vector<int32_t> out;
+  for (size_t name = 0; name < symbol_of.size(); ++name)
+    if (symbol_of[name] >= 0 && trace.strings.get(static_cast<uint32_t>(name)).starts_with("Optimizer.step#"))
+      out.push_back(symbol_of[name]);
+  return out;
+}
+
 }  // namespace
 
 bool options_from_params(const analysis::Params& params, IterationsOptions* options, std::string* error) {
@@ -99,7 +111,9 @@ bool run_iterations(const model::Trace& trace, const IterationsOptions& options,
   }
   std::vector<int64_t> op_time(spans.size());
   for (size_t j = 0; j < spans.size(); ++j) op_time[j] = trace.spans[spans[j]].duration_ns() + gaps[j];
-  report->mining = mine_iterations(seq, gaps, options.miner, op_time);
+  MinerOptions miner = options.miner;
+  if (miner.step_anchor_symbols.empty()) miner.step_anchor_symbols = step_anchor_symbols(trace, symbol_of);
+  report->mining = mine_iterations(seq, gaps, miner, op_time);
   if (report->mining.iterations.empty()) {
     *error = report->classes.tracks[report->classes.main_track].label + ": " + report->mining.error;
     return false;
