@@ -106,7 +106,10 @@ bool run_iterations(const model::Trace& trace, const IterationsOptions& options,
   for (uint32_t i : spans) {
     const uint32_t name = trace.spans[i].name;
     if (name >= symbol_of.size()) symbol_of.resize(static_cast<size_t>(name) + 1, -1);
-    if (symbol_of[name] < 0) symbol_of[name] = symbols++;
+    if (symbol_of[name] < 0) {
+      symbol_of[name] = symbols++;
+      report->symbol_names.push_back(name);
+    }
     seq.push_back(symbol_of[name]);
   }
   std::vector<int64_t> op_time(spans.size());

@@ -30,13 +30,15 @@ struct IterationsReport {
   MetricsResult metrics;
   std::vector<Diagnosis> diagnoses;  // one per loop
   std::vector<std::string> notes;    // marker cross-check and other remarks
+  std::vector<uint32_t> symbol_names;  // op symbol -> name id (trace.strings)
 };
 
 // Returns false with *error (one line, with the remedy) when the trace has nothing to mine.
 bool run_iterations(const model::Trace& trace, const IterationsOptions& options, IterationsReport* report,
                     std::string* error);
 
-// Tables: iterations_summary, iterations, streams, diagnosis, gap_spans.
+// Tables: iterations_summary, iterations, streams, diagnosis, gap_spans, and nested (repetition inside
+// the iterations) when there is any.
 std::vector<analysis::Table> report_tables(const model::Trace& trace, const IterationsReport& report);
 
 // Appends one span per iteration at Level::kIteration (name "iteration", or "iteration.loopN" for

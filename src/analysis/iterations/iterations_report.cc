@@ -24,6 +24,48 @@ std::string flags_of(const IterationMetrics& it) {
   return f;
 }
 
+std::string op_name(const model::Trace& trace, const IterationsReport& report, int32_t symbol) {
+  if (symbol < 0 || static_cast<size_t>(symbol) >= report.symbol_names.size()) return "?";
+  return std::string(trace.strings.get(report.symbol_names[static_cast<size_t>(symbol)]));
+}
+
+// Repetition inside each loop's iteration (RNN time steps, stacked blocks, micro-batches): what the
+// miner recognized as nested structure, never as the iteration.
+Table nested_table(const model::Trace& trace, const IterationsReport& report) {
+  Table t;
+  t.name = "nested";
+  t.title = "Nested repetition inside each iteration (not iterations)";
+  t.columns = {"loop", "depth", "at_op", "unit_ops", "copies", "copies_min", "copies_max", "folded", "unit_first",
+               "unit_last"};
+  for (size_t l = 0; l < report.mining.loops.size(); ++l) {
+    const Loop& loop = report.mining.loops[l];
+    for (const NestedRepeat& r : loop.nested) {
+      const std::string first = op_name(trace, report, r.unit.empty() ? -1 : r.unit.front());
+      const std::string last = op_name(trace, report, r.unit.empty() ? -1 : r.unit.back());
+      t.rows.push_back({Cell::integer(static_cast<int64_t>(l)), Cell::integer(r.depth), Cell::integer(r.offset),
+                        Cell::integer(r.unit_ops), Cell::integer(r.copies), Cell::integer(r.copies_min),
+                        Cell::integer(r.copies_max), Cell::integer(r.folded ? 1 : 0), Cell::text(first),
+                        Cell::text(last)});
+      if (r.depth > 0 || t.notes.size() >= 6) continue;
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "loop %zu: a %lld-op unit x%lld at op %lld of the %zu-op iteration", l,
+                    static_cast<long long>(r.unit_ops), static_cast<long long>(r.copies),
+                    static_cast<long long>(r.offset), loop.cycle.size());
+      std::string note = buf;
+      if (r.copies_min != r.copies_max)
+        note += " (" + std::to_string(r.copies_min) + " to " + std::to_string(r.copies_max) + " per run over the loop)";
+      note += ": '" + first + "' .. '" + last + "'";
+      if (r.folded) note += "; a repetition the miner read and walked past (nested, not the iteration)";
+      t.notes.push_back(note);
+    }
+    if (loop.by_anchor)
+      t.notes.push_back("loop " + std::to_string(l) +
+                        ": each iteration holds one optimizer step (Optimizer.step#...): repetition without one "
+                        "is nested");
+  }
+  return t;
+}
+
 }  // namespace
 
 std::vector<Table> report_tables(const model::Trace& trace, const IterationsReport& report) {
@@ -152,9 +194,9 @@ std::vector<Table> report_tables(const model::Trace& trace, const IterationsRepo
       gaps.rows.push_back({Cell::integer(d.loop), Cell::text(g.name), Cell::text(g.level),
                            Cell::integer(g.count), ms(static_cast<double>(g.in_interval_ns))});
   }
-  (void)trace;
   tables.push_back(std::move(diag));
   tables.push_back(std::move(gaps));
+  if (Table nested = nested_table(trace, report); !nested.rows.empty()) tables.push_back(std::move(nested));
   return tables;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 namespace strata::iterations::detail {
 namespace {
@@ -9,9 +10,15 @@ namespace {
 constexpr double kShortlistShare = 0.3;  // of the best count * length
 constexpr size_t kNodesByShare = 24;     // nodes read as cycles: the largest by share ...
 constexpr size_t kNodesByCount = 24;     // ... and the most repeated (fine nested repeats)
-constexpr size_t kMaxReadings = 16;
+constexpr size_t kMaxReadings = 24;
 // Within this distance of MinerOptions::nested_rest_share a structural decision is ambiguous.
 constexpr double kBorderlineBand = 0.1;
+
+// Extra ops allowed per iteration when measuring what a reading explains: half its cycle as in the
+// final matching, but at most 64. An attempt at a wrong start scans up to that many ops before it
+// fails, and readings are measured over the whole level (24 of them, at every level); an iteration
+// holding more (a long evaluation pass) counts as unexplained here, not in the final matching.
+int64_t evaluation_k0(int64_t cycle_ops) { return std::clamp<int64_t>(cycle_ops / 2, 1, 64); }
 
 bool clean_at(const Subsequence& s, int64_t begin, int64_t length) {
   if (begin < 0 || begin + length > s.size()) return false;
@@ -58,15 +65,31 @@ std::vector<RepeatCandidate> shortlist(const SuffixIndex& index, int64_t n, int6
   kept.erase(std::unique(kept.begin(), kept.end(),
                          [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.count == b.count; }),
              kept.end());
-  std::vector<RepeatCandidate> out(kept.begin(), kept.begin() + std::min(kNodesByCount, kept.size()));
+  // Every scale of repetition gets a say: the node with the largest share in each band of counts
+  // (a factor of 1.25 wide: an RNN's time steps, the steps, "k steps and an eval" each have their own
+  // band), then the largest by share and the most repeated. Multiples of one cycle and fragments of
+  // it fill the top by share, and would crowd out the other scales.
+  std::vector<RepeatCandidate> bands;
+  for (const RepeatCandidate& c : kept) {  // most repeated first
+    const int band = static_cast<int>(std::log(static_cast<double>(c.count)) / std::log(1.25));
+    if (!bands.empty() && static_cast<int>(std::log(static_cast<double>(bands.back().count)) / std::log(1.25)) == band) {
+      if (c.share() > bands.back().share()) bands.back() = c;
+    } else {
+      bands.push_back(c);
+    }
+  }
+  std::stable_sort(bands.begin(), bands.end(),
+                   [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.share() > b.share(); });
+  std::vector<RepeatCandidate> out;
+  auto add = [&](const RepeatCandidate& c) {
+    if (std::none_of(out.begin(), out.end(), [&](const RepeatCandidate& o) { return o.count == c.count; }))
+      out.push_back(c);
+  };
+  for (const RepeatCandidate& c : bands) add(c);
+  for (size_t k = 0; k < kept.size() && k < kNodesByCount; ++k) add(kept[k]);
   std::stable_sort(kept.begin(), kept.end(),
                    [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.share() > b.share(); });
-  for (size_t k = 0; k < kept.size() && k < kNodesByShare; ++k)
-    if (std::none_of(out.begin(), out.end(), [&](const RepeatCandidate& c) { return c.count == kept[k].count; }))
-      out.push_back(kept[k]);
-  // Finest first is not needed here; the share order makes the dedup below keep the best node of a cycle.
-  std::stable_sort(out.begin(), out.end(),
-                   [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.share() > b.share(); });
+  for (size_t k = 0; k < kept.size() && k < kNodesByShare; ++k) add(kept[k]);
   return out;
 }
 
@@ -76,7 +99,8 @@ std::vector<RepeatCandidate> shortlist(const SuffixIndex& index, int64_t n, int6
 // breaks runs; an evaluation pass after every k-th step makes runs of k).
 double rest_share(const Subsequence& folded, int32_t element, const Reading& enclosing,
                   std::span<const int64_t> gap_before_ns) {
-  const auto outer = match_over(folded, enclosing.cycle(folded), std::max<int64_t>(1, enclosing.length / 2), gap_before_ns);
+  const auto outer =
+      match_over(folded, enclosing.cycle(folded), evaluation_k0(enclosing.cycle_ops), gap_before_ns, false);
   int64_t total = 0;
   int64_t unit_ops = 0;
   for (const ApproximateMatch& m : outer) {
@@ -92,6 +116,77 @@ bool related(const Subsequence& s, const Reading& a, const Reading& b) {
   const auto cb = b.cycle(s);
   return cyclic_copies(ca, cb) >= 1 || cyclic_copies(cb, ca) >= 1 ||
          std::llabs(a.length - b.length) * 10 <= std::max(a.length, b.length);
+}
+
+// The cycle rotated to where its runs start, so that folding takes whole copies and never a copy
+// holding the block that separates two runs (the ops around an RNN's time steps, an evaluation pass
+// between steps: inside a copy they would make it unmatchable). Candidates: the offsets of the cycle
+// where stretches repeating with its period (two copies or more) mostly start or end, and where the
+// idle gap before an op is largest; the one whose copies (Algorithm 1, one extra op each) cover
+// most ops wins.
+std::vector<int32_t> rotate_to_runs(const Subsequence& s, std::span<const int32_t> cycle,
+                                    std::span<const int64_t> gaps) {
+  const int64_t n = s.size();
+  const int64_t d = static_cast<int64_t>(cycle.size());
+  if (d < 2) return {cycle.begin(), cycle.end()};
+  // Offsets in the cycle: a stretch starting at i holds the cycle rotated by the offset at which
+  // s[i, i + d) occurs in the cycle read twice (runs are separated by blocks of other ops, so the
+  // offset is read from the content, not from the distance to some occurrence).
+  std::vector<int32_t> twice(cycle.begin(), cycle.end());
+  twice.insert(twice.end(), cycle.begin(), cycle.end());
+  auto offset_of = [&](int64_t i) {
+    const auto it = std::search(twice.begin(), twice.end(), s.symbols.begin() + i, s.symbols.begin() + i + d);
+    return it == twice.end() ? int64_t{-1} : static_cast<int64_t>(it - twice.begin());
+  };
+  std::unordered_map<int64_t, int64_t> starts, ends;
+  std::vector<double> gap_score(static_cast<size_t>(d), 0.0);
+  int64_t i = 0;
+  while (i + d < n) {
+    if (s.symbols[i] != s.symbols[i + d] || s.symbols[i] >= s.barrier) {
+      ++i;
+      continue;
+    }
+    int64_t e = i;
+    while (e + d < n && s.symbols[e] == s.symbols[e + d] && s.symbols[e] < s.barrier) ++e;
+    const int64_t o = e - i >= d ? offset_of(i) : -1;
+    if (o >= 0) {  // copies from i to e + d
+      ++starts[o];
+      ++ends[(o + (e - i)) % d];
+      if (!gaps.empty())
+        for (int64_t q = i; q < e + d; ++q)
+          gap_score[static_cast<size_t>((o + (q - i)) % d)] += static_cast<double>(gap_in(s, gaps, q));
+    }
+    i = e + 1;
+  }
+  std::vector<int64_t> offsets = {0};
+  auto top = [&](const std::unordered_map<int64_t, int64_t>& counts) {
+    std::vector<std::pair<int64_t, int64_t>> v(counts.begin(), counts.end());
+    std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+    for (size_t k = 0; k < v.size() && k < 3; ++k) offsets.push_back(v[k].first);
+  };
+  top(starts);
+  top(ends);
+  if (!gaps.empty()) {
+    std::vector<int64_t> by_gap(static_cast<size_t>(d));
+    for (int64_t o = 0; o < d; ++o) by_gap[static_cast<size_t>(o)] = o;
+    std::partial_sort(by_gap.begin(), by_gap.begin() + std::min<int64_t>(2, d), by_gap.end(),
+                      [&](int64_t x, int64_t y) { return gap_score[x] > gap_score[y] || (gap_score[x] == gap_score[y] && x < y); });
+    offsets.insert(offsets.end(), by_gap.begin(), by_gap.begin() + std::min<int64_t>(2, d));
+  }
+  std::sort(offsets.begin(), offsets.end());
+  offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+  std::vector<int32_t> best(cycle.begin(), cycle.end());
+  int64_t best_ops = -1;
+  for (int64_t o : offsets) {
+    std::vector<int32_t> rotated(cycle.begin() + o, cycle.end());
+    rotated.insert(rotated.end(), cycle.begin(), cycle.begin() + o);
+    const int64_t covered = ops_matched(s, rotated, match_over(s, rotated, 1, gaps));
+    if (covered > best_ops) {
+      best_ops = covered;
+      best = std::move(rotated);
+    }
+  }
+  return best;
 }
 
 void build_level(Level* level, int32_t alphabet, const MinerOptions& options, std::span<const int64_t> gaps,
@@ -128,10 +223,6 @@ std::vector<Reading> find_readings(const Subsequence& s, const SuffixIndex& inde
       if (starts[k + 1] - starts[k] == d && clean_at(s, starts[k], d)) begin = starts[k];
     if (begin < 0) continue;
     d = primitive_root(s.symbols.subspan(begin, d));
-    // Rotate the cycle to where its run starts (the periodic stretch holding it, extended left): then
-    // folding its runs takes whole copies, not a piece of the first copy and of the last.
-    while (begin > 0 && s.symbols[begin - 1] < s.barrier && s.symbols[begin - 1] == s.symbols[begin - 1 + d])
-      --begin;
     const auto cycle = s.symbols.subspan(begin, d);
     if (std::any_of(readings.begin(), readings.end(),
                     [&](const Reading& r) { return is_rotation(r.cycle(s), cycle); }))
@@ -140,7 +231,8 @@ std::vector<Reading> find_readings(const Subsequence& s, const SuffixIndex& inde
     r.node = node;
     r.begin = begin;
     r.length = d;
-    const auto matches = match_over(s, cycle, std::max<int64_t>(1, d / 2), gap_before_ns);
+    const auto matches =
+        match_over(s, cycle, evaluation_k0(s.ops_in(begin, begin + d - 1)), gap_before_ns, false);
     r.iterations = static_cast<int64_t>(matches.size());
     r.explained = static_cast<double>(ops_matched(s, cycle, matches)) / static_cast<double>(total_ops);
     r.cycle_ops = s.ops_in(begin, begin + d - 1);
@@ -170,11 +262,13 @@ void fold_runs(const Subsequence& in, std::span<const int32_t> unit, int32_t ele
   out->to_last.reserve(static_cast<size_t>(n));
   out->noise.reserve(static_cast<size_t>(n));
   if (copies != nullptr) copies->clear();
-  // Copies of the unit as Algorithm 1 finds them (an inserted op does not break a run), chained into
-  // runs where one copy ends right before the next starts.
-  const auto matches =
-      unit.empty() ? std::vector<ApproximateMatch>{}
-                   : match_over(in, unit, std::max<int64_t>(1, static_cast<int64_t>(unit.size()) / 2), gap_before_ns);
+  // Copies of the unit as Algorithm 1 finds them with at most one extra element each (an op inserted
+  // into a copy does not break its run), chained into runs where one copy ends right before the next
+  // starts. More extras per copy would let a run reach across the ops between two runs (an optimizer
+  // step between two steps' micro-batches) and swallow the enclosing structure.
+  // (A one-op unit takes exact copies only.)
+  const int64_t k0 = unit.size() >= 2 ? 1 : 0;
+  const auto matches = unit.empty() ? std::vector<ApproximateMatch>{} : match_over(in, unit, k0, gap_before_ns);
   size_t k = 0;
   for (int64_t j = 0; j < n;) {
     if (k < matches.size() && matches[k].first == j) {
@@ -202,8 +296,90 @@ void fold_runs(const Subsequence& in, std::span<const int32_t> unit, int32_t ele
   }
   out->symbols = out->storage;
   out->barrier = in.barrier;
+  out->fold_from = std::min(in.fold_from, element);
   out->alphabet = std::max(in.alphabet, element + 1);
 }
+
+namespace {
+
+// Folding `unit` at `level`, and what encloses its runs one level up.
+struct FoldAttempt {
+  std::vector<int32_t> unit;  // the unit as folded (rotated to where its runs start)
+  Level next;
+  const Reading* enclosing = nullptr;  // a reading of next
+  double rest = 1;
+  bool piece = false;    // the unit occurs about once per enclosing iteration
+  bool varying = false;  // the unit's runs differ in length
+};
+
+bool try_fold(const Level& level, std::span<const int32_t> unit, int64_t unit_iterations, int32_t element,
+              const MinerOptions& options, std::span<const int64_t> gaps, const StepAnchors& anchors,
+              FoldAttempt* out) {
+  out->next.owned = std::make_unique<Subsequence>();
+  std::vector<int32_t> copies;
+  out->unit = rotate_to_runs(*level.seq, unit, gaps);
+  fold_runs(*level.seq, out->unit, element, gaps, out->next.owned.get(), &copies);
+  // Run lengths that vary: no count (of two copies or more) holds 80% of the runs. An inserted op
+  // that joins or splits a run changes a few counts; a nested loop whose count varies, many.
+  std::unordered_map<int32_t, int64_t> runs_by_count;
+  int64_t runs = 0;
+  for (int32_t c : copies)
+    if (c >= 2) ++runs_by_count[c], ++runs;
+  int64_t most = 0;
+  for (const auto& [c, k] : runs_by_count) most = std::max(most, k);
+  out->varying = runs >= 3 && most * 5 < runs * 4;
+  out->next.seq = out->next.owned.get();
+  if (out->next.seq->size() >= level.seq->size() || out->next.seq->size() < 2) return false;
+  build_level(&out->next, out->next.seq->alphabet, options, gaps, anchors);
+  // The enclosing reading: the one of the folded sequence that holds the folded runs, explaining most.
+  for (const Reading& r : out->next.readings) {
+    const auto c = r.cycle(*out->next.seq);
+    if (std::find(c.begin(), c.end(), element) == c.end()) continue;
+    if (out->enclosing == nullptr || r.explained > out->enclosing->explained) out->enclosing = &r;
+  }
+  if (out->enclosing == nullptr) return false;  // nothing encloses it: the loop is a run of this cycle
+  out->rest = rest_share(*out->next.seq, element, *out->enclosing, gaps);
+  out->piece = out->enclosing->iterations * 10 >= unit_iterations * 9;
+  return true;
+}
+
+// A repetition inside the cycle of the reading that explains most at `level` (a tandem run of >= 2
+// copies of a unit of >= 3 ops, covering >= a tenth of it), when none of the
+// eligible readings is it, and its runs vary in length (try_fold tells): an RNN's time steps whose count varies from step to step, so that the
+// steps themselves repeat only approximately and the time step alone explains too little to be
+// eligible. Its unit, rotated to the run's start; empty if none.
+std::vector<int32_t> tandem_unit(const Level& level) {
+  const Reading* best = nullptr;
+  for (const Reading& r : level.readings)
+    if (best == nullptr || r.explained > best->explained) best = &r;
+  if (best == nullptr) return {};
+  const auto cycle = best->cycle(*level.seq);
+  const int64_t d = static_cast<int64_t>(cycle.size());
+  // Inside the cycle, not across its ends: a run across them could hold the end of one iteration and
+  // the start of the next.
+  const std::vector<int32_t> c(cycle.begin(), cycle.end());
+  // The innermost such run: the shortest unit (two consecutive iterations with the same count make a
+  // run too, of a whole iteration).
+  int64_t best_cover = (d + 9) / 10 - 1;
+  std::vector<int32_t> unit;
+  const int64_t max_period = std::min<int64_t>(d / 2, std::max<int64_t>(64, 20'000'000 / std::max<int64_t>(1, d)));
+  for (int64_t p = 3; p <= max_period && unit.empty(); ++p) {
+    for (int64_t k = 0; k < d;) {
+      int64_t e = k;
+      while (e + p < d && c[e] == c[e + p]) ++e;
+      const int64_t copies = (e - k + p) / p;
+      if (e > k && copies >= 2 && copies * p > best_cover &&
+          primitive_root(std::span<const int32_t>(c).subspan(k, p)) == p) {
+        best_cover = copies * p;
+        unit.assign(c.begin() + k, c.begin() + k + p);
+      }
+      k = e + 1;
+    }
+  }
+  return unit;
+}
+
+}  // namespace
 
 bool choose_structure(const Subsequence& s, int32_t op_alphabet, const MinerOptions& options,
                       std::span<const int64_t> gap_before_ns, const StepAnchors& anchors, StructureChoice* out) {
@@ -213,47 +389,66 @@ bool choose_structure(const Subsequence& s, int32_t op_alphabet, const MinerOpti
   build_level(&out->levels.back(), s.alphabet, options, gap_before_ns, anchors);
   if (out->levels.back().readings.empty()) return false;
   const double threshold = options.nested_rest_share;
-  for (int l = 0;; ++l) {
-    Level& level = out->levels[static_cast<size_t>(l)];
-    const Reading unit = level.readings.front();
-    out->chosen = unit;
-    // The step anchors decide when the sequence has them: a cycle holding the optimizer step is the
-    // training step; one without is nested inside it.
-    if (anchors.present && unit.anchors >= 1) {
-      out->by_anchor = unit.anchors == 1;
+  auto commit = [&](FoldAttempt* attempt) {
+    out->units.push_back(attempt->unit);
+    out->levels.push_back(std::move(attempt->next));
+  };
+  for (int l = 0; l + 1 < kMaxFoldLevels; ++l) {
+    const Level& level = out->levels[static_cast<size_t>(l)];
+    const Reading& unit = level.readings.front();
+    const int32_t element = op_alphabet + l;
+    // A repetition of varying count inside the best reading: folded first, when it is nested.
+    const std::vector<int32_t> inner = tandem_unit(level);
+    if (!inner.empty() && static_cast<int64_t>(inner.size()) < unit.length) {
+      bool marked = false;
+      for (int32_t x : inner)
+        marked |= anchors.present && x < op_alphabet && anchors.is_anchor[static_cast<size_t>(x)] != 0;
+      FoldAttempt attempt;
+      if (!marked && try_fold(level, inner, 0, element, options, gap_before_ns, anchors, &attempt) &&
+          attempt.varying && (anchors.present || attempt.rest >= threshold - 1e-9)) {
+        commit(&attempt);
+        continue;
+      }
+    }
+    bool walked_up = false;
+    for (const Reading& candidate : level.readings) {
+      out->chosen = candidate;
+      // The step anchors decide when the sequence has them: a cycle holding the optimizer step is the
+      // training step; one without is nested inside it.
+      if (anchors.present && candidate.anchors >= 1) {
+        out->by_anchor = candidate.anchors == 1;
+        break;
+      }
+      // A cycle with about as many iterations as a longer reading explaining as much is a piece of
+      // that reading's cycle (the same loop, some of its ops left out), not structure inside it.
+      if (std::any_of(level.readings.begin(), level.readings.end(), [&](const Reading& r) {
+            return r.length > candidate.length && r.iterations * 10 >= candidate.iterations * 9 &&
+                   r.explained >= candidate.explained;
+          }))
+        continue;
+      FoldAttempt attempt;
+      if (!try_fold(level, candidate.cycle(*level.seq), candidate.iterations, element, options, gap_before_ns,
+                    anchors, &attempt))
+        break;  // nothing encloses it: the loop is a run of this cycle
+      const double rest = attempt.rest;
+      const Reading& enclosing = *attempt.enclosing;
+      // The same once folded: the enclosing cycle has about as many iterations.
+      if (attempt.piece) continue;
+      const bool nested = anchors.present || rest >= threshold - 1e-9;
+      out->rest = rest;
+      if (!anchors.present && std::fabs(rest - threshold) < kBorderlineBand) {
+        // Ambiguous: the other side of the decision is the alternative reading.
+        out->borderline = true;
+        out->alternative = nested ? Alternative{candidate.cycle_ops, candidate.iterations, candidate.explained}
+                                  : Alternative{enclosing.cycle_ops, enclosing.iterations, enclosing.explained};
+      }
+      if (!nested) break;
+      commit(&attempt);
+      out->chosen = out->levels.back().readings.front();
+      walked_up = true;
       break;
     }
-    if (l + 1 >= kMaxFoldLevels) break;
-    const int32_t element = op_alphabet + l;
-    Level next;
-    next.owned = std::make_unique<Subsequence>();
-    fold_runs(*level.seq, unit.cycle(*level.seq), element, gap_before_ns, next.owned.get());
-    next.seq = next.owned.get();
-    if (next.seq->size() >= level.seq->size() || next.seq->size() < 2) break;
-    build_level(&next, next.seq->alphabet, options, gap_before_ns, anchors);
-    // The enclosing reading: the one of the folded sequence that holds the folded runs, explaining most.
-    const Reading* enclosing = nullptr;
-    for (const Reading& r : next.readings) {
-      const auto c = r.cycle(*next.seq);
-      if (std::find(c.begin(), c.end(), element) == c.end()) continue;
-      if (enclosing == nullptr || r.explained > enclosing->explained) enclosing = &r;
-    }
-    if (enclosing == nullptr) break;  // nothing encloses it: the loop is a run of this cycle
-    const double rest = rest_share(*next.seq, element, *enclosing, gap_before_ns);
-    // A unit that occurs once per enclosing iteration (about as many iterations) is a piece of it:
-    // the enclosing cycle is the same loop with the ops the piece left out.
-    const bool piece = enclosing->iterations * 10 >= unit.iterations * 9;
-    const bool nested = anchors.present ? unit.anchors == 0 : piece || rest >= threshold - 1e-9;
-    out->rest = rest;
-    if (!anchors.present && !piece && std::fabs(rest - threshold) < kBorderlineBand) {
-      // Ambiguous: the other side of the decision is the alternative reading.
-      out->borderline = true;
-      out->alternative = nested ? Alternative{unit.cycle_ops, unit.iterations, unit.explained}
-                                : Alternative{enclosing->cycle_ops, enclosing->iterations, enclosing->explained};
-    }
-    if (!nested) break;
-    out->units.emplace_back(unit.cycle(*level.seq).begin(), unit.cycle(*level.seq).end());
-    out->levels.push_back(std::move(next));
+    if (!walked_up) break;
   }
   // Otherwise the alternative is an eligible reading at the chosen level that is neither part of the
   // chosen cycle nor made of it: a different loop explaining about as much.
@@ -291,7 +486,9 @@ std::vector<NestedRepeat> nested_repeats(std::span<const int32_t> cycle_ops) {
         while (e + p < n && c[e] == c[e + p]) ++e;
         const int64_t len = e - k;  // positions k..e-1 equal their successor one period on
         const int64_t copies = (len + p) / p;
-        if (copies >= 2 && copies * p >= min_cover && primitive_root(c.subspan(k, p)) == p)
+        // Two copies of a one- or two-op unit ("x x", "x y x y") are too common in op streams to
+        // call structure; longer units, or three copies and more, are.
+        if (copies >= 2 && copies * p >= min_cover && (copies >= 3 || p >= 3) && primitive_root(c.subspan(k, p)) == p)
           runs.push_back({k, p, copies});
         k = e + 1;
       }

@@ -1,6 +1,7 @@
 // The miner's building blocks: suffix index, Criteria 2 and 3, the repeat profile, cycles read from
 // occurrences, and Algorithm 1 (approximate matching).
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include "analysis/iterations/miner_internal.h"
@@ -129,28 +130,73 @@ std::optional<RepeatCandidate> select_for_count(const SuffixIndex& index, int64_
   }
 }
 
-bool match_at(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t i, int64_t max_extra_ops,
-              int32_t barrier, ApproximateMatch* out) {
+bool walk(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t i, int64_t max_extra_ops,
+          int32_t barrier, const Subsequence* weighted, Walk* out) {
   const int64_t n = static_cast<int64_t>(seq.size());
   const int64_t m = static_cast<int64_t>(cycle.size());
-  int64_t pos = i + 1;
-  int64_t extra = 0;
-  for (int64_t j = 1; j < m; ++j) {
+  Walk w;
+  auto take = [&](int64_t p) {
+    if (weighted == nullptr) {
+      ++w.matched;
+      return;
+    }
+    w.matched += weighted->clean_weight(p);
+    w.noise += weighted->weight(p) - weighted->clean_weight(p);
+  };
+  int64_t pos = i;
+  for (int64_t j = 0; j < m; ++j) {
     while (pos < n && seq[pos] != cycle[j]) {
-      if (seq[pos] >= barrier || ++extra > max_extra_ops) return false;
+      if (j == 0 || seq[pos] >= barrier) return false;
+      w.extra += weighted != nullptr ? weighted->weight(pos) : 1;
+      if (w.extra > max_extra_ops) return false;
       ++pos;
     }
     if (pos >= n) return false;
-    ++pos;
+    take(pos++);
+    if (weighted == nullptr || cycle[j] < weighted->fold_from || cycle[j] >= barrier) continue;
+    // A folded run split by one inserted op: "M x M" where the cycle has one M.
+    const int32_t next = cycle[(j + 1) % m];  // after the last element: the next iteration's first
+    while (pos + 1 < n && seq[pos] != cycle[j] && seq[pos] != next && seq[pos] < weighted->fold_from &&
+           seq[pos + 1] == cycle[j] && w.extra + 1 <= max_extra_ops) {
+      ++w.extra;
+      ++pos;
+      take(pos++);
+    }
   }
-  *out = {i, pos - 1, extra};
+  w.last = pos - 1;
+  *out = w;
+  return true;
+}
+
+bool match_at(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t i, int64_t max_extra_ops,
+              int32_t barrier, ApproximateMatch* out, const Subsequence* weighted) {
+  if (weighted == nullptr) {  // the hot path: one op per element
+    const int64_t n = static_cast<int64_t>(seq.size());
+    const int64_t m = static_cast<int64_t>(cycle.size());
+    int64_t pos = i + 1;
+    int64_t extra = 0;
+    for (int64_t j = 1; j < m; ++j) {
+      while (pos < n && seq[pos] != cycle[j]) {
+        if (seq[pos] >= barrier || ++extra > max_extra_ops) return false;
+        ++pos;
+      }
+      if (pos >= n) return false;
+      ++pos;
+    }
+    *out = {i, pos - 1, extra};
+    return true;
+  }
+  Walk w;
+  if (!walk(seq, cycle, i, max_extra_ops, barrier, weighted, &w)) return false;
+  *out = {i, w.last, w.extra};
   return true;
 }
 
 std::vector<ApproximateMatch> match_over(const Subsequence& in, std::span<const int32_t> cycle, int64_t k0,
-                                         std::span<const int64_t> gap_before_ns) {
-  return match_cycle(in.symbols, cycle, k0, in.barrier,
-                     [&](int64_t j) { return gap_in(in, gap_before_ns, j); });
+                                         std::span<const int64_t> gap_before_ns, bool later_start) {
+  return match_cycle(
+      in.symbols, cycle, k0, in.barrier, [&](int64_t j) { return gap_in(in, gap_before_ns, j); },
+      in.folded() ? &in : nullptr, later_start);
 }
 
 int64_t ops_inside(const Subsequence& in, const std::vector<ApproximateMatch>& matches) {
@@ -168,11 +214,9 @@ int64_t ops_matched(const Subsequence& in, std::span<const int32_t> cycle,
       continue;
     }
     // The elements Algorithm 1 matched (it is greedy: replaying it from the match's start finds them).
-    int64_t pos = m.first;
-    for (int32_t c : cycle) {
-      while (in.symbols[pos] != c) ++pos;
-      ops += in.clean_weight(pos++);
-    }
+    Walk w;
+    if (walk(in.symbols, cycle, m.first, std::numeric_limits<int64_t>::max() / 4, in.barrier, &in, &w))
+      ops += w.matched;
   }
   return ops;
 }

@@ -63,6 +63,7 @@ struct Subsequence {
   std::vector<int32_t> noise;    // ops of element j that a folded run absorbed as extra ops; empty = 0
   int32_t alphabet = 0;
   int32_t barrier = kNoBarrier;  // symbols >= barrier are separators
+  int32_t fold_from = kNoBarrier;  // symbols in [fold_from, barrier) are folded runs
 
   Subsequence() = default;
   Subsequence(const Subsequence&) = delete;  // `symbols` may point into `storage`
@@ -107,21 +108,37 @@ int64_t cyclic_copies(std::span<const int32_t> cycle, std::span<const int32_t> u
 std::optional<RepeatCandidate> select_for_count(const SuffixIndex& index, int64_t n, int64_t iterations,
                                                 int64_t epsilon, int64_t* epsilon_used);
 
-// One attempt of Algorithm 1 at position i (seq[i] == cycle[0]); extra_ops counts elements.
+// One attempt of Algorithm 1 at position i (seq[i] == cycle[0]). Extra ops are counted in ops: with
+// `weighted` (a folded sequence, whose elements stand for several ops) an extra element counts the ops
+// it covers, so that a copy of a nested unit left unfolded (an op was inserted into it) weighs what
+// it holds, not one.
 bool match_at(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t i, int64_t max_extra_ops,
-              int32_t barrier, ApproximateMatch* out);
+              int32_t barrier, ApproximateMatch* out, const Subsequence* weighted = nullptr);
+
+// Algorithm 1's walk from i, with what it matched. On a folded sequence a cycle element standing for a
+// folded run also takes the same element right after it, across one inserted op (counted extra):
+// an op inserted between two copies of a nested unit splits their run in two.
+struct Walk {
+  int64_t last = 0;
+  int64_t extra = 0;    // extra ops
+  int64_t matched = 0;  // ops of the matched elements, noise they absorbed excluded
+  int64_t noise = 0;    // noise the matched elements absorbed
+};
+bool walk(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t i, int64_t max_extra_ops,
+          int32_t barrier, const Subsequence* weighted, Walk* out);
 
 // Algorithm 1 over `seq`. `gap_at(j)`: the idle time before element j (0 everywhere when unknown).
 template <typename GapAt>
 std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::span<const int32_t> cycle,
-                                          int64_t max_extra_ops, int32_t barrier, const GapAt& gap_at) {
+                                          int64_t max_extra_ops, int32_t barrier, const GapAt& gap_at,
+                                          const Subsequence* weighted = nullptr, bool later_start = true) {
   std::vector<ApproximateMatch> matches;
   const int64_t n = static_cast<int64_t>(seq.size());
   if (cycle.empty()) return matches;
   int64_t i = 0;
   while (i < n) {
     ApproximateMatch best;
-    if (seq[i] != cycle[0] || !match_at(seq, cycle, i, max_extra_ops, barrier, &best)) {
+    if (seq[i] != cycle[0] || !match_at(seq, cycle, i, max_extra_ops, barrier, &best, weighted)) {
       ++i;
       continue;
     }
@@ -130,9 +147,10 @@ std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::spa
     // unless less idle time precedes it. An op inserted right after the iteration's first op and
     // equal to it also makes a later start with fewer extras, but the idle gap between iterations
     // lies before the true start (and before the evaluation pass's successor, not before the pass).
-    for (int64_t j = i + 1; best.extra_ops > 0 && j <= best.first + best.extra_ops && j < n; ++j) {
+    for (int64_t j = i + 1; later_start && best.extra_ops > 0 && j <= best.first + best.extra_ops && j <= best.last && j < n;
+         ++j) {
       ApproximateMatch later;
-      if (seq[j] == cycle[0] && match_at(seq, cycle, j, max_extra_ops, barrier, &later) &&
+      if (seq[j] == cycle[0] && match_at(seq, cycle, j, max_extra_ops, barrier, &later, weighted) &&
           later.extra_ops < best.extra_ops && gap_at(j) >= gap_at(best.first))
         best = later;
     }
@@ -142,9 +160,11 @@ std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::spa
   return matches;
 }
 
-// Matches of `cycle` over `in` with the gaps before its elements.
+// Matches of `cycle` over `in` with the gaps before its elements. `later_start` false: plain greedy
+// Algorithm 1, without the later-start correction (which costs up to k0 attempts per match with
+// extras): enough to measure how much of a sequence a cycle explains.
 std::vector<ApproximateMatch> match_over(const Subsequence& in, std::span<const int32_t> cycle, int64_t k0,
-                                         std::span<const int64_t> gap_before_ns);
+                                         std::span<const int64_t> gap_before_ns, bool later_start = true);
 
 // Ops inside the matches (extras included), and the ops of `in` the cycle itself matched (extras,
 // and noise that folded elements absorbed, excluded).

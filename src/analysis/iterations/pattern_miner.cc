@@ -37,7 +37,8 @@ struct CleanCycle {
 // iteration somewhere).
 std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index, const RepeatCandidate& p,
                                 CleanCycle given, std::span<const int64_t> gap_before_ns,
-                                const MinerOptions& options, const Subsequence& target, int64_t max_cycle_ops) {
+                                const MinerOptions& options, const Subsequence& target, int64_t max_cycle_ops,
+                                const StepAnchors* anchored = nullptr) {
   const std::vector<int64_t> starts = detail::nonoverlapping_starts(index, p);
   if (starts.size() < 2) return std::nullopt;
   const int64_t cycle_length = given.length > 0 ? given.length : detail::cycle_of(starts);
@@ -114,8 +115,10 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
   // cycle as Algorithm 1 allows: an exact comparison with the op one cycle later stops at the first
   // inserted op, which on a trace without idle gaps (nothing else places the boundary) cuts the first
   // iteration in two. The walk stops at a cycle's (k0 + 1)-th op that does not fit, such as a set-up.
-  const int64_t k0 =
-      options.max_extra_ops >= 0 ? options.max_extra_ops : std::max<int64_t>(1, cycle_length / 2);
+  // k0 in ops (Algorithm 1 counts a folded element's ops): half the cycle's.
+  int64_t cycle_ops = cycle_length;
+  if (given.begin >= 0) cycle_ops = sub.ops_in(given.begin, given.begin + cycle_length - 1);
+  const int64_t k0 = options.max_extra_ops >= 0 ? options.max_extra_ops : std::max<int64_t>(1, cycle_ops / 2);
   if (aligned.empty() && whole_cycle_at(t, first)) aligned = t.symbols.subspan(first, cycle_length);
   int64_t region_start = first;
   int64_t region_phase = 0;
@@ -134,6 +137,20 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
     }
   }
   phases.push_back(region_phase);
+  // A training step ends with its optimizer step: when the step marks picked the cycle, the boundary
+  // is right after the mark (the next step's data and zero_grad start the next iteration), whatever
+  // the idle gaps say (an evaluation pass can be preceded by more idle time than a step).
+  if (anchored != nullptr && !aligned.empty()) {
+    int64_t after_mark = -1;
+    for (int64_t o = 0; o < cycle_length; ++o) {
+      const int32_t x = aligned[o];
+      const bool mark = x >= 0 && static_cast<size_t>(x) < anchored->is_anchor.size() && anchored->is_anchor[x];
+      const int32_t y = aligned[(o + 1) % cycle_length];
+      const bool next_mark = y >= 0 && static_cast<size_t>(y) < anchored->is_anchor.size() && anchored->is_anchor[y];
+      if (mark && !next_mark) after_mark = (o + 1) % cycle_length;
+    }
+    if (after_mark >= 0) phases = {after_mark};
+  }
   std::sort(phases.begin(), phases.end());
   phases.erase(std::unique(phases.begin(), phases.end()), phases.end());
 
@@ -157,7 +174,11 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
     fit.loop.pattern_length = p.length;
     fit.loop.pattern_count = p.count;
     fit.loop.phase = phase;
-    fit.matches = detail::match_over(target, fit.loop.cycle, k0, gap_before_ns);
+    // Anchored at the optimizer step, the template starts right after one: ops before a later start
+    // that needs fewer extras (the tail of an evaluation pass that begins like the step) belong to the
+    // previous step whatever idle time precedes them, so the later-start correction ignores gaps.
+    fit.matches = detail::match_over(target, fit.loop.cycle, k0,
+                                     anchored != nullptr ? std::span<const int64_t>{} : gap_before_ns);
     // Most iterations, then the idle gap; without a gap to tell (a trace with no idle time between
     // iterations), the loop starts where its periodic region does: the earliest first iteration.
     const auto better = [&] {
@@ -247,15 +268,22 @@ void fold_whole(const Subsequence& whole, const detail::StructureChoice& choice,
         unit.copies_min = unit.copies_min == 0 ? c : std::min<int64_t>(unit.copies_min, c);
         unit.copies_max = std::max<int64_t>(unit.copies_max, c);
       }
-    // One copy's ops: the unit's first run without noise, divided by its copies.
-    for (size_t j = 0; j < copies.size(); ++j)
-      if (copies[j] > 0 && out->noise[j] == 0) {
-        const int64_t b = out->at(static_cast<int64_t>(j));
-        const int64_t e = out->at_last(static_cast<int64_t>(j));
-        const int64_t each = (e - b + 1) / copies[j];
+    // One copy's ops: the unit itself when it holds no folded element, else a slice of the run with
+    // the least noise (its copies' ops divided evenly).
+    const auto& u = choice.units[l];
+    if (std::all_of(u.begin(), u.end(), [&](int32_t x) { return x < op_alphabet; })) {
+      unit.ops = u;
+    } else {
+      int64_t best = -1;
+      for (size_t j = 0; j < copies.size(); ++j)
+        if (copies[j] > 0 && (best < 0 || out->noise[j] < out->noise[static_cast<size_t>(best)]))
+          best = static_cast<int64_t>(j);
+      if (best >= 0) {
+        const int64_t b = out->at(best);
+        const int64_t each = (out->at_last(best) - b + 1 - out->noise[static_cast<size_t>(best)]) / copies[static_cast<size_t>(best)];
         unit.ops.assign(ops.begin() + b, ops.begin() + b + each);
-        break;
       }
+    }
     chain->units.push_back(std::move(unit));
     chain->levels.push_back(std::move(out));
   }
@@ -272,13 +300,11 @@ void to_ops(const Subsequence& target, std::span<const int32_t> ops, const LoopF
   int64_t least_noise = std::numeric_limits<int64_t>::max();
   for (size_t k = 0; k < fit.matches.size(); ++k) {
     const ApproximateMatch& m = fit.matches[k];
-    if (!target.noise.empty()) {
-      int64_t pos = m.first;  // replay Algorithm 1 (greedy) to find the matched elements
-      for (int32_t c : fit.loop.cycle) {
-        while (target.symbols[pos] != c) ++pos;
-        noise[k] += target.noise[pos++];
-      }
-    }
+    detail::Walk w;  // replay Algorithm 1 (greedy) for the matched elements
+    if (!target.noise.empty() &&
+        detail::walk(target.symbols, fit.loop.cycle, m.first, std::numeric_limits<int64_t>::max() / 4,
+                     target.barrier, &target, &w))
+      noise[k] = w.noise;
     least_noise = std::min(least_noise, noise[k]);
   }
   int64_t template_at = -1;
@@ -345,6 +371,12 @@ MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
         budget = budget > n / 2 ? n : 2 * budget;
         continue;
       }
+      // With step marks in the sequence, a cycle without one is nested structure: a sample whose
+      // windows hold too few steps for the enclosing cycle to repeat shows only the nested one.
+      if (!exact && anchors.present && choice.chosen.anchors == 0) {
+        budget = budget > n / 2 ? n : 2 * budget;
+        continue;
+      }
       const detail::Level& level = choice.levels.back();
       mined.pattern = choice.chosen.node;
       mined.estimated_iterations = choice.chosen.iterations;
@@ -357,7 +389,7 @@ MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
       target = &chain.last(whole);
       sub_level = level.seq;
       fit = fit_loop(*level.seq, level.index, choice.chosen.node, {choice.chosen.begin, choice.chosen.length},
-                     gap_before_ns, options, *target, max_cycle);
+                     gap_before_ns, options, *target, max_cycle, choice.by_anchor ? &anchors : nullptr);
       if (fit && !exact) in_sample = detail::match_over(*level.seq, fit->loop.cycle, fit->k0, gap_before_ns);
     }
     if (exact) {
