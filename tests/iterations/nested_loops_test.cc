@@ -170,8 +170,13 @@ void expect_same(const MiningResult& a, const MiningResult& b, const std::string
 }
 
 // The nested unit is reported inside the iteration, with the counts generated.
-void expect_nested(const Spec& spec, const MiningResult& r, const std::string& what) {
-  ASSERT_FALSE(r.loops.empty()) << what;
+void expect_nested(const Spec& spec, const MiningResult& r, const std::string& what_spec) {
+  ASSERT_FALSE(r.loops.empty()) << what_spec;
+  std::string what = what_spec + "\nnested:";
+  for (const NestedRepeat& n : r.loops[0].nested)
+    what += " [at " + std::to_string(n.offset) + " depth " + std::to_string(n.depth) + ": " +
+            std::to_string(n.unit_ops) + " ops x" + std::to_string(n.copies) + " (" + std::to_string(n.copies_min) +
+            "-" + std::to_string(n.copies_max) + ")" + (n.folded ? " folded" : "") + "]";
   bool found = false;
   for (const NestedRepeat& n : r.loops[0].nested) {
     if (n.unit_ops != static_cast<int64_t>(spec.unit.size())) continue;

@@ -74,6 +74,8 @@ bool options_from_params(const analysis::Params& params, IterationsOptions* opti
   if (!int_param(params, "epsilon", 0, &options->miner.epsilon, error)) return false;
   if (!int_param(params, "max_extra_ops", 0, &options->miner.max_extra_ops, error)) return false;
   if (!int_param(params, "min_repeats", 2, &options->miner.min_repeats, error)) return false;
+  // sample_ops=0 mines the whole sequence (the exact method) however long it is.
+  if (!int_param(params, "sample_ops", 0, &options->miner.sample_ops, error)) return false;
   int64_t loops = options->miner.max_loops;
   if (!int_param(params, "max_loops", 1, &loops, error)) return false;
   options->miner.max_loops = static_cast<int>(std::min<int64_t>(loops, 64));

@@ -21,7 +21,8 @@ struct IterationsOptions {
 };
 
 // Reads --param style keys: iterations, stream, level, max_extra_ops (k0), epsilon, min_repeats,
-// max_loops. Returns false with *error naming the bad key and its expected form.
+// max_loops, sample_ops (0: no sampling). Returns false with *error naming the bad key and its
+// expected form.
 bool options_from_params(const analysis::Params& params, IterationsOptions* options, std::string* error);
 
 struct IterationsReport {

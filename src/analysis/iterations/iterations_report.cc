@@ -1,4 +1,5 @@
 // Tables of the iterations analysis (rendered as text, CSV or JSON by export/table_render).
+#include <algorithm>
 #include <cstdio>
 
 #include "analysis/iterations/iterations_analysis.h"
@@ -46,16 +47,24 @@ Table nested_table(const model::Trace& trace, const IterationsReport& report) {
                         Cell::integer(r.unit_ops), Cell::integer(r.copies), Cell::integer(r.copies_min),
                         Cell::integer(r.copies_max), Cell::integer(r.folded ? 1 : 0), Cell::text(first),
                         Cell::text(last)});
-      if (r.depth > 0 || t.notes.size() >= 6) continue;
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "loop %zu: a %lld-op unit x%lld at op %lld of the %zu-op iteration", l,
-                    static_cast<long long>(r.unit_ops), static_cast<long long>(r.copies),
-                    static_cast<long long>(r.offset), loop.cycle.size());
+    }
+    // One note per unit: how many runs of it an iteration holds, and their counts over the loop.
+    std::vector<const NestedRepeat*> seen;
+    for (const NestedRepeat& r : loop.nested) {
+      if (t.notes.size() >= 6) break;
+      if (std::any_of(seen.begin(), seen.end(), [&](const NestedRepeat* q) { return q->unit == r.unit; })) continue;
+      seen.push_back(&r);
+      int64_t runs = 0;
+      for (const NestedRepeat& q : loop.nested) runs += q.unit == r.unit;
+      char buf[240];
+      std::snprintf(buf, sizeof buf, "loop %zu: %lld run(s) per iteration of a %lld-op unit, x%lld to x%lld per run%s", l,
+                    static_cast<long long>(runs), static_cast<long long>(r.unit_ops),
+                    static_cast<long long>(r.copies_min), static_cast<long long>(r.copies_max),
+                    r.depth > 0 ? " (inside a larger nested unit)" : "");
       std::string note = buf;
-      if (r.copies_min != r.copies_max)
-        note += " (" + std::to_string(r.copies_min) + " to " + std::to_string(r.copies_max) + " per run over the loop)";
-      note += ": '" + first + "' .. '" + last + "'";
-      if (r.folded) note += "; a repetition the miner read and walked past (nested, not the iteration)";
+      note += ": '" + op_name(trace, report, r.unit.empty() ? -1 : r.unit.front()) + "' .. '" +
+              op_name(trace, report, r.unit.empty() ? -1 : r.unit.back()) + "'";
+      if (r.folded) note += "; the miner read this repetition and walked past it (nested, not the iteration)";
       t.notes.push_back(note);
     }
     if (loop.by_anchor)

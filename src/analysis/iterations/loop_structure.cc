@@ -515,17 +515,69 @@ std::vector<NestedRepeat> nested_repeats(std::span<const int32_t> cycle_ops) {
     nr.copies = nr.copies_min = nr.copies_max = r.copies;
     nr.unit.assign(cycle_ops.begin() + r.offset, cycle_ops.begin() + r.offset + r.period);
     out.push_back(nr);
-    if (r.period < 8) continue;
-    for (const Run& inner : runs_in(cycle_ops.subspan(r.offset, r.period), 4)) {
-      NestedRepeat in;
-      in.offset = r.offset + inner.offset;
-      in.unit_ops = inner.period;
-      in.copies = in.copies_min = in.copies_max = inner.copies;
-      in.depth = 1;
-      in.unit.assign(cycle_ops.begin() + in.offset, cycle_ops.begin() + in.offset + inner.period);
-      out.push_back(in);
+  }
+  return out;
+}
+
+std::vector<NestedRepeat> nested_structure(std::span<const int32_t> template_ops,
+                                           const std::vector<FoldedUnit>& folded, int32_t op_alphabet) {
+  std::vector<NestedRepeat> out;
+  Subsequence level0;
+  level0.symbols = template_ops;
+  level0.alphabet = op_alphabet;
+  std::unique_ptr<Subsequence> folded_level;
+  const Subsequence* cur = &level0;
+  const int depth_of_last = static_cast<int>(folded.size()) - 1;
+  for (size_t l = 0; l < folded.size(); ++l) {
+    auto next = std::make_unique<Subsequence>();
+    std::vector<int32_t> copies;
+    fold_runs(*cur, folded[l].unit, op_alphabet + static_cast<int32_t>(l), {}, next.get(), &copies);
+    for (int64_t j = 0; j < next->size(); ++j) {
+      if (copies[static_cast<size_t>(j)] <= 0) continue;
+      NestedRepeat r;
+      r.offset = next->at(j);
+      r.unit_ops = static_cast<int64_t>(folded[l].ops.size());
+      r.copies = copies[static_cast<size_t>(j)];
+      r.copies_min = std::min(r.copies, folded[l].copies_min);
+      r.copies_max = std::max(r.copies, folded[l].copies_max);
+      r.depth = depth_of_last - static_cast<int>(l);
+      r.folded = true;
+      r.unit = folded[l].ops;
+      out.push_back(std::move(r));
+    }
+    folded_level = std::move(next);
+    cur = folded_level.get();
+  }
+  // Inside one copy of each folded unit, once (at its first run): the repetition it holds with a
+  // fixed count (an RNN's time steps inside a gradient-accumulation micro-batch of fixed length).
+  const size_t folded_runs = out.size();
+  for (size_t l = 0; l < folded.size(); ++l) {
+    const auto first_run = std::find_if(out.begin(), out.begin() + static_cast<int64_t>(folded_runs),
+                                        [&](const NestedRepeat& r) { return r.unit == folded[l].ops; });
+    if (first_run == out.begin() + static_cast<int64_t>(folded_runs)) continue;
+    const int64_t at = first_run->offset;
+    const int depth = first_run->depth + 1;
+    for (NestedRepeat& r : nested_repeats(folded[l].ops)) {
+      if (std::any_of(out.begin(), out.end(), [&](const NestedRepeat& q) { return q.folded && q.unit == r.unit; }))
+        continue;  // a folded unit of its own, listed with its runs
+      r.offset += at;
+      r.depth = depth;
+      out.push_back(std::move(r));
     }
   }
+  // Tandem repeats the miner did not fold (a fixed count it did not need to walk past), outside the
+  // folded runs.
+  const size_t folded_entries = out.size();
+  for (NestedRepeat& r : nested_repeats(template_ops)) {
+    const int64_t end = r.offset + r.copies * r.unit_ops;
+    const bool overlaps = std::any_of(out.begin(), out.begin() + static_cast<int64_t>(folded_entries), [&](const NestedRepeat& f) {
+      return r.offset < f.offset + f.copies * f.unit_ops && f.offset < end;
+    });
+    if (!overlaps) out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const NestedRepeat& a, const NestedRepeat& b) {
+    return a.offset != b.offset ? a.offset < b.offset : a.depth < b.depth;
+  });
   return out;
 }
 

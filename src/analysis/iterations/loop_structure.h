@@ -92,7 +92,22 @@ bool choose_structure(const Subsequence& s, int32_t op_alphabet, const MinerOpti
                       std::span<const int64_t> gap_before_ns, const StepAnchors& anchors, StructureChoice* out);
 
 // Tandem repeats inside one iteration's ops (its template): maximal runs of >= 2 copies of a
-// primitive unit, the largest first, non-overlapping, and one level inside each unit.
+// primitive unit (two copies of a one- or two-op unit are too common to count), the largest first,
+// non-overlapping.
 std::vector<NestedRepeat> nested_repeats(std::span<const int32_t> cycle_ops);
+
+// A unit the miner folded on its way to the iteration, with its run lengths over the whole loop.
+struct FoldedUnit {
+  std::vector<int32_t> unit;  // in the elements of its level (op symbols, folded elements below it)
+  std::vector<int32_t> ops;   // one copy's ops
+  int64_t copies_min = 0;
+  int64_t copies_max = 0;
+};
+
+// The nested structure of one iteration (its template's ops): the runs of each folded unit in it
+// (folding the template as the sequence was folded; the unit folded last is depth 0, the ones
+// inside it deeper), then the other tandem repeats of the template outside those runs.
+std::vector<NestedRepeat> nested_structure(std::span<const int32_t> template_ops,
+                                           const std::vector<FoldedUnit>& folded, int32_t op_alphabet);
 
 }  // namespace strata::iterations::detail

@@ -220,13 +220,6 @@ void make_sample(const Subsequence& whole, int64_t budget, int windows, int32_t 
   out->symbols = out->storage;
 }
 
-// One folded unit on the way to the iteration, for the nested report.
-struct FoldedUnit {
-  std::vector<int32_t> ops;  // one copy's ops
-  int64_t copies_min = 0;
-  int64_t copies_max = 0;
-};
-
 struct Mined {
   RepeatCandidate pattern;
   int64_t estimated_iterations = 0;  // detection's reading over the sequence it was read from
@@ -239,7 +232,7 @@ struct Mined {
   Loop loop;                            // cycle: the template's ops
   std::vector<ApproximateMatch> raw;    // first, last: op indices; extra_ops: ops
   int64_t cycle_ops = 0;
-  std::vector<FoldedUnit> folded;
+  std::vector<detail::FoldedUnit> folded;
   int64_t sample_ops = 0;  // 0: mined on the whole (sub)sequence
 };
 
@@ -251,7 +244,7 @@ constexpr double kMinSampleShare = 0.3;
 // cycle is matched over.
 struct FoldChain {
   std::vector<std::unique_ptr<Subsequence>> levels;
-  std::vector<FoldedUnit> units;
+  std::vector<detail::FoldedUnit> units;
   const Subsequence& last(const Subsequence& whole) const { return levels.empty() ? whole : *levels.back(); }
 };
 
@@ -262,7 +255,8 @@ void fold_whole(const Subsequence& whole, const detail::StructureChoice& choice,
     auto out = std::make_unique<Subsequence>();
     std::vector<int32_t> copies;
     detail::fold_runs(in, choice.units[l], op_alphabet + static_cast<int32_t>(l), gap_before_ns, out.get(), &copies);
-    FoldedUnit unit;
+    detail::FoldedUnit unit;
+    unit.unit = choice.units[l];
     for (int32_t c : copies)
       if (c > 0) {
         unit.copies_min = unit.copies_min == 0 ? c : std::min<int64_t>(unit.copies_min, c);
@@ -468,43 +462,6 @@ void attach_between(std::span<const int32_t> seq, MiningResult* result, const st
   }
 }
 
-// Nested repetition inside the loop's template, with the counts of the units the miner folded.
-std::vector<NestedRepeat> nested_report(const Loop& loop, const std::vector<FoldedUnit>& folded) {
-  std::vector<NestedRepeat> nested = detail::nested_repeats(loop.cycle);
-  auto same_unit = [](const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-    if (a.size() != b.size() || a.empty()) return false;
-    std::vector<int32_t> twice(a.begin(), a.end());
-    twice.insert(twice.end(), a.begin(), a.end());
-    return std::search(twice.begin(), twice.end(), b.begin(), b.end()) != twice.end();
-  };
-  for (const FoldedUnit& f : folded) {
-    bool found = false;
-    for (NestedRepeat& r : nested)
-      if (same_unit(r.unit, f.ops)) {
-        r.folded = found = true;
-        r.copies_min = std::min(r.copies, f.copies_min);
-        r.copies_max = std::max(r.copies, f.copies_max);
-      }
-    if (found || f.ops.empty()) continue;
-    // A single copy in the template (no tandem run there): still nested structure the miner folded.
-    auto it = std::search(loop.cycle.begin(), loop.cycle.end(), f.ops.begin(), f.ops.end());
-    if (it == loop.cycle.end()) continue;
-    NestedRepeat r;
-    r.offset = it - loop.cycle.begin();
-    r.unit_ops = static_cast<int64_t>(f.ops.size());
-    r.copies = 1;
-    r.copies_min = std::min<int64_t>(1, f.copies_min);
-    r.copies_max = std::max<int64_t>(1, f.copies_max);
-    r.folded = true;
-    r.unit = f.ops;
-    nested.push_back(std::move(r));
-  }
-  std::sort(nested.begin(), nested.end(), [](const NestedRepeat& a, const NestedRepeat& b) {
-    return a.offset != b.offset ? a.offset < b.offset : a.depth < b.depth;
-  });
-  return nested;
-}
-
 }  // namespace
 
 MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64_t> gap_before_ns,
@@ -552,7 +509,7 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
 
   std::vector<int64_t> match_last;
   std::vector<int64_t> attach_limits;
-  std::vector<std::vector<FoldedUnit>> folded_per_loop;
+  std::vector<std::vector<detail::FoldedUnit>> folded_per_loop;
   std::string notes;
   double ambiguity = 0;
   for (int loop_index = 0; loop_index < std::max(1, options.max_loops); ++loop_index) {
@@ -688,7 +645,7 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     return result;
   }
   for (size_t l = 0; l < result.loops.size(); ++l)
-    result.loops[l].nested = nested_report(result.loops[l], folded_per_loop[l]);
+    result.loops[l].nested = detail::nested_structure(result.loops[l].cycle, folded_per_loop[l], alphabet);
   int64_t inside = 0;
   for (const auto& it : result.iterations) {
     inside += it.last_op - it.first_op + 1;
