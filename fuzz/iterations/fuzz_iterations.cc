@@ -26,10 +26,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   model::Process p;
   p.pid = 1;
   trace.add_process(p);
-  static const char* kNames[] = {"aten::linear", "aten::relu", "aten::add_", "aten::to", "aten::copy_",
-                                 "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)",
-                                 "Memset (Device)", "gemm_kernel", "aten::mse_loss", "Optimizer.step#SGD.step", "x",
-                                 "y", "z", "w", "v"};
+  static const char* kNames[] = {"aten::linear",
+                                 "aten::relu",
+                                 "aten::add_",
+                                 "aten::to",
+                                 "aten::copy_",
+                                 "Memcpy HtoD (Pageable -> Device)",
+                                 "Memcpy DtoH (Device -> Pageable)",
+                                 "Memset (Device)",
+                                 "gemm_kernel",
+                                 "aten::mse_loss",
+                                 "Optimizer.step#SGD.step",
+                                 "x",
+                                 "y",
+                                 "z",
+                                 "w",
+                                 "v"};
   iterations::IterationsOptions options;
   options.miner.iterations = data[0] % 4 == 0 ? data[1] % 16 : 0;
   options.miner.max_extra_ops = data[1] % 3 == 0 ? data[1] % 7 : -1;

@@ -251,7 +251,6 @@ TEST(MinerConfidence, AmbiguousReadingHalvesIt) {
   EXPECT_NE(ambiguous.confidence_note.find("alternative reading: a cycle of 2 ops read as 120 iterations"),
             std::string::npos)
       << ambiguous.confidence_note;
-
 }
 
 }  // namespace

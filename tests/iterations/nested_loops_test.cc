@@ -30,9 +30,9 @@ struct Spec {
   int grad_accum = 1;
   int eval_every = 0;
   int eval_batches = 1;
-  double noise = 0;      // share of steps with one inserted op (a symbol no loop uses)
-  bool gaps = true;      // an idle gap before each step's first op
-  int32_t anchor = -1;   // the optimizer-step symbol, when the trace marks it
+  double noise = 0;     // share of steps with one inserted op (a symbol no loop uses)
+  bool gaps = true;     // an idle gap before each step's first op
+  int32_t anchor = -1;  // the optimizer-step symbol, when the trace marks it
 };
 
 struct Generated {
@@ -65,7 +65,8 @@ Generated generate(std::mt19937& rng, const Spec& spec, int64_t target_ops) {
   add(random_ops(rng, 20, 900, 50), 0);  // set-up
   const int64_t boundary_gap = spec.gaps ? 5000 : 10;
   g.step_ops = static_cast<int64_t>(spec.zero_grad.size() + spec.optimizer.size()) +
-               spec.grad_accum * static_cast<int64_t>(spec.pre.size() + spec.r_min * spec.unit.size() + spec.post.size());
+               spec.grad_accum *
+                   static_cast<int64_t>(spec.pre.size() + spec.r_min * spec.unit.size() + spec.post.size());
   std::vector<int64_t> evals;
   std::set<int64_t> noisy;
   for (int64_t step = 0; static_cast<int64_t>(g.seq.size()) < target_ops || step < 5; ++step) {
@@ -78,7 +79,8 @@ Generated generate(std::mt19937& rng, const Spec& spec, int64_t target_ops) {
     }
     ops.insert(ops.end(), spec.optimizer.begin(), spec.optimizer.end());
     if (rng() % 1000 < spec.noise * 1000) {  // anywhere inside the step, inner runs included
-      ops.insert(ops.begin() + 1 + static_cast<int64_t>(rng() % (ops.size() - 1)), 800 + static_cast<int32_t>(rng() % 20));
+      ops.insert(ops.begin() + 1 + static_cast<int64_t>(rng() % (ops.size() - 1)),
+                 800 + static_cast<int32_t>(rng() % 20));
       g.flagged.insert(step);
       noisy.insert(step);
     }
@@ -151,10 +153,12 @@ void expect_steps(const Generated& g, const MiningResult& r, const std::string& 
       if (m.last_op >= g.starts[t] - 100 && m.first_op <= end + 100)
         missing += " [" + std::to_string(m.first_op) + "-" + std::to_string(m.last_op) + "]";
   }
-  ASSERT_EQ(r.iterations.size(), g.starts.size()) << what << ": " << r.error << " " << r.confidence_note << missing;
+  ASSERT_EQ(r.iterations.size(), g.starts.size())
+      << what << ": " << r.error << " " << r.confidence_note << missing;
   for (size_t t = 0; t < r.iterations.size(); ++t) {
     ASSERT_EQ(r.iterations[t].first_op, g.starts[t]) << what << " step " << t << ": " << r.confidence_note;
-    EXPECT_EQ(r.iterations[t].flagged(), g.flagged.count(static_cast<int64_t>(t)) > 0) << what << " step " << t;
+    EXPECT_EQ(r.iterations[t].flagged(), g.flagged.count(static_cast<int64_t>(t)) > 0)
+        << what << " step " << t;
   }
 }
 
@@ -175,8 +179,9 @@ void expect_nested(const Spec& spec, const MiningResult& r, const std::string& w
   std::string what = what_spec + "\nnested:";
   for (const NestedRepeat& n : r.loops[0].nested)
     what += " [at " + std::to_string(n.offset) + " depth " + std::to_string(n.depth) + ": " +
-            std::to_string(n.unit_ops) + " ops x" + std::to_string(n.copies) + " (" + std::to_string(n.copies_min) +
-            "-" + std::to_string(n.copies_max) + ")" + (n.folded ? " folded" : "") + "]";
+            std::to_string(n.unit_ops) + " ops x" + std::to_string(n.copies) + " (" +
+            std::to_string(n.copies_min) + "-" + std::to_string(n.copies_max) + ")" +
+            (n.folded ? " folded" : "") + "]";
   bool found = false;
   for (const NestedRepeat& n : r.loops[0].nested) {
     if (n.unit_ops != static_cast<int64_t>(spec.unit.size())) continue;
@@ -235,13 +240,15 @@ void run_round(std::mt19937& rng, bool anchors, int64_t target_ops, bool brute, 
   const std::string what_spec =
       what + " [unit " + std::to_string(spec.unit.size()) + " x" + std::to_string(spec.r_min) + "-" +
       std::to_string(spec.r_max) + ", around " + std::to_string(spec.pre.size() + spec.post.size()) + "+" +
-      std::to_string(spec.zero_grad.size() + spec.optimizer.size()) + ", accum " + std::to_string(spec.grad_accum) +
-      ", eval every " + std::to_string(spec.eval_every) + " x" + std::to_string(spec.eval_batches) + "x" +
-      std::to_string(spec.eval_batch.size()) + ", noise " + std::to_string(spec.noise) + (spec.gaps ? ", gaps" : "") +
-      (anchors ? ", marks" : "") + ", " + std::to_string(g.starts.size()) + " steps]";
+      std::to_string(spec.zero_grad.size() + spec.optimizer.size()) + ", accum " +
+      std::to_string(spec.grad_accum) + ", eval every " + std::to_string(spec.eval_every) + " x" +
+      std::to_string(spec.eval_batches) + "x" + std::to_string(spec.eval_batch.size()) + ", noise " +
+      std::to_string(spec.noise) + (spec.gaps ? ", gaps" : "") + (anchors ? ", marks" : "") + ", " +
+      std::to_string(g.starts.size()) + " steps]";
   MinerOptions o;
   if (anchors) o.step_anchor_symbols = {spec.anchor};
-  const MiningResult r = mine_iterations(g.seq, spec.gaps ? std::span<const int64_t>(g.gaps) : std::span<const int64_t>{}, o);
+  const MiningResult r =
+      mine_iterations(g.seq, spec.gaps ? std::span<const int64_t>(g.gaps) : std::span<const int64_t>{}, o);
   expect_steps(g, r, what_spec);
   expect_nested(spec, r, what_spec);
   if (brute && spec.r_min == spec.r_max && spec.noise == 0) {
@@ -253,7 +260,9 @@ void run_round(std::mt19937& rng, bool anchors, int64_t target_ops, bool brute, 
   if (compare_exact && r.sampled_ops > 0) {
     MinerOptions exact = o;
     exact.sample_ops = 0;
-    expect_same(r, mine_iterations(g.seq, spec.gaps ? std::span<const int64_t>(g.gaps) : std::span<const int64_t>{}, exact),
+    expect_same(r,
+                mine_iterations(
+                    g.seq, spec.gaps ? std::span<const int64_t>(g.gaps) : std::span<const int64_t>{}, exact),
                 what_spec + " sampled vs exact");
   }
 }
@@ -267,7 +276,8 @@ TEST(NestedLoops, SmallSizesAgainstExhaustiveReference) {
   std::mt19937 rng(12);
   for (int round = 0; round < 80; ++round) {
     const int64_t ops = round % 2 ? 1000 : 4000;
-    run_round(rng, round % 4 == 3, ops, true, false, "round " + std::to_string(round) + " (" + std::to_string(ops) + " ops)");
+    run_round(rng, round % 4 == 3, ops, true, false,
+              "round " + std::to_string(round) + " (" + std::to_string(ops) + " ops)");
   }
 }
 

@@ -36,28 +36,30 @@ Table nested_table(const model::Trace& trace, const IterationsReport& report) {
   Table t;
   t.name = "nested";
   t.title = "Nested repetition inside each iteration (not iterations)";
-  t.columns = {"loop", "depth", "at_op", "unit_ops", "copies", "copies_min", "copies_max", "folded", "unit_first",
-               "unit_last"};
+  t.columns = {"loop",       "depth",      "at_op",  "unit_ops",   "copies",
+               "copies_min", "copies_max", "folded", "unit_first", "unit_last"};
   for (size_t l = 0; l < report.mining.loops.size(); ++l) {
     const Loop& loop = report.mining.loops[l];
     for (const NestedRepeat& r : loop.nested) {
       const std::string first = op_name(trace, report, r.unit.empty() ? -1 : r.unit.front());
       const std::string last = op_name(trace, report, r.unit.empty() ? -1 : r.unit.back());
-      t.rows.push_back({Cell::integer(static_cast<int64_t>(l)), Cell::integer(r.depth), Cell::integer(r.offset),
-                        Cell::integer(r.unit_ops), Cell::integer(r.copies), Cell::integer(r.copies_min),
-                        Cell::integer(r.copies_max), Cell::integer(r.folded ? 1 : 0), Cell::text(first),
-                        Cell::text(last)});
+      t.rows.push_back({Cell::integer(static_cast<int64_t>(l)), Cell::integer(r.depth),
+                        Cell::integer(r.offset), Cell::integer(r.unit_ops), Cell::integer(r.copies),
+                        Cell::integer(r.copies_min), Cell::integer(r.copies_max),
+                        Cell::integer(r.folded ? 1 : 0), Cell::text(first), Cell::text(last)});
     }
     // One note per unit: how many runs of it an iteration holds, and their counts over the loop.
     std::vector<const NestedRepeat*> seen;
     for (const NestedRepeat& r : loop.nested) {
       if (t.notes.size() >= 6) break;
-      if (std::any_of(seen.begin(), seen.end(), [&](const NestedRepeat* q) { return q->unit == r.unit; })) continue;
+      if (std::any_of(seen.begin(), seen.end(), [&](const NestedRepeat* q) { return q->unit == r.unit; }))
+        continue;
       seen.push_back(&r);
       int64_t runs = 0;
       for (const NestedRepeat& q : loop.nested) runs += q.unit == r.unit;
       char buf[240];
-      std::snprintf(buf, sizeof buf, "loop %zu: %lld run(s) per iteration of a %lld-op unit, x%lld to x%lld per run%s", l,
+      std::snprintf(buf, sizeof buf,
+                    "loop %zu: %lld run(s) per iteration of a %lld-op unit, x%lld to x%lld per run%s", l,
                     static_cast<long long>(runs), static_cast<long long>(r.unit_ops),
                     static_cast<long long>(r.copies_min), static_cast<long long>(r.copies_max),
                     r.depth > 0 ? " (inside a larger nested unit)" : "");
@@ -68,9 +70,10 @@ Table nested_table(const model::Trace& trace, const IterationsReport& report) {
       t.notes.push_back(note);
     }
     if (loop.by_anchor)
-      t.notes.push_back("loop " + std::to_string(l) +
-                        ": each iteration holds one optimizer step (Optimizer.step#...): repetition without one "
-                        "is nested");
+      t.notes.push_back(
+          "loop " + std::to_string(l) +
+          ": each iteration holds one optimizer step (Optimizer.step#...): repetition without one "
+          "is nested");
   }
   return t;
 }

@@ -62,9 +62,10 @@ std::vector<RepeatCandidate> shortlist(const SuffixIndex& index, int64_t n, int6
   std::sort(kept.begin(), kept.end(), [](const RepeatCandidate& a, const RepeatCandidate& b) {
     return a.count != b.count ? a.count > b.count : a.length > b.length;
   });
-  kept.erase(std::unique(kept.begin(), kept.end(),
-                         [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.count == b.count; }),
-             kept.end());
+  kept.erase(
+      std::unique(kept.begin(), kept.end(),
+                  [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.count == b.count; }),
+      kept.end());
   // Every scale of repetition gets a say: the node with the largest share in each band of counts
   // (a factor of 1.25 wide: an RNN's time steps, the steps, "k steps and an eval" each have their own
   // band), then the largest by share and the most repeated. Multiples of one cycle and fragments of
@@ -72,7 +73,8 @@ std::vector<RepeatCandidate> shortlist(const SuffixIndex& index, int64_t n, int6
   std::vector<RepeatCandidate> bands;
   for (const RepeatCandidate& c : kept) {  // most repeated first
     const int band = static_cast<int>(std::log(static_cast<double>(c.count)) / std::log(1.25));
-    if (!bands.empty() && static_cast<int>(std::log(static_cast<double>(bands.back().count)) / std::log(1.25)) == band) {
+    if (!bands.empty() &&
+        static_cast<int>(std::log(static_cast<double>(bands.back().count)) / std::log(1.25)) == band) {
       if (c.share() > bands.back().share()) bands.back() = c;
     } else {
       bands.push_back(c);
@@ -161,7 +163,9 @@ std::vector<int32_t> rotate_to_runs(const Subsequence& s, std::span<const int32_
   std::vector<int64_t> offsets = {0};
   auto top = [&](const std::unordered_map<int64_t, int64_t>& counts) {
     std::vector<std::pair<int64_t, int64_t>> v(counts.begin(), counts.end());
-    std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+    std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) {
+      return x.second != y.second ? x.second > y.second : x.first < y.first;
+    });
     for (size_t k = 0; k < v.size() && k < 3; ++k) offsets.push_back(v[k].first);
   };
   top(starts);
@@ -170,7 +174,9 @@ std::vector<int32_t> rotate_to_runs(const Subsequence& s, std::span<const int32_
     std::vector<int64_t> by_gap(static_cast<size_t>(d));
     for (int64_t o = 0; o < d; ++o) by_gap[static_cast<size_t>(o)] = o;
     std::partial_sort(by_gap.begin(), by_gap.begin() + std::min<int64_t>(2, d), by_gap.end(),
-                      [&](int64_t x, int64_t y) { return gap_score[x] > gap_score[y] || (gap_score[x] == gap_score[y] && x < y); });
+                      [&](int64_t x, int64_t y) {
+                        return gap_score[x] > gap_score[y] || (gap_score[x] == gap_score[y] && x < y);
+                      });
     offsets.insert(offsets.end(), by_gap.begin(), by_gap.begin() + std::min<int64_t>(2, d));
   }
   std::sort(offsets.begin(), offsets.end());
@@ -207,8 +213,9 @@ int64_t StepAnchors::runs_in(int64_t first, int64_t last) const {
   return runs;
 }
 
-std::vector<Reading> find_readings(const Subsequence& s, const SuffixIndex& index, const MinerOptions& options,
-                                   std::span<const int64_t> gap_before_ns, const StepAnchors& anchors) {
+std::vector<Reading> find_readings(const Subsequence& s, const SuffixIndex& index,
+                                   const MinerOptions& options, std::span<const int64_t> gap_before_ns,
+                                   const StepAnchors& anchors) {
   const int64_t n = s.size();
   const int64_t min_repeats = std::max<int64_t>(2, options.min_repeats);
   const int64_t total_ops = std::max<int64_t>(1, s.ops_in(0, n - 1));
@@ -268,7 +275,8 @@ void fold_runs(const Subsequence& in, std::span<const int32_t> unit, int32_t ele
   // step between two steps' micro-batches) and swallow the enclosing structure.
   // (A one-op unit takes exact copies only.)
   const int64_t k0 = unit.size() >= 2 ? 1 : 0;
-  const auto matches = unit.empty() ? std::vector<ApproximateMatch>{} : match_over(in, unit, k0, gap_before_ns);
+  const auto matches =
+      unit.empty() ? std::vector<ApproximateMatch>{} : match_over(in, unit, k0, gap_before_ns);
   size_t k = 0;
   for (int64_t j = 0; j < n;) {
     if (k < matches.size() && matches[k].first == j) {
@@ -345,9 +353,9 @@ bool try_fold(const Level& level, std::span<const int32_t> unit, int64_t unit_it
 
 // A repetition inside the cycle of the reading that explains most at `level` (a tandem run of >= 2
 // copies of a unit of >= 3 ops, covering >= a tenth of it), when none of the
-// eligible readings is it, and its runs vary in length (try_fold tells): an RNN's time steps whose count varies from step to step, so that the
-// steps themselves repeat only approximately and the time step alone explains too little to be
-// eligible. Its unit, rotated to the run's start; empty if none.
+// eligible readings is it, and its runs vary in length (try_fold tells): an RNN's time steps whose count
+// varies from step to step, so that the steps themselves repeat only approximately and the time step alone
+// explains too little to be eligible. Its unit, rotated to the run's start; empty if none.
 std::vector<int32_t> tandem_unit(const Level& level) {
   const Reading* best = nullptr;
   for (const Reading& r : level.readings)
@@ -362,7 +370,8 @@ std::vector<int32_t> tandem_unit(const Level& level) {
   // run too, of a whole iteration).
   int64_t best_cover = (d + 9) / 10 - 1;
   std::vector<int32_t> unit;
-  const int64_t max_period = std::min<int64_t>(d / 2, std::max<int64_t>(64, 20'000'000 / std::max<int64_t>(1, d)));
+  const int64_t max_period =
+      std::min<int64_t>(d / 2, std::max<int64_t>(64, 20'000'000 / std::max<int64_t>(1, d)));
   for (int64_t p = 3; p <= max_period && unit.empty(); ++p) {
     for (int64_t k = 0; k < d;) {
       int64_t e = k;
@@ -382,7 +391,8 @@ std::vector<int32_t> tandem_unit(const Level& level) {
 }  // namespace
 
 bool choose_structure(const Subsequence& s, int32_t op_alphabet, const MinerOptions& options,
-                      std::span<const int64_t> gap_before_ns, const StepAnchors& anchors, StructureChoice* out) {
+                      std::span<const int64_t> gap_before_ns, const StepAnchors& anchors,
+                      StructureChoice* out) {
   *out = StructureChoice{};
   out->levels.emplace_back();
   out->levels.back().seq = &s;
@@ -439,8 +449,9 @@ bool choose_structure(const Subsequence& s, int32_t op_alphabet, const MinerOpti
       if (!anchors.present && std::fabs(rest - threshold) < kBorderlineBand) {
         // Ambiguous: the other side of the decision is the alternative reading.
         out->borderline = true;
-        out->alternative = nested ? Alternative{candidate.cycle_ops, candidate.iterations, candidate.explained}
-                                  : Alternative{enclosing.cycle_ops, enclosing.iterations, enclosing.explained};
+        out->alternative = nested
+                               ? Alternative{candidate.cycle_ops, candidate.iterations, candidate.explained}
+                               : Alternative{enclosing.cycle_ops, enclosing.iterations, enclosing.explained};
       }
       if (!nested) break;
       commit(&attempt);
@@ -488,7 +499,8 @@ std::vector<NestedRepeat> nested_repeats(std::span<const int32_t> cycle_ops) {
         const int64_t copies = (len + p) / p;
         // Two copies of a one- or two-op unit ("x x", "x y x y") are too common in op streams to
         // call structure; longer units, or three copies and more, are.
-        if (copies >= 2 && copies * p >= min_cover && (copies >= 3 || p >= 3) && primitive_root(c.subspan(k, p)) == p)
+        if (copies >= 2 && copies * p >= min_cover && (copies >= 3 || p >= 3) &&
+            primitive_root(c.subspan(k, p)) == p)
           runs.push_back({k, p, copies});
         k = e + 1;
       }
@@ -558,7 +570,8 @@ std::vector<NestedRepeat> nested_structure(std::span<const int32_t> template_ops
     const int64_t at = first_run->offset;
     const int depth = first_run->depth + 1;
     for (NestedRepeat& r : nested_repeats(folded[l].ops)) {
-      if (std::any_of(out.begin(), out.end(), [&](const NestedRepeat& q) { return q.folded && q.unit == r.unit; }))
+      if (std::any_of(out.begin(), out.end(),
+                      [&](const NestedRepeat& q) { return q.folded && q.unit == r.unit; }))
         continue;  // a folded unit of its own, listed with its runs
       r.offset += at;
       r.depth = depth;
@@ -570,9 +583,9 @@ std::vector<NestedRepeat> nested_structure(std::span<const int32_t> template_ops
   const size_t folded_entries = out.size();
   for (NestedRepeat& r : nested_repeats(template_ops)) {
     const int64_t end = r.offset + r.copies * r.unit_ops;
-    const bool overlaps = std::any_of(out.begin(), out.begin() + static_cast<int64_t>(folded_entries), [&](const NestedRepeat& f) {
-      return r.offset < f.offset + f.copies * f.unit_ops && f.offset < end;
-    });
+    const bool overlaps = std::any_of(
+        out.begin(), out.begin() + static_cast<int64_t>(folded_entries),
+        [&](const NestedRepeat& f) { return r.offset < f.offset + f.copies * f.unit_ops && f.offset < end; });
     if (!overlaps) out.push_back(std::move(r));
   }
   std::sort(out.begin(), out.end(), [](const NestedRepeat& a, const NestedRepeat& b) {

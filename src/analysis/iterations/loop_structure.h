@@ -42,26 +42,28 @@ struct StepAnchors {
 };
 
 struct Reading {
-  RepeatCandidate node;     // the suffix-tree node it was read from
-  int64_t begin = 0;        // a clean cycle (two occurrences of the node one cycle apart, no extra op)
-  int64_t length = 0;       // its elements; primitive (not a power of a shorter cycle)
-  int64_t iterations = 0;   // approximate matches (Algorithm 1) over the level's sequence
-  double explained = 0;     // ops the cycle matched (extras excluded) / ops of the level's sequence
-  int64_t cycle_ops = 0;    // ops covered by the clean cycle
-  int64_t anchors = 0;      // anchor runs in the clean cycle
+  RepeatCandidate node;    // the suffix-tree node it was read from
+  int64_t begin = 0;       // a clean cycle (two occurrences of the node one cycle apart, no extra op)
+  int64_t length = 0;      // its elements; primitive (not a power of a shorter cycle)
+  int64_t iterations = 0;  // approximate matches (Algorithm 1) over the level's sequence
+  double explained = 0;    // ops the cycle matched (extras excluded) / ops of the level's sequence
+  int64_t cycle_ops = 0;   // ops covered by the clean cycle
+  int64_t anchors = 0;     // anchor runs in the clean cycle
   std::span<const int32_t> cycle(const Subsequence& s) const { return s.symbols.subspan(begin, length); }
 };
 
 // The eligible readings of `s` (>= min_repeats iterations, explaining >= count_preference of the
 // best), finest first.
-std::vector<Reading> find_readings(const Subsequence& s, const SuffixIndex& index, const MinerOptions& options,
-                                   std::span<const int64_t> gap_before_ns, const StepAnchors& anchors);
+std::vector<Reading> find_readings(const Subsequence& s, const SuffixIndex& index,
+                                   const MinerOptions& options, std::span<const int64_t> gap_before_ns,
+                                   const StepAnchors& anchors);
 
 // Folds every run of `unit` in `in` (one or more copies back to back, each an approximate match: an
 // inserted op is absorbed and counted in out->noise) into one element `element`. `copies`
 // (optional) gets, per element of `out`, the copies folded into it (0: not folded).
 void fold_runs(const Subsequence& in, std::span<const int32_t> unit, int32_t element,
-               std::span<const int64_t> gap_before_ns, Subsequence* out, std::vector<int32_t>* copies = nullptr);
+               std::span<const int64_t> gap_before_ns, Subsequence* out,
+               std::vector<int32_t>* copies = nullptr);
 
 struct Level {
   std::unique_ptr<Subsequence> owned;  // folded levels
@@ -77,19 +79,20 @@ struct Alternative {
 };
 
 struct StructureChoice {
-  std::vector<Level> levels;            // levels[l + 1] = levels[l] with units[l] folded
+  std::vector<Level> levels;  // levels[l + 1] = levels[l] with units[l] folded
   std::vector<std::vector<int32_t>> units;
-  Reading chosen;                       // a reading of levels.back()
+  Reading chosen;                          // a reading of levels.back()
   std::optional<Alternative> alternative;  // another reading explaining about as much
-  double rest = -1;                     // share of other ops in the enclosing reading that decided
-  bool by_anchor = false;               // the step anchors decided
-  bool borderline = false;              // the rest was close to the threshold: ambiguous
+  double rest = -1;                        // share of other ops in the enclosing reading that decided
+  bool by_anchor = false;                  // the step anchors decided
+  bool borderline = false;                 // the rest was close to the threshold: ambiguous
 };
 
 // Chooses the iteration's level and reading on `s` (op symbols < op_alphabet; level l's folded
 // element is op_alphabet + l). False when nothing repeats enough.
 bool choose_structure(const Subsequence& s, int32_t op_alphabet, const MinerOptions& options,
-                      std::span<const int64_t> gap_before_ns, const StepAnchors& anchors, StructureChoice* out);
+                      std::span<const int64_t> gap_before_ns, const StepAnchors& anchors,
+                      StructureChoice* out);
 
 // Tandem repeats inside one iteration's ops (its template): maximal runs of >= 2 copies of a
 // primitive unit (two copies of a one- or two-op unit are too common to count), the largest first,

@@ -99,7 +99,8 @@ int64_t cyclic_copies(std::span<const int32_t> cycle, std::span<const int32_t> u
   twice.insert(twice.end(), cycle.begin(), cycle.begin() + (len - 1));
   std::vector<int64_t> at;
   for (auto it = std::search(twice.begin(), twice.end(), unit.begin(), unit.end());
-       it != twice.end() && it - twice.begin() < d; it = std::search(it + 1, twice.end(), unit.begin(), unit.end()))
+       it != twice.end() && it - twice.begin() < d;
+       it = std::search(it + 1, twice.end(), unit.begin(), unit.end()))
     if (at.empty() || it - twice.begin() >= at.back() + len) at.push_back(it - twice.begin());
   while (at.size() > 1 && at.back() + len > at.front() + d) at.pop_back();
   return static_cast<int64_t>(at.size());
@@ -258,7 +259,8 @@ std::vector<RepeatCandidate> repeat_profile(std::span<const int32_t> seq, int32_
 
 std::vector<ApproximateMatch> approximate_matches(std::span<const int32_t> seq,
                                                   std::span<const int32_t> cycle, int64_t max_extra_ops) {
-  return detail::match_cycle(seq, cycle, max_extra_ops, detail::kNoBarrier, [](int64_t) { return int64_t{0}; });
+  return detail::match_cycle(seq, cycle, max_extra_ops, detail::kNoBarrier,
+                             [](int64_t) { return int64_t{0}; });
 }
 
 }  // namespace strata::iterations

@@ -62,7 +62,7 @@ struct Subsequence {
   std::vector<int32_t> to_last;  // last op of element j; empty = to_seq
   std::vector<int32_t> noise;    // ops of element j that a folded run absorbed as extra ops; empty = 0
   int32_t alphabet = 0;
-  int32_t barrier = kNoBarrier;  // symbols >= barrier are separators
+  int32_t barrier = kNoBarrier;    // symbols >= barrier are separators
   int32_t fold_from = kNoBarrier;  // symbols in [fold_from, barrier) are folded runs
 
   Subsequence() = default;
@@ -147,7 +147,8 @@ std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::spa
     // unless less idle time precedes it. An op inserted right after the iteration's first op and
     // equal to it also makes a later start with fewer extras, but the idle gap between iterations
     // lies before the true start (and before the evaluation pass's successor, not before the pass).
-    for (int64_t j = i + 1; later_start && best.extra_ops > 0 && j <= best.first + best.extra_ops && j <= best.last && j < n;
+    for (int64_t j = i + 1;
+         later_start && best.extra_ops > 0 && j <= best.first + best.extra_ops && j <= best.last && j < n;
          ++j) {
       ApproximateMatch later;
       if (seq[j] == cycle[0] && match_at(seq, cycle, j, max_extra_ops, barrier, &later, weighted) &&
@@ -169,6 +170,7 @@ std::vector<ApproximateMatch> match_over(const Subsequence& in, std::span<const 
 // Ops inside the matches (extras included), and the ops of `in` the cycle itself matched (extras,
 // and noise that folded elements absorbed, excluded).
 int64_t ops_inside(const Subsequence& in, const std::vector<ApproximateMatch>& matches);
-int64_t ops_matched(const Subsequence& in, std::span<const int32_t> cycle, const std::vector<ApproximateMatch>& matches);
+int64_t ops_matched(const Subsequence& in, std::span<const int32_t> cycle,
+                    const std::vector<ApproximateMatch>& matches);
 
 }  // namespace strata::iterations::detail

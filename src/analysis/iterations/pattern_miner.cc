@@ -69,10 +69,11 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
       if (starts[k + 1] - starts[k] == cycle_length && whole_cycle_at(sub, starts[k]))
         aligned = sub.symbols.subspan(starts[k], cycle_length);
   }
-  if (given.begin >= 0 && sub.ops_in(given.begin, given.begin + cycle_length - 1) > max_cycle_ops) return std::nullopt;
+  if (given.begin >= 0 && sub.ops_in(given.begin, given.begin + cycle_length - 1) > max_cycle_ops)
+    return std::nullopt;
   if (given.begin < 0 && !aligned.empty() &&
-      sub.ops_in(aligned.data() - sub.symbols.data(), aligned.data() - sub.symbols.data() + cycle_length - 1) >
-          max_cycle_ops)
+      sub.ops_in(aligned.data() - sub.symbols.data(),
+                 aligned.data() - sub.symbols.data() + cycle_length - 1) > max_cycle_ops)
     return std::nullopt;
 
   // Boundary candidates: the offsets in the cycle with the largest total idle gap before them (the
@@ -103,8 +104,9 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
   if (&target != &sub) {
     const int64_t mapped = t.element_of(sub.at(starts.front()));
     const int64_t limit = std::min(t.size(), mapped + p.length);
-    first = std::search(t.symbols.begin(), t.symbols.begin() + limit, pattern_begin, pattern_begin + p.length) -
-            t.symbols.begin();
+    first =
+        std::search(t.symbols.begin(), t.symbols.begin() + limit, pattern_begin, pattern_begin + p.length) -
+        t.symbols.begin();
     if (first >= limit)  // folded differently at a window edge: look further
       first = std::search(t.symbols.begin(), t.symbols.end(), pattern_begin, pattern_begin + p.length) -
               t.symbols.begin();
@@ -144,9 +146,11 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
     int64_t after_mark = -1;
     for (int64_t o = 0; o < cycle_length; ++o) {
       const int32_t x = aligned[o];
-      const bool mark = x >= 0 && static_cast<size_t>(x) < anchored->is_anchor.size() && anchored->is_anchor[x];
+      const bool mark =
+          x >= 0 && static_cast<size_t>(x) < anchored->is_anchor.size() && anchored->is_anchor[x];
       const int32_t y = aligned[(o + 1) % cycle_length];
-      const bool next_mark = y >= 0 && static_cast<size_t>(y) < anchored->is_anchor.size() && anchored->is_anchor[y];
+      const bool next_mark =
+          y >= 0 && static_cast<size_t>(y) < anchored->is_anchor.size() && anchored->is_anchor[y];
       if (mark && !next_mark) after_mark = (o + 1) % cycle_length;
     }
     if (after_mark >= 0) phases = {after_mark};
@@ -229,8 +233,8 @@ struct Mined {
   bool by_anchor = false;
   double rest = -1;
   int64_t eps_used = 0;
-  Loop loop;                            // cycle: the template's ops
-  std::vector<ApproximateMatch> raw;    // first, last: op indices; extra_ops: ops
+  Loop loop;                          // cycle: the template's ops
+  std::vector<ApproximateMatch> raw;  // first, last: op indices; extra_ops: ops
   int64_t cycle_ops = 0;
   std::vector<detail::FoldedUnit> folded;
   int64_t sample_ops = 0;  // 0: mined on the whole (sub)sequence
@@ -254,7 +258,8 @@ void fold_whole(const Subsequence& whole, const detail::StructureChoice& choice,
     const Subsequence& in = chain->last(whole);
     auto out = std::make_unique<Subsequence>();
     std::vector<int32_t> copies;
-    detail::fold_runs(in, choice.units[l], op_alphabet + static_cast<int32_t>(l), gap_before_ns, out.get(), &copies);
+    detail::fold_runs(in, choice.units[l], op_alphabet + static_cast<int32_t>(l), gap_before_ns, out.get(),
+                      &copies);
     detail::FoldedUnit unit;
     unit.unit = choice.units[l];
     for (int32_t c : copies)
@@ -274,7 +279,8 @@ void fold_whole(const Subsequence& whole, const detail::StructureChoice& choice,
           best = static_cast<int64_t>(j);
       if (best >= 0) {
         const int64_t b = out->at(best);
-        const int64_t each = (out->at_last(best) - b + 1 - out->noise[static_cast<size_t>(best)]) / copies[static_cast<size_t>(best)];
+        const int64_t each = (out->at_last(best) - b + 1 - out->noise[static_cast<size_t>(best)]) /
+                             copies[static_cast<size_t>(best)];
         unit.ops.assign(ops.begin() + b, ops.begin() + b + each);
       }
     }
@@ -307,7 +313,8 @@ void to_ops(const Subsequence& target, std::span<const int32_t> ops, const LoopF
     const int64_t first = target.at(m.first);
     const int64_t last = target.at_last(m.last);
     const int64_t matched = detail::ops_matched(target, fit.loop.cycle, {m});
-    const int64_t extra = (last - first + 1) - matched - (least_noise == std::numeric_limits<int64_t>::max() ? 0 : least_noise);
+    const int64_t extra =
+        (last - first + 1) - matched - (least_noise == std::numeric_limits<int64_t>::max() ? 0 : least_noise);
     out->raw.push_back({first, last, extra});
     if (template_at < 0 && extra == 0) template_at = static_cast<int64_t>(k);
   }
@@ -390,15 +397,15 @@ MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
       if (!fit) return MineOutcome::kNoFit;
     } else if (fit) {
       const int64_t sample_ops = std::max<int64_t>(1, sub.ops_in(0, sub.size() - 1));
-      const double sample_share = static_cast<double>(detail::ops_inside(*sub_level, in_sample)) /
-                                  static_cast<double>(sample_ops);
+      const double sample_share =
+          static_cast<double>(detail::ops_inside(*sub_level, in_sample)) / static_cast<double>(sample_ops);
       const double share =
           static_cast<double>(detail::ops_inside(*target, fit->matches)) / static_cast<double>(whole_ops);
       // A reading must explain a fair part of the sample (windows on a long set-up only show
       // incidental repeats), and the whole sequence must bear it out (windows that all fell on a
       // stretch unlike the rest, such as another loop): otherwise look at more of the sequence.
-      bool confirmed = static_cast<int64_t>(in_sample.size()) >= min_matches && sample_share >= kMinSampleShare &&
-                       share >= 0.5 * sample_share;
+      bool confirmed = static_cast<int64_t>(in_sample.size()) >= min_matches &&
+                       sample_share >= kMinSampleShare && share >= 0.5 * sample_share;
       if (confirmed && paper) {
         // The given count picks the pattern (Criterion 2): the sampled cycle stands when the whole
         // sequence holds about that many iterations of it; otherwise the exact method decides.
@@ -429,8 +436,8 @@ MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
   }
 }
 
-void attach_between(std::span<const int32_t> seq, MiningResult* result, const std::vector<int64_t>& match_last,
-                    const std::vector<int64_t>& attach_limits) {
+void attach_between(std::span<const int32_t> seq, MiningResult* result,
+                    const std::vector<int64_t>& match_last, const std::vector<int64_t>& attach_limits) {
   auto& its = result->iterations;
   for (size_t t = 0; t < its.size(); ++t) {
     its[t].last_op = match_last[t];
@@ -574,7 +581,8 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     if (loop_index > 0 && total_time > 0) {
       double time_in = 0;
       for (const auto& m : mined.raw)
-        for (int64_t q = m.first; q <= m.last; ++q) time_in += static_cast<double>(std::max<int64_t>(0, op_time_ns[q]));
+        for (int64_t q = m.first; q <= m.last; ++q)
+          time_in += static_cast<double>(std::max<int64_t>(0, op_time_ns[q]));
       if (time_in < options.min_loop_time_share * total_time) break;
     }
     if (loop_index == 0) result.sampled_ops = mined.sample_ops;
@@ -598,30 +606,34 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     char buf[400];
     if (loop_index == 0 && options.iterations <= 0) {
       result.detected = true;
-      std::snprintf(buf, sizeof buf,
-                    "detected: a cycle of %lld ops (a pattern of %lld elements occurring %lld times), read as "
-                    "~%lld iterations explaining %.0f%% of the ops",
-                    static_cast<long long>(mined.cycle_ops), static_cast<long long>(mined.pattern.length),
-                    static_cast<long long>(mined.pattern.count),
-                    static_cast<long long>(mined.estimated_iterations), 100.0 * mined.explained);
+      std::snprintf(
+          buf, sizeof buf,
+          "detected: a cycle of %lld ops (a pattern of %lld elements occurring %lld times), read as "
+          "~%lld iterations explaining %.0f%% of the ops",
+          static_cast<long long>(mined.cycle_ops), static_cast<long long>(mined.pattern.length),
+          static_cast<long long>(mined.pattern.count), static_cast<long long>(mined.estimated_iterations),
+          100.0 * mined.explained);
       notes += buf;
       notes += sample_note;
       if (mined.by_anchor)
-        notes += "; the iteration holds one training-step mark (optimizer step): nested cycles without one are "
-                 "structure inside it";
+        notes +=
+            "; the iteration holds one training-step mark (optimizer step): nested cycles without one are "
+            "structure inside it";
       if (mined.alternative) {
         std::snprintf(buf, sizeof buf, "; alternative reading: a cycle of %lld ops read as %lld iterations%s",
                       static_cast<long long>(mined.alternative->cycle_ops),
                       static_cast<long long>(mined.alternative->iterations),
-                      mined.borderline ? " (whether the finer cycle is nested in the coarser one is a close call: "
-                                         "give --iterations N to settle it)"
-                                       : "");
+                      mined.borderline
+                          ? " (whether the finer cycle is nested in the coarser one is a close call: "
+                            "give --iterations N to settle it)"
+                          : "");
         notes += buf;
       }
       // Stash the ambiguity for the confidence below: a genuine alternative halves it.
       ambiguity = mined.alternative ? 0.5 : 0.0;
     } else if (loop_index == 0) {
-      std::snprintf(buf, sizeof buf, "iteration count given: pattern of %lld ops repeated %lld times (epsilon %lld)",
+      std::snprintf(buf, sizeof buf,
+                    "iteration count given: pattern of %lld ops repeated %lld times (epsilon %lld)",
                     static_cast<long long>(mined.pattern.length), static_cast<long long>(mined.pattern.count),
                     static_cast<long long>(mined.eps_used));
       notes += buf;
@@ -658,7 +670,8 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
   const double explained = static_cast<double>(inside) / static_cast<double>(inside + result.ops_between);
   result.confidence = result.detected ? explained * (1.0 - ambiguity) : explained;
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%s%.1f%% of the ops from the first to the last iteration lie inside iterations",
+  std::snprintf(buf, sizeof buf,
+                "%s%.1f%% of the ops from the first to the last iteration lie inside iterations",
                 notes.empty() ? "" : "; ", 100.0 * explained);
   result.confidence_note = notes + buf;
   return result;

@@ -84,11 +84,11 @@ struct MinerOptions {
 struct NestedRepeat {
   int64_t offset = 0;
   int64_t unit_ops = 0;
-  int64_t copies = 0;      // in the template
-  int64_t copies_min = 0;  // over the loop's runs of this unit when the miner folded them (the count
-  int64_t copies_max = 0;  // may vary between iterations); else both = copies
-  int depth = 0;           // 0: directly in the iteration; 1: inside a unit of depth 0
-  bool folded = false;     // a repetition the miner read and folded on its way to the iteration
+  int64_t copies = 0;         // in the template
+  int64_t copies_min = 0;     // over the loop's runs of this unit when the miner folded them (the count
+  int64_t copies_max = 0;     // may vary between iterations); else both = copies
+  int depth = 0;              // 0: directly in the iteration; d: inside a unit of depth d - 1
+  bool folded = false;        // a repetition the miner read and folded on its way to the iteration
   std::vector<int32_t> unit;  // the unit's op symbols
 };
 
@@ -101,9 +101,9 @@ struct Loop {
   int64_t phase = 0;              // offset of the boundary inside P's cycle (largest idle gap)
   int64_t iterations = 0;         // iterations matched for this loop
   int64_t ops = 0;                // ops inside those iterations (extras included)
-  std::vector<NestedRepeat> nested;  // repetition inside the template, largest first
-  int fold_levels = 0;            // nested repetitions folded before the iteration's cycle was read
-  bool by_anchor = false;         // step anchors (the optimizer step) picked the level
+  std::vector<NestedRepeat> nested;  // repetition inside the template, by where it starts
+  int fold_levels = 0;               // nested repetitions folded before the iteration's cycle was read
+  bool by_anchor = false;            // step anchors (the optimizer step) picked the level
 };
 
 struct IterationMatch {
