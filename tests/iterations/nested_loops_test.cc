@@ -298,5 +298,36 @@ TEST(NestedLoops, LargeSizesSampledEqualsExact) {
                 std::to_string(ops) + " ops, round " + std::to_string(round));
 }
 
+// The range of run lengths: 100,000 steps (with STRATA_ITER_MAX_OPS >= 10^7; 10,000 here),
+// each a small RNN-like step with 4-8 time steps and an evaluation pass every 1,000 steps, once
+// with the optimizer-step mark and once by structure alone.
+TEST(NestedLoops, HundredThousandSteps) {
+  const int64_t steps = max_ops() >= 10'000'000 ? 100'000 : 10'000;
+  for (const bool marks : {true, false}) {
+    std::mt19937 rng(marks ? 100 : 101);
+    Spec spec;
+    spec.zero_grad = {300};
+    spec.pre = random_ops(rng, 10, 0, 40);
+    spec.unit = random_ops(rng, 6, 100, 30);
+    spec.r_min = 4;
+    spec.r_max = 8;
+    spec.post = random_ops(rng, 12, 200, 40);
+    spec.optimizer = {310};
+    spec.eval_every = 1000;
+    spec.eval_batch = random_ops(rng, 5, 400, 30);
+    spec.noise = 0.01;
+    spec.anchor = marks ? 310 : -1;
+    // Average step: 1 + 10 + 6 x 6 + 12 + 1 = 60 ops.
+    const Generated g = generate(rng, spec, steps * 60);
+    MinerOptions o;
+    if (marks) o.step_anchor_symbols = {310};
+    const MiningResult r = mine_iterations(g.seq, g.gaps, o);
+    const std::string what = std::to_string(g.starts.size()) + " steps" + (marks ? " with marks" : "");
+    EXPECT_GT(r.sampled_ops, 0) << what;
+    expect_steps(g, r, what);
+    expect_nested(spec, r, what);
+  }
+}
+
 }  // namespace
 }  // namespace strata::iterations
