@@ -58,10 +58,11 @@ Table nested_table(const model::Trace& trace, const IterationsReport& report) {
       int64_t runs = 0;
       for (const NestedRepeat& q : loop.nested) runs += q.unit == r.unit;
       char buf[240];
-      std::snprintf(buf, sizeof buf,
-                    "loop %zu: %lld run(s) per iteration of a %lld-op unit, x%lld to x%lld per run%s", l,
-                    static_cast<long long>(runs), static_cast<long long>(r.unit_ops),
-                    static_cast<long long>(r.copies_min), static_cast<long long>(r.copies_max),
+      const std::string count = r.copies_min == r.copies_max ? "x" + std::to_string(r.copies_min)
+                                                             : "x" + std::to_string(r.copies_min) + " to x" +
+                                                                   std::to_string(r.copies_max);
+      std::snprintf(buf, sizeof buf, "loop %zu: %lld run(s) per iteration of a %lld-op unit, %s per run%s", l,
+                    static_cast<long long>(runs), static_cast<long long>(r.unit_ops), count.c_str(),
                     r.depth > 0 ? " (inside a larger nested unit)" : "");
       std::string note = buf;
       note += ": '" + op_name(trace, report, r.unit.empty() ? -1 : r.unit.front()) + "' .. '" +
