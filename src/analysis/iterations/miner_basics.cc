@@ -216,7 +216,8 @@ int64_t ops_matched(const Subsequence& in, std::span<const int32_t> cycle,
     }
     // The elements Algorithm 1 matched (it is greedy: replaying it from the match's start finds them).
     Walk w;
-    if (walk(in.symbols, cycle, m.first, std::numeric_limits<int64_t>::max() / 4, in.barrier, &in, &w))
+    if (walk(in.symbols.first(static_cast<size_t>(m.last) + 1), cycle, m.first,
+             std::numeric_limits<int64_t>::max() / 4, in.barrier, &in, &w))
       ops += w.matched;
   }
   return ops;

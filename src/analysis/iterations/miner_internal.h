@@ -124,6 +124,7 @@ struct Walk {
   int64_t matched = 0;  // ops of the matched elements, noise they absorbed excluded
   int64_t noise = 0;    // noise the matched elements absorbed
 };
+// `seq` may be cut short to replay a match up to its last element.
 bool walk(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t i, int64_t max_extra_ops,
           int32_t barrier, const Subsequence* weighted, Walk* out);
 

@@ -302,8 +302,8 @@ void to_ops(const Subsequence& target, std::span<const int32_t> ops, const LoopF
     const ApproximateMatch& m = fit.matches[k];
     detail::Walk w;  // replay Algorithm 1 (greedy) for the matched elements
     if (!target.noise.empty() &&
-        detail::walk(target.symbols, fit.loop.cycle, m.first, std::numeric_limits<int64_t>::max() / 4,
-                     target.barrier, &target, &w))
+        detail::walk(target.symbols.first(static_cast<size_t>(m.last) + 1), fit.loop.cycle, m.first,
+                     std::numeric_limits<int64_t>::max() / 4, target.barrier, &target, &w))
       noise[k] = w.noise;
     least_noise = std::min(least_noise, noise[k]);
   }
