@@ -171,22 +171,7 @@ bool walk(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t 
 
 bool match_at(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t i, int64_t max_extra_ops,
               int32_t barrier, ApproximateMatch* out, const Subsequence* weighted) {
-  if (weighted == nullptr) {  // the hot path: one op per element
-    const int64_t n = static_cast<int64_t>(seq.size());
-    const int64_t m = static_cast<int64_t>(cycle.size());
-    int64_t pos = i + 1;
-    int64_t extra = 0;
-    for (int64_t j = 1; j < m; ++j) {
-      while (pos < n && seq[pos] != cycle[j]) {
-        if (seq[pos] >= barrier || ++extra > max_extra_ops) return false;
-        ++pos;
-      }
-      if (pos >= n) return false;
-      ++pos;
-    }
-    *out = {i, pos - 1, extra};
-    return true;
-  }
+  if (weighted == nullptr) return match_plain(seq, cycle, i, max_extra_ops, barrier, out);
   Walk w;
   if (!walk(seq, cycle, i, max_extra_ops, barrier, weighted, &w)) return false;
   *out = {i, w.last, w.extra};

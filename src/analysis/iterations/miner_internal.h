@@ -128,6 +128,26 @@ struct Walk {
 bool walk(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t i, int64_t max_extra_ops,
           int32_t barrier, const Subsequence* weighted, Walk* out);
 
+// match_at's hot path, one op per element (inlined into the matching loop: matching the whole
+// sequence once per boundary candidate is most of the mining time on long traces).
+inline bool match_plain(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t i,
+                        int64_t max_extra_ops, int32_t barrier, ApproximateMatch* out) {
+  const int64_t n = static_cast<int64_t>(seq.size());
+  const int64_t m = static_cast<int64_t>(cycle.size());
+  int64_t pos = i + 1;
+  int64_t extra = 0;
+  for (int64_t j = 1; j < m; ++j) {
+    while (pos < n && seq[pos] != cycle[j]) {
+      if (seq[pos] >= barrier || ++extra > max_extra_ops) return false;
+      ++pos;
+    }
+    if (pos >= n) return false;
+    ++pos;
+  }
+  *out = {i, pos - 1, extra};
+  return true;
+}
+
 // Algorithm 1 over `seq`. `gap_at(j)`: the idle time before element j (0 everywhere when unknown).
 template <typename GapAt>
 std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::span<const int32_t> cycle,
@@ -139,7 +159,9 @@ std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::spa
   int64_t i = 0;
   while (i < n) {
     ApproximateMatch best;
-    if (seq[i] != cycle[0] || !match_at(seq, cycle, i, max_extra_ops, barrier, &best, weighted)) {
+    if (seq[i] != cycle[0] ||
+        !(weighted == nullptr ? match_plain(seq, cycle, i, max_extra_ops, barrier, &best)
+                              : match_at(seq, cycle, i, max_extra_ops, barrier, &best, weighted))) {
       ++i;
       continue;
     }

@@ -139,6 +139,16 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
     }
   }
   phases.push_back(region_phase);
+  // Each candidate costs a match over the whole sequence: with idle gaps, a candidate with less than
+  // half the largest gap score cannot win the tie-break that decides between equal counts, and a
+  // count of its own differs only at the ends (kept: the region's start, which decides on traces
+  // whose gaps tell nothing).
+  if (!gap_before_ns.empty() && !aligned.empty()) {
+    double top_score = 0;
+    for (int64_t ph : phases) top_score = std::max(top_score, score[ph]);
+    if (top_score > 0)
+      std::erase_if(phases, [&](int64_t ph) { return ph != region_phase && 2 * score[ph] < top_score; });
+  }
   // A training step ends with its optimizer step: when the step marks picked the cycle, the boundary
   // is right after the mark (the next step's data and zero_grad start the next iteration), whatever
   // the idle gaps say (an evaluation pass can be preceded by more idle time than a step).
