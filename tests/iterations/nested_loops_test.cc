@@ -329,5 +329,42 @@ TEST(NestedLoops, HundredThousandSteps) {
   }
 }
 
+// Five steps of two micro-batches after a set-up that repeats one op 40 times (a data set built batch
+// by batch: torch.randint x40): once the micro-batches are folded, the set-up's run is most of the
+// elements and the steps a few, so the readings of a folded level must be weighed in ops (the steps
+// hold most of them), not in elements. Before, the step was not even a reading there and the
+// micro-batches were read as the iterations.
+TEST(NestedLoops, FewStepsAfterARepetitiveSetUp) {
+  std::mt19937 rng(5);
+  Spec spec;
+  spec.zero_grad = {300};
+  spec.pre = random_ops(rng, 12, 0, 40);
+  spec.unit = random_ops(rng, 14, 100, 30);
+  spec.r_min = spec.r_max = 12;
+  spec.post = random_ops(rng, 20, 200, 40);
+  spec.optimizer = {310};
+  spec.anchor = 310;
+  spec.grad_accum = 2;
+  spec.eval_every = 2;
+  spec.eval_batch = random_ops(rng, 7, 400, 30);
+  for (const int64_t steps : {5, 6, 9}) {
+    Generated g = generate(rng, spec, 0);  // 5 steps at least
+    while (static_cast<int64_t>(g.starts.size()) < steps)
+      g = generate(rng, spec, static_cast<int64_t>(g.seq.size()) + 1);
+    // The set-up: one op 40 times, in front of everything.
+    Generated h;
+    h.seq.assign(40, 960);
+    h.gaps.assign(40, 10);
+    h.seq.insert(h.seq.end(), g.seq.begin(), g.seq.end());
+    h.gaps.insert(h.gaps.end(), g.gaps.begin(), g.gaps.end());
+    for (int64_t s : g.starts) h.starts.push_back(s + 40);
+    h.flagged = g.flagged;
+    MinerOptions o;
+    o.step_anchor_symbols = {310};
+    const MiningResult r = mine_iterations(h.seq, h.gaps, o);
+    expect_steps(h, r, std::to_string(h.starts.size()) + " steps");
+  }
+}
+
 }  // namespace
 }  // namespace strata::iterations

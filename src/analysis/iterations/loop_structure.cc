@@ -35,13 +35,27 @@ bool is_rotation(std::span<const int32_t> a, std::span<const int32_t> b) {
 }
 
 // The suffix-tree nodes worth reading as cycles: Criterion 3 with i = c, a fair share of the
-// sequence, the longest per count; the largest by share and the most repeated.
-std::vector<RepeatCandidate> shortlist(const SuffixIndex& index, int64_t n, int64_t min_repeats) {
+// sequence, the longest per count; the largest by share and the most repeated. Shares are of ops, not
+// elements: on a folded level one element can stand for hundreds of ops (a run of micro-batches)
+// while a set-up's repeated op is one op per element.
+std::vector<RepeatCandidate> shortlist(const Subsequence& s, const SuffixIndex& index, int64_t min_repeats) {
+  const int64_t n = s.size();
+  std::vector<int64_t> ops_before;  // prefix sums of the elements' ops, on folded levels
+  if (s.folded()) {
+    ops_before.assign(static_cast<size_t>(n) + 1, 0);
+    for (int64_t j = 0; j < n; ++j) ops_before[j + 1] = ops_before[j] + s.weight(j);
+  }
+  const double total = s.folded() ? static_cast<double>(std::max<int64_t>(1, ops_before[n])) : 0;
+  auto share_of = [&](const RepeatCandidate& c) {
+    if (!s.folded()) return c.share();
+    return static_cast<double>(c.count) *
+           static_cast<double>(ops_before[c.position + c.length] - ops_before[c.position]) / total;
+  };
   std::vector<RepeatCandidate> kept;
   size_t prune_at = 4096;
   double best = 0;
   auto prune = [&] {
-    std::erase_if(kept, [&](const RepeatCandidate& c) { return c.share() < kShortlistShare * best; });
+    std::erase_if(kept, [&](const RepeatCandidate& c) { return share_of(c) < kShortlistShare * best; });
   };
   for_each_lcp_interval(index.lcp, [&](int32_t node_lcp, int32_t lb, int32_t rb, int32_t parent_lcp) {
     const int64_t count = rb - lb + 1;
@@ -49,7 +63,7 @@ std::vector<RepeatCandidate> shortlist(const SuffixIndex& index, int64_t n, int6
     const int64_t length = std::min<int64_t>(node_lcp, (n + count - 1) / count - 1);
     if (length <= parent_lcp || length < 1) return;
     RepeatCandidate c{count, length, index.sa[lb], lb, rb, n};
-    const double share = c.share();
+    const double share = share_of(c);
     if (share < kShortlistShare * best) return;
     best = std::max(best, share);
     kept.push_back(c);
@@ -75,13 +89,14 @@ std::vector<RepeatCandidate> shortlist(const SuffixIndex& index, int64_t n, int6
     const int band = static_cast<int>(std::log(static_cast<double>(c.count)) / std::log(1.25));
     if (!bands.empty() &&
         static_cast<int>(std::log(static_cast<double>(bands.back().count)) / std::log(1.25)) == band) {
-      if (c.share() > bands.back().share()) bands.back() = c;
+      if (share_of(c) > share_of(bands.back())) bands.back() = c;
     } else {
       bands.push_back(c);
     }
   }
-  std::stable_sort(bands.begin(), bands.end(),
-                   [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.share() > b.share(); });
+  std::stable_sort(bands.begin(), bands.end(), [&](const RepeatCandidate& a, const RepeatCandidate& b) {
+    return share_of(a) > share_of(b);
+  });
   std::vector<RepeatCandidate> out;
   auto add = [&](const RepeatCandidate& c) {
     if (std::none_of(out.begin(), out.end(), [&](const RepeatCandidate& o) { return o.count == c.count; }))
@@ -89,8 +104,9 @@ std::vector<RepeatCandidate> shortlist(const SuffixIndex& index, int64_t n, int6
   };
   for (const RepeatCandidate& c : bands) add(c);
   for (size_t k = 0; k < kept.size() && k < kNodesByCount; ++k) add(kept[k]);
-  std::stable_sort(kept.begin(), kept.end(),
-                   [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.share() > b.share(); });
+  std::stable_sort(kept.begin(), kept.end(), [&](const RepeatCandidate& a, const RepeatCandidate& b) {
+    return share_of(a) > share_of(b);
+  });
   for (size_t k = 0; k < kept.size() && k < kNodesByShare; ++k) add(kept[k]);
   return out;
 }
@@ -120,6 +136,19 @@ bool related(const Subsequence& s, const Reading& a, const Reading& b) {
          std::llabs(a.length - b.length) * 10 <= std::max(a.length, b.length);
 }
 
+// Algorithm 1's copies of a unit to fold (one extra op each), none taking a step mark in.
+std::vector<ApproximateMatch> unit_copies(const Subsequence& in, std::span<const int32_t> unit,
+                                          std::span<const int64_t> gaps, const StepAnchors* anchors) {
+  if (unit.empty()) return {};
+  // (A one-op unit takes exact copies only.)
+  auto matches = match_over(in, unit, unit.size() >= 2 ? 1 : 0, gaps);
+  if (anchors != nullptr && anchors->present)
+    std::erase_if(matches, [&](const ApproximateMatch& m) {
+      return anchors->runs_in(in.at(m.first), in.at_last(m.last)) > 0;
+    });
+  return matches;
+}
+
 // The cycle rotated to where its runs start, so that folding takes whole copies and never a copy
 // holding the block that separates two runs (the ops around an RNN's time steps, an evaluation pass
 // between steps: inside a copy they would make it unmatchable). Candidates: the offsets of the cycle
@@ -127,7 +156,7 @@ bool related(const Subsequence& s, const Reading& a, const Reading& b) {
 // idle gap before an op is largest; the one whose copies (Algorithm 1, one extra op each) cover
 // most ops wins.
 std::vector<int32_t> rotate_to_runs(const Subsequence& s, std::span<const int32_t> cycle,
-                                    std::span<const int64_t> gaps) {
+                                    std::span<const int64_t> gaps, const StepAnchors& anchors) {
   const int64_t n = s.size();
   const int64_t d = static_cast<int64_t>(cycle.size());
   if (d < 2) return {cycle.begin(), cycle.end()};
@@ -186,7 +215,7 @@ std::vector<int32_t> rotate_to_runs(const Subsequence& s, std::span<const int32_
   for (int64_t o : offsets) {
     std::vector<int32_t> rotated(cycle.begin() + o, cycle.end());
     rotated.insert(rotated.end(), cycle.begin(), cycle.begin() + o);
-    const int64_t covered = ops_matched(s, rotated, match_over(s, rotated, 1, gaps));
+    const int64_t covered = ops_matched(s, rotated, unit_copies(s, rotated, gaps, &anchors));
     if (covered > best_ops) {
       best_ops = covered;
       best = std::move(rotated);
@@ -220,7 +249,7 @@ std::vector<Reading> find_readings(const Subsequence& s, const SuffixIndex& inde
   const int64_t min_repeats = std::max<int64_t>(2, options.min_repeats);
   const int64_t total_ops = std::max<int64_t>(1, s.ops_in(0, n - 1));
   std::vector<Reading> readings;
-  for (const RepeatCandidate& node : shortlist(index, n, min_repeats)) {
+  for (const RepeatCandidate& node : shortlist(s, index, min_repeats)) {
     if (readings.size() >= kMaxReadings) break;
     const std::vector<int64_t> starts = nonoverlapping_starts(index, node);
     if (starts.size() < 2) continue;
@@ -258,7 +287,8 @@ std::vector<Reading> find_readings(const Subsequence& s, const SuffixIndex& inde
 }
 
 void fold_runs(const Subsequence& in, std::span<const int32_t> unit, int32_t element,
-               std::span<const int64_t> gap_before_ns, Subsequence* out, std::vector<int32_t>* copies) {
+               std::span<const int64_t> gap_before_ns, Subsequence* out, std::vector<int32_t>* copies,
+               const StepAnchors* anchors) {
   const int64_t n = in.size();
   out->storage.clear();
   out->to_seq.clear();
@@ -273,10 +303,7 @@ void fold_runs(const Subsequence& in, std::span<const int32_t> unit, int32_t ele
   // into a copy does not break its run), chained into runs where one copy ends right before the next
   // starts. More extras per copy would let a run reach across the ops between two runs (an optimizer
   // step between two steps' micro-batches) and swallow the enclosing structure.
-  // (A one-op unit takes exact copies only.)
-  const int64_t k0 = unit.size() >= 2 ? 1 : 0;
-  const auto matches =
-      unit.empty() ? std::vector<ApproximateMatch>{} : match_over(in, unit, k0, gap_before_ns);
+  const auto matches = unit_copies(in, unit, gap_before_ns, anchors);
   size_t k = 0;
   for (int64_t j = 0; j < n;) {
     if (k < matches.size() && matches[k].first == j) {
@@ -325,8 +352,8 @@ bool try_fold(const Level& level, std::span<const int32_t> unit, int64_t unit_it
               FoldAttempt* out) {
   out->next.owned = std::make_unique<Subsequence>();
   std::vector<int32_t> copies;
-  out->unit = rotate_to_runs(*level.seq, unit, gaps);
-  fold_runs(*level.seq, out->unit, element, gaps, out->next.owned.get(), &copies);
+  out->unit = rotate_to_runs(*level.seq, unit, gaps, anchors);
+  fold_runs(*level.seq, out->unit, element, gaps, out->next.owned.get(), &copies, &anchors);
   // Run lengths that vary: no count (of two copies or more) holds 80% of the runs. An inserted op
   // that joins or splits a run changes a few counts; a nested loop whose count varies, many.
   std::unordered_map<int32_t, int64_t> runs_by_count;

@@ -60,10 +60,12 @@ std::vector<Reading> find_readings(const Subsequence& s, const SuffixIndex& inde
 
 // Folds every run of `unit` in `in` (one or more copies back to back, each an approximate match: an
 // inserted op is absorbed and counted in out->noise) into one element `element`. `copies`
-// (optional) gets, per element of `out`, the copies folded into it (0: not folded).
+// (optional) gets, per element of `out`, the copies folded into it (0: not folded). With `anchors`
+// present, no copy takes a step mark in (a nested unit holds none: a copy reaching across one would
+// chain the runs of two steps into one).
 void fold_runs(const Subsequence& in, std::span<const int32_t> unit, int32_t element,
                std::span<const int64_t> gap_before_ns, Subsequence* out,
-               std::vector<int32_t>* copies = nullptr);
+               std::vector<int32_t>* copies = nullptr, const StepAnchors* anchors = nullptr);
 
 struct Level {
   std::unique_ptr<Subsequence> owned;  // folded levels

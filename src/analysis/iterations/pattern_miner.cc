@@ -263,13 +263,14 @@ struct FoldChain {
 };
 
 void fold_whole(const Subsequence& whole, const detail::StructureChoice& choice, int32_t op_alphabet,
-                std::span<const int32_t> ops, std::span<const int64_t> gap_before_ns, FoldChain* chain) {
+                std::span<const int32_t> ops, std::span<const int64_t> gap_before_ns,
+                const StepAnchors& anchors, FoldChain* chain) {
   for (size_t l = 0; l < choice.units.size(); ++l) {
     const Subsequence& in = chain->last(whole);
     auto out = std::make_unique<Subsequence>();
     std::vector<int32_t> copies;
     detail::fold_runs(in, choice.units[l], op_alphabet + static_cast<int32_t>(l), gap_before_ns, out.get(),
-                      &copies);
+                      &copies, &anchors);
     detail::FoldedUnit unit;
     unit.unit = choice.units[l];
     for (int32_t c : copies)
@@ -396,7 +397,7 @@ MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
       mined.borderline = choice.borderline;
       mined.by_anchor = choice.by_anchor;
       mined.rest = choice.rest;
-      fold_whole(whole, choice, op_alphabet, ops, gap_before_ns, &chain);
+      fold_whole(whole, choice, op_alphabet, ops, gap_before_ns, anchors, &chain);
       target = &chain.last(whole);
       sub_level = level.seq;
       fit = fit_loop(*level.seq, level.index, choice.chosen.node, {choice.chosen.begin, choice.chosen.length},
