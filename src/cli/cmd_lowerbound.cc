@@ -105,7 +105,7 @@ int run_lowerbound(int argc, char** argv) {
         "or no implementation in the library): they count 0 in the bound; `--layers` lists them\n",
         static_cast<unsigned long long>(main.unsupported));
 
-  std::vector<analysis::Table> tables;
+  std::vector<table::Table> tables;
   tables.push_back(lb::bounds_table(model, estimates));
   if (opt.layers) tables.push_back(lb::layer_table(model, main));
   if (opt.bench.fusion) tables.push_back(lb::fusion_table(model, index, dtype, layout));
@@ -118,7 +118,7 @@ int run_lowerbound(int argc, char** argv) {
     lb::TraceComparison cmp;
     if (!lb::compare_with_trace(model, trace, &cmp, &error))
       return fail("lowerbound", opt.trace + ": " + error, 1);
-    for (analysis::Table& t : lb::comparison_tables(model, main, index, cmp, opt.top))
+    for (table::Table& t : lb::comparison_tables(model, main, index, cmp, opt.top))
       tables.push_back(std::move(t));
   }
 

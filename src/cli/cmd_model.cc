@@ -14,7 +14,7 @@
 namespace strata::cli {
 
 namespace lb = strata::lowerbound;
-using analysis::Cell;
+using table::Cell;
 
 int run_model(int argc, char** argv) {
   lb::CommandOptions opt;
@@ -35,8 +35,8 @@ int run_model(int argc, char** argv) {
   lb::UniqueLayerSet set;
   for (const lb::LayerModel& m : models) set.add_model(m);
 
-  std::vector<analysis::Table> tables;
-  analysis::Table per_model;
+  std::vector<table::Table> tables;
+  table::Table per_model;
   per_model.name = "unique_layers";
   per_model.title = "Unique layers per model and across models";
   per_model.columns = {"model",
@@ -69,7 +69,7 @@ int run_model(int argc, char** argv) {
           " tensors without an inferred shape (dynamic dims?): their layers cannot be benchmarked");
   tables.push_back(std::move(per_model));
 
-  analysis::Table by_type;
+  table::Table by_type;
   by_type.name = "unique_by_type";
   by_type.title = "Unique layers by operator type (across all models)";
   by_type.columns = {"type", "unique", "occurrences"};
@@ -83,7 +83,7 @@ int run_model(int argc, char** argv) {
   tables.push_back(std::move(by_type));
 
   // The convolutions `--fusion` benchmarks fused with their consumers, per model and post-ops.
-  analysis::Table fusion;
+  table::Table fusion;
   fusion.name = "fusion_chains";
   fusion.title =
       "Fusable chains: convolutions with an activation or residual Add folded in (oneDNN post-ops)";
@@ -106,7 +106,7 @@ int run_model(int argc, char** argv) {
 
   if (opt.layers)
     for (const lb::LayerModel& m : models) {
-      analysis::Table t;
+      table::Table t;
       t.name = "layers_" + m.name;
       t.title = "Layers of " + m.name;
       t.columns = {"index", "name", "type", "inputs", "weights", "outputs", "attributes", "preds"};

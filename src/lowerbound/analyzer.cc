@@ -7,8 +7,8 @@
 
 namespace strata::lowerbound {
 
-using analysis::Cell;
-using analysis::Table;
+using table::Cell;
+using table::Table;
 
 void LatencyIndex::add(const BenchRecord& record) {
   rows_[{record.dtype, record.layout, record.signature}].push_back(record);

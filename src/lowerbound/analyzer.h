@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "analysis/analysis.h"
+#include "table/table.h"
 #include "lowerbound/bounds.h"
 #include "lowerbound/layer_ir.h"
 #include "lowerbound/perf_db.h"
@@ -47,11 +47,11 @@ ModelEstimate estimate_model(const LayerModel& model, const LatencyIndex& index,
                              const std::string& layout, bool fused);
 
 // Tables: bounds summary per (dtype, layout), per-layer latencies, fusion and precision what-ifs.
-analysis::Table bounds_table(const LayerModel& model, const std::vector<ModelEstimate>& estimates);
-analysis::Table layer_table(const LayerModel& model, const ModelEstimate& estimate);
-analysis::Table fusion_table(const LayerModel& model, const LatencyIndex& index, const std::string& dtype,
+table::Table bounds_table(const LayerModel& model, const std::vector<ModelEstimate>& estimates);
+table::Table layer_table(const LayerModel& model, const ModelEstimate& estimate);
+table::Table fusion_table(const LayerModel& model, const LatencyIndex& index, const std::string& dtype,
                              const std::string& layout);
-analysis::Table precision_table(const LayerModel& model, const LatencyIndex& index, const std::string& layout,
+table::Table precision_table(const LayerModel& model, const LatencyIndex& index, const std::string& layout,
                                 const std::vector<std::string>& dtypes);
 
 }  // namespace strata::lowerbound

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/analysis.h"
+#include "table/table.h"
 #include "lowerbound/analyzer.h"
 #include "lowerbound/layer_ir.h"
 #include "model/trace.h"
@@ -133,7 +133,7 @@ InefficiencyReport analyze_inefficiencies(const LayerModel& model, const ModelEs
 
 // parameter_deviations, extra_calls (grouped by name, ranked) and framework_inefficiency (per
 // layer, ranked, with a TOTAL row).
-std::vector<analysis::Table> inefficiency_tables(const LayerModel& model, const ModelEstimate& estimate,
+std::vector<table::Table> inefficiency_tables(const LayerModel& model, const ModelEstimate& estimate,
                                                  const InefficiencyFindings& findings, double end_to_end_ns,
                                                  size_t top);
 

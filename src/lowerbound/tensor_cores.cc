@@ -10,8 +10,8 @@
 
 namespace strata::lowerbound {
 
-using analysis::Cell;
-using analysis::Table;
+using table::Cell;
+using table::Table;
 
 namespace {
 

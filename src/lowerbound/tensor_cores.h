@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/analysis.h"
+#include "table/table.h"
 #include "lowerbound/layer_ir.h"
 #include "model/trace.h"
 
@@ -53,6 +53,6 @@ TensorCoreUsage tensor_core_usage(const LayerModel& model, const model::Trace& t
 
 // "tensor_cores": per layer, whether its kernels used tensor cores and their share of its device time,
 // with a TOTAL row over the layers and a row for the rest of the iteration.
-analysis::Table tensor_core_table(const LayerModel& model, const TensorCoreUsage& usage);
+table::Table tensor_core_table(const LayerModel& model, const TensorCoreUsage& usage);
 
 }  // namespace strata::lowerbound

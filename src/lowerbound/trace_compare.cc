@@ -9,8 +9,8 @@
 
 namespace strata::lowerbound {
 
-using analysis::Cell;
-using analysis::Table;
+using table::Cell;
+using table::Table;
 
 std::string onnx_op_for_framework_op(const std::string& raw) {
   std::string name = raw;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/analysis.h"
+#include "table/table.h"
 #include "lowerbound/analyzer.h"
 #include "lowerbound/framework_inefficiency.h"
 #include "lowerbound/tensor_cores.h"
@@ -55,7 +55,7 @@ struct TraceComparison {
 bool compare_with_trace(const LayerModel& model, const model::Trace& trace, TraceComparison* out,
                         std::string* error);
 
-std::vector<analysis::Table> comparison_tables(const LayerModel& model, const ModelEstimate& estimate,
+std::vector<table::Table> comparison_tables(const LayerModel& model, const ModelEstimate& estimate,
                                                const LatencyIndex& index, const TraceComparison& cmp,
                                                size_t top);
 

@@ -154,7 +154,7 @@ TEST(Fusion, WorkItemsBoundAndTable) {
   EXPECT_EQ(fused.free, plain.free + absorbed);
   EXPECT_LT(fused.bounds.parallel_ns, plain.bounds.parallel_ns);
 
-  analysis::Table t = fusion_table(m, index, "f32", "nchw");
+  table::Table t = fusion_table(m, index, "f32", "nchw");
   ASSERT_EQ(t.rows.size(), chains + 1);
   const auto& total = t.rows.back();
   EXPECT_EQ(std::get<std::string>(total[0].value), "TOTAL");

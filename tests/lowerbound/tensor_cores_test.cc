@@ -153,7 +153,7 @@ TEST(TensorCores, PerLayerUsageOnTheRealA100AlexnetTrace) {
   EXPECT_EQ(layers_using, 3u);
   EXPECT_EQ(tc_kernels, 3u);
 
-  analysis::Table t = tensor_core_table(m, u);
+  table::Table t = tensor_core_table(m, u);
   EXPECT_EQ(t.name, "tensor_cores");
   ASSERT_GE(t.rows.size(), u.layers.size() + 1);
   const auto& total = t.rows[u.layers.size()];
@@ -163,7 +163,7 @@ TEST(TensorCores, PerLayerUsageOnTheRealA100AlexnetTrace) {
   LatencyIndex index;
   ModelEstimate e = estimate_model(m, index, "f32", "nchw", false);
   bool found = false;
-  for (const analysis::Table& table : comparison_tables(m, e, index, cmp, 5))
+  for (const table::Table& table : comparison_tables(m, e, index, cmp, 5))
     found |= table.name == "tensor_cores";
   EXPECT_TRUE(found);
 }

@@ -129,8 +129,8 @@ TEST(TraceCompare, AlgorithmSelectionSeparatesReordersFromThePrimitive) {
 
   LatencyIndex index;
   ModelEstimate e = estimate_with(m, 50, index);  // each conv's best: 50 ns
-  std::vector<analysis::Table> tables = comparison_tables(m, e, index, cmp, 5);
-  const analysis::Table& algo = tables[2];
+  std::vector<table::Table> tables = comparison_tables(m, e, index, cmp, 5);
+  const table::Table& algo = tables[2];
   ASSERT_EQ(algo.name, "algorithm_selection");
   ASSERT_EQ(algo.rows.size(), 3u);  // two convs + TOTAL
   auto col = [&](const std::string& name) {
