@@ -5,10 +5,10 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "lowerbound/bench_runner.h"
-#include "lowerbound/codegen.h"
-#include "lowerbound/command_options.h"
-#include "lowerbound/perf_db.h"
+#include "lowerbound/harness/bench_runner.h"
+#include "lowerbound/harness/codegen.h"
+#include "cli/lowerbound_options.h"
+#include "lowerbound/perfdb/perf_db.h"
 
 namespace strata::cli {
 
@@ -40,16 +40,16 @@ int run_bench(int argc, char** argv) {
   const std::string mode = argv[1];
   if (mode != "generate" && mode != "run")
     return fail("bench", "unknown mode '" + mode + "': use generate or run");
-  lb::CommandOptions opt;
+  CommandOptions opt;
   std::string error;
-  if (!lb::parse_command_options(argc, argv, 2, &opt, &error)) return fail("bench", error);
+  if (!parse_command_options(argc, argv, 2, &opt, &error)) return fail("bench", error);
   if (opt.help) {
     std::fputs(kUsage, stdout);
     return 0;
   }
   if (opt.models.empty()) return fail("bench", "no model given: strata bench " + mode + " MODEL.onnx...");
   std::vector<lb::LayerModel> models;
-  if (!lb::load_models(opt.models, &models, &error)) return fail("bench", error, 1);
+  if (!load_models(opt.models, &models, &error)) return fail("bench", error, 1);
 
   if (mode == "generate") {
     if (opt.output.empty()) return fail("bench", "generate needs -o DIR");

@@ -14,10 +14,10 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "export/table_render.h"
-#include "lowerbound/analyzer.h"
-#include "lowerbound/command_options.h"
-#include "lowerbound/perf_db.h"
-#include "lowerbound/trace_compare.h"
+#include "lowerbound/bounds/estimate.h"
+#include "cli/lowerbound_options.h"
+#include "lowerbound/perfdb/perf_db.h"
+#include "lowerbound/analyses/trace_compare.h"
 #include "model/trace_loader.h"
 
 namespace strata::cli {
@@ -59,15 +59,15 @@ bool run_dot_to_svg(const std::string& dot_path, const std::string& svg_path) {
 }  // namespace
 
 int run_lowerbound(int argc, char** argv) {
-  lb::CommandOptions opt;
+  CommandOptions opt;
   std::string error;
-  if (!lb::parse_command_options(argc, argv, 1, &opt, &error)) return fail("lowerbound", error);
+  if (!parse_command_options(argc, argv, 1, &opt, &error)) return fail("lowerbound", error);
   if (opt.help || opt.models.size() != 1) {
     std::fputs(kUsage, opt.help ? stdout : stderr);
     return opt.help ? 0 : 2;
   }
   std::vector<lb::LayerModel> models;
-  if (!lb::load_models(opt.models, &models, &error)) return fail("lowerbound", error, 1);
+  if (!load_models(opt.models, &models, &error)) return fail("lowerbound", error, 1);
   const lb::LayerModel& model = models[0];
   std::string url = opt.db_url.empty() ? lb::default_perf_db_url() : opt.db_url;
   auto db = lb::open_perf_db(url, &error);
@@ -94,7 +94,7 @@ int run_lowerbound(int argc, char** argv) {
         "%s; the bound leaves them out. Fill them with: strata bench run %s --db %s --dtype %s --layout "
         "%s%s%s\n",
         static_cast<unsigned long long>(main.missing), model.layers.size(), dtype.c_str(), layout.c_str(),
-        db->describe().c_str(), model.path.c_str(), url.c_str(), lb::join(opt.bench.dtypes, ",").c_str(),
+        db->describe().c_str(), model.path.c_str(), url.c_str(), join(opt.bench.dtypes, ",").c_str(),
         layout.c_str(), opt.bench.fusion ? " --fusion" : "",
         opt.bench.system_tag.empty() ? "" : (" --system-tag " + opt.bench.system_tag).c_str());
 

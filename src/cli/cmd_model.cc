@@ -7,9 +7,9 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "export/table_render.h"
-#include "lowerbound/bench_plan.h"
-#include "lowerbound/command_options.h"
-#include "lowerbound/unique_layers.h"
+#include "lowerbound/harness/bench_plan.h"
+#include "cli/lowerbound_options.h"
+#include "lowerbound/ir/unique_layers.h"
 
 namespace strata::cli {
 
@@ -17,9 +17,9 @@ namespace lb = strata::lowerbound;
 using table::Cell;
 
 int run_model(int argc, char** argv) {
-  lb::CommandOptions opt;
+  CommandOptions opt;
   std::string error;
-  if (!lb::parse_command_options(argc, argv, 1, &opt, &error)) return fail("model", error);
+  if (!parse_command_options(argc, argv, 1, &opt, &error)) return fail("model", error);
   if (opt.help || opt.models.empty()) {
     std::fputs(
         "usage: strata model FILE.onnx... [--layers] [--format text|csv|json]\n"
@@ -31,7 +31,7 @@ int run_model(int argc, char** argv) {
     return opt.help ? 0 : 2;
   }
   std::vector<lb::LayerModel> models;
-  if (!lb::load_models(opt.models, &models, &error)) return fail("model", error, 1);
+  if (!load_models(opt.models, &models, &error)) return fail("model", error, 1);
   lb::UniqueLayerSet set;
   for (const lb::LayerModel& m : models) set.add_model(m);
 
@@ -119,9 +119,9 @@ int run_model(int argc, char** argv) {
         for (const auto& [k, v] : l.attributes) attrs.push_back(k + "=" + v);
         for (uint32_t p : l.preds) preds.push_back(std::to_string(p));
         t.rows.push_back({Cell::integer(static_cast<int64_t>(i)), Cell::text(l.name), Cell::text(l.op_type),
-                          Cell::text(lb::join(in, " ")), Cell::text(lb::join(w, " ")),
-                          Cell::text(lb::join(out, " ")), Cell::text(lb::join(attrs, " ")),
-                          Cell::text(lb::join(preds, " "))});
+                          Cell::text(join(in, " ")), Cell::text(join(w, " ")),
+                          Cell::text(join(out, " ")), Cell::text(join(attrs, " ")),
+                          Cell::text(join(preds, " "))});
       }
       tables.push_back(std::move(t));
     }

@@ -1,13 +1,13 @@
 // The analyzer's what-if tables with known answers: low precision (bounds per data type vs f32) and
 // the fused post-ops the oneDNN tracer records, in the bound's notation.
-#include "lowerbound/analyzer.h"
+#include "lowerbound/bounds/estimate.h"
 
 #include <gtest/gtest.h>
 
 #include "core/level.h"
-#include "lowerbound/bench_plan.h"
-#include "lowerbound/framework_inefficiency.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/harness/bench_plan.h"
+#include "lowerbound/analyses/framework_inefficiency.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace strata::lowerbound {
 namespace {

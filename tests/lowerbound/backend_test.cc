@@ -1,6 +1,6 @@
 // Benchmark timing: the median/spread maths with known answers, the iteration count, and calibration
 // on warm calls (a slow first call must not shrink every repetition to one call).
-#include "lowerbound/backend.h"
+#include "lowerbound/harness/backend.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // `strata bench generate`: the files it writes and the cases in them.
-#include "lowerbound/codegen.h"
+#include "lowerbound/harness/codegen.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "../test_util.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace strata::lowerbound {
 namespace {
@@ -49,9 +49,9 @@ TEST(Codegen, WritesStandaloneGoogleBenchmarkSources) {
   EXPECT_NE(source.find("benchmark::RegisterBenchmark"), std::string::npos);
   // The helper headers are copies of the ones `strata bench run` is built from.
   EXPECT_EQ(read(dir.file("onednn_ops.h")),
-            read(std::string(STRATA_SOURCE_DIR) + "/src/lowerbound/onednn_ops.h"));
+            read(std::string(STRATA_SOURCE_DIR) + "/src/lowerbound/harness/onednn_ops.h"));
   EXPECT_EQ(read(dir.file("bench_case.h")),
-            read(std::string(STRATA_SOURCE_DIR) + "/src/lowerbound/bench_case.h"));
+            read(std::string(STRATA_SOURCE_DIR) + "/src/lowerbound/harness/bench_case.h"));
   std::string cmake = read(dir.file("CMakeLists.txt"));
   EXPECT_NE(cmake.find("find_package(benchmark REQUIRED)"), std::string::npos);
   EXPECT_EQ(cmake.find("find_package(dnnl"), std::string::npos);  // needs OpenCL on Debian

@@ -3,15 +3,15 @@
 // GPU run with cuDNN spans, CUDA launches and device work (wrong data type and layout, a layout
 // kernel inside the call, a pad kernel, a memset and a stream wait outside it). Plus, when the
 // fixture is present, a real `strata record --level library` trace of PyTorch's resnet18.
-#include "lowerbound/framework_inefficiency.h"
+#include "lowerbound/analyses/framework_inefficiency.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "core/level.h"
-#include "lowerbound/onnx_loader.h"
-#include "lowerbound/trace_compare.h"
+#include "lowerbound/ir/onnx_loader.h"
+#include "lowerbound/analyses/trace_compare.h"
 #include "model/trace_loader.h"
 
 namespace strata::lowerbound {

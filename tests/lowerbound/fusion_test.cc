@@ -6,12 +6,12 @@
 #include <map>
 #include <set>
 
-#include "lowerbound/analyzer.h"
-#include "lowerbound/backend.h"
-#include "lowerbound/bench_plan.h"
-#include "lowerbound/bench_runner.h"
-#include "lowerbound/onednn_ops.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/bounds/estimate.h"
+#include "lowerbound/harness/backend.h"
+#include "lowerbound/harness/bench_plan.h"
+#include "lowerbound/harness/bench_runner.h"
+#include "lowerbound/harness/onednn_ops.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace strata::lowerbound {
 namespace {

@@ -1,7 +1,7 @@
 // Performance database: round trip and incremental benchmarking, against SQLite always and against
 // PostgreSQL when STRATA_TEST_PG_URL is set (scripts/start_postgres.sh prints one). Every test uses
 // its own system tag, so a shared database is not disturbed; its rows are deleted at the end.
-#include "lowerbound/perf_db.h"
+#include "lowerbound/perfdb/perf_db.h"
 
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "../test_util.h"
-#include "lowerbound/bench_runner.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/harness/bench_runner.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace strata::lowerbound {
 namespace {

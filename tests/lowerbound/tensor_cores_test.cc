@@ -1,7 +1,7 @@
 // Tensor-core kernels recognised by name: hand-made names of each family (and SIMT look-alikes), the
 // kernel names of the real Kineto traces in the repository, and per-layer attribution on the real
 // A100 trace of torchvision's alexnet (tests/data/kineto/a100_alexnet_train.json.gz).
-#include "lowerbound/tensor_cores.h"
+#include "lowerbound/analyses/tensor_cores.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 
 #include "core/level.h"
 #include "import/importer.h"
-#include "lowerbound/onnx_loader.h"
-#include "lowerbound/trace_compare.h"
+#include "lowerbound/ir/onnx_loader.h"
+#include "lowerbound/analyses/trace_compare.h"
 
 namespace strata::lowerbound {
 namespace {

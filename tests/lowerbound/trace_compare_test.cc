@@ -1,11 +1,11 @@
 // Framework run vs lower bound on a trace built in the test: layer spans as the PyTorch tracer
 // writes them (aten ops, nested ops, a module attribute), library spans with the oneDNN "impl".
-#include "lowerbound/trace_compare.h"
+#include "lowerbound/analyses/trace_compare.h"
 
 #include <gtest/gtest.h>
 
 #include "core/level.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace strata::lowerbound {
 namespace {

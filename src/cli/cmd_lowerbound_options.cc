@@ -1,0 +1,145 @@
+#include "cli/lowerbound_options.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
+#include "lowerbound/ir/onnx_loader.h"
+
+namespace strata::cli {
+
+using lowerbound::LayerModel;
+using lowerbound::load_onnx_file;
+using lowerbound::normalize_dtype;
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+bool parse_command_options(int argc, char** argv, int first, CommandOptions* out, std::string* error) {
+  for (int i = first; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value_of = [&](std::string_view name, std::string* value) {
+      if (arg == name) {
+        if (i + 1 >= argc) {
+          *error = "option " + std::string(name) + " needs a value";
+          return -1;
+        }
+        *value = argv[++i];
+        return 1;
+      }
+      if (arg.size() > name.size() && arg.substr(0, name.size()) == name && arg[name.size()] == '=') {
+        *value = std::string(arg.substr(name.size() + 1));
+        return 1;
+      }
+      return 0;
+    };
+    std::string v;
+    int r;
+    if (arg == "-h" || arg == "--help") {
+      out->help = true;
+    } else if (arg == "--fusion") {
+      out->bench.fusion = true;
+    } else if (arg == "--layers") {
+      out->layers = true;
+    } else if ((r = value_of("--db", &out->db_url))) {
+      if (r < 0) return false;
+    } else if ((r = value_of("--system-tag", &out->bench.system_tag))) {
+      if (r < 0) return false;
+    } else if ((r = value_of("--trace", &out->trace))) {
+      if (r < 0) return false;
+    } else if ((r = value_of("--dot", &out->dot))) {
+      if (r < 0) return false;
+    } else if ((r = value_of("--svg", &out->svg))) {
+      if (r < 0) return false;
+    } else if ((r = value_of("-o", &out->output)) || (r = value_of("--output", &out->output))) {
+      if (r < 0) return false;
+    } else if ((r = value_of("--format", &out->format))) {
+      if (r < 0) return false;
+      if (out->format != "text" && out->format != "csv" && out->format != "json") {
+        *error = "--format must be text, csv or json, not '" + out->format + "'";
+        return false;
+      }
+    } else if ((r = value_of("--backend", &out->bench.backend))) {
+      if (r < 0) return false;
+      if (out->bench.backend != "cpu" && out->bench.backend != "cuda") {
+        *error = "--backend must be cpu or cuda, not '" + out->bench.backend + "'";
+        return false;
+      }
+    } else if ((r = value_of("--dtype", &v))) {
+      if (r < 0) return false;
+      out->bench.dtypes.clear();
+      for (const std::string& d : split_list(v)) {
+        std::string n = normalize_dtype(d);
+        if (n.empty()) {
+          *error = "--dtype: unknown data type '" + d + "' (use fp32, fp16, bf16)";
+          return false;
+        }
+        out->bench.dtypes.push_back(n);
+      }
+    } else if ((r = value_of("--layout", &v))) {
+      if (r < 0) return false;
+      out->bench.layouts = split_list(v);
+      for (const std::string& l : out->bench.layouts)
+        if (l != "nchw" && l != "nhwc" && l != "blocked") {
+          *error = "--layout: unknown layout '" + l + "' (use nchw, nhwc, blocked)";
+          return false;
+        }
+    } else if ((r = value_of("--repetitions", &v))) {
+      if (r < 0) return false;
+      out->measure.repetitions = std::atoi(v.c_str());
+      if (out->measure.repetitions < 1 || out->measure.repetitions > 1000) {
+        *error = "--repetitions must be between 1 and 1000";
+        return false;
+      }
+    } else if ((r = value_of("--min-time-ms", &v))) {
+      if (r < 0) return false;
+      double ms = std::atof(v.c_str());
+      if (ms <= 0) {
+        *error = "--min-time-ms must be a positive number";
+        return false;
+      }
+      out->measure.min_repetition_ns = static_cast<int64_t>(ms * 1e6);
+    } else if ((r = value_of("--top", &v))) {
+      if (r < 0) return false;
+      out->top = static_cast<size_t>(std::max(1, std::atoi(v.c_str())));
+    } else if (!arg.empty() && arg[0] == '-') {
+      *error = "unknown option '" + std::string(arg) + "' (see --help)";
+      return false;
+    } else {
+      out->models.emplace_back(arg);
+    }
+  }
+  if (out->bench.dtypes.empty()) out->bench.dtypes = {"f32"};
+  if (out->bench.layouts.empty()) out->bench.layouts = {"nchw"};
+  return true;
+}
+
+bool load_models(const std::vector<std::string>& paths, std::vector<LayerModel>* models, std::string* error) {
+  models->reserve(paths.size());
+  for (const std::string& p : paths) {
+    LayerModel m;
+    if (!load_onnx_file(p, &m, error)) return false;
+    models->push_back(std::move(m));
+  }
+  return true;
+}
+
+}  // namespace strata::cli
