@@ -14,11 +14,12 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "export/table_render.h"
-#include "lowerbound/bounds/estimate.h"
+#include "analysis/workload.h"
 #include "cli/lowerbound_options.h"
-#include "lowerbound/perfdb/perf_db.h"
-#include "lowerbound/analyses/trace_compare.h"
-#include "model/trace_loader.h"
+#include "lowerbound/analyses/lowerbound_analyses.h"
+#include "lowerbound/bounds/bound_inputs.h"
+#include "lowerbound/bounds/estimate.h"
+#include "model/span_tree.h"
 
 namespace strata::cli {
 
@@ -56,6 +57,81 @@ bool run_dot_to_svg(const std::string& dot_path, const std::string& svg_path) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+// Prints the warnings about layers the bound leaves out.
+void warn_missing(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main) {
+  const std::string& dtype = opt.bench.dtypes[0];
+  const std::string& layout = opt.bench.layouts[0];
+  if (main.missing > 0)
+    std::fprintf(stderr,
+                 "strata lowerbound: warning: %llu of %zu layers have no measurement for this system (%s, %s) in "
+                 "%s; the bound leaves them out. Fill them with: strata bench run %s --db %s --dtype %s --layout "
+                 "%s%s%s\n",
+                 static_cast<unsigned long long>(main.missing), in.model.layers.size(), dtype.c_str(),
+                 layout.c_str(), in.db_description.c_str(), in.model.path.c_str(), in.db_description.c_str(),
+                 join(opt.bench.dtypes, ",").c_str(), layout.c_str(), opt.bench.fusion ? " --fusion" : "",
+                 opt.bench.system_tag.empty() ? "" : (" --system-tag " + opt.bench.system_tag).c_str());
+  if (main.unsupported > 0)
+    std::fprintf(stderr,
+                 "strata lowerbound: warning: %llu layers have no benchmark (operator without a library-call "
+                 "mapping, or no implementation in the library): they count 0 in the bound; `--layers` lists "
+                 "them\n",
+                 static_cast<unsigned long long>(main.unsupported));
+}
+
+// --trace: the framework's run compared with the bound by the registered lower-bound analyses, over
+// one span tree and workload view.
+bool compare_trace(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main,
+                   std::vector<table::Table>* tables, std::string* error) {
+  model::Trace trace;
+  if (!load_native_or_import(opt.trace, &trace, error)) return false;
+  const model::SpanTree tree = model::build_span_tree(trace);
+  const analysis::Workload workload(trace, tree);
+  analysis::Params params;
+  const analysis::AnalysisInput input{trace, tree, params, &workload};
+  const lb::BoundContext bound{&in.model, &main, opt.top};
+  for (std::string_view name : lb::kBoundAnalyses) {
+    const lb::BoundAnalysis* analysis = lb::find_bound_analysis(name);
+    if (!analysis) continue;
+    analysis::AnalysisResult r = analysis->run_bound(input, bound);
+    if (r.missing_input) {
+      if (name == "tensor_cores") continue;  // a CPU run: nothing to say about tensor cores
+      *error = opt.trace + ": " + *r.missing_input;
+      return false;
+    }
+    for (table::Table& t : r.tables) tables->push_back(std::move(t));
+  }
+  return true;
+}
+
+// --dot / --svg: the critical path.
+bool write_critical_path(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main,
+                         std::string* error) {
+  std::string dot = lb::critical_path_dot(in.model, main.latency_ns, main.bounds);
+  if (!opt.dot.empty()) {
+    std::ofstream out(opt.dot);
+    out << dot;
+    if (!out) {
+      *error = opt.dot + ": cannot write the DOT file";
+      return false;
+    }
+    std::fprintf(stderr, "critical path (DOT): %s\n", opt.dot.c_str());
+  }
+  if (opt.svg.empty()) return true;
+  std::string dot_path = opt.dot.empty() ? opt.svg + ".dot" : opt.dot;
+  if (opt.dot.empty()) {
+    std::ofstream out(dot_path);
+    out << dot;
+  }
+  if (!run_dot_to_svg(dot_path, opt.svg))
+    std::fprintf(stderr,
+                 "strata lowerbound: warning: graphviz `dot` failed or is missing (apt-get install graphviz); "
+                 "the DOT file is %s\n",
+                 dot_path.c_str());
+  else
+    std::fprintf(stderr, "critical path (SVG): %s\n", opt.svg.c_str());
+  return true;
+}
+
 }  // namespace
 
 int run_lowerbound(int argc, char** argv) {
@@ -66,84 +142,29 @@ int run_lowerbound(int argc, char** argv) {
     std::fputs(kUsage, opt.help ? stdout : stderr);
     return opt.help ? 0 : 2;
   }
-  std::vector<lb::LayerModel> models;
-  if (!load_models(opt.models, &models, &error)) return fail("lowerbound", error, 1);
-  const lb::LayerModel& model = models[0];
-  std::string url = opt.db_url.empty() ? lb::default_perf_db_url() : opt.db_url;
-  auto db = lb::open_perf_db(url, &error);
-  if (!db) return fail("lowerbound", error, 1);
-  std::string why;
-  std::string system = lb::system_key(opt.bench.backend, &why);
-  if (system.empty()) return fail("lowerbound", why, 1);
-  if (!opt.bench.system_tag.empty()) system += "|tag=" + opt.bench.system_tag;
-  std::vector<lb::BenchRecord> records;
-  if (!db->load(system, opt.bench.backend, &records, &error)) return fail("lowerbound", error, 1);
-  lb::LatencyIndex index;
-  for (const lb::BenchRecord& r : records) index.add(r);
+  lb::BoundRequest request;
+  request.onnx_path = opt.models[0];
+  request.db_url = opt.db_url;
+  request.backend = opt.bench.backend;
+  request.system_tag = opt.bench.system_tag;
+  lb::BoundInputs in;
+  if (!lb::load_bound_inputs(request, &in, &error)) return fail("lowerbound", error, 1);
 
   const std::string& dtype = opt.bench.dtypes[0];
   const std::string& layout = opt.bench.layouts[0];
   std::vector<lb::ModelEstimate> estimates;
-  estimates.push_back(lb::estimate_model(model, index, dtype, layout, false));
-  if (opt.bench.fusion) estimates.push_back(lb::estimate_model(model, index, dtype, layout, true));
+  estimates.push_back(lb::estimate_model(in.model, in.index, dtype, layout, false));
+  if (opt.bench.fusion) estimates.push_back(lb::estimate_model(in.model, in.index, dtype, layout, true));
   const lb::ModelEstimate& main = estimates[0];
-  if (main.missing > 0)
-    std::fprintf(
-        stderr,
-        "strata lowerbound: warning: %llu of %zu layers have no measurement for this system (%s, %s) in "
-        "%s; the bound leaves them out. Fill them with: strata bench run %s --db %s --dtype %s --layout "
-        "%s%s%s\n",
-        static_cast<unsigned long long>(main.missing), model.layers.size(), dtype.c_str(), layout.c_str(),
-        db->describe().c_str(), model.path.c_str(), url.c_str(), join(opt.bench.dtypes, ",").c_str(),
-        layout.c_str(), opt.bench.fusion ? " --fusion" : "",
-        opt.bench.system_tag.empty() ? "" : (" --system-tag " + opt.bench.system_tag).c_str());
-
-  if (main.unsupported > 0)
-    std::fprintf(
-        stderr,
-        "strata lowerbound: warning: %llu layers have no benchmark (operator without a library-call mapping, "
-        "or no implementation in the library): they count 0 in the bound; `--layers` lists them\n",
-        static_cast<unsigned long long>(main.unsupported));
+  warn_missing(opt, in, main);
 
   std::vector<table::Table> tables;
-  tables.push_back(lb::bounds_table(model, estimates));
-  if (opt.layers) tables.push_back(lb::layer_table(model, main));
-  if (opt.bench.fusion) tables.push_back(lb::fusion_table(model, index, dtype, layout));
-  if (opt.bench.dtypes.size() > 1)
-    tables.push_back(lb::precision_table(model, index, layout, opt.bench.dtypes));
-
-  if (!opt.trace.empty()) {
-    model::Trace trace;
-    if (!model::load_trace(opt.trace, &trace, &error)) return fail("lowerbound", error, 1);
-    lb::TraceComparison cmp;
-    if (!lb::compare_with_trace(model, trace, &cmp, &error))
-      return fail("lowerbound", opt.trace + ": " + error, 1);
-    for (table::Table& t : lb::comparison_tables(model, main, index, cmp, opt.top))
-      tables.push_back(std::move(t));
-  }
-
-  std::string dot = lb::critical_path_dot(model, main.latency_ns, main.bounds);
-  if (!opt.dot.empty()) {
-    std::ofstream out(opt.dot);
-    out << dot;
-    if (!out) return fail("lowerbound", opt.dot + ": cannot write the DOT file", 1);
-    std::fprintf(stderr, "critical path (DOT): %s\n", opt.dot.c_str());
-  }
-  if (!opt.svg.empty()) {
-    std::string dot_path = opt.dot.empty() ? opt.svg + ".dot" : opt.dot;
-    if (opt.dot.empty()) {
-      std::ofstream out(dot_path);
-      out << dot;
-    }
-    if (!run_dot_to_svg(dot_path, opt.svg))
-      std::fprintf(
-          stderr,
-          "strata lowerbound: warning: graphviz `dot` failed or is missing (apt-get install graphviz); "
-          "the DOT file is %s\n",
-          dot_path.c_str());
-    else
-      std::fprintf(stderr, "critical path (SVG): %s\n", opt.svg.c_str());
-  }
+  tables.push_back(lb::bounds_table(in.model, estimates));
+  if (opt.layers) tables.push_back(lb::layer_table(in.model, main));
+  if (opt.bench.fusion) tables.push_back(lb::fusion_table(in.model, in.index, dtype, layout));
+  if (opt.bench.dtypes.size() > 1) tables.push_back(lb::precision_table(in.model, in.index, layout, opt.bench.dtypes));
+  if (!opt.trace.empty() && !compare_trace(opt, in, main, &tables, &error)) return fail("lowerbound", error, 1);
+  if (!write_critical_path(opt, in, main, &error)) return fail("lowerbound", error, 1);
   exporter::TableFormat format;
   exporter::parse_table_format(opt.format, &format);
   exporter::render_tables(tables, format, std::cout);

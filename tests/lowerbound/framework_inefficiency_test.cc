@@ -289,7 +289,7 @@ TEST(FrameworkInefficiency, CpuReordersPaddingAlgorithmAndExtraCalls) {
   EXPECT_EQ(in_bn, 1u);
 
   // The tables as `strata lowerbound --trace` prints them.
-  auto tables = comparison_tables(m, e, index, cmp, 10);
+  auto tables = comparison_tables(m, e, cmp, 10);
   ASSERT_EQ(tables.size(), 7u);
   EXPECT_EQ(tables[4].name, "parameter_deviations");
   EXPECT_EQ(tables[5].name, "extra_calls");

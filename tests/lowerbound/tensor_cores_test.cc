@@ -163,7 +163,7 @@ TEST(TensorCores, PerLayerUsageOnTheRealA100AlexnetTrace) {
   LatencyIndex index;
   ModelEstimate e = estimate_model(m, index, "f32", "nchw", false);
   bool found = false;
-  for (const table::Table& table : comparison_tables(m, e, index, cmp, 5))
+  for (const table::Table& table : comparison_tables(m, e, cmp, 5))
     found |= table.name == "tensor_cores";
   EXPECT_TRUE(found);
 }

@@ -65,11 +65,11 @@ struct InefficiencyFindings {
   std::vector<ExtraWork> extras;
 };
 
-// `ops`: the outermost framework ops of the analysed iteration; `op_layer[k]`: the ONNX layer
-// matched to ops[k], or -1. Host spans outside [window_start, window_end] belong to other iterations.
-InefficiencyFindings find_inefficiencies(const LayerModel& model, const model::Trace& trace,
-                                         const std::vector<size_t>& ops, const std::vector<int32_t>& op_layer,
-                                         int64_t window_start, int64_t window_end);
+class Iteration;  // iteration.h: the analysed evaluation's framework ops and window
+
+// Every library call, runtime call and device span of the iteration, attributed through the span
+// tree to the framework op it ran under and that op's ONNX layer.
+InefficiencyFindings find_inefficiencies(const LayerModel& model, const Iteration& iteration);
 
 struct ParameterDeviation {
   uint32_t layer = 0;

@@ -6,8 +6,7 @@
 
 #include "core/level.h"
 #include "lowerbound/analyses/call_params.h"
-#include "lowerbound/analyses/trace_compare.h"
-#include "model/span_tree.h"
+#include "lowerbound/analyses/iteration.h"
 
 namespace strata::lowerbound {
 
@@ -91,11 +90,10 @@ std::string tensor_core_marker(std::string_view kernel_name) {
   return mma_tile_token(n);
 }
 
-TensorCoreUsage tensor_core_usage(const LayerModel& model, const model::Trace& trace,
-                                  const TraceComparison& cmp) {
+TensorCoreUsage tensor_core_usage(const LayerModel& model, const Iteration& iteration) {
   TensorCoreUsage u;
+  const model::Trace& trace = iteration.trace();
   const uint8_t device_level = static_cast<uint8_t>(Level::kDevice);
-  const uint8_t layer_level = static_cast<uint8_t>(Level::kLayer);
   std::vector<size_t> kernels;
   for (size_t i = 0; i < trace.spans.size(); ++i)
     if (trace.spans[i].level == device_level &&
@@ -103,43 +101,29 @@ TensorCoreUsage tensor_core_usage(const LayerModel& model, const model::Trace& t
       kernels.push_back(i);
   if (kernels.empty()) return u;
 
-  std::unordered_map<size_t, size_t> op_of;  // span index -> position in cmp.ops
-  for (size_t k = 0; k < cmp.ops.size(); ++k) op_of[cmp.ops[k]] = k;
+  const std::vector<size_t>& ops = iteration.ops();
   std::unordered_map<uint32_t, size_t> slot_of_layer;
-  std::vector<int64_t> slot_of_op(cmp.ops.size(), -1);
-  for (size_t k = 0; k < cmp.ops.size() && k < cmp.op_layer.size(); ++k) {
-    int32_t layer = cmp.op_layer[k];
+  std::vector<int64_t> slot_of_op(ops.size(), -1);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    int32_t layer = iteration.op_layer()[k];
     if (layer < 0 || static_cast<size_t>(layer) >= model.layers.size()) continue;
     auto [it, added] = slot_of_layer.emplace(static_cast<uint32_t>(layer), u.layers.size());
     if (added) {
       LayerTensorCores l;
       l.layer = static_cast<uint32_t>(layer);
-      l.framework_op = std::string(trace.name(trace.spans[cmp.ops[k]]));
+      l.framework_op = std::string(trace.name(trace.spans[ops[k]]));
       u.layers.push_back(std::move(l));
     }
     slot_of_op[k] = static_cast<int64_t>(it->second);
   }
 
-  const model::SpanTree tree = model::build_span_tree(trace);
   std::vector<double> longest_any(u.layers.size(), 0), longest_tc(u.layers.size(), 0);
   for (size_t i : kernels) {
     const SpanRecord& s = trace.spans[i];
     // The framework op of the analysed iteration the kernel ran under (its launch's ancestors).
-    int64_t owner = -1;
-    bool under_other_op = false;
-    int32_t cur = tree.parent(i);
-    for (int guard = 0; cur != model::kNoParent && guard < 4096; ++guard) {
-      auto it = op_of.find(static_cast<size_t>(cur));
-      if (it != op_of.end()) {
-        owner = static_cast<int64_t>(it->second);
-        break;
-      }
-      if (trace.spans[static_cast<size_t>(cur)].level == layer_level) under_other_op = true;
-      cur = tree.parent(static_cast<size_t>(cur));
-    }
-    if (owner < 0 && (under_other_op || s.start_ns < cmp.window_start_ns || s.end_ns > cmp.window_end_ns))
-      continue;  // another iteration's work
-    u.has_kernels = true;
+    const int64_t owner = iteration.owner(i);
+    if (owner == -2) continue;  // another iteration's work
+  u.has_kernels = true;
     const double ns = static_cast<double>(s.duration_ns());
     const std::string name(trace.name(s));
     const std::string marker = tensor_core_marker(name);

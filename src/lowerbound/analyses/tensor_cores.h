@@ -21,7 +21,7 @@
 
 namespace strata::lowerbound {
 
-struct TraceComparison;
+class Iteration;  // iteration.h
 
 // The marker that identifies `kernel_name` as a tensor-core kernel ("hmma", "xmma", "wgmma",
 // "tensorop", "s1688", "h884", "tensor16x8x8", "mfma", ...); empty when the name shows none, or shows
@@ -48,8 +48,7 @@ struct TensorCoreUsage {
 
 // Kernels (device spans that are not copies or memsets) of the analysed iteration, attributed through
 // the span tree (launch correlation, then the ops above the launch) to the matched layers.
-TensorCoreUsage tensor_core_usage(const LayerModel& model, const model::Trace& trace,
-                                  const TraceComparison& cmp);
+TensorCoreUsage tensor_core_usage(const LayerModel& model, const Iteration& iteration);
 
 // "tensor_cores": per layer, whether its kernels used tensor cores and their share of its device time,
 // with a TOTAL row over the layers and a row for the rest of the iteration.

@@ -5,7 +5,9 @@
 #include <unordered_map>
 
 #include "core/level.h"
+#include "lowerbound/analyses/iteration.h"
 #include "lowerbound/harness/bench_plan.h"
+#include "model/span_tree.h"
 
 namespace strata::lowerbound {
 
@@ -58,150 +60,146 @@ bool implements(const std::string& framework_onnx_op, const std::string& layer_o
 
 }  // namespace
 
-bool compare_with_trace(const LayerModel& model, const model::Trace& trace, TraceComparison* out,
-                        std::string* error) {
-  const uint8_t layer_level = static_cast<uint8_t>(Level::kLayer);
-  const uint8_t model_level = static_cast<uint8_t>(Level::kModel);
-  const uint8_t library_level = static_cast<uint8_t>(Level::kLibrary);
-  std::vector<size_t> layer_spans, model_spans, library_spans;
-  for (size_t i = 0; i < trace.spans.size(); ++i) {
-    uint8_t level = trace.spans[i].level;
-    if (level == layer_level)
-      layer_spans.push_back(i);
-    else if (level == model_level)
-      model_spans.push_back(i);
-    else if (level == library_level)
-      library_spans.push_back(i);
-  }
-  if (layer_spans.empty()) {
-    *error =
-        "the trace has no layer-level spans: record the framework run with `strata record --level layer`";
-    return false;
-  }
-  auto by_start = [&](size_t a, size_t b) {
-    const SpanRecord &x = trace.spans[a], &y = trace.spans[b];
-    return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
-  };
-  std::sort(layer_spans.begin(), layer_spans.end(), by_start);
-  std::sort(library_spans.begin(), library_spans.end(), by_start);
+Iteration::Iteration(const analysis::Workload& workload, std::vector<size_t> ops, std::vector<int32_t> op_layer,
+                     int64_t window_start_ns, int64_t window_end_ns)
+    : workload_(workload),
+      ops_(std::move(ops)),
+      op_layer_(std::move(op_layer)),
+      start_(window_start_ns),
+      end_(window_end_ns) {
+  for (size_t k = 0; k < ops_.size(); ++k) op_of_[ops_[k]] = k;
+  op_layer_.resize(ops_.size(), -1);
+}
 
-  // Window of one iteration: the last model-level span (steady state), else the whole trace.
-  int64_t window_start = INT64_MIN, window_end = INT64_MAX;
-  if (!model_spans.empty()) {
-    std::sort(model_spans.begin(), model_spans.end(), by_start);
-    const SpanRecord& last = trace.spans[model_spans.back()];
-    window_start = last.start_ns;
-    window_end = last.end_ns;
-    out->iterations_seen = model_spans.size();
-    out->end_to_end_source = "last of " + std::to_string(model_spans.size()) + " model-level spans";
+bool Iteration::in_window(size_t span) const {
+  const SpanRecord& s = trace().spans[span];
+  return s.start_ns >= start_ && s.end_ns <= end_;
+}
+
+int64_t Iteration::owner(size_t i) const {
+  int32_t top = workload_.top_layer(i);
+  if (top >= 0) {
+    auto it = op_of_.find(static_cast<size_t>(top));
+    return it == op_of_.end() ? -2 : static_cast<int64_t>(it->second);
   }
-  // Outermost framework ops inside the window (nested ops such as aten::_convolution are the same layer).
-  std::vector<size_t> ops;
-  std::map<std::pair<uint16_t, uint32_t>, int64_t>
-      open_until;  // per (process, thread): end of the enclosing op
-  for (size_t i : layer_spans) {
-    const SpanRecord& s = trace.spans[i];
-    if (s.start_ns < window_start || s.end_ns > window_end) continue;
-    int64_t& until = open_until[{s.process, s.tid}];
-    if (s.start_ns < until) continue;  // nested inside the previous outermost op
-    until = s.end_ns;
-    ops.push_back(i);
+  return in_window(i) ? -1 : -2;
+}
+
+namespace {
+
+// The evaluation to compare: the last (steady state) of those with framework ops, model-level ones
+// first. Sets the comparison's window, end-to-end time and source.
+const analysis::Evaluation* choose_evaluation(const analysis::Workload& w, TraceComparison* out) {
+  const analysis::Evaluation* chosen = nullptr;
+  uint64_t with_model_span = 0, with_layers = 0;
+  for (const analysis::Evaluation& ev : w.evaluations()) {
+    if (ev.layers.empty()) continue;
+    ++with_layers;
+    with_model_span += ev.model_span >= 0;
+    bool better = !chosen || (ev.model_span >= 0) > (chosen->model_span >= 0) ||
+                  ((ev.model_span >= 0) == (chosen->model_span >= 0) && ev.start_ns >= chosen->start_ns);
+    if (better) chosen = &ev;
   }
-  // Without model spans, several iterations may be in the trace: keep the last one, found by
-  // counting convolutions (or all ops when the model has none).
-  if (model_spans.empty()) {
-    size_t onnx_anchor = 0;
-    for (const Layer& l : model.layers) onnx_anchor += l.op_type == "Conv" || l.op_type == "Gemm";
-    std::vector<size_t> anchors;
-    for (size_t k = 0; k < ops.size(); ++k) {
-      std::string op = onnx_op_for_framework_op(std::string(trace.name(trace.spans[ops[k]])));
-      if (op == "Conv" || op == "Gemm") anchors.push_back(k);
-    }
-    out->iterations_seen = onnx_anchor ? anchors.size() / onnx_anchor : 1;
-    if (onnx_anchor && anchors.size() >= 2 * onnx_anchor) {
-      size_t first = anchors[anchors.size() - onnx_anchor];
-      // Ops of the last iteration begin right after the previous iteration's last anchor op.
-      size_t begin = anchors[anchors.size() - onnx_anchor - 1] + 1;
-      while (begin < first &&
-             onnx_op_for_framework_op(std::string(trace.name(trace.spans[ops[begin]]))).empty())
-        ++begin;
-      ops.erase(ops.begin(), ops.begin() + static_cast<long>(begin));
-    }
-    if (anchors.size() % std::max<size_t>(onnx_anchor, 1) != 0)
-      out->warnings.push_back("the trace holds " + std::to_string(anchors.size()) +
-                              " conv/linear ops, not a multiple of the model's " +
-                              std::to_string(onnx_anchor) + ": is it the same model?");
-    out->end_to_end_source = "framework ops of the last of " + std::to_string(out->iterations_seen) +
-                             " iterations (no model-level span)";
-  }
-  if (ops.empty()) {
-    *error = "no framework ops inside the model span; was the trace recorded with --level layer?";
-    return false;
-  }
-  if (!model_spans.empty()) {
-    out->end_to_end_ns = static_cast<double>(window_end - window_start);
+  if (!chosen) return nullptr;
+  out->window_start_ns = chosen->start_ns;
+  out->window_end_ns = chosen->start_ns + chosen->latency_ns;
+  out->end_to_end_ns = static_cast<double>(chosen->latency_ns);
+  if (chosen->model_span >= 0) {
+    out->iterations_seen = with_model_span;
+    out->end_to_end_source = "last of " + std::to_string(with_model_span) + " model-level spans";
+    for (const std::string& note : w.evaluation_notes()) out->warnings.push_back(note);
   } else {
-    out->end_to_end_ns =
-        static_cast<double>(trace.spans[ops.back()].end_ns - trace.spans[ops.front()].start_ns);
+    out->iterations_seen = with_layers;
+    out->end_to_end_source = "first to last framework op of the process (no model-level span)";
+    out->warnings.push_back(
+        "no model-level spans: the whole run (" + std::to_string(chosen->layers.size()) +
+        " framework ops) is compared as one iteration; mark each prediction with strata.span(\"predict\", "
+        "level=\"model\") or strata.torch.predict_step() to compare one");
   }
+  return chosen;
+}
 
-  // A leveled trace re-times each level from its own run, shifted to the first model span: spans of
-  // different levels no longer nest in time within later iterations, and matching here goes by time.
-  for (const model::Process& p : trace.processes)
-    if (p.properties.get("leveled")) {
-      out->warnings.push_back(
-          "this is a --leveled trace: its layer and library spans come from different runs and only line up "
-          "with the model spans at the start; compare a trace recorded with `strata record --level library` "
-          "(without --leveled) for per-layer results");
-      break;
-    }
+// The impl of the longest library call of the class a layer needs, and the time of every library
+// call in the op (reorders included); nested library calls are part of their outer call.
+void library_calls_of_ops(const analysis::Workload& w, const std::vector<size_t>& ops,
+                          std::vector<double>* library_ns, std::vector<std::pair<double, size_t>>* longest,
+                          const std::vector<std::string>& want) {
+  const model::Trace& trace = w.trace();
+  const uint8_t library_level = static_cast<uint8_t>(Level::kLibrary);
+  std::unordered_map<size_t, size_t> op_of;
+  for (size_t k = 0; k < ops.size(); ++k) op_of[ops[k]] = k;
+  library_ns->assign(ops.size(), 0);
+  longest->assign(ops.size(), {0.0, SIZE_MAX});
+  for (size_t i = 0; i < trace.spans.size(); ++i) {
+    const SpanRecord& s = trace.spans[i];
+    if (s.level != library_level) continue;
+    int32_t parent = w.tree().parent(i);
+    if (parent >= 0 && trace.spans[static_cast<size_t>(parent)].level == library_level) continue;
+    int32_t top = w.top_layer(i);
+    auto it = top >= 0 ? op_of.find(static_cast<size_t>(top)) : op_of.end();
+    if (it == op_of.end()) continue;
+    const size_t k = it->second;
+    const double ns = static_cast<double>(s.duration_ns());
+    (*library_ns)[k] += ns;
+    if (!want[k].empty() && ns > (*longest)[k].first && call_class_of(trace.name(s)) == want[k])
+      (*longest)[k] = {ns, i};
+  }
+}
 
-  // Greedy in-order matching of ONNX layers (that need a library call) to framework ops of the same
-  // operator, looking a few ops ahead so that ops without an ONNX layer are skipped, not mismatched.
+// Greedy in-order matching of ONNX layers (that need a library call) to framework ops of the same
+// operator, looking a few ops ahead so that ops without an ONNX layer are skipped, not mismatched.
+void match_layers(const LayerModel& model, const analysis::Workload& w, TraceComparison* out) {
+  const model::Trace& trace = w.trace();
+  const std::vector<size_t>& ops = out->ops;
   constexpr size_t kLookahead = 8;
-  std::vector<bool> used(ops.size(), false);
-  std::vector<int32_t> op_layer(ops.size(), -1);
+  std::vector<std::string> op_onnx(ops.size());
+  for (size_t k = 0; k < ops.size(); ++k)
+    op_onnx[k] = onnx_op_for_framework_op(std::string(trace.name(trace.spans[ops[k]])));
+  out->op_layer.assign(ops.size(), -1);
   size_t cursor = 0;
   for (uint32_t li = 0; li < model.layers.size(); ++li) {
     const Layer& layer = model.layers[li];
     if (plan_layer(layer, "cpu", "f32", "nchw").cost == LayerCost::kFree) continue;
     bool found = false;
     for (size_t k = cursor; k < ops.size() && k < cursor + kLookahead; ++k) {
-      if (used[k] ||
-          !implements(onnx_op_for_framework_op(std::string(trace.name(trace.spans[ops[k]]))), layer.op_type))
-        continue;
-      const SpanRecord& s = trace.spans[ops[k]];
-      LayerMatch m{li, ops[k], static_cast<double>(s.duration_ns()), 0, "", std::string(trace.name(s)), ""};
-      if (auto module = trace.find_attr(ops[k], "module")) m.module = trace.attr_value_string(*module);
-      // The implementation is the longest call of the class the layer needs (a reorder around a
-      // convolution can take longer than the convolution itself).
-      const std::string want = expected_call_class(layer.op_type);
-      double longest = 0;
-      auto first = std::lower_bound(library_spans.begin(), library_spans.end(), s.start_ns,
-                                    [&](size_t a, int64_t t) { return trace.spans[a].start_ns < t; });
-      for (auto it = first; it != library_spans.end() && trace.spans[*it].start_ns < s.end_ns; ++it) {
-        const SpanRecord& lib = trace.spans[*it];
-        if (lib.tid != s.tid || lib.process != s.process || lib.end_ns > s.end_ns) continue;
-        m.library_ns += static_cast<double>(lib.duration_ns());
-        if (static_cast<double>(lib.duration_ns()) > longest && call_class_of(trace.name(lib)) == want) {
-          longest = static_cast<double>(lib.duration_ns());
-          if (auto impl = trace.find_attr(*it, "impl")) m.library_impl = trace.attr_value_string(*impl);
-        }
-      }
-      out->matches.push_back(std::move(m));
-      used[k] = true;
-      op_layer[k] = static_cast<int32_t>(li);
+      if (out->op_layer[k] >= 0 || !implements(op_onnx[k], layer.op_type)) continue;
+      out->op_layer[k] = static_cast<int32_t>(li);
       cursor = k + 1;
       found = true;
       break;
     }
     if (!found) ++out->unmatched_layers;
   }
-  std::map<std::string, std::pair<uint64_t, double>> extra;
+  std::vector<std::string> want(ops.size());
+  for (size_t k = 0; k < ops.size(); ++k)
+    if (out->op_layer[k] >= 0)
+      want[k] = expected_call_class(model.layers[static_cast<size_t>(out->op_layer[k])].op_type);
+  std::vector<double> library_ns;
+  std::vector<std::pair<double, size_t>> longest;
+  library_calls_of_ops(w, ops, &library_ns, &longest, want);
   for (size_t k = 0; k < ops.size(); ++k) {
-    if (used[k]) continue;
+    if (out->op_layer[k] < 0) continue;
     const SpanRecord& s = trace.spans[ops[k]];
-    if (is_metadata_op(onnx_op_for_framework_op(std::string(trace.name(s))))) continue;  // views: no work
+    LayerMatch m{static_cast<uint32_t>(out->op_layer[k]), ops[k], static_cast<double>(s.duration_ns()),
+                 library_ns[k], "", std::string(trace.name(s)), ""};
+    if (auto module = trace.find_attr(ops[k], "module")) m.module = trace.attr_value_string(*module);
+    // The implementation is the longest call of the class the layer needs (a reorder around a
+    // convolution can take longer than the convolution itself).
+    if (longest[k].second != SIZE_MAX)
+      if (auto impl = trace.find_attr(longest[k].second, "impl")) m.library_impl = trace.attr_value_string(*impl);
+    out->matches.push_back(std::move(m));
+  }
+  std::sort(out->matches.begin(), out->matches.end(),
+            [](const LayerMatch& a, const LayerMatch& b) { return a.layer < b.layer; });
+}
+
+// Framework ops with no ONNX layer (views apart: no work), by name.
+void count_extra_ops(const model::Trace& trace, TraceComparison* out) {
+  std::map<std::string, std::pair<uint64_t, double>> extra;
+  for (size_t k = 0; k < out->ops.size(); ++k) {
+    if (out->op_layer[k] >= 0) continue;
+    const SpanRecord& s = trace.spans[out->ops[k]];
+    if (is_metadata_op(onnx_op_for_framework_op(std::string(trace.name(s))))) continue;
     auto& e = extra[std::string(trace.name(s))];
     ++e.first;
     e.second += static_cast<double>(s.duration_ns());
@@ -211,27 +209,54 @@ bool compare_with_trace(const LayerModel& model, const model::Trace& trace, Trac
   out->extra_by_name.assign(extra.begin(), extra.end());
   std::sort(out->extra_by_name.begin(), out->extra_by_name.end(),
             [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
-  if (model_spans.empty()) {
-    window_start = trace.spans[ops.front()].start_ns;
-    window_end = window_start;
-    for (size_t i : ops) window_end = std::max(window_end, trace.spans[i].end_ns);
+}
+
+}  // namespace
+
+bool compare_with_workload(const LayerModel& model, const analysis::Workload& w, TraceComparison* out,
+                           std::string* error) {
+  if (!w.has_layers()) {
+    *error =
+        "the trace has no layer-level spans: record the framework run with `strata record --level layer`";
+    return false;
   }
-  out->window_start_ns = window_start;
-  out->window_end_ns = window_end;
-  out->inefficiency = find_inefficiencies(model, trace, ops, op_layer, window_start, window_end);
-  out->ops = std::move(ops);
-  out->op_layer = std::move(op_layer);
-  out->tensor_cores = tensor_core_usage(model, trace, *out);
+  const analysis::Evaluation* ev = choose_evaluation(w, out);
+  if (!ev) {
+    *error = "no evaluation of the trace holds framework ops; was the trace recorded with --level layer?";
+    return false;
+  }
+  out->ops.assign(ev->layers.begin(), ev->layers.end());
+  // A leveled trace re-times each level from its own run, shifted to the first model span: spans of
+  // different levels no longer nest in time within later iterations.
+  for (const model::Process& p : w.trace().processes)
+    if (p.properties.get("leveled")) {
+      out->warnings.push_back(
+          "this is a --leveled trace: its layer and library spans come from different runs and only line up "
+          "with the model spans at the start; compare a trace recorded with `strata record --level library` "
+          "(without --leveled) for per-layer results");
+      break;
+    }
+  match_layers(model, w, out);
+  count_extra_ops(w.trace(), out);
+  Iteration iteration(w, out->ops, out->op_layer, out->window_start_ns, out->window_end_ns);
+  out->inefficiency = find_inefficiencies(model, iteration);
+  out->tensor_cores = tensor_core_usage(model, iteration);
   if (out->unmatched_layers)
-    out->warnings.push_back(
-        std::to_string(out->unmatched_layers) +
-        " ONNX layers had no framework op of the same type in order: their gap is not ranked");
+    out->warnings.push_back(std::to_string(out->unmatched_layers) +
+                            " ONNX layers had no framework op of the same type in order: their gap is not ranked");
   return true;
 }
 
-std::vector<Table> comparison_tables(const LayerModel& model, const ModelEstimate& e,
-                                     const LatencyIndex& index, const TraceComparison& cmp, size_t top) {
-  std::vector<Table> tables;
+bool compare_with_trace(const LayerModel& model, const model::Trace& trace, TraceComparison* out,
+                        std::string* error) {
+  const model::SpanTree tree = model::build_span_tree(trace);
+  const analysis::Workload workload(trace, tree);
+  return compare_with_workload(model, workload, out, error);
+}
+
+namespace {
+
+Table summary_table(const LayerModel& model, const ModelEstimate& e, const TraceComparison& cmp) {
   Table summary;
   summary.name = "framework_vs_bound";
   summary.title = "Framework end-to-end latency vs lower bound (" + e.dtype + ", " + e.layout + ")";
@@ -258,8 +283,11 @@ std::vector<Table> comparison_tables(const LayerModel& model, const ModelEstimat
   summary.notes.push_back("measured: " + cmp.end_to_end_source);
   summary.notes.push_back("normalized = bound / measured (1.0: the framework reaches the bound)");
   for (const std::string& w : cmp.warnings) summary.notes.push_back("warning: " + w);
-  tables.push_back(std::move(summary));
+  return summary;
 
+}
+
+Table gap_table(const LayerModel& model, const ModelEstimate& e, const TraceComparison& cmp, size_t top) {
   Table gaps;
   gaps.name = "layer_gaps";
   gaps.title = "Top per-layer gaps: framework op time minus best benchmarked latency";
@@ -284,8 +312,11 @@ std::vector<Table> comparison_tables(const LayerModel& model, const ModelEstimat
          Cell::real(ranked[r].first / 1e3, 2),
          total_gap > 0 ? Cell::real(std::max(0.0, ranked[r].first) / total_gap, 3) : Cell::empty()});
   }
-  tables.push_back(std::move(gaps));
+  return gaps;
 
+}
+
+Table algorithm_table(const LayerModel& model, const ModelEstimate& e, const TraceComparison& cmp) {
   // Algorithm selection compares the library's convolution/GEMM primitive as the framework ran it
   // with the best benchmarked algorithm for the same layer. Layout conversions the framework ran
   // around it (oneDNN reorders, cudnnTransformTensor, nchwToNhwc kernels inside a cuDNN call) are
@@ -343,9 +374,11 @@ std::vector<Table> comparison_tables(const LayerModel& model, const ModelEstimat
     algo.notes.push_back(
         "no library-level spans in the trace: record with --level library to compare algorithms");
   }
-  (void)index;
-  tables.push_back(std::move(algo));
+  return algo;
 
+}
+
+Table extra_ops_table(const TraceComparison& cmp, size_t top) {
   Table extra;
   extra.name = "extra_framework_ops";
   extra.title = "Framework ops with no ONNX layer (work the exported graph does not need)";
@@ -354,7 +387,24 @@ std::vector<Table> comparison_tables(const LayerModel& model, const ModelEstimat
     extra.rows.push_back({Cell::text(cmp.extra_by_name[r].first),
                           Cell::integer(static_cast<int64_t>(cmp.extra_by_name[r].second.first)),
                           Cell::real(cmp.extra_by_name[r].second.second / 1e3, 2)});
-  tables.push_back(std::move(extra));
+  return extra;
+}
+
+}  // namespace
+
+std::vector<Table> framework_vs_bound_tables(const LayerModel& model, const ModelEstimate& e,
+                                             const TraceComparison& cmp, size_t top) {
+  std::vector<Table> tables;
+  tables.push_back(summary_table(model, e, cmp));
+  tables.push_back(gap_table(model, e, cmp, top));
+  tables.push_back(algorithm_table(model, e, cmp));
+  tables.push_back(extra_ops_table(cmp, top));
+  return tables;
+}
+
+std::vector<Table> comparison_tables(const LayerModel& model, const ModelEstimate& e, const TraceComparison& cmp,
+                                     size_t top) {
+  std::vector<Table> tables = framework_vs_bound_tables(model, e, cmp, top);
   for (Table& t : inefficiency_tables(model, e, cmp.inefficiency, cmp.end_to_end_ns, top))
     tables.push_back(std::move(t));
   if (cmp.tensor_cores.has_kernels) tables.push_back(tensor_core_table(model, cmp.tensor_cores));

@@ -11,11 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "table/table.h"
-#include "lowerbound/bounds/estimate.h"
+#include "analysis/workload.h"
 #include "lowerbound/analyses/framework_inefficiency.h"
 #include "lowerbound/analyses/tensor_cores.h"
+#include "lowerbound/bounds/estimate.h"
 #include "model/trace.h"
+#include "table/table.h"
 
 namespace strata::lowerbound {
 
@@ -35,15 +36,15 @@ struct LayerMatch {
 struct TraceComparison {
   double end_to_end_ns = 0;       // one iteration of the model as the framework ran it
   std::string end_to_end_source;  // which spans gave it
-  uint64_t iterations_seen = 0;
+  uint64_t iterations_seen = 0;   // evaluations with framework ops in the trace
   std::vector<LayerMatch> matches;
   uint64_t unmatched_layers = 0;  // ONNX layers needing a call with no framework op found
   uint64_t extra_ops = 0;         // framework ops with no ONNX layer (e.g. BatchNorm folded by export)
   double extra_ops_ns = 0;
   std::vector<std::pair<std::string, std::pair<uint64_t, double>>> extra_by_name;  // name -> (count, ns)
   std::vector<std::string> warnings;
-  // The analysed iteration: its time window and outermost framework ops (trace.spans indices, by
-  // start), each with the ONNX layer matched to it (-1: none).
+  // The analysed iteration (an evaluation of the workload view): its time window and outermost
+  // framework ops (trace.spans indices, by start), each with the ONNX layer matched to it (-1: none).
   int64_t window_start_ns = INT64_MIN, window_end_ns = INT64_MAX;
   std::vector<size_t> ops;
   std::vector<int32_t> op_layer;
@@ -51,12 +52,19 @@ struct TraceComparison {
   TensorCoreUsage tensor_cores;       // GPU runs: each layer's kernels, tensor-core ones by name
 };
 
-// False with `error` when the trace has no layer-level spans.
+// The evaluation compared: the last one (steady state) among those with layer spans, preferring
+// evaluations of model-level spans. False with `error` when the trace has no layer-level spans.
+bool compare_with_workload(const LayerModel& model, const analysis::Workload& workload, TraceComparison* out,
+                           std::string* error);
+// The same for a trace on its own (builds the span tree and the workload view).
 bool compare_with_trace(const LayerModel& model, const model::Trace& trace, TraceComparison* out,
                         std::string* error);
 
+// framework_vs_bound, layer_gaps, algorithm_selection, extra_framework_ops.
+std::vector<table::Table> framework_vs_bound_tables(const LayerModel& model, const ModelEstimate& estimate,
+                                                    const TraceComparison& cmp, size_t top);
+// Those, the framework inefficiency tables and, on a GPU run, tensor_cores.
 std::vector<table::Table> comparison_tables(const LayerModel& model, const ModelEstimate& estimate,
-                                               const LatencyIndex& index, const TraceComparison& cmp,
-                                               size_t top);
+                                            const TraceComparison& cmp, size_t top);
 
 }  // namespace strata::lowerbound

@@ -1,0 +1,38 @@
+// What every lower bound of one model reads: the model's layer IR and this system's rows of the
+// performance database, indexed. Shared by `strata lowerbound` and the registered lower-bound
+// analyses (`strata analyze --analysis framework_vs_bound --param onnx=MODEL.onnx`).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lowerbound/bounds/estimate.h"
+#include "lowerbound/ir/layer_ir.h"
+#include "lowerbound/perfdb/perf_db.h"
+
+namespace strata::lowerbound {
+
+struct BoundRequest {
+  std::string onnx_path;
+  std::string db_url;  // empty: default_perf_db_url()
+  std::string backend = "cpu";
+  std::string system_tag;
+  std::string dtype = "f32";
+  std::string layout = "nchw";
+  bool fusion = false;
+};
+
+struct BoundInputs {
+  LayerModel model;
+  std::string db_url;          // as given (may hold a password: never print it)
+  std::string db_description;  // printable (password redacted)
+  std::string system;          // system key the rows were loaded for
+  std::vector<BenchRecord> records;
+  LatencyIndex index;  // points into nothing: copies of the rows
+};
+
+// Loads the model and the database rows; false with one error line (file, database, what to do).
+bool load_bound_inputs(const BoundRequest& request, BoundInputs* out, std::string* error);
+
+}  // namespace strata::lowerbound
