@@ -34,13 +34,16 @@ enum class LayerStatus { kMeasured, kFree, kMissing, kUnsupported };
 
 struct ModelEstimate {
   std::string dtype, layout;
-  bool fused = false;  // fusion chains (FusionChain) use the fused measurement where the database has one
+  bool fused = false;  // fusion chains (FusionChain) use the fused measurement where it is faster
   std::vector<double> latency_ns;
   std::vector<LayerStatus> status;
   std::vector<const BenchRecord*> best;  // per layer, nullptr unless measured; points into the
                                          // LatencyIndex, which must outlive this and stay unchanged
   Bounds bounds;
   uint64_t measured = 0, free = 0, missing = 0, unsupported = 0;
+  // With `fused`: chains that use their fused measurement, and chains whose fused call measured slower
+  // than the separate calls (the bound keeps those separate).
+  uint64_t fused_chains = 0, chains_kept_separate = 0;
 };
 
 ModelEstimate estimate_model(const LayerModel& model, const LatencyIndex& index, const std::string& dtype,
