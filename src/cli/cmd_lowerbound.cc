@@ -31,13 +31,15 @@ constexpr const char* kUsage =
     "usage: strata lowerbound MODEL.onnx [--db URL] [--backend cpu|cuda] [--dtype fp32,bf16,fp16]\n"
     "                         [--layout nchw|nhwc|blocked] [--fusion] [--trace RUN.strata] [--dot FILE.dot]\n"
     "                         [--svg FILE.svg] [--layers] [--top N] [--format text|csv|json]\n"
-    "                         [--system-tag TAG]\n"
+    "                         [--threads N] [--system-tag TAG]\n"
     "  Lower bounds from the best benchmarked latency of each layer: sequential (sum) and parallel\n"
     "  (critical path through the layer DAG). The first --dtype is the main one; the others are\n"
     "  compared in the precision table. --trace compares a framework run (strata record --level layer,\n"
     "  --level library for algorithm selection) with the bound; on a GPU run (--level device, or a\n"
     "  Kineto trace from strata import) it also shows which layers' kernels ran on tensor cores.\n"
-    "  --fusion adds the bound with fusable chains (conv + activation, conv + residual add) fused.\n";
+    "  --fusion adds the bound with fusable chains (conv + activation, conv + residual add) fused.\n"
+    "  --threads N selects the rows benchmarked with N library threads (default $OMP_NUM_THREADS, else 1):\n"
+    "  use the framework run's count. A bound above the measured run (normalized > 1) is reported as such.\n";
 
 // Graphviz `dot -Tsvg DOT -o SVG`, run without a shell (paths may hold quotes or spaces), its
 // messages discarded. False when it is missing or fails.
@@ -98,7 +100,14 @@ bool compare_trace(const CommandOptions& opt, const lb::BoundInputs& in, const l
       *error = opt.trace + ": " + *r.missing_input;
       return false;
     }
-    for (table::Table& t : r.tables) tables->push_back(std::move(t));
+    for (table::Table& t : r.tables) {
+      // Said on stderr too: a bound above the measurement, or for another thread count, is not one.
+      if (t.name == "framework_vs_bound")
+        for (const std::string& note : t.notes)
+          if (note.rfind("warning: the sequential bound", 0) == 0 || note.rfind("warning: threads", 0) == 0)
+            std::fprintf(stderr, "strata lowerbound: %s\n", note.c_str());
+      tables->push_back(std::move(t));
+    }
   }
   return true;
 }
@@ -147,6 +156,10 @@ int run_lowerbound(int argc, char** argv) {
   request.db_url = opt.db_url;
   request.backend = opt.bench.backend;
   request.system_tag = opt.bench.system_tag;
+  request.threads = opt.measure.threads;
+  request.dtype = opt.bench.dtypes[0];
+  request.layout = opt.bench.layouts[0];
+  request.fusion = opt.bench.fusion;
   lb::BoundInputs in;
   if (!lb::load_bound_inputs(request, &in, &error)) return fail("lowerbound", error, 1);
 
@@ -156,7 +169,10 @@ int run_lowerbound(int argc, char** argv) {
   estimates.push_back(lb::estimate_model(in.model, in.index, dtype, layout, false));
   if (opt.bench.fusion) estimates.push_back(lb::estimate_model(in.model, in.index, dtype, layout, true));
   const lb::ModelEstimate& main = estimates[0];
+  if (std::string none = lb::no_measurement_error(request, in, main); !none.empty()) return fail("lowerbound", none, 1);
   warn_missing(opt, in, main);
+  if (std::string w = lb::untrusted_rows_warning(request, in, main); !w.empty())
+    std::fprintf(stderr, "strata lowerbound: warning: %s\n", w.c_str());
 
   std::vector<table::Table> tables;
   tables.push_back(lb::bounds_table(in.model, estimates));

@@ -59,6 +59,8 @@ bool parse_command_options(int argc, char** argv, int first, CommandOptions* out
       out->bench.fusion = true;
     } else if (arg == "--layers") {
       out->layers = true;
+    } else if (arg == "--recheck") {
+      out->bench.recheck = true;
     } else if ((r = value_of("--db", &out->db_url))) {
       if (r < 0) return false;
     } else if ((r = value_of("--system-tag", &out->bench.system_tag))) {
@@ -117,6 +119,29 @@ bool parse_command_options(int argc, char** argv, int first, CommandOptions* out
         return false;
       }
       out->measure.min_repetition_ns = static_cast<int64_t>(ms * 1e6);
+    } else if ((r = value_of("--threads", &v))) {
+      if (r < 0) return false;
+      out->measure.threads = std::atoi(v.c_str());
+      out->threads_given = true;
+      if (out->measure.threads < 1 || out->measure.threads > 4096 || v.find_first_not_of("0123456789") != std::string::npos) {
+        *error = "--threads must be a positive integer (the framework run's thread count), not '" + v + "'";
+        return false;
+      }
+    } else if ((r = value_of("--max-spread", &v))) {
+      if (r < 0) return false;
+      char* end = nullptr;
+      out->measure.max_spread = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(out->measure.max_spread > 0) || out->measure.max_spread > 10) {
+        *error = "--max-spread must be a fraction of the median above 0 (0.1 = 10%), not '" + v + "'";
+        return false;
+      }
+    } else if ((r = value_of("--attempts", &v))) {
+      if (r < 0) return false;
+      out->measure.attempts = std::atoi(v.c_str());
+      if (out->measure.attempts < 1 || out->measure.attempts > 100) {
+        *error = "--attempts must be between 1 and 100";
+        return false;
+      }
     } else if ((r = value_of("--top", &v))) {
       if (r < 0) return false;
       out->top = static_cast<size_t>(std::max(1, std::atoi(v.c_str())));
@@ -127,6 +152,7 @@ bool parse_command_options(int argc, char** argv, int first, CommandOptions* out
       out->models.emplace_back(arg);
     }
   }
+  if (!out->threads_given) out->measure.threads = lowerbound::default_threads();
   if (out->bench.dtypes.empty()) out->bench.dtypes = {"f32"};
   if (out->bench.layouts.empty()) out->bench.layouts = {"nchw"};
   return true;

@@ -75,11 +75,17 @@ def test_malformed_model_is_one_error_line(tmp_path):
 
 def test_query_miss_warns_then_incremental_bench_fills_it(models, tmp_path):
     db = str(tmp_path / "perf.sqlite")
+    # Nothing measured: an error naming the command, never a bound of 0.000 ms.
+    empty = run("lowerbound", models["branch_net"], "--db", db, check=False)
+    assert empty.returncode == 1 and "has a measurement" in empty.stderr and "strata bench run" in empty.stderr
+    assert "0.000" not in empty.stdout
+    quick = ["--repetitions", "2", "--min-time-ms", "0.2", "--max-spread", "10"]  # noise has its own tests
+    first = run("bench", "run", models["chain_net"], "--db", db, *quick)
+    assert "benchmarked now:         5" in first.stdout
+    # Some layers measured (those branch_net shares with chain_net): a bound, and a warning for the rest.
     miss = run("lowerbound", models["branch_net"], "--db", db)
     assert "have no measurement" in miss.stderr and "strata bench run" in miss.stderr
-    first = run("bench", "run", models["chain_net"], "--db", db, "--repetitions", "2", "--min-time-ms", "0.2")
-    assert "benchmarked now:         5" in first.stdout
-    second = run("bench", "run", models["branch_net"], "--db", db, "--repetitions", "2", "--min-time-ms", "0.2")
+    second = run("bench", "run", models["branch_net"], "--db", db, *quick)
     assert "already in the database: 3" in second.stdout
     assert "benchmarked now:         2" in second.stdout
     hit = run("lowerbound", models["branch_net"], "--db", db, "--format", "json", "--dot", str(tmp_path / "g.dot"))
@@ -106,7 +112,7 @@ def test_svg_of_the_critical_path_with_an_awkward_model_name(models, tmp_path):
     model = tmp_path / f"{stem}.onnx"
     shutil.copy(models["branch_net"], model)
     db = str(tmp_path / "perf.sqlite")
-    run("bench", "run", str(model), "--db", db, "--repetitions", "2", "--min-time-ms", "0.2")
+    run("bench", "run", str(model), "--db", db, "--repetitions", "2", "--min-time-ms", "0.2", "--max-spread", "10")
     out_dir = tmp_path / "it's out"
     out_dir.mkdir()
     svg = out_dir / "critical path.svg"

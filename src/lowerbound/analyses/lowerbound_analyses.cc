@@ -6,6 +6,7 @@
 #include "analysis/workload.h"
 #include "lowerbound/analyses/trace_compare.h"
 #include "lowerbound/harness/bench_plan.h"
+#include "lowerbound/harness/measure.h"
 
 namespace strata::lowerbound {
 
@@ -98,7 +99,12 @@ AnalysisResult BoundAnalysis::run(const AnalysisInput& input) const {
   request.dtype = normalize_dtype(p.get("dtype", "f32"));
   request.layout = p.get("layout", "nchw");
   request.fusion = p.get("fusion", "0") == "1";
+  request.threads = static_cast<int>(p.get_int("threads", default_threads()));
   AnalysisResult r;
+  if (request.threads < 1) {
+    r.missing_input = "--param threads=" + p.get("threads", "") + " is not a positive thread count";
+    return r;
+  }
   if (request.dtype.empty()) {
     r.missing_input = "--param dtype=" + p.get("dtype", "") + " is not a data type (use fp32, fp16, bf16)";
     return r;
@@ -110,8 +116,15 @@ AnalysisResult BoundAnalysis::run(const AnalysisInput& input) const {
     return r;
   }
   ModelEstimate estimate = estimate_model(inputs.model, inputs.index, request.dtype, request.layout, false);
+  if (std::string none = no_measurement_error(request, inputs, estimate); !none.empty()) {
+    r.missing_input = none;
+    return r;
+  }
   BoundContext bound{&inputs.model, &estimate, static_cast<size_t>(std::max<int64_t>(1, p.get_int("top", 10)))};
-  return run_bound(input, bound);
+  r = run_bound(input, bound);
+  if (std::string w = untrusted_rows_warning(request, inputs, estimate); !w.empty() && !r.tables.empty())
+    r.tables[0].notes.push_back("warning: " + w);
+  return r;
 }
 
 const BoundAnalysis* find_bound_analysis(std::string_view name) {

@@ -5,7 +5,7 @@
 //   framework_inefficiency  parameter deviations of each layer's library call, extra calls (III-D3)
 //   tensor_cores            which layers' kernels ran on tensor cores, by kernel name (IV-E)
 // `strata analyze TRACE --analysis NAME --param onnx=MODEL.onnx [--param db=URL dtype= layout=
-// fusion=1 backend= system_tag= top=N]` loads the model and the database itself; `strata lowerbound
+// fusion=1 backend= system_tag= threads=N top=N]` loads the model and the database itself; `strata lowerbound
 // MODEL.onnx --trace TRACE` passes what it has loaded already (run_bound).
 #pragma once
 
@@ -26,7 +26,7 @@ struct BoundContext {
 
 class BoundAnalysis : public analysis::Analysis {
  public:
-  // From --param onnx=... (and db, dtype, layout, fusion, backend, system_tag, top).
+  // From --param onnx=... (and db, dtype, layout, fusion, backend, system_tag, threads, top).
   analysis::AnalysisResult run(const analysis::AnalysisInput& input) const override;
   virtual analysis::AnalysisResult run_bound(const analysis::AnalysisInput& input,
                                              const BoundContext& bound) const = 0;

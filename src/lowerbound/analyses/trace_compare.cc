@@ -1,7 +1,9 @@
 #include "lowerbound/analyses/trace_compare.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "core/level.h"
@@ -87,6 +89,9 @@ int64_t Iteration::owner(size_t i) const {
 
 namespace {
 
+// The framework's intra-op thread count, on the model span (run_torch_model.py sets it).
+constexpr std::string_view kThreadsKey[] = {"threads", "num_threads"};
+
 // The evaluation to compare: the last (steady state) of those with framework ops, model-level ones
 // first. Sets the comparison's window, end-to-end time and source.
 const analysis::Evaluation* choose_evaluation(const analysis::Workload& w, TraceComparison* out) {
@@ -105,6 +110,8 @@ const analysis::Evaluation* choose_evaluation(const analysis::Workload& w, Trace
   out->window_end_ns = chosen->start_ns + chosen->latency_ns;
   out->end_to_end_ns = static_cast<double>(chosen->latency_ns);
   if (chosen->model_span >= 0) {
+    if (std::optional<double> t = w.number(static_cast<size_t>(chosen->model_span), kThreadsKey); t && *t >= 1)
+      out->framework_threads = static_cast<int>(*t);
     out->iterations_seen = with_model_span;
     out->end_to_end_source = "last of " + std::to_string(with_model_span) + " model-level spans";
     for (const std::string& note : w.evaluation_notes()) out->warnings.push_back(note);
@@ -256,6 +263,64 @@ bool compare_with_trace(const LayerModel& model, const model::Trace& trace, Trac
 
 namespace {
 
+// The library thread count of the benchmark rows behind the bound (the most common one), 0 if unknown.
+int bench_threads(const ModelEstimate& e) {
+  std::map<int, size_t> count;
+  for (const BenchRecord* r : e.best)
+    if (r && r->threads > 0) ++count[r->threads];
+  int best = 0;
+  size_t most = 0;
+  for (const auto& [threads, n] : count)
+    if (n > most) best = threads, most = n;
+  return best;
+}
+
+std::string thread_note(const ModelEstimate& e, const TraceComparison& cmp) {
+  const int bench = bench_threads(e);
+  std::string text = "threads: benchmarks " + (bench > 0 ? std::to_string(bench) : std::string("not recorded")) +
+                     ", framework " +
+                     (cmp.framework_threads > 0 ? std::to_string(cmp.framework_threads)
+                                                : std::string("not recorded (pass threads=torch.get_num_threads() to "
+                                                              "strata.torch.predict_step)"));
+  if (bench > 0 && cmp.framework_threads > 0 && bench != cmp.framework_threads)
+    text = "warning: " + text + ": the bound is not for the framework's setting; benchmark with --threads " +
+           std::to_string(cmp.framework_threads);
+  return text;
+}
+
+}  // namespace
+
+std::string bound_check(const LayerModel& model, const ModelEstimate& e, const TraceComparison& cmp) {
+  if (!(cmp.end_to_end_ns > 0) || e.bounds.sequential_ns <= cmp.end_to_end_ns) return "";
+  char head[256];
+  std::snprintf(head, sizeof head,
+                "the sequential bound (%.3f ms) exceeds the measured run (%.3f ms): normalized %.3f > 1 means the "
+                "bound is not one",
+                e.bounds.sequential_ns / 1e6, cmp.end_to_end_ns / 1e6, e.bounds.sequential_ns / cmp.end_to_end_ns);
+  // The layers whose benchmarked latency is furthest above the framework's own op for them.
+  std::vector<std::pair<double, const LayerMatch*>> above;
+  for (const LayerMatch& m : cmp.matches)
+    if (m.layer < e.status.size() && e.status[m.layer] == LayerStatus::kMeasured && e.latency_ns[m.layer] > m.measured_ns)
+      above.push_back({e.latency_ns[m.layer] - m.measured_ns, &m});
+  std::sort(above.begin(), above.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string text = head;
+  if (!above.empty()) {
+    text += "; " + std::to_string(above.size()) + " layers benchmarked slower than the framework ran them, e.g.";
+    for (size_t i = 0; i < above.size() && i < 3; ++i) {
+      char one[200];
+      std::snprintf(one, sizeof one, "%s %s (bound %.1f us, framework %.1f us)", i ? "," : "",
+                    model.layers[above[i].second->layer].name.c_str(), e.latency_ns[above[i].second->layer] / 1e3,
+                    above[i].second->measured_ns / 1e3);
+      text += one;
+    }
+  }
+  return text +
+         "; the benchmarks were disturbed or ran with other settings (threads, layout): re-measure them with "
+         "`strata bench run MODEL --recheck` (and the framework's --threads)";
+}
+
+namespace {
+
 Table summary_table(const LayerModel& model, const ModelEstimate& e, const TraceComparison& cmp) {
   Table summary;
   summary.name = "framework_vs_bound";
@@ -282,9 +347,10 @@ Table summary_table(const LayerModel& model, const ModelEstimate& e, const Trace
        Cell::integer(static_cast<int64_t>(cmp.extra_ops)), Cell::real(cmp.extra_ops_ns / 1e6, 3)});
   summary.notes.push_back("measured: " + cmp.end_to_end_source);
   summary.notes.push_back("normalized = bound / measured (1.0: the framework reaches the bound)");
+  summary.notes.push_back(thread_note(e, cmp));
   for (const std::string& w : cmp.warnings) summary.notes.push_back("warning: " + w);
+  if (std::string w = bound_check(model, e, cmp); !w.empty()) summary.notes.push_back("warning: " + w);
   return summary;
-
 }
 
 Table gap_table(const LayerModel& model, const ModelEstimate& e, const TraceComparison& cmp, size_t top) {

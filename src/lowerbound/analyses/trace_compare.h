@@ -37,6 +37,7 @@ struct TraceComparison {
   double end_to_end_ns = 0;       // one iteration of the model as the framework ran it
   std::string end_to_end_source;  // which spans gave it
   uint64_t iterations_seen = 0;   // evaluations with framework ops in the trace
+  int framework_threads = 0;      // the compared model span's "threads" attribute (0: not recorded)
   std::vector<LayerMatch> matches;
   uint64_t unmatched_layers = 0;  // ONNX layers needing a call with no framework op found
   uint64_t extra_ops = 0;         // framework ops with no ONNX layer (e.g. BatchNorm folded by export)
@@ -59,6 +60,10 @@ bool compare_with_workload(const LayerModel& model, const analysis::Workload& wo
 // The same for a trace on its own (builds the span tree and the workload view).
 bool compare_with_trace(const LayerModel& model, const model::Trace& trace, TraceComparison* out,
                         std::string* error);
+
+// When the sequential bound exceeds the measured run (normalized > 1: the bound is not one): the
+// warning, naming the layers benchmarked slower than the framework ran them; empty otherwise.
+std::string bound_check(const LayerModel& model, const ModelEstimate& estimate, const TraceComparison& cmp);
 
 // framework_vs_bound, layer_gaps, algorithm_selection, extra_framework_ops.
 std::vector<table::Table> framework_vs_bound_tables(const LayerModel& model, const ModelEstimate& estimate,

@@ -36,11 +36,10 @@ bool measure_impl(const BenchCase& c, const MeasureOptions& options, Measurement
   int iterations = iterations_for(*std::min_element(warm.begin(), warm.end()), options);
   Measurement m;
   if (!cuda::time_launches(&prepared, options.repetitions, iterations, &m.per_call_ns, why)) return false;
-  RepetitionStats stats = summarize_repetitions(m.per_call_ns);
-  m.median_ns = stats.median_ns;
-  m.spread_ns = stats.spread_ns;
-  m.repetitions = options.repetitions;
   m.iterations = iterations;
+  m.runs = static_cast<int>(m.per_call_ns.size());
+  m.timer = "cuda_events";  // device time: what other processes do on the CPU does not enter it
+  assess(&m, options);
   *out = std::move(m);
   return true;
 }

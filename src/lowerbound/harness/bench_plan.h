@@ -20,6 +20,7 @@ struct BenchOptions {
   std::vector<std::string> layouts = {"nchw"};
   bool fusion = false;     // also benchmark fused convolutions (only where the model has a fusable chain)
   std::string system_tag;  // appended to the system key ("|tag=..."): keeps separate measurement sets apart
+  bool recheck = false;    // bench run: re-measure items whose rows are suspicious (quality, spread)
 };
 
 enum class LayerCost { kBenchmarked, kFree, kUnsupported };

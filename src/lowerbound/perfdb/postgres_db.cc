@@ -3,19 +3,13 @@
 
 #include <cstdlib>
 
+#include <set>
+
 #include "lowerbound/perfdb/perf_db.h"
+#include "lowerbound/perfdb/schema.h"
 
 namespace strata::lowerbound {
 namespace {
-
-constexpr const char* kSchema =
-    "CREATE TABLE IF NOT EXISTS strata_benchmarks ("
-    " system TEXT NOT NULL, backend TEXT NOT NULL, dtype TEXT NOT NULL, layout TEXT NOT NULL,"
-    " signature TEXT NOT NULL, algorithm TEXT NOT NULL, library_call TEXT NOT NULL, implementation TEXT NOT "
-    "NULL,"
-    " median_ns DOUBLE PRECISION NOT NULL, spread_ns DOUBLE PRECISION NOT NULL, repetitions INTEGER NOT NULL,"
-    " iterations INTEGER NOT NULL, measured_at TEXT NOT NULL,"
-    " PRIMARY KEY (system, backend, dtype, layout, signature, algorithm))";
 
 // Serialises schema creation across connections; the key is any fixed 64-bit number ("StrataLB" in
 // ASCII).
@@ -57,7 +51,7 @@ class PostgresPerfDb final : public PerfDb {
       rollback();
       return false;
     }
-    if (!exec(kSchema, error)) {
+    if (!exec(schema::kCreate, error) || !migrate(error)) {
       rollback();
       return false;
     }
@@ -65,20 +59,28 @@ class PostgresPerfDb final : public PerfDb {
   }
 
   bool put(const BenchRecord& r, std::string* error) override {
-    std::string median = std::to_string(r.median_ns), spread = std::to_string(r.spread_ns);
-    std::string reps = std::to_string(r.repetitions), iters = std::to_string(r.iterations);
-    const char* values[13] = {
-        r.system.c_str(),     r.backend.c_str(),   r.dtype.c_str(),        r.layout.c_str(),
-        r.signature.c_str(),  r.algorithm.c_str(), r.library_call.c_str(), r.implementation.c_str(),
-        median.c_str(),       spread.c_str(),      reps.c_str(),           iters.c_str(),
-        r.measured_at.c_str()};
-    const char* sql =
-        "INSERT INTO strata_benchmarks VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-        " ON CONFLICT (system, backend, dtype, layout, signature, algorithm) DO UPDATE SET"
+    const std::string numbers[] = {std::to_string(r.median_ns), std::to_string(r.spread_ns),
+                                   std::to_string(r.repetitions), std::to_string(r.iterations),
+                                   std::to_string(r.threads),     std::to_string(r.disturbed),
+                                   std::to_string(r.relative_spread), std::to_string(r.load_avg),
+                                   std::to_string(r.attempts)};
+    const char* values[schema::kColumnCount] = {
+        r.system.c_str(),      r.backend.c_str(),     r.dtype.c_str(),        r.layout.c_str(),
+        r.signature.c_str(),   r.algorithm.c_str(),   r.library_call.c_str(), r.implementation.c_str(),
+        numbers[0].c_str(),    numbers[1].c_str(),    numbers[2].c_str(),     numbers[3].c_str(),
+        r.measured_at.c_str(), numbers[4].c_str(),    r.timer.c_str(),        numbers[5].c_str(),
+        numbers[6].c_str(),    numbers[7].c_str(),    numbers[8].c_str(),     r.quality.c_str()};
+    std::string sql = std::string("INSERT INTO strata_benchmarks (") + schema::kColumns + ") VALUES (";
+    for (int i = 1; i <= schema::kColumnCount; ++i) sql += (i > 1 ? ", $" : "$") + std::to_string(i);
+    sql +=
+        ") ON CONFLICT (system, backend, dtype, layout, signature, algorithm) DO UPDATE SET"
         " library_call = EXCLUDED.library_call, implementation = EXCLUDED.implementation,"
         " median_ns = EXCLUDED.median_ns, spread_ns = EXCLUDED.spread_ns, repetitions = EXCLUDED.repetitions,"
-        " iterations = EXCLUDED.iterations, measured_at = EXCLUDED.measured_at";
-    PGresult* res = PQexecParams(conn_, sql, 13, nullptr, values, nullptr, nullptr, 0);
+        " iterations = EXCLUDED.iterations, measured_at = EXCLUDED.measured_at, threads = EXCLUDED.threads,"
+        " timer = EXCLUDED.timer, disturbed_repetitions = EXCLUDED.disturbed_repetitions,"
+        " relative_spread = EXCLUDED.relative_spread, load_avg = EXCLUDED.load_avg, attempts = EXCLUDED.attempts,"
+        " quality = EXCLUDED.quality";
+    PGresult* res = PQexecParams(conn_, sql.c_str(), schema::kColumnCount, nullptr, values, nullptr, nullptr, 0);
     bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     PQclear(res);
     return ok || fail("insert failed", error);
@@ -87,34 +89,46 @@ class PostgresPerfDb final : public PerfDb {
   bool load(const std::string& system, const std::string& backend, std::vector<BenchRecord>* out,
             std::string* error) override {
     const char* values[2] = {system.c_str(), backend.c_str()};
-    const char* sql =
-        "SELECT system, backend, dtype, layout, signature, algorithm, library_call, implementation, "
-        "median_ns,"
-        " spread_ns, repetitions, iterations, measured_at FROM strata_benchmarks WHERE system = $1 AND "
-        "backend = $2";
-    PGresult* res = PQexecParams(conn_, sql, 2, nullptr, values, nullptr, nullptr, 0);
+    std::string sql =
+        std::string("SELECT ") + schema::kColumns + " FROM strata_benchmarks WHERE system = $1 AND backend = $2";
+    PGresult* res = PQexecParams(conn_, sql.c_str(), 2, nullptr, values, nullptr, nullptr, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
       PQclear(res);
       return fail("query failed", error);
     }
     for (int row = 0; row < PQntuples(res); ++row) {
       auto text = [&](int col) { return std::string(PQgetvalue(res, row, col)); };
-      out->push_back(BenchRecord{
-          text(0), text(1), text(2), text(3), text(4), text(5), text(6), text(7),
-          std::strtod(PQgetvalue(res, row, 8), nullptr), std::strtod(PQgetvalue(res, row, 9), nullptr),
-          std::atoi(PQgetvalue(res, row, 10)), std::atoi(PQgetvalue(res, row, 11)), text(12)});
+      auto real = [&](int col) { return std::strtod(PQgetvalue(res, row, col), nullptr); };
+      auto integer = [&](int col) { return std::atoi(PQgetvalue(res, row, col)); };
+      BenchRecord r{text(0),    text(1),    text(2),     text(3),     text(4), text(5), text(6),
+                    text(7),    real(8),    real(9),     integer(10), integer(11), text(12)};
+      r.threads = integer(13);
+      r.timer = text(14);
+      r.disturbed = integer(15);
+      r.relative_spread = real(16);
+      r.load_avg = real(17);
+      r.attempts = integer(18);
+      r.quality = text(19);
+      out->push_back(std::move(r));
     }
     PQclear(res);
     return true;
   }
 
   bool erase(const std::string& system, const std::string& backend, std::string* error) override {
-    const char* values[2] = {system.c_str(), backend.c_str()};
-    PGresult* res = PQexecParams(conn_, "DELETE FROM strata_benchmarks WHERE system = $1 AND backend = $2", 2,
-                                 nullptr, values, nullptr, nullptr, 0);
-    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-    PQclear(res);
-    return ok || fail("delete failed", error);
+    return run("DELETE FROM strata_benchmarks WHERE system = $1 AND backend = $2", {system, backend}, error);
+  }
+
+  bool erase_item(const BenchRecord& k, std::string* error) override {
+    return run(
+        "DELETE FROM strata_benchmarks WHERE system = $1 AND backend = $2 AND dtype = $3 AND layout = $4 AND "
+        "signature = $5",
+        {k.system, k.backend, k.dtype, k.layout, k.signature}, error);
+  }
+
+  bool systems(const std::string& backend, std::vector<std::string>* out, std::string* error) override {
+    return column("SELECT DISTINCT system FROM strata_benchmarks WHERE backend = $1 ORDER BY system", {backend},
+                  out, error);
   }
 
   bool begin(std::string* error) override { return exec("BEGIN", error); }
@@ -122,6 +136,53 @@ class PostgresPerfDb final : public PerfDb {
   std::string describe() const override { return redact(url_); }
 
  private:
+  // Quality columns added to tables created before them; system keys of old thread defaults renamed.
+  // Runs inside open()'s transaction, under the schema lock.
+  bool migrate(std::string* error) {
+    std::vector<std::string> have;
+    if (!column("SELECT column_name FROM information_schema.columns WHERE table_name = 'strata_benchmarks' AND "
+                "table_schema = current_schema()",
+                {}, &have, error))
+      return false;
+    std::set<std::string> present(have.begin(), have.end());
+    for (const schema::Column& c : schema::kQualityColumns)
+      if (!present.count(c.name) &&
+          !exec(("ALTER TABLE strata_benchmarks ADD COLUMN " + std::string(c.name) + " " + c.definition).c_str(),
+                error))
+        return false;
+    std::vector<std::string> old_keys;
+    if (!column("SELECT DISTINCT system FROM strata_benchmarks WHERE system LIKE '%|omp_threads=default%'", {},
+                &old_keys, error))
+      return false;
+    const std::string update = schema::with_placeholders(schema::kMigrateKey, '$');
+    for (const std::string& key : old_keys) {
+      std::string migrated = schema::migrated_system_key(key);
+      if (migrated != key && !run(update.c_str(), {key, migrated}, error)) return false;
+    }
+    return true;
+  }
+  // One statement with text parameters $1, $2, ...
+  bool run(const char* sql, const std::vector<std::string>& params, std::string* error) {
+    std::vector<const char*> values;
+    for (const std::string& p : params) values.push_back(p.c_str());
+    PGresult* res = PQexecParams(conn_, sql, static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                                 nullptr, 0);
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    PQclear(res);
+    return ok || fail("statement failed", error);
+  }
+  // The first column of every row of a query.
+  bool column(const char* sql, const std::vector<std::string>& params, std::vector<std::string>* out,
+              std::string* error) {
+    std::vector<const char*> values;
+    for (const std::string& p : params) values.push_back(p.c_str());
+    PGresult* res = PQexecParams(conn_, sql, static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                                 nullptr, 0);
+    bool ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+    for (int row = 0; ok && row < PQntuples(res); ++row) out->push_back(PQgetvalue(res, row, 0));
+    PQclear(res);
+    return ok || fail("query failed", error);
+  }
   void rollback() {
     PGresult* res = PQexec(conn_, "ROLLBACK");
     PQclear(res);
