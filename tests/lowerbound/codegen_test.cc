@@ -107,5 +107,58 @@ TEST(Codegen, UnwritableDirectoryIsAClearError) {
   EXPECT_NE(error.find("/proc/strata-cannot-write-here"), std::string::npos) << error;
 }
 
+// Issue 13.12: layer names come from the ONNX file and may hold any byte. A CR written raw into the
+// generated source ended the string literal and the project did not compile. Every name below is
+// written as a literal, compiled with the project's compiler and printed back byte for byte.
+TEST(Codegen, LayerNamesWithControlCharactersCompileAndRoundTrip) {
+  const std::vector<std::string> names = {
+      "conv\rrelu",                  // CR
+      "a\r\nb",                     // CRLF
+      "tab\tand\vvertical\fform",  // tab, vertical tab, form feed
+      "esc\x1b[31mred\x1b[0m",      // terminal escapes
+      std::string("nul\0inside", 10),
+      "del\x7f and bell\a",
+      "quote\" back\\slash \\x41 ?\?= ?\?/",  // an escaped backslash before hex digits; trigraph look-alikes
+      "\x01" "7digits after an octal escape 777",
+      "utf8 \xc3\xa9 and a lone \xff byte"};
+  testing::TempDir dir;
+  std::string source = "#include <cstdio>\nint main() {\n";
+  for (const std::string& n : names) {
+    std::string literal = cpp_string_literal(n);
+    EXPECT_EQ(literal.find('\r'), std::string::npos) << literal;
+    EXPECT_EQ(literal.find('\n'), std::string::npos) << literal;
+    source += "  { static const char s[] = " + literal + "; std::fwrite(s, 1, sizeof s - 1, stdout); std::fputc('|', stdout); }\n";
+  }
+  source += "  return 0;\n}\n";
+  {
+    std::ofstream out(dir.file("names.cc"), std::ios::binary);
+    out << source;
+  }
+  std::string out;
+  ASSERT_EQ(run_command(std::string(STRATA_CXX_COMPILER) + " -std=c++20 -Wall -Werror -o " + dir.file("names") + " " +
+                            dir.file("names.cc"),
+                        &out),
+            0)
+      << out;
+  ASSERT_EQ(run_command(dir.file("names") + " > " + dir.file("printed"), &out), 0) << out;
+  std::string expected;
+  for (const std::string& n : names) expected += n + "|";
+  EXPECT_EQ(read(dir.file("printed")), expected);
+
+  // And through the generator: a model whose layer names hold a CR writes no raw control character.
+  std::vector<LayerModel> models(1);
+  std::string error;
+  ASSERT_TRUE(load_onnx_file(std::string(STRATA_SOURCE_DIR) + "/tests/lowerbound/data/chain_net.onnx",
+                             &models[0], &error))
+      << error;
+  for (Layer& l : models[0].layers) l.name += "\r\x1b";
+  GenerateStats stats;
+  ASSERT_TRUE(generate_benchmarks(models, BenchOptions{}, dir.file("gen"), &stats, &error)) << error;
+  std::string generated = read(dir.file("gen/benchmarks.cc"));
+  EXPECT_EQ(generated.find('\r'), std::string::npos);
+  EXPECT_EQ(generated.find('\x1b'), std::string::npos);
+  EXPECT_NE(generated.find("\\015\\033/"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace strata::lowerbound

@@ -1,5 +1,6 @@
 #include "lowerbound/harness/codegen.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
@@ -24,12 +25,24 @@ std::string ints(const std::vector<int64_t>& v) {
 std::string cpp_string_literal(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\' || c == '?') {
+      // '?' too: "??=" in a literal reads as a trigraph to GCC's -Wtrigraphs (an error under -Werror).
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
       out += "\\n";
-      continue;
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      // Every other control character (CR, ESC, ...) as a 3-digit octal escape, which, unlike \x,
+      // never swallows a following hex digit.
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\%03o", u);
+      out += buf;
+    } else {
+      out += c;
     }
-    out += c;
   }
   return out + "\"";
 }

@@ -23,7 +23,9 @@ struct GenerateStats {
 bool generate_benchmarks(const std::vector<LayerModel>& models, const BenchOptions& options,
                          const std::string& out_dir, GenerateStats* stats, std::string* error);
 
-// A C++ string literal of `s` (quotes, backslashes and newlines escaped).
+// A C++ string literal holding `s` exactly: quotes, backslashes and '?' escaped, and every control
+// character (newline, CR, tab, ESC, DEL, NUL, ...) written as an escape, so a layer name from any
+// ONNX file compiles (issue 13.12: a CR in a name broke the generated source).
 std::string cpp_string_literal(const std::string& s);
 
 // The harness's header-only sources, embedded at build time (embedded_sources.cc.in).
