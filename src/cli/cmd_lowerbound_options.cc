@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 #include "lowerbound/ir/onnx_loader.h"
+#include "lowerbound/perfdb/db_url.h"
 
 namespace strata::cli {
 
@@ -23,6 +25,33 @@ std::vector<std::string> split_list(const std::string& text) {
     start = comma + 1;
   }
   return out;
+}
+
+// A password in --db is readable by every user of the machine while the command runs (`ps`,
+// /proc/PID/cmdline): refuse it, after overwriting it in our own argv to shorten that window.
+bool check_db_argument(int argc, char** argv, int first, const std::string& url, std::string* error) {
+  std::string secret = lowerbound::db_url_password(url);
+  lowerbound::DbTarget target;
+  std::string conninfo_error;
+  const bool conninfo = !lowerbound::parse_db_url(url, &target, &conninfo_error);
+  if (secret.empty() && !conninfo) return true;
+  for (int i = first; i < argc; ++i) {
+    std::string scrubbed = lowerbound::redact_db_url(argv[i]);
+    if (scrubbed != argv[i]) {
+      size_t n = std::strlen(argv[i]);
+      std::memset(argv[i], '*', n);
+      std::memcpy(argv[i], scrubbed.data(), std::min(n, scrubbed.size()));
+    }
+  }
+  if (conninfo) {
+    *error = "--db " + conninfo_error;
+    return false;
+  }
+  *error = "--db " + lowerbound::redact_db_url(url) +
+           ": a password on the command line is visible to every user of this machine (ps, /proc); remove it "
+           "and keep it in ~/.pgpass (HOST:PORT:DB:USER:PASSWORD, mode 0600), $PGPASSWORD, or a service file "
+           "(postgresql://?service=NAME with ~/.pg_service.conf); $STRATA_PERF_DB may hold a full URI";
+  return false;
 }
 
 }  // namespace
@@ -152,6 +181,7 @@ bool parse_command_options(int argc, char** argv, int first, CommandOptions* out
       out->models.emplace_back(arg);
     }
   }
+  if (!out->db_url.empty() && !check_db_argument(argc, argv, first, out->db_url, error)) return false;
   if (!out->threads_given) out->measure.threads = lowerbound::default_threads();
   if (out->bench.dtypes.empty()) out->bench.dtypes = {"f32"};
   if (out->bench.layouts.empty()) out->bench.layouts = {"nchw"};

@@ -146,3 +146,23 @@ def test_committed_torchvision_graphs_are_what_the_exporter_makes(tmp_path):
                                    "--layers", "--format", "json").stdout)
         assert fresh[f"layers_{name}"] == committed[f"layers_{name}"], name
         assert os.path.getsize(tmp_path / f"{name}.onnx") < 100_000
+
+
+def test_database_passwords_stay_out_of_argv_files_and_messages(models, tmp_path):
+    """Issue 13.3: a keyword/value string is refused (it used to become an SQLite file named after the
+    password), a password on the command line is refused (every user can read it in `ps`), and one
+    in $STRATA_PERF_DB never reaches a message."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    p = subprocess.run([STRATA, "bench", "run", models["chain_net"], "--db", "host=localhost password=hunter2"],
+                       capture_output=True, text=True, env=ENV, cwd=cwd, timeout=60)
+    assert p.returncode == 2 and "keyword/value string" in p.stderr and "hunter2" not in p.stderr
+    assert list(cwd.iterdir()) == []
+    p = run("lowerbound", models["chain_net"], "--db", "postgresql://u:hunter2@127.0.0.1:1/x", check=False)
+    assert p.returncode == 2 and "visible to every user" in p.stderr and "~/.pgpass" in p.stderr
+    assert "hunter2" not in p.stderr
+    env = dict(ENV, STRATA_PERF_DB="postgresql://u@127.0.0.1:1/x?password=hunter2&connect_timeout=2")
+    p = subprocess.run([STRATA, "lowerbound", models["chain_net"]], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 1 and "cannot connect" in p.stderr and "password=***" in p.stderr
+    assert "hunter2" not in p.stderr

@@ -1,19 +1,17 @@
 #include "lowerbound/perfdb/perf_db.h"
 
+#include "lowerbound/perfdb/db_url.h"
+
 #include <cstdlib>
 #include <filesystem>
 
 namespace strata::lowerbound {
 
 std::unique_ptr<PerfDb> open_perf_db(const std::string& url, std::string* error) {
-  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
-    return open_postgres_db(url, error);
-  std::string path = url.rfind("sqlite:", 0) == 0 ? url.substr(7) : url;
-  if (path.empty()) {
-    *error = "empty database path; pass --db FILE.sqlite or --db postgresql://...";
-    return nullptr;
-  }
-  return open_sqlite_db(path, error);
+  DbTarget target;
+  if (!parse_db_url(url, &target, error)) return nullptr;
+  if (target.kind == DbTarget::Kind::kPostgres) return open_postgres_db(target.location, error);
+  return open_sqlite_db(target.location, error);
 }
 
 std::string default_perf_db_url() {

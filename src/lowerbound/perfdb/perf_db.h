@@ -54,7 +54,8 @@ class PerfDb {
   virtual std::string describe() const = 0;
 };
 
-// "postgresql://..." / "postgres://..." -> PostgreSQL; "sqlite:PATH" or a plain PATH -> SQLite.
+// "postgresql://..." / "postgres://..." -> PostgreSQL; "sqlite:PATH" or a plain PATH -> SQLite; a
+// libpq keyword/value string is refused (db_url.h). Error lines never hold the password.
 std::unique_ptr<PerfDb> open_perf_db(const std::string& url, std::string* error);
 std::unique_ptr<PerfDb> open_sqlite_db(const std::string& path, std::string* error);
 std::unique_ptr<PerfDb> open_postgres_db(const std::string& url, std::string* error);

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "lowerbound/perfdb/db_url.h"
 #include "lowerbound/perfdb/perf_db.h"
 #include "lowerbound/perfdb/schema.h"
 
@@ -14,16 +15,6 @@ namespace {
 // Serialises schema creation across connections; the key is any fixed 64-bit number ("StrataLB" in
 // ASCII).
 constexpr const char* kSchemaLock = "SELECT pg_advisory_xact_lock(6013557165336382530)";
-
-// The URL without its password, for messages.
-std::string redact(const std::string& url) {
-  auto at = url.find('@');
-  auto scheme = url.find("://");
-  if (at == std::string::npos || scheme == std::string::npos) return url;
-  auto colon = url.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return url;
-  return url.substr(0, colon) + ":***" + url.substr(at);
-}
 
 class PostgresPerfDb final : public PerfDb {
  public:
@@ -133,23 +124,27 @@ class PostgresPerfDb final : public PerfDb {
 
   bool begin(std::string* error) override { return exec("BEGIN", error); }
   bool commit(std::string* error) override { return exec("COMMIT", error); }
-  std::string describe() const override { return redact(url_); }
+  std::string describe() const override { return redact_db_url(url_); }
 
  private:
   // Quality columns added to tables created before them; system keys of old thread defaults renamed.
   // Runs inside open()'s transaction, under the schema lock.
   bool migrate(std::string* error) {
     std::vector<std::string> have;
-    if (!column("SELECT column_name FROM information_schema.columns WHERE table_name = 'strata_benchmarks' AND "
-                "table_schema = current_schema()",
+    // pg_attribute, not information_schema: the latter hides columns from users without privileges on
+    // the table (a team's shared database opened by another user than its owner).
+    if (!column("SELECT attname FROM pg_attribute WHERE attrelid = 'strata_benchmarks'::regclass AND attnum > 0 "
+                "AND NOT attisdropped",
                 {}, &have, error))
       return false;
     std::set<std::string> present(have.begin(), have.end());
     for (const schema::Column& c : schema::kQualityColumns)
       if (!present.count(c.name) &&
           !exec(("ALTER TABLE strata_benchmarks ADD COLUMN " + std::string(c.name) + " " + c.definition).c_str(),
-                error))
+                error)) {
+        *error += " (the table predates the quality columns: its owner must open it once with this version)";
         return false;
+      }
     std::vector<std::string> old_keys;
     if (!column("SELECT DISTINCT system FROM strata_benchmarks WHERE system LIKE '%|omp_threads=default%'", {},
                 &old_keys, error))
@@ -196,7 +191,14 @@ class PostgresPerfDb final : public PerfDb {
   bool fail(const std::string& what, std::string* error) {
     std::string msg = conn_ ? PQerrorMessage(conn_) : "out of memory";
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    *error = redact(url_) + ": PostgreSQL: " + what + ": " + msg;
+    // One line: libpq continues a message on indented lines ("\n\tIs the server running ...").
+    for (size_t nl = msg.find('\n'); nl != std::string::npos; nl = msg.find('\n', nl)) {
+      size_t end = nl + 1;
+      while (end < msg.size() && (msg[end] == '\t' || msg[end] == ' ')) ++end;
+      msg.replace(nl, end - nl, "; ");
+    }
+    // libpq's messages may quote parts of the connection string: no password leaves this function.
+    *error = redact_db_url(url_) + ": PostgreSQL: " + scrub_password(what + ": " + msg, url_);
     return false;
   }
   std::string url_;
