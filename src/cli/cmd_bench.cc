@@ -5,9 +5,9 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/lowerbound_options.h"
 #include "lowerbound/harness/bench_runner.h"
 #include "lowerbound/harness/codegen.h"
-#include "cli/lowerbound_options.h"
 #include "lowerbound/perfdb/perf_db.h"
 
 namespace strata::cli {
@@ -27,12 +27,16 @@ constexpr const char* kUsage =
     "  run:      times them here and stores median, spread and repetitions in the performance database\n"
     "            (--db FILE.sqlite or postgresql://...; default $STRATA_PERF_DB or\n"
     "            ~/.cache/strata/perf.sqlite). Layers the database already has for this system are skipped.\n"
-    "  --threads N     library (OpenMP) threads: the framework run's count (default $OMP_NUM_THREADS, else 1;\n"
+    "  --threads N     library (OpenMP) threads: the framework run's count (default $OMP_NUM_THREADS, else "
+    "1;\n"
     "                  PyTorch: torch.get_num_threads()). One thread is timed by its CPU clock, several by\n"
-    "                  the wall clock with preempted repetitions discarded, so other processes do not count.\n"
+    "                  the wall clock with preempted repetitions discarded, so other processes do not "
+    "count.\n"
     "  --max-spread F  a measurement whose interquartile range exceeds F x its median (default 0.1) is\n"
-    "                  re-measured, up to --attempts times (default 3); still noisy, the layer is not stored.\n"
-    "  --recheck       also re-measure stored layers whose rows are suspicious (no quality recorded, or noisy).\n"
+    "                  re-measured, up to --attempts times (default 3); still noisy, the layer is not "
+    "stored.\n"
+    "  --recheck       also re-measure stored layers whose rows are suspicious (no quality recorded, or "
+    "noisy).\n"
     "  cpu backend: oneDNN; cuda backend: cuDNN + cuBLAS (needs a GPU and the CUDA plugin).\n"
     "  --fusion: also each convolution fused with what follows it as oneDNN post-ops: an activation\n"
     "            (Relu, Clip/ReLU6, Sigmoid, Tanh, Elu, LeakyRelu) or a residual Add (+ activation).\n";
@@ -42,11 +46,13 @@ void print_run(const CommandOptions& opt, const lb::PerfDb& db, const lb::BenchR
   auto n = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   std::printf("database: %s\n", db.describe().c_str());
   if (opt.bench.backend == "cpu")
-    std::printf("threads: %d (%s)\n", stats.threads,
-                opt.threads_given ? "--threads" : "$OMP_NUM_THREADS or 1: pass --threads to match the framework run");
-  std::printf("machine: %s before, %s after\n", stats.load_before.text().c_str(), stats.load_after.text().c_str());
-  std::printf("work items (unique layer x dtype x layout%s): %llu\n", opt.bench.fusion ? ", plus fused pairs" : "",
-              n(stats.work_items));
+    std::printf(
+        "threads: %d (%s)\n", stats.threads,
+        opt.threads_given ? "--threads" : "$OMP_NUM_THREADS or 1: pass --threads to match the framework run");
+  std::printf("machine: %s before, %s after\n", stats.load_before.text().c_str(),
+              stats.load_after.text().c_str());
+  std::printf("work items (unique layer x dtype x layout%s): %llu\n",
+              opt.bench.fusion ? ", plus fused pairs" : "", n(stats.work_items));
   std::printf("  already in the database: %llu\n", n(stats.already_in_db));
   std::printf("  benchmarked now:         %llu (%llu algorithm cases timed, %llu rejected by the library)\n",
               n(stats.benchmarked), n(stats.cases_run), n(stats.cases_unsupported));
@@ -57,6 +63,7 @@ void print_run(const CommandOptions& opt, const lb::PerfDb& db, const lb::BenchR
   std::printf("layers with no library call (free): %llu\n", n(stats.free_layers));
   std::printf("time: %.1f s\n", stats.seconds);
   for (const std::string& e : stats.remeasured_entries) std::printf("re-measured: %s\n", e.c_str());
+  std::fflush(stdout);  // whole lines before the warnings, also when both go to one file
   for (const std::string& e : stats.refused_entries) std::fprintf(stderr, "strata bench: %s\n", e.c_str());
   for (const std::string& w : stats.warnings) std::fprintf(stderr, "strata bench: %s\n", w.c_str());
 }

@@ -11,11 +11,11 @@
 #include <fstream>
 #include <iostream>
 
+#include "analysis/workload.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "export/table_render.h"
-#include "analysis/workload.h"
 #include "cli/lowerbound_options.h"
+#include "export/table_render.h"
 #include "lowerbound/analyses/lowerbound_analyses.h"
 #include "lowerbound/bounds/bound_inputs.h"
 #include "lowerbound/bounds/estimate.h"
@@ -64,14 +64,15 @@ void warn_missing(const CommandOptions& opt, const lb::BoundInputs& in, const lb
   const std::string& dtype = opt.bench.dtypes[0];
   const std::string& layout = opt.bench.layouts[0];
   if (main.missing > 0)
-    std::fprintf(stderr,
-                 "strata lowerbound: warning: %llu of %zu layers have no measurement for this system (%s, %s) in "
-                 "%s; the bound leaves them out. Fill them with: strata bench run %s --db %s --dtype %s --layout "
-                 "%s%s%s\n",
-                 static_cast<unsigned long long>(main.missing), in.model.layers.size(), dtype.c_str(),
-                 layout.c_str(), in.db_description.c_str(), in.model.path.c_str(), in.db_description.c_str(),
-                 join(opt.bench.dtypes, ",").c_str(), layout.c_str(), opt.bench.fusion ? " --fusion" : "",
-                 opt.bench.system_tag.empty() ? "" : (" --system-tag " + opt.bench.system_tag).c_str());
+    std::fprintf(
+        stderr,
+        "strata lowerbound: warning: %llu of %zu layers have no measurement for this system (%s, %s) in "
+        "%s; the bound leaves them out. Fill them with: strata bench run %s --db %s --dtype %s --layout "
+        "%s%s%s\n",
+        static_cast<unsigned long long>(main.missing), in.model.layers.size(), dtype.c_str(), layout.c_str(),
+        in.db_description.c_str(), in.model.path.c_str(), in.db_description.c_str(),
+        join(opt.bench.dtypes, ",").c_str(), layout.c_str(), opt.bench.fusion ? " --fusion" : "",
+        opt.bench.system_tag.empty() ? "" : (" --system-tag " + opt.bench.system_tag).c_str());
   if (main.unsupported > 0)
     std::fprintf(stderr,
                  "strata lowerbound: warning: %llu layers have no benchmark (operator without a library-call "
@@ -132,10 +133,11 @@ bool write_critical_path(const CommandOptions& opt, const lb::BoundInputs& in, c
     out << dot;
   }
   if (!run_dot_to_svg(dot_path, opt.svg))
-    std::fprintf(stderr,
-                 "strata lowerbound: warning: graphviz `dot` failed or is missing (apt-get install graphviz); "
-                 "the DOT file is %s\n",
-                 dot_path.c_str());
+    std::fprintf(
+        stderr,
+        "strata lowerbound: warning: graphviz `dot` failed or is missing (apt-get install graphviz); "
+        "the DOT file is %s\n",
+        dot_path.c_str());
   else
     std::fprintf(stderr, "critical path (SVG): %s\n", opt.svg.c_str());
   return true;
@@ -169,7 +171,8 @@ int run_lowerbound(int argc, char** argv) {
   estimates.push_back(lb::estimate_model(in.model, in.index, dtype, layout, false));
   if (opt.bench.fusion) estimates.push_back(lb::estimate_model(in.model, in.index, dtype, layout, true));
   const lb::ModelEstimate& main = estimates[0];
-  if (std::string none = lb::no_measurement_error(request, in, main); !none.empty()) return fail("lowerbound", none, 1);
+  if (std::string none = lb::no_measurement_error(request, in, main); !none.empty())
+    return fail("lowerbound", none, 1);
   warn_missing(opt, in, main);
   if (std::string w = lb::untrusted_rows_warning(request, in, main); !w.empty())
     std::fprintf(stderr, "strata lowerbound: warning: %s\n", w.c_str());
@@ -178,8 +181,10 @@ int run_lowerbound(int argc, char** argv) {
   tables.push_back(lb::bounds_table(in.model, estimates));
   if (opt.layers) tables.push_back(lb::layer_table(in.model, main));
   if (opt.bench.fusion) tables.push_back(lb::fusion_table(in.model, in.index, dtype, layout));
-  if (opt.bench.dtypes.size() > 1) tables.push_back(lb::precision_table(in.model, in.index, layout, opt.bench.dtypes));
-  if (!opt.trace.empty() && !compare_trace(opt, in, main, &tables, &error)) return fail("lowerbound", error, 1);
+  if (opt.bench.dtypes.size() > 1)
+    tables.push_back(lb::precision_table(in.model, in.index, layout, opt.bench.dtypes));
+  if (!opt.trace.empty() && !compare_trace(opt, in, main, &tables, &error))
+    return fail("lowerbound", error, 1);
   if (!write_critical_path(opt, in, main, &error)) return fail("lowerbound", error, 1);
   exporter::TableFormat format;
   exporter::parse_table_format(opt.format, &format);

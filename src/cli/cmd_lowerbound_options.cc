@@ -1,10 +1,9 @@
-#include "cli/lowerbound_options.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
 
+#include "cli/lowerbound_options.h"
 #include "lowerbound/ir/onnx_loader.h"
 #include "lowerbound/perfdb/db_url.h"
 
@@ -62,118 +61,150 @@ std::string join(const std::vector<std::string>& items, const std::string& sep) 
   return out;
 }
 
+namespace {
+
+// Options with a value: name -> a setter that checks the value (false with `error`).
+using Setter = bool (*)(const std::string& v, CommandOptions* out, std::string* error);
+
+bool set_format(const std::string& v, CommandOptions* out, std::string* error) {
+  out->format = v;
+  if (v == "text" || v == "csv" || v == "json") return true;
+  *error = "--format must be text, csv or json, not '" + v + "'";
+  return false;
+}
+
+bool set_backend(const std::string& v, CommandOptions* out, std::string* error) {
+  out->bench.backend = v;
+  if (v == "cpu" || v == "cuda") return true;
+  *error = "--backend must be cpu or cuda, not '" + v + "'";
+  return false;
+}
+
+bool set_dtypes(const std::string& v, CommandOptions* out, std::string* error) {
+  out->bench.dtypes.clear();
+  for (const std::string& d : split_list(v)) {
+    std::string n = normalize_dtype(d);
+    if (n.empty()) {
+      *error = "--dtype: unknown data type '" + d + "' (use fp32, fp16, bf16)";
+      return false;
+    }
+    out->bench.dtypes.push_back(n);
+  }
+  return true;
+}
+
+bool set_layouts(const std::string& v, CommandOptions* out, std::string* error) {
+  out->bench.layouts = split_list(v);
+  for (const std::string& l : out->bench.layouts)
+    if (l != "nchw" && l != "nhwc" && l != "blocked") {
+      *error = "--layout: unknown layout '" + l + "' (use nchw, nhwc, blocked)";
+      return false;
+    }
+  return true;
+}
+
+bool set_repetitions(const std::string& v, CommandOptions* out, std::string* error) {
+  out->measure.repetitions = std::atoi(v.c_str());
+  if (out->measure.repetitions >= 1 && out->measure.repetitions <= 1000) return true;
+  *error = "--repetitions must be between 1 and 1000";
+  return false;
+}
+
+bool set_min_time(const std::string& v, CommandOptions* out, std::string* error) {
+  double ms = std::atof(v.c_str());
+  out->measure.min_repetition_ns = static_cast<int64_t>(ms * 1e6);
+  if (ms > 0) return true;
+  *error = "--min-time-ms must be a positive number";
+  return false;
+}
+
+bool set_threads(const std::string& v, CommandOptions* out, std::string* error) {
+  out->measure.threads = std::atoi(v.c_str());
+  out->threads_given = true;
+  if (out->measure.threads >= 1 && out->measure.threads <= 4096 &&
+      v.find_first_not_of("0123456789") == std::string::npos)
+    return true;
+  *error = "--threads must be a positive integer (the framework run's thread count), not '" + v + "'";
+  return false;
+}
+
+bool set_max_spread(const std::string& v, CommandOptions* out, std::string* error) {
+  char* end = nullptr;
+  out->measure.max_spread = std::strtod(v.c_str(), &end);
+  if (end != v.c_str() && *end == '\0' && out->measure.max_spread > 0 && out->measure.max_spread <= 10)
+    return true;
+  *error = "--max-spread must be a fraction of the median above 0 (0.1 = 10%), not '" + v + "'";
+  return false;
+}
+
+bool set_attempts(const std::string& v, CommandOptions* out, std::string* error) {
+  out->measure.attempts = std::atoi(v.c_str());
+  if (out->measure.attempts >= 1 && out->measure.attempts <= 100) return true;
+  *error = "--attempts must be between 1 and 100";
+  return false;
+}
+
+struct ValueOption {
+  std::string_view name;
+  Setter set;
+};
+constexpr ValueOption kValueOptions[] = {
+    {"--db", [](const std::string& v, CommandOptions* o, std::string*) { return o->db_url = v, true; }},
+    {"--system-tag",
+     [](const std::string& v, CommandOptions* o, std::string*) { return o->bench.system_tag = v, true; }},
+    {"--trace", [](const std::string& v, CommandOptions* o, std::string*) { return o->trace = v, true; }},
+    {"--dot", [](const std::string& v, CommandOptions* o, std::string*) { return o->dot = v, true; }},
+    {"--svg", [](const std::string& v, CommandOptions* o, std::string*) { return o->svg = v, true; }},
+    {"-o", [](const std::string& v, CommandOptions* o, std::string*) { return o->output = v, true; }},
+    {"--output", [](const std::string& v, CommandOptions* o, std::string*) { return o->output = v, true; }},
+    {"--top",
+     [](const std::string& v, CommandOptions* o, std::string*) {
+       return o->top = static_cast<size_t>(std::max(1, std::atoi(v.c_str()))), true;
+     }},
+    {"--format", set_format},
+    {"--backend", set_backend},
+    {"--dtype", set_dtypes},
+    {"--layout", set_layouts},
+    {"--repetitions", set_repetitions},
+    {"--min-time-ms", set_min_time},
+    {"--threads", set_threads},
+    {"--max-spread", set_max_spread},
+    {"--attempts", set_attempts},
+};
+
+}  // namespace
+
 bool parse_command_options(int argc, char** argv, int first, CommandOptions* out, std::string* error) {
   for (int i = first; i < argc; ++i) {
     std::string_view arg = argv[i];
-    auto value_of = [&](std::string_view name, std::string* value) {
-      if (arg == name) {
-        if (i + 1 >= argc) {
-          *error = "option " + std::string(name) + " needs a value";
-          return -1;
-        }
-        *value = argv[++i];
-        return 1;
-      }
-      if (arg.size() > name.size() && arg.substr(0, name.size()) == name && arg[name.size()] == '=') {
-        *value = std::string(arg.substr(name.size() + 1));
-        return 1;
-      }
-      return 0;
-    };
-    std::string v;
-    int r;
     if (arg == "-h" || arg == "--help") {
       out->help = true;
-    } else if (arg == "--fusion") {
-      out->bench.fusion = true;
-    } else if (arg == "--layers") {
-      out->layers = true;
-    } else if (arg == "--recheck") {
-      out->bench.recheck = true;
-    } else if ((r = value_of("--db", &out->db_url))) {
-      if (r < 0) return false;
-    } else if ((r = value_of("--system-tag", &out->bench.system_tag))) {
-      if (r < 0) return false;
-    } else if ((r = value_of("--trace", &out->trace))) {
-      if (r < 0) return false;
-    } else if ((r = value_of("--dot", &out->dot))) {
-      if (r < 0) return false;
-    } else if ((r = value_of("--svg", &out->svg))) {
-      if (r < 0) return false;
-    } else if ((r = value_of("-o", &out->output)) || (r = value_of("--output", &out->output))) {
-      if (r < 0) return false;
-    } else if ((r = value_of("--format", &out->format))) {
-      if (r < 0) return false;
-      if (out->format != "text" && out->format != "csv" && out->format != "json") {
-        *error = "--format must be text, csv or json, not '" + out->format + "'";
-        return false;
-      }
-    } else if ((r = value_of("--backend", &out->bench.backend))) {
-      if (r < 0) return false;
-      if (out->bench.backend != "cpu" && out->bench.backend != "cuda") {
-        *error = "--backend must be cpu or cuda, not '" + out->bench.backend + "'";
-        return false;
-      }
-    } else if ((r = value_of("--dtype", &v))) {
-      if (r < 0) return false;
-      out->bench.dtypes.clear();
-      for (const std::string& d : split_list(v)) {
-        std::string n = normalize_dtype(d);
-        if (n.empty()) {
-          *error = "--dtype: unknown data type '" + d + "' (use fp32, fp16, bf16)";
+      continue;
+    }
+    if (arg == "--fusion" || arg == "--layers" || arg == "--recheck") {
+      (arg == "--fusion" ? out->bench.fusion : arg == "--layers" ? out->layers : out->bench.recheck) = true;
+      continue;
+    }
+    const ValueOption* option = nullptr;
+    std::string value;
+    for (const ValueOption& o : kValueOptions) {
+      if (arg == o.name) {
+        if (i + 1 >= argc) {
+          *error = "option " + std::string(o.name) + " needs a value";
           return false;
         }
-        out->bench.dtypes.push_back(n);
+        value = argv[++i];
+      } else if (arg.size() > o.name.size() && arg.substr(0, o.name.size()) == o.name &&
+                 arg[o.name.size()] == '=') {
+        value = std::string(arg.substr(o.name.size() + 1));
+      } else {
+        continue;
       }
-    } else if ((r = value_of("--layout", &v))) {
-      if (r < 0) return false;
-      out->bench.layouts = split_list(v);
-      for (const std::string& l : out->bench.layouts)
-        if (l != "nchw" && l != "nhwc" && l != "blocked") {
-          *error = "--layout: unknown layout '" + l + "' (use nchw, nhwc, blocked)";
-          return false;
-        }
-    } else if ((r = value_of("--repetitions", &v))) {
-      if (r < 0) return false;
-      out->measure.repetitions = std::atoi(v.c_str());
-      if (out->measure.repetitions < 1 || out->measure.repetitions > 1000) {
-        *error = "--repetitions must be between 1 and 1000";
-        return false;
-      }
-    } else if ((r = value_of("--min-time-ms", &v))) {
-      if (r < 0) return false;
-      double ms = std::atof(v.c_str());
-      if (ms <= 0) {
-        *error = "--min-time-ms must be a positive number";
-        return false;
-      }
-      out->measure.min_repetition_ns = static_cast<int64_t>(ms * 1e6);
-    } else if ((r = value_of("--threads", &v))) {
-      if (r < 0) return false;
-      out->measure.threads = std::atoi(v.c_str());
-      out->threads_given = true;
-      if (out->measure.threads < 1 || out->measure.threads > 4096 || v.find_first_not_of("0123456789") != std::string::npos) {
-        *error = "--threads must be a positive integer (the framework run's thread count), not '" + v + "'";
-        return false;
-      }
-    } else if ((r = value_of("--max-spread", &v))) {
-      if (r < 0) return false;
-      char* end = nullptr;
-      out->measure.max_spread = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !(out->measure.max_spread > 0) || out->measure.max_spread > 10) {
-        *error = "--max-spread must be a fraction of the median above 0 (0.1 = 10%), not '" + v + "'";
-        return false;
-      }
-    } else if ((r = value_of("--attempts", &v))) {
-      if (r < 0) return false;
-      out->measure.attempts = std::atoi(v.c_str());
-      if (out->measure.attempts < 1 || out->measure.attempts > 100) {
-        *error = "--attempts must be between 1 and 100";
-        return false;
-      }
-    } else if ((r = value_of("--top", &v))) {
-      if (r < 0) return false;
-      out->top = static_cast<size_t>(std::max(1, std::atoi(v.c_str())));
+      option = &o;
+      break;
+    }
+    if (option) {
+      if (!option->set(value, out, error)) return false;
     } else if (!arg.empty() && arg[0] == '-') {
       *error = "unknown option '" + std::string(arg) + "' (see --help)";
       return false;

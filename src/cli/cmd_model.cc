@@ -6,9 +6,9 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/lowerbound_options.h"
 #include "export/table_render.h"
 #include "lowerbound/harness/bench_plan.h"
-#include "cli/lowerbound_options.h"
 #include "lowerbound/ir/unique_layers.h"
 
 namespace strata::cli {
@@ -119,9 +119,8 @@ int run_model(int argc, char** argv) {
         for (const auto& [k, v] : l.attributes) attrs.push_back(k + "=" + v);
         for (uint32_t p : l.preds) preds.push_back(std::to_string(p));
         t.rows.push_back({Cell::integer(static_cast<int64_t>(i)), Cell::text(l.name), Cell::text(l.op_type),
-                          Cell::text(join(in, " ")), Cell::text(join(w, " ")),
-                          Cell::text(join(out, " ")), Cell::text(join(attrs, " ")),
-                          Cell::text(join(preds, " "))});
+                          Cell::text(join(in, " ")), Cell::text(join(w, " ")), Cell::text(join(out, " ")),
+                          Cell::text(join(attrs, " ")), Cell::text(join(preds, " "))});
       }
       tables.push_back(std::move(t));
     }

@@ -14,17 +14,17 @@
 namespace strata::cli {
 
 struct CommandOptions {
-  std::vector<std::string> models;  // positional arguments
-  std::string db_url;               // --db (default: default_perf_db_url())
-  lowerbound::BenchOptions bench;               // --backend --dtype --layout --fusion
-  lowerbound::MeasureOptions measure;           // --repetitions --min-time-ms --threads --max-spread --attempts
-  bool threads_given = false;                   // --threads (else $OMP_NUM_THREADS, else 1)
-  std::string output;               // -o / --output
-  std::string trace;                // --trace
-  std::string dot, svg;             // --dot --svg
-  std::string format = "text";      // --format text|csv|json
-  size_t top = 10;                  // --top
-  bool layers = false;              // --layers
+  std::vector<std::string> models;     // positional arguments
+  std::string db_url;                  // --db (default: default_perf_db_url())
+  lowerbound::BenchOptions bench;      // --backend --dtype --layout --fusion
+  lowerbound::MeasureOptions measure;  // --repetitions --min-time-ms --threads --max-spread --attempts
+  bool threads_given = false;          // --threads (else $OMP_NUM_THREADS, else 1)
+  std::string output;                  // -o / --output
+  std::string trace;                   // --trace
+  std::string dot, svg;                // --dot --svg
+  std::string format = "text";         // --format text|csv|json
+  size_t top = 10;                     // --top
+  bool layers = false;                 // --layers
   bool help = false;
 };
 

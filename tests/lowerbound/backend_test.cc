@@ -4,7 +4,6 @@
 #include "lowerbound/harness/backend.h"
 
 #include <gtest/gtest.h>
-
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>

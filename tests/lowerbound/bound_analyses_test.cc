@@ -43,7 +43,8 @@ class BoundAnalyses : public ::testing::Test {
     const std::string system = system_key("cpu", threads, &why);
     for (const Layer& l : model_.layers) {
       if (plan_layer(l, "cpu", "f32", "nchw").cost != LayerCost::kBenchmarked) continue;
-      BenchRecord r{system, "cpu", "f32", "nchw", l.signature(), "direct", "", "impl", ns, ns * 0.01, 10, 1, ""};
+      BenchRecord r{system,    "cpu", "f32", "nchw", l.signature(), "direct", "", "impl", ns,
+                    ns * 0.01, 10,    1,     ""};
       r.threads = threads;
       r.quality = quality;
       ASSERT_TRUE(db->put(r, &error)) << error;
@@ -119,7 +120,8 @@ TEST_F(BoundAnalyses, BoundAboveTheMeasuredRunSaysItIsNotOne) {
 TEST_F(BoundAnalyses, EmptyDatabaseIsAnErrorNotABoundOfZero) {
   analysis::AnalysisResult r = run("framework_vs_bound", 1);
   ASSERT_TRUE(r.missing_input);
-  EXPECT_NE(r.missing_input->find("no layer of resnet18 has a measurement"), std::string::npos) << *r.missing_input;
+  EXPECT_NE(r.missing_input->find("no layer of resnet18 has a measurement"), std::string::npos)
+      << *r.missing_input;
   EXPECT_NE(r.missing_input->find("strata bench run "), std::string::npos) << *r.missing_input;
   // Rows for another thread count are named, so the fix is visible.
   fill(10'000, 2, "good");

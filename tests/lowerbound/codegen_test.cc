@@ -112,14 +112,15 @@ TEST(Codegen, UnwritableDirectoryIsAClearError) {
 // written as a literal, compiled with the project's compiler and printed back byte for byte.
 TEST(Codegen, LayerNamesWithControlCharactersCompileAndRoundTrip) {
   const std::vector<std::string> names = {
-      "conv\rrelu",                  // CR
-      "a\r\nb",                     // CRLF
+      "conv\rrelu",                // CR
+      "a\r\nb",                    // CRLF
       "tab\tand\vvertical\fform",  // tab, vertical tab, form feed
-      "esc\x1b[31mred\x1b[0m",      // terminal escapes
+      "esc\x1b[31mred\x1b[0m",     // terminal escapes
       std::string("nul\0inside", 10),
       "del\x7f and bell\a",
       "quote\" back\\slash \\x41 ?\?= ?\?/",  // an escaped backslash before hex digits; trigraph look-alikes
-      "\x01" "7digits after an octal escape 777",
+      "\x01"
+      "7digits after an octal escape 777",
       "utf8 \xc3\xa9 and a lone \xff byte"};
   testing::TempDir dir;
   std::string source = "#include <cstdio>\nint main() {\n";
@@ -127,7 +128,8 @@ TEST(Codegen, LayerNamesWithControlCharactersCompileAndRoundTrip) {
     std::string literal = cpp_string_literal(n);
     EXPECT_EQ(literal.find('\r'), std::string::npos) << literal;
     EXPECT_EQ(literal.find('\n'), std::string::npos) << literal;
-    source += "  { static const char s[] = " + literal + "; std::fwrite(s, 1, sizeof s - 1, stdout); std::fputc('|', stdout); }\n";
+    source += "  { static const char s[] = " + literal +
+              "; std::fwrite(s, 1, sizeof s - 1, stdout); std::fputc('|', stdout); }\n";
   }
   source += "  return 0;\n}\n";
   {
@@ -135,8 +137,8 @@ TEST(Codegen, LayerNamesWithControlCharactersCompileAndRoundTrip) {
     out << source;
   }
   std::string out;
-  ASSERT_EQ(run_command(std::string(STRATA_CXX_COMPILER) + " -std=c++20 -Wall -Werror -o " + dir.file("names") + " " +
-                            dir.file("names.cc"),
+  ASSERT_EQ(run_command(std::string(STRATA_CXX_COMPILER) + " -std=c++20 -Wall -Werror -o " +
+                            dir.file("names") + " " + dir.file("names.cc"),
                         &out),
             0)
       << out;

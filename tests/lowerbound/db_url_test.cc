@@ -20,13 +20,16 @@ TEST(DbUrl, EveryFormOfThePasswordIsRedacted) {
     std::string url, redacted, password;
   };
   const Case cases[] = {
-      {"postgresql://strata:hunter2@db.example:5432/perf", "postgresql://strata:***@db.example:5432/perf", "hunter2"},
+      {"postgresql://strata:hunter2@db.example:5432/perf", "postgresql://strata:***@db.example:5432/perf",
+       "hunter2"},
       {"postgres://u:p%40ss%3Aw@h/db", "postgres://u:***@h/db", "p@ss:w"},
-      {"postgresql://u:a@b@h/db", "postgresql://u:***@h/db", "a@b"},  // an unencoded '@': the last one ends it
+      {"postgresql://u:a@b@h/db", "postgresql://u:***@h/db",
+       "a@b"},  // an unencoded '@': the last one ends it
       {"postgresql://u@h/db?password=hunter2", "postgresql://u@h/db?password=***", "hunter2"},
       {"postgresql://u@h/db?sslmode=require&password=hunter2&connect_timeout=2",
        "postgresql://u@h/db?sslmode=require&password=***&connect_timeout=2", "hunter2"},
-      {"postgresql://u:one@h1,h2:5433/db?password=two", "postgresql://u:***@h1,h2:5433/db?password=***", "one"},
+      {"postgresql://u:one@h1,h2:5433/db?password=two", "postgresql://u:***@h1,h2:5433/db?password=***",
+       "one"},
       {"postgresql://u@h/db", "postgresql://u@h/db", ""},
       {"postgresql://h/db?passfile=/home/u/.pgpass", "postgresql://h/db?passfile=/home/u/.pgpass", ""},
       {"host=db password=hunter2 dbname=perf", "host=db password=*** dbname=perf", ""},
@@ -43,9 +46,8 @@ TEST(DbUrl, KeywordValueStringsAreRefusedNotTakenAsFiles) {
   testing::TempDir dir;
   const auto cwd = std::filesystem::current_path();
   std::filesystem::current_path(dir.path());
-  for (const std::string url :
-       {"host=localhost password=hunter2", "  dbname=perf user=u password=hunter2", "password=hunter2",
-        "service=perf", "host = db port=5432"}) {
+  for (const std::string url : {"host=localhost password=hunter2", "  dbname=perf user=u password=hunter2",
+                                "password=hunter2", "service=perf", "host = db port=5432"}) {
     DbTarget target;
     std::string error;
     EXPECT_FALSE(parse_db_url(url, &target, &error)) << url;
@@ -86,9 +88,10 @@ TEST(DbUrl, PostgresErrorsNeverHoldThePassword) {
   size_t scheme = base.find("://") + 3, at = base.find('@', scheme), slash = base.find('/', scheme);
   ASSERT_NE(at, std::string::npos);
   const std::string user = base.substr(scheme, at - scheme), host = base.substr(at + 1, slash - at - 1);
-  for (const std::string& url : {"postgresql://" + user + ":Sekr1tPw@" + host + "/no_such_database_x",
-                                "postgresql://" + user + "@" + host + "/no_such_database_x?password=Sekr1tPw",
-                                "postgresql://" + user + ":Sekr1t%50w@" + host + "/no_such_database_x"}) {
+  for (const std::string& url :
+       {"postgresql://" + user + ":Sekr1tPw@" + host + "/no_such_database_x",
+        "postgresql://" + user + "@" + host + "/no_such_database_x?password=Sekr1tPw",
+        "postgresql://" + user + ":Sekr1t%50w@" + host + "/no_such_database_x"}) {
     std::string error;
     EXPECT_EQ(open_perf_db(url, &error), nullptr) << url;
     EXPECT_NE(error.find("PostgreSQL: cannot connect"), std::string::npos) << error;

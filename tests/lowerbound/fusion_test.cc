@@ -195,8 +195,8 @@ TEST(Fusion, FusedBoundIsNeverAboveTheUnfusedBound) {
           if (!fused_seen.insert(sig).second) continue;
           double separate = layer_ns[m.layers[i].signature()];
           for (uint32_t a : chain->absorbed) separate += layer_ns[m.layers[a].signature()];
-          index.add(BenchRecord{"s", "cpu", "f32", "nchw", sig, "direct", "", "impl", separate * factor(rng), 0, 5,
-                                10, ""});
+          index.add(BenchRecord{"s", "cpu", "f32", "nchw", sig, "direct", "", "impl", separate * factor(rng),
+                                0, 5, 10, ""});
         }
       ModelEstimate plain = estimate_model(m, index, "f32", "nchw", false);
       ModelEstimate fused = estimate_model(m, index, "f32", "nchw", true);

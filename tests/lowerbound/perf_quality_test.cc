@@ -30,8 +30,10 @@ std::string unique(const char* what) {
 
 // The table as issue 6 created it: no quality columns.
 constexpr const char* kOldSchema =
-    "CREATE TABLE strata_benchmarks (system TEXT NOT NULL, backend TEXT NOT NULL, dtype TEXT NOT NULL, layout "
-    "TEXT NOT NULL, signature TEXT NOT NULL, algorithm TEXT NOT NULL, library_call TEXT NOT NULL, implementation "
+    "CREATE TABLE strata_benchmarks (system TEXT NOT NULL, backend TEXT NOT NULL, dtype TEXT NOT NULL, "
+    "layout "
+    "TEXT NOT NULL, signature TEXT NOT NULL, algorithm TEXT NOT NULL, library_call TEXT NOT NULL, "
+    "implementation "
     "TEXT NOT NULL, median_ns DOUBLE PRECISION NOT NULL, spread_ns DOUBLE PRECISION NOT NULL, repetitions "
     "INTEGER NOT NULL, iterations INTEGER NOT NULL, measured_at TEXT NOT NULL, PRIMARY KEY (system, backend, "
     "dtype, layout, signature, algorithm))";
@@ -45,7 +47,8 @@ class QualityTest : public ::testing::TestWithParam<std::string> {
       if (!pg || !*pg) GTEST_SKIP() << "STRATA_TEST_PG_URL not set (scripts/start_postgres.sh prints one)";
       admin_ = PQconnectdb(pg);
       ASSERT_EQ(PQstatus(admin_), CONNECTION_OK) << PQerrorMessage(admin_);
-      PQsetNoticeProcessor(admin_, [](void*, const char*) {}, nullptr);
+      PQsetNoticeProcessor(
+          admin_, [](void*, const char*) {}, nullptr);
       schema_ = unique("strata_quality");
       ASSERT_TRUE(raw("CREATE SCHEMA " + schema_));
       const std::string base = pg;
@@ -63,9 +66,10 @@ class QualityTest : public ::testing::TestWithParam<std::string> {
   // A statement on the raw database, outside Strata (to build an old-schema table).
   bool raw(const std::string& sql) {
     if (admin_) {
-      std::string in_schema = schema_.empty() || sql.rfind("CREATE SCHEMA", 0) == 0 || sql.rfind("DROP", 0) == 0
-                                  ? sql
-                                  : "SET search_path TO " + schema_ + "; " + sql;
+      std::string in_schema =
+          schema_.empty() || sql.rfind("CREATE SCHEMA", 0) == 0 || sql.rfind("DROP", 0) == 0
+              ? sql
+              : "SET search_path TO " + schema_ + "; " + sql;
       PGresult* res = PQexec(admin_, in_schema.c_str());
       bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
       if (!ok) ADD_FAILURE() << sql << ": " << PQerrorMessage(admin_);
@@ -102,8 +106,19 @@ class QualityTest : public ::testing::TestWithParam<std::string> {
 TEST_P(QualityTest, QualityColumnsRoundTrip) {
   auto db = open();
   ASSERT_NE(db, nullptr);
-  BenchRecord r{"sys", "cpu", "f32", "nchw", "Relu|x", "default", "dnnl::eltwise_forward", "jit", 2000, 40, 10,
-                1000, "2026-11-23T00:00:00Z"};
+  BenchRecord r{"sys",
+                "cpu",
+                "f32",
+                "nchw",
+                "Relu|x",
+                "default",
+                "dnnl::eltwise_forward",
+                "jit",
+                2000,
+                40,
+                10,
+                1000,
+                "2026-11-23T00:00:00Z"};
   r.threads = 1;
   r.timer = "thread_cpu";
   r.disturbed = 3;
@@ -138,9 +153,10 @@ TEST_P(QualityTest, OldDatabaseIsMigratedAndItsRowsAreSuspicious) {
   ASSERT_TRUE(raw("INSERT INTO strata_benchmarks VALUES ('" + old_key +
                   "', 'cpu', 'f32', 'nchw', 'Relu|x', 'default', 'dnnl::eltwise_forward', 'jit', 7994000, "
                   "2000000000, 5, 1, '2026-11-01T00:00:00Z')"));
-  ASSERT_TRUE(raw("INSERT INTO strata_benchmarks VALUES ('" + explicit_key +
-                  "', 'cpu', 'f32', 'nchw', 'Relu|x', 'default', 'dnnl::eltwise_forward', 'jit', 2000, 20, 5, 1000, "
-                  "'2026-11-01T00:00:00Z')"));
+  ASSERT_TRUE(
+      raw("INSERT INTO strata_benchmarks VALUES ('" + explicit_key +
+          "', 'cpu', 'f32', 'nchw', 'Relu|x', 'default', 'dnnl::eltwise_forward', 'jit', 2000, 20, 5, 1000, "
+          "'2026-11-01T00:00:00Z')"));
   auto db = open();
   ASSERT_NE(db, nullptr);
   std::string error;
@@ -246,7 +262,8 @@ TEST_P(QualityTest, NoisyMeasurementsAreNotStored) {
   }
   std::string why;
   std::vector<BenchRecord> rows;
-  ASSERT_TRUE(db->load(system_key("cpu", 1, &why) + "|tag=" + options.system_tag, "cpu", &rows, &error)) << error;
+  ASSERT_TRUE(db->load(system_key("cpu", 1, &why) + "|tag=" + options.system_tag, "cpu", &rows, &error))
+      << error;
   EXPECT_TRUE(rows.empty());
 }
 

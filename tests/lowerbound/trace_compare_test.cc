@@ -177,7 +177,8 @@ TEST(TraceCompare, WithoutModelSpansTheWholeRunIsOneIterationAndSaysSo) {
   EXPECT_EQ(b.trace.spans[cmp.matches[0].span].start_ns, 10);
   EXPECT_DOUBLE_EQ(cmp.end_to_end_ns, 9600 - 10);
   bool said = false;
-  for (const std::string& w : cmp.warnings) said = said || w.find("no model-level spans") != std::string::npos;
+  for (const std::string& w : cmp.warnings)
+    said = said || w.find("no model-level spans") != std::string::npos;
   EXPECT_TRUE(said);
 }
 

@@ -166,3 +166,20 @@ def test_database_passwords_stay_out_of_argv_files_and_messages(models, tmp_path
                        timeout=60)
     assert p.returncode == 1 and "cannot connect" in p.stderr and "password=***" in p.stderr
     assert "hunter2" not in p.stderr
+
+
+def test_lowerbound_trace_reads_an_imported_kineto_trace_directly(tmp_path):
+    """Issue 14: `lowerbound --trace` reads a foreign profile as every command does (the repository's
+    A100 Kineto trace of torchvision alexnet, .json.gz), and its GPU kernels reach tensor_cores."""
+    root = os.path.join(HERE, "..", "..")
+    onnx_model = os.path.join(root, "tests", "lowerbound", "data", "alexnet.onnx")
+    kineto = os.path.join(root, "tests", "data", "kineto", "a100_alexnet_train.json.gz")
+    db = str(tmp_path / "perf.sqlite")
+    run("bench", "run", onnx_model, "--db", db, "--repetitions", "2", "--min-time-ms", "0.2", "--max-spread", "10")
+    p = run("lowerbound", onnx_model, "--db", db, "--trace", kineto, "--format", "json")
+    tables = json.loads(p.stdout)
+    assert "framework_vs_bound" in tables and "tensor_cores" in tables
+    cols = tables["framework_vs_bound"]["columns"]
+    assert tables["framework_vs_bound"]["rows"][0][cols.index("matched_layers")] > 0
+    tc = tables["tensor_cores"]
+    assert any(row[0] == "TOTAL" for row in tc["rows"])

@@ -119,7 +119,8 @@ void Attribution::library_calls(std::vector<size_t> library) {
 void Attribution::device_work(const std::vector<size_t>& device) {
   for (size_t i : device) {
     const SpanRecord& s = trace_.spans[i];
-    if (s.kind == static_cast<uint8_t>(SpanKind::kInstant) || s.kind == static_cast<uint8_t>(SpanKind::kCounter))
+    if (s.kind == static_cast<uint8_t>(SpanKind::kInstant) ||
+        s.kind == static_cast<uint8_t>(SpanKind::kCounter))
       continue;
     int64_t owner = it_.owner(i);
     if (elsewhere(owner)) continue;
@@ -197,8 +198,14 @@ void Attribution::layer_extras() {
     for (size_t c = 0; c < lc.calls.size(); ++c) {
       if (static_cast<int32_t>(c) == lc.main_call) continue;
       const ObservedCall& call = lc.calls[c];
-      ExtraWork w{call.name,     "library_call", call.device_ns > 0, static_cast<int32_t>(lc.layer),
-                  lc.framework_op, "",           call.time_ns(),     call.span,
+      ExtraWork w{call.name,
+                  "library_call",
+                  call.device_ns > 0,
+                  static_cast<int32_t>(lc.layer),
+                  lc.framework_op,
+                  "",
+                  call.time_ns(),
+                  call.span,
                   ""};
       if (call.params.call_class == "reorder") {
         w.category = "reorder";
@@ -234,7 +241,8 @@ InefficiencyFindings find_inefficiencies(const LayerModel& model, const Iteratio
       device.push_back(i);
   }
   Attribution a(model, iteration, &f);
-  if (library.empty() && runtime.empty() && device.empty()) return f;  // layer-level trace: nothing to inspect
+  if (library.empty() && runtime.empty() && device.empty())
+    return f;  // layer-level trace: nothing to inspect
   a.library_calls(std::move(library));
   a.device_work(device);
   a.runtime_calls(runtime);

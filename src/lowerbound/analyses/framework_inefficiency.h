@@ -17,11 +17,11 @@
 #include <string_view>
 #include <vector>
 
-#include "table/table.h"
 #include "lowerbound/analyses/call_params.h"
 #include "lowerbound/bounds/estimate.h"
 #include "lowerbound/ir/layer_ir.h"
 #include "model/trace.h"
+#include "table/table.h"
 
 namespace strata::lowerbound {
 
@@ -109,7 +109,7 @@ InefficiencyReport analyze_inefficiencies(const LayerModel& model, const ModelEs
 // parameter_deviations, extra_calls (grouped by name, ranked) and framework_inefficiency (per
 // layer, ranked, with a TOTAL row).
 std::vector<table::Table> inefficiency_tables(const LayerModel& model, const ModelEstimate& estimate,
-                                                 const InefficiencyFindings& findings, double end_to_end_ns,
-                                                 size_t top);
+                                              const InefficiencyFindings& findings, double end_to_end_ns,
+                                              size_t top);
 
 }  // namespace strata::lowerbound

@@ -212,14 +212,15 @@ InefficiencyReport analyze_inefficiencies(const LayerModel& model, const ModelEs
   return r;
 }
 
-std::vector<Table> inefficiency_tables(const LayerModel& model, const ModelEstimate& e,
-                                       const InefficiencyFindings& f, double end_to_end_ns, size_t top) {
-  InefficiencyReport r = analyze_inefficiencies(model, e, f);
-  std::vector<Table> tables;
-  const char* no_library =
-      "no library-level spans in the analysed iteration: record with --level library (oneDNN on CPU; "
-      "cuDNN/cuBLAS with the GPU collector) to inspect the calls";
+namespace {
 
+constexpr const char* kNoLibrary =
+    "no library-level spans in the analysed iteration: record with --level library (oneDNN on CPU; "
+    "cuDNN/cuBLAS with the GPU collector) to inspect the calls";
+
+Table deviation_table(const LayerModel& model, const InefficiencyFindings& f, const InefficiencyReport& r,
+                      size_t top) {
+  const char* no_library = kNoLibrary;
   Table dev;
   dev.name = "parameter_deviations";
   dev.title = "Parameter deviations: library calls that ran differently from what the layer needs";
@@ -267,8 +268,12 @@ std::vector<Table> inefficiency_tables(const LayerModel& model, const ModelEstim
     dev.notes.push_back(
         "these oneDNN spans record the implementation and logical shapes only: data type, format tags, "
         "strides/padding and post-ops are not compared; layouts are seen through the reorders around a call");
-  tables.push_back(std::move(dev));
+  return dev;
+}
 
+Table extra_calls_table(const InefficiencyFindings& f, const InefficiencyReport& r, double end_to_end_ns,
+                        size_t top) {
+  const char* no_library = kNoLibrary;
   Table extra;
   extra.name = "extra_calls";
   extra.title = "Extra calls and device work: what no layer's expected library call accounts for";
@@ -322,8 +327,12 @@ std::vector<Table> inefficiency_tables(const LayerModel& model, const ModelEstim
   if (r.outside_calls_ns > 0)
     extra.notes.push_back("framework time inside matched ops outside their library calls (host, CPU runs): " +
                           ms(r.outside_calls_ns) + " (per layer: framework_inefficiency.outside_calls_us)");
-  tables.push_back(std::move(extra));
+  return extra;
+}
 
+Table layer_inefficiency_table(const LayerModel& model, const InefficiencyFindings& f,
+                               const InefficiencyReport& r, size_t top) {
+  const char* no_library = kNoLibrary;
   Table per_layer;
   per_layer.name = "framework_inefficiency";
   per_layer.title =
@@ -366,8 +375,16 @@ std::vector<Table> inefficiency_tables(const LayerModel& model, const ModelEstim
   per_layer.notes.push_back(
       "call_us: the layer's expected library call as run (device time where it launched "
       "work); empty when the framework ran its own kernel instead");
-  tables.push_back(std::move(per_layer));
-  return tables;
+  return per_layer;
+}
+
+}  // namespace
+
+std::vector<Table> inefficiency_tables(const LayerModel& model, const ModelEstimate& e,
+                                       const InefficiencyFindings& f, double end_to_end_ns, size_t top) {
+  InefficiencyReport r = analyze_inefficiencies(model, e, f);
+  return {deviation_table(model, f, r, top), extra_calls_table(f, r, end_to_end_ns, top),
+          layer_inefficiency_table(model, f, r, top)};
 }
 
 }  // namespace strata::lowerbound

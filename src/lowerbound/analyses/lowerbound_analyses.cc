@@ -57,7 +57,8 @@ class FrameworkInefficiency final : public BoundAnalysis {
     AnalysisResult r;
     TraceComparison cmp;
     if (compare(input, bound, &cmp, &r))
-      r.tables = inefficiency_tables(*bound.model, *bound.estimate, cmp.inefficiency, cmp.end_to_end_ns, bound.top);
+      r.tables =
+          inefficiency_tables(*bound.model, *bound.estimate, cmp.inefficiency, cmp.end_to_end_ns, bound.top);
     return r;
   }
 };
@@ -73,8 +74,9 @@ class TensorCores final : public BoundAnalysis {
     TraceComparison cmp;
     if (!compare(input, bound, &cmp, &r)) return r;
     if (!cmp.tensor_cores.has_kernels) {
-      r.missing_input = "no GPU kernels in the compared iteration: tensor cores need a GPU trace (record with "
-                        "--level device, or import a Kineto GPU trace)";
+      r.missing_input =
+          "no GPU kernels in the compared iteration: tensor cores need a GPU trace (record with "
+          "--level device, or import a Kineto GPU trace)";
       return r;
     }
     r.tables.push_back(tensor_core_table(*bound.model, cmp.tensor_cores));
@@ -120,7 +122,8 @@ AnalysisResult BoundAnalysis::run(const AnalysisInput& input) const {
     r.missing_input = none;
     return r;
   }
-  BoundContext bound{&inputs.model, &estimate, static_cast<size_t>(std::max<int64_t>(1, p.get_int("top", 10)))};
+  BoundContext bound{&inputs.model, &estimate,
+                     static_cast<size_t>(std::max<int64_t>(1, p.get_int("top", 10)))};
   r = run_bound(input, bound);
   if (std::string w = untrusted_rows_warning(request, inputs, estimate); !w.empty() && !r.tables.empty())
     r.tables[0].notes.push_back("warning: " + w);
@@ -135,7 +138,9 @@ const BoundAnalysis* find_bound_analysis(std::string_view name) {
 
 // Factories listed in analysis/registry.cc.
 namespace strata::analysis {
-std::unique_ptr<Analysis> make_framework_vs_bound() { return std::make_unique<lowerbound::FrameworkVsBound>(); }
+std::unique_ptr<Analysis> make_framework_vs_bound() {
+  return std::make_unique<lowerbound::FrameworkVsBound>();
+}
 std::unique_ptr<Analysis> make_framework_inefficiency() {
   return std::make_unique<lowerbound::FrameworkInefficiency>();
 }

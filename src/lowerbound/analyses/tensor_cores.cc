@@ -123,7 +123,7 @@ TensorCoreUsage tensor_core_usage(const LayerModel& model, const Iteration& iter
     // The framework op of the analysed iteration the kernel ran under (its launch's ancestors).
     const int64_t owner = iteration.owner(i);
     if (owner == -2) continue;  // another iteration's work
-  u.has_kernels = true;
+    u.has_kernels = true;
     const double ns = static_cast<double>(s.duration_ns());
     const std::string name(trace.name(s));
     const std::string marker = tensor_core_marker(name);

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "table/table.h"
 #include "lowerbound/ir/layer_ir.h"
 #include "model/trace.h"
+#include "table/table.h"
 
 namespace strata::lowerbound {
 

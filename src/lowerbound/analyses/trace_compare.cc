@@ -62,8 +62,8 @@ bool implements(const std::string& framework_onnx_op, const std::string& layer_o
 
 }  // namespace
 
-Iteration::Iteration(const analysis::Workload& workload, std::vector<size_t> ops, std::vector<int32_t> op_layer,
-                     int64_t window_start_ns, int64_t window_end_ns)
+Iteration::Iteration(const analysis::Workload& workload, std::vector<size_t> ops,
+                     std::vector<int32_t> op_layer, int64_t window_start_ns, int64_t window_end_ns)
     : workload_(workload),
       ops_(std::move(ops)),
       op_layer_(std::move(op_layer)),
@@ -110,7 +110,8 @@ const analysis::Evaluation* choose_evaluation(const analysis::Workload& w, Trace
   out->window_end_ns = chosen->start_ns + chosen->latency_ns;
   out->end_to_end_ns = static_cast<double>(chosen->latency_ns);
   if (chosen->model_span >= 0) {
-    if (std::optional<double> t = w.number(static_cast<size_t>(chosen->model_span), kThreadsKey); t && *t >= 1)
+    if (std::optional<double> t = w.number(static_cast<size_t>(chosen->model_span), kThreadsKey);
+        t && *t >= 1)
       out->framework_threads = static_cast<int>(*t);
     out->iterations_seen = with_model_span;
     out->end_to_end_source = "last of " + std::to_string(with_model_span) + " model-level spans";
@@ -187,13 +188,19 @@ void match_layers(const LayerModel& model, const analysis::Workload& w, TraceCom
   for (size_t k = 0; k < ops.size(); ++k) {
     if (out->op_layer[k] < 0) continue;
     const SpanRecord& s = trace.spans[ops[k]];
-    LayerMatch m{static_cast<uint32_t>(out->op_layer[k]), ops[k], static_cast<double>(s.duration_ns()),
-                 library_ns[k], "", std::string(trace.name(s)), ""};
+    LayerMatch m{static_cast<uint32_t>(out->op_layer[k]),
+                 ops[k],
+                 static_cast<double>(s.duration_ns()),
+                 library_ns[k],
+                 "",
+                 std::string(trace.name(s)),
+                 ""};
     if (auto module = trace.find_attr(ops[k], "module")) m.module = trace.attr_value_string(*module);
     // The implementation is the longest call of the class the layer needs (a reorder around a
     // convolution can take longer than the convolution itself).
     if (longest[k].second != SIZE_MAX)
-      if (auto impl = trace.find_attr(longest[k].second, "impl")) m.library_impl = trace.attr_value_string(*impl);
+      if (auto impl = trace.find_attr(longest[k].second, "impl"))
+        m.library_impl = trace.attr_value_string(*impl);
     out->matches.push_back(std::move(m));
   }
   std::sort(out->matches.begin(), out->matches.end(),
@@ -249,8 +256,9 @@ bool compare_with_workload(const LayerModel& model, const analysis::Workload& w,
   out->inefficiency = find_inefficiencies(model, iteration);
   out->tensor_cores = tensor_core_usage(model, iteration);
   if (out->unmatched_layers)
-    out->warnings.push_back(std::to_string(out->unmatched_layers) +
-                            " ONNX layers had no framework op of the same type in order: their gap is not ranked");
+    out->warnings.push_back(
+        std::to_string(out->unmatched_layers) +
+        " ONNX layers had no framework op of the same type in order: their gap is not ranked");
   return true;
 }
 
@@ -277,11 +285,12 @@ int bench_threads(const ModelEstimate& e) {
 
 std::string thread_note(const ModelEstimate& e, const TraceComparison& cmp) {
   const int bench = bench_threads(e);
-  std::string text = "threads: benchmarks " + (bench > 0 ? std::to_string(bench) : std::string("not recorded")) +
-                     ", framework " +
-                     (cmp.framework_threads > 0 ? std::to_string(cmp.framework_threads)
-                                                : std::string("not recorded (pass threads=torch.get_num_threads() to "
-                                                              "strata.torch.predict_step)"));
+  std::string text =
+      "threads: benchmarks " + (bench > 0 ? std::to_string(bench) : std::string("not recorded")) +
+      ", framework " +
+      (cmp.framework_threads > 0 ? std::to_string(cmp.framework_threads)
+                                 : std::string("not recorded (pass threads=torch.get_num_threads() to "
+                                               "strata.torch.predict_step)"));
   if (bench > 0 && cmp.framework_threads > 0 && bench != cmp.framework_threads)
     text = "warning: " + text + ": the bound is not for the framework's setting; benchmark with --threads " +
            std::to_string(cmp.framework_threads);
@@ -293,24 +302,27 @@ std::string thread_note(const ModelEstimate& e, const TraceComparison& cmp) {
 std::string bound_check(const LayerModel& model, const ModelEstimate& e, const TraceComparison& cmp) {
   if (!(cmp.end_to_end_ns > 0) || e.bounds.sequential_ns <= cmp.end_to_end_ns) return "";
   char head[256];
-  std::snprintf(head, sizeof head,
-                "the sequential bound (%.3f ms) exceeds the measured run (%.3f ms): normalized %.3f > 1 means the "
-                "bound is not one",
-                e.bounds.sequential_ns / 1e6, cmp.end_to_end_ns / 1e6, e.bounds.sequential_ns / cmp.end_to_end_ns);
+  std::snprintf(
+      head, sizeof head,
+      "the sequential bound (%.3f ms) exceeds the measured run (%.3f ms): normalized %.3f > 1 means the "
+      "bound is not one",
+      e.bounds.sequential_ns / 1e6, cmp.end_to_end_ns / 1e6, e.bounds.sequential_ns / cmp.end_to_end_ns);
   // The layers whose benchmarked latency is furthest above the framework's own op for them.
   std::vector<std::pair<double, const LayerMatch*>> above;
   for (const LayerMatch& m : cmp.matches)
-    if (m.layer < e.status.size() && e.status[m.layer] == LayerStatus::kMeasured && e.latency_ns[m.layer] > m.measured_ns)
+    if (m.layer < e.status.size() && e.status[m.layer] == LayerStatus::kMeasured &&
+        e.latency_ns[m.layer] > m.measured_ns)
       above.push_back({e.latency_ns[m.layer] - m.measured_ns, &m});
   std::sort(above.begin(), above.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string text = head;
   if (!above.empty()) {
-    text += "; " + std::to_string(above.size()) + " layers benchmarked slower than the framework ran them, e.g.";
+    text +=
+        "; " + std::to_string(above.size()) + " layers benchmarked slower than the framework ran them, e.g.";
     for (size_t i = 0; i < above.size() && i < 3; ++i) {
       char one[200];
       std::snprintf(one, sizeof one, "%s %s (bound %.1f us, framework %.1f us)", i ? "," : "",
-                    model.layers[above[i].second->layer].name.c_str(), e.latency_ns[above[i].second->layer] / 1e3,
-                    above[i].second->measured_ns / 1e3);
+                    model.layers[above[i].second->layer].name.c_str(),
+                    e.latency_ns[above[i].second->layer] / 1e3, above[i].second->measured_ns / 1e3);
       text += one;
     }
   }
@@ -379,7 +391,6 @@ Table gap_table(const LayerModel& model, const ModelEstimate& e, const TraceComp
          total_gap > 0 ? Cell::real(std::max(0.0, ranked[r].first) / total_gap, 3) : Cell::empty()});
   }
   return gaps;
-
 }
 
 Table algorithm_table(const LayerModel& model, const ModelEstimate& e, const TraceComparison& cmp) {
@@ -441,7 +452,6 @@ Table algorithm_table(const LayerModel& model, const ModelEstimate& e, const Tra
         "no library-level spans in the trace: record with --level library to compare algorithms");
   }
   return algo;
-
 }
 
 Table extra_ops_table(const TraceComparison& cmp, size_t top) {
@@ -468,8 +478,8 @@ std::vector<Table> framework_vs_bound_tables(const LayerModel& model, const Mode
   return tables;
 }
 
-std::vector<Table> comparison_tables(const LayerModel& model, const ModelEstimate& e, const TraceComparison& cmp,
-                                     size_t top) {
+std::vector<Table> comparison_tables(const LayerModel& model, const ModelEstimate& e,
+                                     const TraceComparison& cmp, size_t top) {
   std::vector<Table> tables = framework_vs_bound_tables(model, e, cmp, top);
   for (Table& t : inefficiency_tables(model, e, cmp.inefficiency, cmp.end_to_end_ns, top))
     tables.push_back(std::move(t));

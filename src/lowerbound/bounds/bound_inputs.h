@@ -44,6 +44,7 @@ std::string no_measurement_error(const BoundRequest& request, const BoundInputs&
 
 // Rows behind the bound that are not trustworthy (measured before quality was recorded, or noisy):
 // the warning line with the `bench run --recheck` command, empty when all are sound.
-std::string untrusted_rows_warning(const BoundRequest& request, const BoundInputs& in, const ModelEstimate& e);
+std::string untrusted_rows_warning(const BoundRequest& request, const BoundInputs& in,
+                                   const ModelEstimate& e);
 
 }  // namespace strata::lowerbound

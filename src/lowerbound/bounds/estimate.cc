@@ -74,7 +74,8 @@ ModelEstimate estimate_model(const LayerModel& model, const LatencyIndex& index,
         const BenchRecord* conv = index.best(dtype, layout, layer.signature());
         double separate = conv ? conv->median_ns : 0;
         for (uint32_t a : chain->absorbed)
-          if (const BenchRecord* r = index.best(dtype, layout, model.layers[a].signature())) separate += r->median_ns;
+          if (const BenchRecord* r = index.best(dtype, layout, model.layers[a].signature()))
+            separate += r->median_ns;
         if (one_call && (!conv || one_call->median_ns < separate)) {
           best = one_call;
           ++e.fused_chains;
@@ -118,9 +119,10 @@ Table bounds_table(const LayerModel& model, const std::vector<ModelEstimate>& es
   t.notes.push_back("missing/unsupported layers count 0: the bound is then lower than it should be");
   for (const ModelEstimate& e : estimates)
     if (e.fused)
-      t.notes.push_back("fused: " + std::to_string(e.fused_chains) + " chains as one call; " +
-                        std::to_string(e.chains_kept_separate) +
-                        " kept as separate calls, their fused call measured slower (a bound takes the faster)");
+      t.notes.push_back(
+          "fused: " + std::to_string(e.fused_chains) + " chains as one call; " +
+          std::to_string(e.chains_kept_separate) +
+          " kept as separate calls, their fused call measured slower (a bound takes the faster)");
   return t;
 }
 

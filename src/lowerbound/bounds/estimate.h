@@ -7,10 +7,10 @@
 #include <tuple>
 #include <vector>
 
-#include "table/table.h"
 #include "lowerbound/bounds/bounds.h"
 #include "lowerbound/ir/layer_ir.h"
 #include "lowerbound/perfdb/perf_db.h"
+#include "table/table.h"
 
 namespace strata::lowerbound {
 
@@ -53,8 +53,8 @@ ModelEstimate estimate_model(const LayerModel& model, const LatencyIndex& index,
 table::Table bounds_table(const LayerModel& model, const std::vector<ModelEstimate>& estimates);
 table::Table layer_table(const LayerModel& model, const ModelEstimate& estimate);
 table::Table fusion_table(const LayerModel& model, const LatencyIndex& index, const std::string& dtype,
-                             const std::string& layout);
+                          const std::string& layout);
 table::Table precision_table(const LayerModel& model, const LatencyIndex& index, const std::string& layout,
-                                const std::vector<std::string>& dtypes);
+                             const std::vector<std::string>& dtypes);
 
 }  // namespace strata::lowerbound

@@ -40,9 +40,8 @@ std::string system_key(const std::string& backend, int threads, std::string* why
   if (backend == "cuda") return cuda_system_key(why);
   const dnnl_version_t* v = dnnl_version();
   return "cpu=" + cpu_model() + "|cores=" + std::to_string(std::thread::hardware_concurrency()) +
-         "|omp_threads=" + std::to_string(std::max(1, threads)) +
-         "|onednn=" + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-         std::to_string(v->patch);
+         "|omp_threads=" + std::to_string(std::max(1, threads)) + "|onednn=" + std::to_string(v->major) +
+         "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
 
 }  // namespace strata::lowerbound

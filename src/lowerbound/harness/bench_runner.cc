@@ -53,7 +53,9 @@ bool suspicious(const std::vector<BenchRecord>& rows, double max_spread) {
   for (const BenchRecord& r : rows) {
     if (r.median_ns < 0) continue;  // an unsupported marker: nothing was timed
     if (!r.trusted()) return true;
-    double spread = r.relative_spread >= 0 ? r.relative_spread : r.median_ns > 0 ? r.spread_ns / r.median_ns : 1;
+    double spread = r.relative_spread >= 0 ? r.relative_spread
+                    : r.median_ns > 0      ? r.spread_ns / r.median_ns
+                                           : 1;
     if (spread > max_spread) return true;
   }
   return false;
@@ -112,17 +114,18 @@ class Runner {
       ++stats_.cases_run;
       if (!m.stable) {
         out.refused = true;
-        stats_.refused_entries.push_back(describe(item, c.algorithm) + ": not stored: " + m.why_unstable + " after " +
-                                         std::to_string(attempt) + " attempts (" + machine_load().text() +
+        stats_.refused_entries.push_back(describe(item, c.algorithm) + ": not stored: " + m.why_unstable +
+                                         " after " + std::to_string(attempt) + " attempts (" +
+                                         machine_load().text() +
                                          "); re-run when the machine is quieter, or allow more noise with "
                                          "--max-spread");
         return out;
       }
       if (attempt > 1) {
         ++stats_.remeasured;
-        stats_.remeasured_entries.push_back(describe(item, c.algorithm) + ": re-measured: attempt 1 " + first_why +
-                                            "; stable on attempt " + std::to_string(attempt) + " (spread " +
-                                            percent(m.relative_spread) + ")");
+        stats_.remeasured_entries.push_back(describe(item, c.algorithm) + ": re-measured: attempt 1 " +
+                                            first_why + "; stable on attempt " + std::to_string(attempt) +
+                                            " (spread " + percent(m.relative_spread) + ")");
       }
       out.rows.push_back(record(item, plan, c.algorithm, implementation, m, attempt));
     }
@@ -131,9 +134,9 @@ class Runner {
 
   BenchRecord record(const WorkItem& item, const LayerPlan& plan, const std::string& algorithm,
                      const std::string& implementation, const Measurement& m, int attempts) const {
-    BenchRecord r{system_,     options_.backend,  item.dtype,     item.layout,  item.signature,
-                  algorithm,   plan.library_call, implementation, m.median_ns,  m.spread_ns,
-                  m.repetitions, m.iterations,    utc_now_iso8601()};
+    BenchRecord r{system_,       options_.backend,  item.dtype,       item.layout, item.signature,
+                  algorithm,     plan.library_call, implementation,   m.median_ns, m.spread_ns,
+                  m.repetitions, m.iterations,      utc_now_iso8601()};
     r.threads = measure_.threads;
     r.timer = m.timer;
     r.disturbed = m.disturbed;
@@ -146,8 +149,19 @@ class Runner {
 
   // The row that remembers an item no algorithm supports, so incremental runs do not retry it.
   BenchRecord unsupported(const WorkItem& item, const LayerPlan& plan, const std::string& why) const {
-    BenchRecord r{system_, options_.backend, item.dtype, item.layout, item.signature, "unsupported",
-                  plan.library_call, why, -1, 0, 0, 0, utc_now_iso8601()};
+    BenchRecord r{system_,
+                  options_.backend,
+                  item.dtype,
+                  item.layout,
+                  item.signature,
+                  "unsupported",
+                  plan.library_call,
+                  why,
+                  -1,
+                  0,
+                  0,
+                  0,
+                  utc_now_iso8601()};
     r.threads = measure_.threads;
     r.quality = "n/a";
     return r;
@@ -230,14 +244,14 @@ bool run_benchmarks(const std::vector<LayerModel>& models, const BenchOptions& o
     if (recheck) {
       ++stats->rechecked;
       char line[96];
-      std::snprintf(line, sizeof line, ": rechecked: best %.2f us (was %.2f us)", best_median(result.rows) / 1e3,
-                    best_median(old->second) / 1e3);
+      std::snprintf(line, sizeof line, ": rechecked: best %.2f us (was %.2f us)",
+                    best_median(result.rows) / 1e3, best_median(old->second) / 1e3);
       stats->remeasured_entries.push_back(describe(item, "") + line);
     }
     if (progress)
-      std::fprintf(progress, "\r[%zu/%zu] %-20s %s %s%s%-10s", done, items.size(), item.layer->op_type.c_str(),
-                   item.dtype.c_str(), item.layout.c_str(), item.post_ops.empty() ? "" : " +",
-                   item.post_ops.c_str());
+      std::fprintf(progress, "\r[%zu/%zu] %-20s %s %s%s%-10s", done, items.size(),
+                   item.layer->op_type.c_str(), item.dtype.c_str(), item.layout.c_str(),
+                   item.post_ops.empty() ? "" : " +", item.post_ops.c_str());
   }
   if (progress && stats->benchmarked) std::fprintf(progress, "\n");
   stats->load_after = machine_load();

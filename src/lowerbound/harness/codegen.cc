@@ -195,7 +195,8 @@ bool generate_benchmarks(const std::vector<LayerModel>& models, const BenchOptio
   fs::path dir(out_dir);
   for (size_t i = 0; i < kEmbeddedFileCount; ++i) {
     const EmbeddedFile& f = kEmbeddedFiles[i];
-    const bool wanted = f.name == "bench_case.h" || (cuda ? f.name.rfind("cuda_", 0) == 0 : f.name == "onednn_ops.h");
+    const bool wanted =
+        f.name == "bench_case.h" || (cuda ? f.name.rfind("cuda_", 0) == 0 : f.name == "onednn_ops.h");
     if (wanted && !write_file(dir / f.name, f.text, stats, error)) return false;
   }
   return write_file(dir / "benchmarks.cc", source, stats, error) &&

@@ -104,7 +104,8 @@ bool set_library_threads(int threads, std::string* why) {
 
 std::string MachineLoad::text() const {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "load average %.2f on %d cores, %d runnable tasks", load_avg, cores, runnable);
+  std::snprintf(buf, sizeof buf, "load average %.2f on %d cores, %d runnable tasks", load_avg, cores,
+                runnable);
   return buf;
 }
 

@@ -34,18 +34,18 @@ struct MeasureOptions {
 };
 
 struct Measurement {
-  double median_ns = 0;  // per call, median over the usable repetitions
-  double spread_ns = 0;  // interquartile range over them
-  int repetitions = 0;   // usable repetitions
-  int iterations = 0;    // calls per repetition
+  double median_ns = 0;             // per call, median over the usable repetitions
+  double spread_ns = 0;             // interquartile range over them
+  int repetitions = 0;              // usable repetitions
+  int iterations = 0;               // calls per repetition
   std::vector<double> per_call_ns;  // one value per usable repetition
   // Quality.
-  std::string timer;             // thread_cpu, wall, cuda_events
-  int runs = 0;                  // repetitions run (usable + discarded)
-  int disturbed = 0;             // repetitions during which a thread of this process was preempted
-  double relative_spread = 0;    // spread / median
-  bool stable = false;           // enough usable repetitions, spread within max_spread
-  std::string why_unstable;      // when not stable, one line: what was seen
+  std::string timer;           // thread_cpu, wall, cuda_events
+  int runs = 0;                // repetitions run (usable + discarded)
+  int disturbed = 0;           // repetitions during which a thread of this process was preempted
+  double relative_spread = 0;  // spread / median
+  bool stable = false;         // enough usable repetitions, spread within max_spread
+  std::string why_unstable;    // when not stable, one line: what was seen
 };
 
 // Median and interquartile range of per-call times, quantiles interpolated linearly between order

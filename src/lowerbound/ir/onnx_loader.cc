@@ -1,9 +1,9 @@
 #include "lowerbound/ir/onnx_loader.h"
 
-#include <algorithm>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <fstream>
@@ -123,7 +123,8 @@ bool check_graph(const onnx::ModelProto& proto, LayerModel* model, std::string* 
     std::string where =
         "node " + std::to_string(n) + " (" + (node.name().empty() ? node.op_type() : node.name()) + "): ";
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
-      *what = where + "operator domain '" + node.domain() + "' is not supported (only the default ONNX domain)";
+      *what =
+          where + "operator domain '" + node.domain() + "' is not supported (only the default ONNX domain)";
       return false;
     }
     if (kUnsupportedOps.count(node.op_type())) {
@@ -142,7 +143,8 @@ bool check_graph(const onnx::ModelProto& proto, LayerModel* model, std::string* 
 }
 
 // Tensor shapes after shape inference: initializers (constants), graph inputs, value_info, outputs.
-void collect_shapes(const onnx::GraphProto& graph, LayerModel* model, std::unordered_map<std::string, Shape>* shapes,
+void collect_shapes(const onnx::GraphProto& graph, LayerModel* model,
+                    std::unordered_map<std::string, Shape>* shapes,
                     std::unordered_set<std::string>* constants) {
   for (const auto& init : graph.initializer()) {
     (*shapes)[init.name()] = Shape(init.dims().begin(), init.dims().end());

@@ -11,15 +11,35 @@ namespace {
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-bool is_uri(const std::string& url) { return starts_with(url, "postgresql://") || starts_with(url, "postgres://"); }
+bool is_uri(const std::string& url) {
+  return starts_with(url, "postgresql://") || starts_with(url, "postgres://");
+}
 
 // libpq's connection keywords (the ones a keyword/value string starts with).
 bool is_libpq_keyword(std::string_view k) {
-  static constexpr std::string_view kKeywords[] = {
-      "host",    "hostaddr",        "port",    "dbname",         "user",          "password",
-      "passfile", "service",        "options", "sslmode",        "sslcert",       "sslkey",
-      "sslrootcert", "connect_timeout", "application_name", "target_session_attrs", "channel_binding",
-      "krbsrvname", "gssencmode",   "requiressl", "client_encoding", "keepalives", "require_auth"};
+  static constexpr std::string_view kKeywords[] = {"host",
+                                                   "hostaddr",
+                                                   "port",
+                                                   "dbname",
+                                                   "user",
+                                                   "password",
+                                                   "passfile",
+                                                   "service",
+                                                   "options",
+                                                   "sslmode",
+                                                   "sslcert",
+                                                   "sslkey",
+                                                   "sslrootcert",
+                                                   "connect_timeout",
+                                                   "application_name",
+                                                   "target_session_attrs",
+                                                   "channel_binding",
+                                                   "krbsrvname",
+                                                   "gssencmode",
+                                                   "requiressl",
+                                                   "client_encoding",
+                                                   "keepalives",
+                                                   "require_auth"};
   for (std::string_view kw : kKeywords)
     if (k == kw) return true;
   return false;
@@ -147,7 +167,8 @@ std::string redact_db_url(const std::string& url) {
     if (e > b) spans.push_back({b, e});
     size_t query = url.find('?');
     if (query != std::string::npos)
-      for (auto [vb, ve] : password_values(url.substr(query), true)) spans.push_back({query + vb, query + ve});
+      for (auto [vb, ve] : password_values(url.substr(query), true))
+        spans.push_back({query + vb, query + ve});
   } else {
     spans = password_values(url, false);
   }

@@ -1,9 +1,9 @@
 #include "lowerbound/perfdb/perf_db.h"
 
-#include "lowerbound/perfdb/db_url.h"
-
 #include <cstdlib>
 #include <filesystem>
+
+#include "lowerbound/perfdb/db_url.h"
 
 namespace strata::lowerbound {
 

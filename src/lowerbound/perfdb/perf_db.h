@@ -1,7 +1,7 @@
 // The performance database: one row per (system, backend, dtype, layout, layer signature, algorithm)
 // holding the measured median, spread and repetitions, and how trustworthy the measurement is
-// (threads, timer, preempted repetitions, relative spread, machine load, attempts, quality). SQLite file by default; a postgresql:// URL
-// selects a shared PostgreSQL database with the same schema and behaviour.
+// (threads, timer, preempted repetitions, relative spread, machine load, attempts, quality). SQLite file by
+// default; a postgresql:// URL selects a shared PostgreSQL database with the same schema and behaviour.
 #pragma once
 
 #include <memory>

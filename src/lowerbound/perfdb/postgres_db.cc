@@ -2,7 +2,6 @@
 #include <libpq-fe.h>
 
 #include <cstdlib>
-
 #include <set>
 
 #include "lowerbound/perfdb/db_url.h"
@@ -50,17 +49,16 @@ class PostgresPerfDb final : public PerfDb {
   }
 
   bool put(const BenchRecord& r, std::string* error) override {
-    const std::string numbers[] = {std::to_string(r.median_ns), std::to_string(r.spread_ns),
-                                   std::to_string(r.repetitions), std::to_string(r.iterations),
-                                   std::to_string(r.threads),     std::to_string(r.disturbed),
-                                   std::to_string(r.relative_spread), std::to_string(r.load_avg),
-                                   std::to_string(r.attempts)};
+    const std::string numbers[] = {
+        std::to_string(r.median_ns),       std::to_string(r.spread_ns), std::to_string(r.repetitions),
+        std::to_string(r.iterations),      std::to_string(r.threads),   std::to_string(r.disturbed),
+        std::to_string(r.relative_spread), std::to_string(r.load_avg),  std::to_string(r.attempts)};
     const char* values[schema::kColumnCount] = {
-        r.system.c_str(),      r.backend.c_str(),     r.dtype.c_str(),        r.layout.c_str(),
-        r.signature.c_str(),   r.algorithm.c_str(),   r.library_call.c_str(), r.implementation.c_str(),
-        numbers[0].c_str(),    numbers[1].c_str(),    numbers[2].c_str(),     numbers[3].c_str(),
-        r.measured_at.c_str(), numbers[4].c_str(),    r.timer.c_str(),        numbers[5].c_str(),
-        numbers[6].c_str(),    numbers[7].c_str(),    numbers[8].c_str(),     r.quality.c_str()};
+        r.system.c_str(),      r.backend.c_str(),   r.dtype.c_str(),        r.layout.c_str(),
+        r.signature.c_str(),   r.algorithm.c_str(), r.library_call.c_str(), r.implementation.c_str(),
+        numbers[0].c_str(),    numbers[1].c_str(),  numbers[2].c_str(),     numbers[3].c_str(),
+        r.measured_at.c_str(), numbers[4].c_str(),  r.timer.c_str(),        numbers[5].c_str(),
+        numbers[6].c_str(),    numbers[7].c_str(),  numbers[8].c_str(),     r.quality.c_str()};
     std::string sql = std::string("INSERT INTO strata_benchmarks (") + schema::kColumns + ") VALUES (";
     for (int i = 1; i <= schema::kColumnCount; ++i) sql += (i > 1 ? ", $" : "$") + std::to_string(i);
     sql +=
@@ -69,9 +67,11 @@ class PostgresPerfDb final : public PerfDb {
         " median_ns = EXCLUDED.median_ns, spread_ns = EXCLUDED.spread_ns, repetitions = EXCLUDED.repetitions,"
         " iterations = EXCLUDED.iterations, measured_at = EXCLUDED.measured_at, threads = EXCLUDED.threads,"
         " timer = EXCLUDED.timer, disturbed_repetitions = EXCLUDED.disturbed_repetitions,"
-        " relative_spread = EXCLUDED.relative_spread, load_avg = EXCLUDED.load_avg, attempts = EXCLUDED.attempts,"
+        " relative_spread = EXCLUDED.relative_spread, load_avg = EXCLUDED.load_avg, attempts = "
+        "EXCLUDED.attempts,"
         " quality = EXCLUDED.quality";
-    PGresult* res = PQexecParams(conn_, sql.c_str(), schema::kColumnCount, nullptr, values, nullptr, nullptr, 0);
+    PGresult* res =
+        PQexecParams(conn_, sql.c_str(), schema::kColumnCount, nullptr, values, nullptr, nullptr, 0);
     bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     PQclear(res);
     return ok || fail("insert failed", error);
@@ -80,8 +80,8 @@ class PostgresPerfDb final : public PerfDb {
   bool load(const std::string& system, const std::string& backend, std::vector<BenchRecord>* out,
             std::string* error) override {
     const char* values[2] = {system.c_str(), backend.c_str()};
-    std::string sql =
-        std::string("SELECT ") + schema::kColumns + " FROM strata_benchmarks WHERE system = $1 AND backend = $2";
+    std::string sql = std::string("SELECT ") + schema::kColumns +
+                      " FROM strata_benchmarks WHERE system = $1 AND backend = $2";
     PGresult* res = PQexecParams(conn_, sql.c_str(), 2, nullptr, values, nullptr, nullptr, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
       PQclear(res);
@@ -91,8 +91,8 @@ class PostgresPerfDb final : public PerfDb {
       auto text = [&](int col) { return std::string(PQgetvalue(res, row, col)); };
       auto real = [&](int col) { return std::strtod(PQgetvalue(res, row, col), nullptr); };
       auto integer = [&](int col) { return std::atoi(PQgetvalue(res, row, col)); };
-      BenchRecord r{text(0),    text(1),    text(2),     text(3),     text(4), text(5), text(6),
-                    text(7),    real(8),    real(9),     integer(10), integer(11), text(12)};
+      BenchRecord r{text(0), text(1), text(2), text(3),     text(4),     text(5), text(6),
+                    text(7), real(8), real(9), integer(10), integer(11), text(12)};
       r.threads = integer(13);
       r.timer = text(14);
       r.disturbed = integer(15);
@@ -118,8 +118,8 @@ class PostgresPerfDb final : public PerfDb {
   }
 
   bool systems(const std::string& backend, std::vector<std::string>* out, std::string* error) override {
-    return column("SELECT DISTINCT system FROM strata_benchmarks WHERE backend = $1 ORDER BY system", {backend},
-                  out, error);
+    return column("SELECT DISTINCT system FROM strata_benchmarks WHERE backend = $1 ORDER BY system",
+                  {backend}, out, error);
   }
 
   bool begin(std::string* error) override { return exec("BEGIN", error); }
@@ -133,21 +133,23 @@ class PostgresPerfDb final : public PerfDb {
     std::vector<std::string> have;
     // pg_attribute, not information_schema: the latter hides columns from users without privileges on
     // the table (a team's shared database opened by another user than its owner).
-    if (!column("SELECT attname FROM pg_attribute WHERE attrelid = 'strata_benchmarks'::regclass AND attnum > 0 "
-                "AND NOT attisdropped",
-                {}, &have, error))
+    if (!column(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'strata_benchmarks'::regclass AND attnum > 0 "
+            "AND NOT attisdropped",
+            {}, &have, error))
       return false;
     std::set<std::string> present(have.begin(), have.end());
     for (const schema::Column& c : schema::kQualityColumns)
       if (!present.count(c.name) &&
-          !exec(("ALTER TABLE strata_benchmarks ADD COLUMN " + std::string(c.name) + " " + c.definition).c_str(),
+          !exec(("ALTER TABLE strata_benchmarks ADD COLUMN " + std::string(c.name) + " " + c.definition)
+                    .c_str(),
                 error)) {
         *error += " (the table predates the quality columns: its owner must open it once with this version)";
         return false;
       }
     std::vector<std::string> old_keys;
-    if (!column("SELECT DISTINCT system FROM strata_benchmarks WHERE system LIKE '%|omp_threads=default%'", {},
-                &old_keys, error))
+    if (!column("SELECT DISTINCT system FROM strata_benchmarks WHERE system LIKE '%|omp_threads=default%'",
+                {}, &old_keys, error))
       return false;
     const std::string update = schema::with_placeholders(schema::kMigrateKey, '$');
     for (const std::string& key : old_keys) {

@@ -32,7 +32,8 @@ inline constexpr Column kQualityColumns[] = {
 
 // Every column, in the order put() binds and load() reads them.
 inline constexpr const char* kColumns =
-    "system, backend, dtype, layout, signature, algorithm, library_call, implementation, median_ns, spread_ns,"
+    "system, backend, dtype, layout, signature, algorithm, library_call, implementation, median_ns, "
+    "spread_ns,"
     " repetitions, iterations, measured_at, threads, timer, disturbed_repetitions, relative_spread, load_avg,"
     " attempts, quality";
 inline constexpr int kColumnCount = 20;
@@ -54,7 +55,8 @@ inline std::string migrated_system_key(const std::string& key) {
 // Moves rows from an old system key to its migrated one, unless the new key already has that row.
 // Parameters: 1 = old key, 2 = new key (SQLite ?1/?2, PostgreSQL $1/$2 are substituted by the caller).
 inline constexpr const char* kMigrateKey =
-    "UPDATE strata_benchmarks SET system = @2 WHERE system = @1 AND NOT EXISTS (SELECT 1 FROM strata_benchmarks t"
+    "UPDATE strata_benchmarks SET system = @2 WHERE system = @1 AND NOT EXISTS (SELECT 1 FROM "
+    "strata_benchmarks t"
     " WHERE t.system = @2 AND t.backend = strata_benchmarks.backend AND t.dtype = strata_benchmarks.dtype AND"
     " t.layout = strata_benchmarks.layout AND t.signature = strata_benchmarks.signature AND"
     " t.algorithm = strata_benchmarks.algorithm)";

@@ -33,7 +33,8 @@ class SqlitePerfDb final : public PerfDb {
       return false;
     }
     if (!exec("COMMIT", error)) return false;
-    std::string sql = std::string("INSERT OR REPLACE INTO strata_benchmarks (") + schema::kColumns + ") VALUES (";
+    std::string sql =
+        std::string("INSERT OR REPLACE INTO strata_benchmarks (") + schema::kColumns + ") VALUES (";
     for (int i = 1; i <= schema::kColumnCount; ++i) sql += (i > 1 ? ", ?" : "?") + std::to_string(i);
     sql += ")";
     if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &put_, nullptr) != SQLITE_OK)
@@ -64,10 +65,11 @@ class SqlitePerfDb final : public PerfDb {
 
   bool load(const std::string& system, const std::string& backend, std::vector<BenchRecord>* out,
             std::string* error) override {
-    std::string sql =
-        std::string("SELECT ") + schema::kColumns + " FROM strata_benchmarks WHERE system = ?1 AND backend = ?2";
+    std::string sql = std::string("SELECT ") + schema::kColumns +
+                      " FROM strata_benchmarks WHERE system = ?1 AND backend = ?2";
     sqlite3_stmt* q = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q, nullptr) != SQLITE_OK) return fail("cannot prepare query", error);
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q, nullptr) != SQLITE_OK)
+      return fail("cannot prepare query", error);
     sqlite3_bind_text(q, 1, system.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(q, 2, backend.c_str(), -1, SQLITE_TRANSIENT);
     int rc;
@@ -115,8 +117,8 @@ class SqlitePerfDb final : public PerfDb {
   }
 
   bool systems(const std::string& backend, std::vector<std::string>* out, std::string* error) override {
-    return column("SELECT DISTINCT system FROM strata_benchmarks WHERE backend = ?1 ORDER BY system", {backend},
-                  out, error);
+    return column("SELECT DISTINCT system FROM strata_benchmarks WHERE backend = ?1 ORDER BY system",
+                  {backend}, out, error);
   }
 
   bool begin(std::string* error) override { return exec("BEGIN", error); }
@@ -131,12 +133,13 @@ class SqlitePerfDb final : public PerfDb {
     std::set<std::string> present(have.begin(), have.end());
     for (const schema::Column& c : schema::kQualityColumns)
       if (!present.count(c.name) &&
-          !exec(("ALTER TABLE strata_benchmarks ADD COLUMN " + std::string(c.name) + " " + c.definition).c_str(),
+          !exec(("ALTER TABLE strata_benchmarks ADD COLUMN " + std::string(c.name) + " " + c.definition)
+                    .c_str(),
                 error))
         return false;
     std::vector<std::string> old_keys;
-    if (!column("SELECT DISTINCT system FROM strata_benchmarks WHERE system LIKE '%|omp_threads=default%'", {},
-                &old_keys, error))
+    if (!column("SELECT DISTINCT system FROM strata_benchmarks WHERE system LIKE '%|omp_threads=default%'",
+                {}, &old_keys, error))
       return false;
     const std::string update = schema::with_placeholders(schema::kMigrateKey, '?');
     for (const std::string& key : old_keys) {
@@ -148,7 +151,8 @@ class SqlitePerfDb final : public PerfDb {
   // One statement with text parameters ?1, ?2, ...
   bool run(const char* sql, const std::vector<std::string>& params, std::string* error) {
     sqlite3_stmt* q = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &q, nullptr) != SQLITE_OK) return fail("cannot prepare statement", error);
+    if (sqlite3_prepare_v2(db_, sql, -1, &q, nullptr) != SQLITE_OK)
+      return fail("cannot prepare statement", error);
     for (size_t i = 0; i < params.size(); ++i)
       sqlite3_bind_text(q, static_cast<int>(i) + 1, params[i].c_str(), -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(q);
@@ -159,7 +163,8 @@ class SqlitePerfDb final : public PerfDb {
   bool column(const char* sql, const std::vector<std::string>& params, std::vector<std::string>* out,
               std::string* error) {
     sqlite3_stmt* q = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &q, nullptr) != SQLITE_OK) return fail("cannot prepare query", error);
+    if (sqlite3_prepare_v2(db_, sql, -1, &q, nullptr) != SQLITE_OK)
+      return fail("cannot prepare query", error);
     for (size_t i = 0; i < params.size(); ++i)
       sqlite3_bind_text(q, static_cast<int>(i) + 1, params[i].c_str(), -1, SQLITE_TRANSIENT);
     int rc;
