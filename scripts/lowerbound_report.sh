@@ -47,7 +47,7 @@ bench() {
   for attempt in 1 2 3; do
     rc=0
     "$strata" bench run "$@" > "$log.$attempt" 2>&1 || rc=$?
-    grep -E "^re-measured: |not stored: " "$log.$attempt" | sed "s/^/[run $attempt] /" >> "$out/remeasured.txt" || true
+    grep -E "^re-measured: |not stored: " "$log.$attempt" | sed "s/^/[completion run $attempt] /" >> "$out/remeasured.txt" || true
     [ "$rc" = 3 ] || break
   done
   cp "$log.1" "$log"
@@ -82,7 +82,7 @@ rc=0
 t1=$(date +%s.%N)
 load1=$(load)
 [ "$rc" = 0 ] || [ "$rc" = 3 ] || { cat "$out/bench_empty.txt"; exit 1; }
-grep -E "^re-measured: |not stored: " "$out/bench_empty.txt" | sed "s/^/[run 1] /" >> "$out/remeasured.txt" || true
+grep -E "^re-measured: |not stored: " "$out/bench_empty.txt" | sed "s/^/[first run] /" >> "$out/remeasured.txt" || true
 # What stayed noisy is measured again (only that: the rest is in the database now).
 [ "$rc" = 3 ] && bench "$out/bench_completion.txt" "${onnx[@]}" --db "$db"
 t2=$(date +%s.%N)
@@ -91,7 +91,7 @@ t3=$(date +%s.%N)
 python3 -c "print(f'bench run, empty database: {$t1 - $t0:.1f} s (load average before: $load0; after: $load1); '
              f'filled: {$t3 - $t2:.2f} s; $(nproc --all) cores, OMP_NUM_THREADS=$OMP_NUM_THREADS, LOAD=${LOAD:-0}')" \
   | tee "$out/bench_times.txt"
-grep -E "threads|machine|work items|already|benchmarked now|re-measured \(|not stored \(|without a mapping|free" \
+grep -E "^(threads|machine|work items|  already|  benchmarked now|  re-measured \(|  not stored \(|  without a mapping|layers with no)" \
   "$out/bench_empty.txt" | tee -a "$out/bench_times.txt"
 echo "re-measured or not stored (all runs): $(grep -c . "$out/remeasured.txt") entries, listed in $out/remeasured.txt" \
   | tee -a "$out/bench_times.txt"
