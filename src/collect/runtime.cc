@@ -229,6 +229,11 @@ void strata_span_set_int(strata_span_id span, const char* key, int64_t value) {
   if (auto* s = current_session()) s->set_attr(span, key, strata::AttrType::kInt, value, 0, {});
 }
 
+void strata_span_set_ints(strata_span_id span, const char* const* keys, const int64_t* values, size_t count) {
+  if (span == 0 || keys == nullptr || values == nullptr) return;
+  if (auto* s = current_session()) s->set_int_attrs(span, keys, values, count);
+}
+
 void strata_span_set_double(strata_span_id span, const char* key, double value) {
   if (span == 0 || key == nullptr) return;
   if (auto* s = current_session()) s->set_attr(span, key, strata::AttrType::kDouble, 0, value, {});

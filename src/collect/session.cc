@@ -336,6 +336,28 @@ void Session::set_attr(uint64_t span_id, std::string_view key, AttrType type, in
   commit(t, put_bytes(p, str));
 }
 
+void Session::set_int_attrs(uint64_t span_id, const char* const* keys, const int64_t* values, size_t count) {
+  if (span_id == 0 || count == 0) return;
+  ThreadState* t = thread_state();
+  if (t == nullptr) return;
+  uint32_t total = 0;
+  for (size_t k = 0; k < count; ++k)
+    total += 2 + slots_for_bytes(clip(keys[k] ? std::string_view(keys[k]) : std::string_view(), t).size());
+  detail::Slot* s = reserve(t, total, kDropBufferFull);  // one reservation and one commit for all
+  if (s == nullptr) return;
+  for (size_t k = 0; k < count; ++k) {
+    std::string_view key =
+        keys[k] ? std::string_view(keys[k]).substr(0, kMaxEventString) : std::string_view();
+    uint32_t extra = 1 + slots_for_bytes(key.size());
+    s[0].ts = static_cast<uint64_t>(values[k]);
+    s[0].word = event_word(kTagAttr, extra, static_cast<uint32_t>(key.size()));
+    s[1].ts = span_id;
+    s[1].word = static_cast<uint64_t>(AttrType::kInt);
+    s = put_bytes(s + 2, key);
+  }
+  commit(t, s);
+}
+
 void Session::instant(std::string_view name, int level) {
   uint64_t ts = detail::now_ticks();
   ThreadState* t = thread_state();

@@ -78,6 +78,8 @@ class Session {
   uint64_t begin(std::string_view name, int level);
   void end(uint64_t span_id);
   void set_attr(uint64_t span_id, std::string_view key, AttrType type, int64_t i, double d, std::string_view s);
+  // Several integer attributes of one span with one buffer reservation (tracers that set many).
+  void set_int_attrs(uint64_t span_id, const char* const* keys, const int64_t* values, size_t count);
   void instant(std::string_view name, int level);
   void counter(std::string_view name, double value);
   void set_thread_name(std::string_view name);
@@ -92,6 +94,9 @@ class Session {
   // Facts about a collector (e.g. its clock source), written as stats property "collector.<key>".
   void set_collector_property(std::string_view key, std::string_view value);
 
+  // A tick reading (detail::now_ticks) on this session's monotonic ns scale, for collectors that
+  // stamp events themselves and hand them over with emit_complete (flag them kSpanFlagFromTicks).
+  int64_t ticks_to_ns(uint64_t ticks) const { return clock_.to_ns(ticks); }
   const TraceContext& context() const { return context_; }
   const SessionConfig& config() const { return config_; }
   const std::string& error() const { return error_; }
