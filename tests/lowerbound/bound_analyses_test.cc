@@ -11,6 +11,7 @@
 #include "../test_util.h"
 #include "analysis/analysis.h"
 #include "analysis/workload.h"
+#include "import/importer.h"
 #include "lowerbound/analyses/lowerbound_analyses.h"
 #include "lowerbound/analyses/trace_compare.h"
 #include "lowerbound/bounds/bound_inputs.h"
@@ -171,6 +172,30 @@ TEST_F(BoundAnalyses, ThreadCountsAreComparedWithTheFrameworks) {
     named = named || (n.find("warning: threads: benchmarks 1, framework 4") != std::string::npos &&
                       n.find("--threads 4") != std::string::npos);
   EXPECT_TRUE(named);
+}
+
+// tensor_cores needs the model's layers, not the bound: it runs on an imported Kineto trace with no
+// database at all (the repository's A100 alexnet: its three 3x3 convolutions on tensor cores).
+TEST(BoundAnalysesGpu, TensorCoresNeedNoDatabase) {
+  model::Trace trace;
+  std::string error;
+  ASSERT_TRUE(import::import_trace(std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/a100_alexnet_train.json.gz",
+                                   &trace, &error))
+      << error;
+  analysis::Params params;
+  params.set("onnx", data("alexnet.onnx"));
+  params.set("db", "/nonexistent-dir/never-opened.sqlite");
+  const model::SpanTree tree = model::build_span_tree(trace);
+  const analysis::Workload workload(trace, tree);
+  analysis::AnalysisResult r =
+      find_bound_analysis("tensor_cores")->run(analysis::AnalysisInput{trace, tree, params, &workload});
+  ASSERT_FALSE(r.missing_input) << *r.missing_input;
+  ASSERT_EQ(r.tables.size(), 1u);
+  size_t using_tensor_cores = 0;
+  for (const auto& row : r.tables[0].rows)
+    if (std::get<std::string>(row[0].value) != "TOTAL" && std::get<std::string>(row[8].value) == "yes")
+      ++using_tensor_cores;
+  EXPECT_EQ(using_tensor_cores, 3u);
 }
 
 }  // namespace

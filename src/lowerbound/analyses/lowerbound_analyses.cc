@@ -7,6 +7,7 @@
 #include "lowerbound/analyses/trace_compare.h"
 #include "lowerbound/harness/bench_plan.h"
 #include "lowerbound/harness/measure.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace strata::lowerbound {
 
@@ -67,7 +68,8 @@ class TensorCores final : public BoundAnalysis {
  public:
   std::string_view name() const override { return "tensor_cores"; }
   std::string_view description() const override {
-    return "per layer, whether its GPU kernels ran on tensor cores, by kernel name (--param onnx=MODEL.onnx)";
+    return "per layer, whether its GPU kernels ran on tensor cores, by kernel name (--param onnx=MODEL.onnx; no "
+           "database needed)";
   }
   AnalysisResult run_bound(const AnalysisInput& input, const BoundContext& bound) const override {
     AnalysisResult r;
@@ -82,6 +84,7 @@ class TensorCores final : public BoundAnalysis {
     r.tables.push_back(tensor_core_table(*bound.model, cmp.tensor_cores));
     return r;
   }
+  bool needs_measurements() const override { return false; }
 };
 
 }  // namespace
@@ -113,6 +116,15 @@ AnalysisResult BoundAnalysis::run(const AnalysisInput& input) const {
   }
   BoundInputs inputs;
   std::string error;
+  const size_t top = static_cast<size_t>(std::max<int64_t>(1, p.get_int("top", 10)));
+  if (!needs_measurements()) {  // the model's layers only
+    if (!load_onnx_file(request.onnx_path, &inputs.model, &error)) {
+      r.missing_input = error;
+      return r;
+    }
+    ModelEstimate none = estimate_model(inputs.model, inputs.index, request.dtype, request.layout, false);
+    return run_bound(input, BoundContext{&inputs.model, &none, top});
+  }
   if (!load_bound_inputs(request, &inputs, &error)) {
     r.missing_input = error;
     return r;

@@ -30,6 +30,9 @@ class BoundAnalysis : public analysis::Analysis {
   analysis::AnalysisResult run(const analysis::AnalysisInput& input) const override;
   virtual analysis::AnalysisResult run_bound(const analysis::AnalysisInput& input,
                                              const BoundContext& bound) const = 0;
+  // False for an analysis that needs the model's layers but no benchmark (tensor_cores): run() then
+  // opens no database.
+  virtual bool needs_measurements() const { return true; }
 };
 
 // The registered analysis NAME as a BoundAnalysis; nullptr when it is not one.

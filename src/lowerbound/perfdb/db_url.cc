@@ -108,14 +108,18 @@ std::vector<std::pair<size_t, size_t>> password_values(const std::string& s, boo
     if (uri) {
       end = s.find_first_of("&#", v);
       if (end == std::string::npos) end = s.size();
-    } else if (v < s.size() && s[v] == '\'') {
-      end = v + 1;
-      while (end < s.size() && s[end] != '\'') end += s[end] == '\\' ? 2 : 1;
-      end = std::min(end + 1, s.size());
     } else {
-      while (end < s.size() && !std::isspace(static_cast<unsigned char>(s[end]))) ++end;
+      // Quoted parts may hold spaces; the value ends at the first space outside quotes.
+      bool quoted = false;
+      while (end < s.size() && (quoted || !std::isspace(static_cast<unsigned char>(s[end])))) {
+        if (s[end] == '\\' && quoted) ++end;
+        else if (s[end] == '\'') quoted = !quoted;
+        ++end;
+      }
+      end = std::min(end, s.size());
     }
-    out.push_back({v, end});
+    if (end > v) out.push_back({v, end});  // an empty value hides nothing
+    p = std::max(p, end > 0 ? end - 1 : 0);  // "password=" inside a value is part of it
   }
   return out;
 }
