@@ -67,7 +67,8 @@ int run_lowerbound(int argc, char** argv) {
     return opt.help ? 0 : 2;
   }
   std::vector<lb::LayerModel> models;
-  if (!lb::load_models(opt.models, &models, &error)) return fail("lowerbound", error, 1);
+  if (!check_inputs(opt.models, InputKind::kFile, &error) || !lb::load_models(opt.models, &models, &error))
+    return fail("lowerbound", error, 1);
   const lb::LayerModel& model = models[0];
   std::string url = opt.db_url.empty() ? lb::default_perf_db_url() : opt.db_url;
   auto db = lb::open_perf_db(url, &error);
@@ -114,7 +115,9 @@ int run_lowerbound(int argc, char** argv) {
 
   if (!opt.trace.empty()) {
     model::Trace trace;
-    if (!model::load_trace(opt.trace, &trace, &error)) return fail("lowerbound", error, 1);
+    if (!check_inputs({opt.trace}, InputKind::kTrace, &error) ||
+        !model::load_trace(opt.trace, &trace, &error))
+      return fail("lowerbound", error, 1);
     lb::TraceComparison cmp;
     if (!lb::compare_with_trace(model, trace, &cmp, &error))
       return fail("lowerbound", opt.trace + ": " + error, 1);
