@@ -87,7 +87,8 @@ int run_bench(int argc, char** argv) {
   }
   if (opt.models.empty()) return fail("bench", "no model given: strata bench " + mode + " MODEL.onnx...");
   std::vector<lb::LayerModel> models;
-  if (!load_models(opt.models, &models, &error)) return fail("bench", error, 1);
+  if (!check_inputs(opt.models, InputKind::kFile, &error) || !load_models(opt.models, &models, &error))
+    return fail("bench", error, 1);
 
   if (mode == "generate") {
     if (opt.output.empty()) return fail("bench", "generate needs -o DIR");

@@ -86,7 +86,8 @@ void warn_missing(const CommandOptions& opt, const lb::BoundInputs& in, const lb
 bool compare_trace(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main,
                    std::vector<table::Table>* tables, std::string* error) {
   model::Trace trace;
-  if (!load_native_or_import(opt.trace, &trace, error)) return false;
+  if (!check_inputs({opt.trace}, InputKind::kTrace, error) || !load_native_or_import(opt.trace, &trace, error))
+    return false;
   const model::SpanTree tree = model::build_span_tree(trace);
   const analysis::Workload workload(trace, tree);
   analysis::Params params;
@@ -162,6 +163,7 @@ int run_lowerbound(int argc, char** argv) {
   request.dtype = opt.bench.dtypes[0];
   request.layout = opt.bench.layouts[0];
   request.fusion = opt.bench.fusion;
+  if (!check_inputs(opt.models, InputKind::kFile, &error)) return fail("lowerbound", error, 1);
   lb::BoundInputs in;
   if (!lb::load_bound_inputs(request, &in, &error)) return fail("lowerbound", error, 1);
 

@@ -31,7 +31,8 @@ int run_model(int argc, char** argv) {
     return opt.help ? 0 : 2;
   }
   std::vector<lb::LayerModel> models;
-  if (!load_models(opt.models, &models, &error)) return fail("model", error, 1);
+  if (!check_inputs(opt.models, InputKind::kFile, &error) || !load_models(opt.models, &models, &error))
+    return fail("model", error, 1);
   lb::UniqueLayerSet set;
   for (const lb::LayerModel& m : models) set.add_model(m);
 

@@ -6,18 +6,21 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "format/input_file.h"
+
 namespace strata::lowerbound {
 namespace {
 
 // Control flow and training ops carry sub-graphs or semantics a per-layer benchmark cannot express.
 const std::set<std::string> kUnsupportedOps = {"If", "Loop", "Scan", "SequenceMap"};
+
+constexpr uint64_t kMaxOnnxBytes = uint64_t{2} << 30;
 
 Shape shape_of(const onnx::TypeProto& type) {
   Shape shape;
@@ -273,14 +276,13 @@ bool load_onnx_bytes(std::string_view bytes, const std::string& label, LayerMode
 }
 
 bool load_onnx_file(const std::string& path, LayerModel* model, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": cannot open the file (does it exist and is it readable?)";
+  // A regular file of at most 2 GiB, protobuf's own limit: a FIFO or /dev/zero is refused, not
+  // read until memory runs out; a directory is named as one.
+  std::string bytes;
+  if (!format::read_regular_file(
+          path, kMaxOnnxBytes,
+          "2 GiB is the most a protobuf (an ONNX model) can hold; is this an ONNX model?", &bytes, error))
     return false;
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  std::string bytes = buffer.str();
   model->path = path;
   std::string stem = path.substr(path.find_last_of('/') + 1);
   if (auto dot = stem.rfind('.'); dot != std::string::npos && dot > 0) stem.resize(dot);
