@@ -4,13 +4,13 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <vector>
 
 #include "core/level.h"
 #include "core/stats.h"
 #include "export/text_escape.h"
+#include "format/input_file.h"
 #include "model/trace_summary.h"
 #ifdef STRATA_HAVE_IMPORT
 #include "import/importer.h"
@@ -41,8 +41,16 @@ bool take_option(int argc, char** argv, int* i, std::string_view name, std::stri
   return false;
 }
 
+bool check_inputs(const std::vector<std::string>& paths, InputKind kind, std::string* error) {
+  for (const std::string& path : paths)
+    if (!format::check_input_path(path, kind == InputKind::kTrace, error)) return false;
+  return true;
+}
+
 bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::string* error,
                  const model::OpenOptions& options) {
+  if (!check_inputs(std::vector<std::string>(paths.begin(), paths.end()), InputKind::kTrace, error))
+    return false;
 #ifdef STRATA_HAVE_IMPORT
   import::register_readers();
 #endif
@@ -153,7 +161,7 @@ void print_drops(const model::TraceSummary& s, FILE* out) {
 void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings) {
   std::fprintf(out, "spans: %llu in %zu process(es), span time range %s\n",
                static_cast<unsigned long long>(s.spans), s.processes.size(),
-               format_duration_ns(s.last_ns - s.first_ns).c_str());
+               format_duration_ns(elapsed_ns(s.first_ns, s.last_ns)).c_str());
   print_level_table(s, out);
   print_drops(s, out);
   using stats::Stat;
@@ -166,6 +174,13 @@ void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings)
                  static_cast<unsigned long long>(truncated), static_cast<unsigned long long>(corrupt),
                  static_cast<unsigned long long>(unknown), static_cast<unsigned long long>(strings));
   }
+  const uint64_t clamped = s.stats.get(Stat::kLoadClampedTimes),
+                 past_limit = s.stats.get(Stat::kLoadStreamLimitChunks);
+  if (clamped || past_limit)
+    std::fprintf(out,
+                 "load: %llu span(s) with out-of-range times (kept, clamped), %llu chunk(s) of streams past "
+                 "the 65536-process limit (skipped)\n",
+                 static_cast<unsigned long long>(clamped), static_cast<unsigned long long>(past_limit));
   for (size_t i = 0; i < s.warnings.size() && i < max_warnings; ++i)
     std::fprintf(out, "warning: %s\n", exporter::escape_terminal(s.warnings[i]).c_str());
   if (s.warnings.size() > max_warnings)

@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/trace.h"
 #include "model/trace_reader.h"
@@ -19,9 +20,17 @@ int fail(std::string_view command, std::string_view message, int code = 2);
 // returns true. A missing value sets *missing.
 bool take_option(int argc, char** argv, int* i, std::string_view name, std::string* value, bool* missing);
 
+// What a command reads: a trace (a file, or a directory of per-process files) or one file.
+enum class InputKind { kTrace, kFile };
+// The check every command makes on the paths it reads, before loading anything: each exists and
+// is a regular file (or, for kTrace, a directory). A named pipe, a device (/dev/zero) or a socket
+// is refused with one line naming it and what to do, so nothing blocks on it or reads it forever;
+// the readers refuse them again if a path changes in between.
+bool check_inputs(const std::vector<std::string>& paths, InputKind kind, std::string* error);
+
 // Opens traces of every format this build reads (native; with the importer, Kineto/PyTorch, ONNX
-// Runtime and TensorFlow JSON) through the model's reader registry; several paths become one trace
-// (sorted once, one span tree). One error line on failure.
+// Runtime and TensorFlow JSON) through the model's reader registry, after check_inputs; several
+// paths become one trace (sorted once, one span tree). One error line on failure.
 bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::string* error,
                  const model::OpenOptions& options = {});
 // The same for one path.

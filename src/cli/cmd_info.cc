@@ -87,19 +87,21 @@ int run_info(int argc, char** argv) {
 
   model::TraceSummary summary;
   std::string error;
+  if (!check_inputs({path}, InputKind::kTrace, &error)) return fail("info", error, 1);
 #ifdef STRATA_HAVE_IMPORT
   import::register_readers();
 #endif
   const model::TraceReader* reader = model::reader_for(path, "auto", &error);
   if (reader == nullptr) return fail("info", error, 1);
   model::Trace trace;  // only for formats that are not streamed
-  if (reader->name() == "native") {
+  if (reader->name() == "native") {  // streamed: memory independent of the trace's size
     if (!model::summarize_file(path, &summary, &error)) return fail("info", error, 1);
   } else {
     if (!load_native_or_import(path, &trace, &error)) return fail("info", error, 1);
     summary = model::summarize(trace);
     for (const stats::StatInfo& s : stats::all_stats())  // the tree's counters too: it was built
-      if (s.source == stats::Source::kCorrelation && trace.stats.get(s.id)) summary.stats.set(s.id, trace.stats.get(s.id));
+      if (s.source == stats::Source::kCorrelation && trace.stats.get(s.id))
+        summary.stats.set(s.id, trace.stats.get(s.id));
   }
 
   std::printf("file: %s (%llu bytes)\n", shown(path).c_str(),

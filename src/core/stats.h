@@ -109,6 +109,14 @@ enum class Disk : uint8_t {
     "string ids referenced but never defined (shown as <unknown string N>)")                             \
   F(kLoadUnknownLevels, "load.unknown_levels", kNone, "", kTrace, kInfo, kLoader,                        \
     "spans with a level this version does not know (kept, shown as level(N))")                           \
+  F(kLoadClampedTimes, "load.clamped_times", kNone, "", kTrace, kError, kLoader,                         \
+    "spans with a time beyond +-2^62 ns (corrupt or forged): kept, moved to that bound")                 \
+  F(kLoadStreamLimitChunks, "load.stream_limit_chunks", kNone, "", kTrace, kError, kLoader,              \
+    "chunks of streams past the 65,536 (processes) a trace holds: skipped")                               \
+  F(kLoadDuplicateProcessChunks, "load.duplicate_process_chunks", kNone, "", kTrace, kError, kLoader,    \
+    "second Process chunks for one stream (a forged or copied part claiming it): ignored, the first stands")\
+  F(kLoadBadCounters, "load.bad_counters", kNone, "", kTrace, kError, kLoader,                           \
+    "stored counters that are not event counts (negative, above 2^48 or not integers): ignored")         \
   F(kImportEventsRead, "import.events_read", kProcess, "import.events_read", kProcess, kInfo, kImport,   \
     "events in the foreign file's event array")                                                          \
   F(kImportSpansWritten, "import.spans_written", kProcess, "import.spans_written", kProcess, kInfo,     \

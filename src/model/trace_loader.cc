@@ -8,6 +8,7 @@
 #include <numeric>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "format/payloads.h"
 #include "model/trace_reader.h"
@@ -18,7 +19,8 @@ namespace {
 // Per-stream state: a stream's string ids are local to it and remapped into the trace's pool.
 struct StreamState {
   uint16_t process = 0;
-  std::vector<uint32_t> string_map;  // local id -> pool id (UINT32_MAX: not defined yet)
+  bool described = false;     // a Process chunk was read (a stream has one)
+  LocalStringIds string_map;  // local id -> pool id (kUndefined: not defined yet)
 };
 
 using stats::Stat;
@@ -77,9 +79,26 @@ class Loader {
     return streams_.emplace(stream_id, std::move(state)).first->second;
   }
 
+  // A span's process index is 16 bits: a trace holds 65,536 streams. Chunks of further streams
+  // are skipped and counted (a forged file cannot wrap the index onto another process).
+  bool over_stream_limit(const format::Chunk& chunk) {
+    if (streams_.count(chunk.stream_id) || trace_->processes.size() <= UINT16_MAX) return false;
+    builder_->count(Stat::kLoadStreamLimitChunks);
+    if (!stream_limit_warned_)
+      warn(chunk, "more than 65536 streams (processes); chunks of further streams skipped");
+    stream_limit_warned_ = true;
+    return true;
+  }
+
+  // Each problem read_*_properties reports is one stored counter left out.
+  void note_problems(const format::Chunk& chunk) {
+    builder_->count(Stat::kLoadBadCounters, problems_.size());
+    for (const std::string& problem : problems_) warn(chunk, problem);
+  }
+
   uint32_t map_string(StreamState& s, uint32_t local) {
     if (local == 0) return 0;
-    if (local < s.string_map.size() && s.string_map[local] != UINT32_MAX) return s.string_map[local];
+    if (uint32_t global = s.string_map.get(local); global != LocalStringIds::kUndefined) return global;
     builder_->count(Stat::kLoadUnknownStrings);
     return trace_->strings.intern("<unknown string " + std::to_string(local) + ">");
   }
@@ -87,6 +106,7 @@ class Loader {
   void handle(const format::Chunk& chunk) {
     using format::ChunkType;
     std::string error;
+    if (chunk.type != static_cast<uint16_t>(ChunkType::kRecord) && over_stream_limit(chunk)) return;
     switch (static_cast<ChunkType>(chunk.type)) {
       case ChunkType::kProcess:
         return handle_process(chunk);
@@ -100,8 +120,7 @@ class Loader {
             warn(chunk, "string id " + std::to_string(e.id) + " out of range; entry skipped");
             continue;
           }
-          if (e.id >= s.string_map.size()) s.string_map.resize(e.id + 1, UINT32_MAX);
-          s.string_map[e.id] = trace_->strings.intern(e.text);
+          s.string_map.set(e.id, trace_->strings.intern(e.text));
         }
         return;
       }
@@ -120,7 +139,7 @@ class Loader {
         if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
         problems_.clear();
         read_stats_properties(props, &trace_->processes[stream(chunk.stream_id).process], true, &problems_);
-        for (const std::string& problem : problems_) warn(chunk, problem);
+        note_problems(chunk);
         return;
       }
       case ChunkType::kEnd: {
@@ -167,13 +186,15 @@ class Loader {
         last = {{*mono, *ticks}};
       }
       if (!first || !last || used <= 0) continue;
-      const double span_ticks = static_cast<double>(last->second - first->second);
-      const double span_ns = static_cast<double>(last->first - first->first);
+      const double span_ticks = time_difference(last->second, first->second);
+      const double span_ns = time_difference(last->first, first->first);
       if (span_ns < 50e6 || span_ticks <= 0) continue;  // too short a baseline to improve on start-up
       const double truth = span_ns / span_ticks;
       auto remap = [&](int64_t ns) {
-        double ticks = static_cast<double>(*anchor_ticks) + static_cast<double>(ns - *anchor_ns) / used;
-        return first->first + static_cast<int64_t>((ticks - static_cast<double>(first->second)) * truth);
+        // In doubles, clamped: anchors and snapshots come from the file (any int64 at all).
+        double ticks = static_cast<double>(*anchor_ticks) + time_difference(ns, *anchor_ns) / used;
+        return add_time_ns(first->first,
+                           clamp_to_time_ns((ticks - static_cast<double>(first->second)) * truth));
       };
       for (size_t i = first_span_; i < trace_->spans.size(); ++i) {
         SpanRecord& s = trace_->spans[i];
@@ -191,9 +212,16 @@ class Loader {
     format::Properties props;
     std::string error;
     if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
+    StreamState& s = stream(chunk.stream_id);
+    // A second description of one stream is another writer claiming its id (a forged or copied
+    // part): the first stays, so a process's identity cannot be replaced.
+    if (std::exchange(s.described, true)) {
+      builder_->count(Stat::kLoadDuplicateProcessChunks);
+      return warn(chunk, duplicate_process_warning(chunk.stream_id, props));
+    }
     problems_.clear();
-    read_process_properties(std::move(props), &trace_->processes[stream(chunk.stream_id).process], &problems_);
-    for (const std::string& problem : problems_) warn(chunk, problem);
+    read_process_properties(std::move(props), &trace_->processes[s.process], &problems_);
+    note_problems(chunk);
   }
 
   void handle_spans(const format::Chunk& chunk) {
@@ -226,6 +254,7 @@ class Loader {
     uint32_t attr_pos = static_cast<uint32_t>(first_attr);
     // Remap names through a one-entry cache: consecutive spans usually share a name.
     uint32_t last_local = UINT32_MAX, last_global = 0;
+    uint64_t clamped = 0;
     for (size_t i = first_span; i < trace_->spans.size(); ++i) {
       SpanRecord& span = trace_->spans[i];
       span.process = s.process;
@@ -235,8 +264,15 @@ class Loader {
       }
       span.name = last_global;
       if (!is_known_level(span.level)) builder_->count(Stat::kLoadUnknownLevels);
+      if (clamp_span_times(span)) ++clamped;
       attr_pos += span.attr_count;
       trace_->attr_begin.push_back(attr_pos);
+    }
+    if (clamped) {
+      builder_->count(Stat::kLoadClampedTimes, clamped);
+      warn(chunk, std::to_string(clamped) +
+                      " span(s) with times beyond +-2^62 ns (corrupt or forged); "
+                      "kept, moved to that bound");
     }
     for (size_t i = first_attr; i < trace_->attrs.size(); ++i) {
       AttrRecord& a = trace_->attrs[i];
@@ -253,17 +289,20 @@ class Loader {
   format::ChunkReader* reader_;
   size_t first_span_;  // spans before this index came from earlier files
   std::unordered_map<uint64_t, StreamState> streams_;
+  bool stream_limit_warned_ = false;
   std::vector<format::StringEntry> entries_;
   std::vector<std::string> problems_;
   uint64_t unknown_chunks_ = 0;
 };
 
-// A counter's value: a non-negative integer; anything else is a problem, and left out.
-std::optional<uint64_t> counter_value(const std::string& key, std::optional<int64_t> value,
-                                      std::vector<std::string>* problems) {
-  if (value && *value >= 0) return static_cast<uint64_t>(*value);
-  problems->push_back("counter " + key + " is " + (value ? std::to_string(*value) : "not an integer") +
-                      "; ignored (counters are non-negative integers)");
+// A stored counter's value: an event count (format::Properties::get_count: an integer from 0 to 2^48,
+// so a forged -5 never reads as 18446744073709551611 and sums over processes cannot wrap); anything
+// else is a problem, and left out.
+std::optional<uint64_t> counter_value(const format::Properties& props, const std::string& key,
+                                      std::string_view text, std::vector<std::string>* problems) {
+  if (std::optional<uint64_t> v = props.get_count(key)) return v;
+  problems->push_back("counter " + key + " = '" + std::string(text.substr(0, 32)) +
+                      "' is not an event count (an integer from 0 to 2^48); ignored");
   return std::nullopt;
 }
 
@@ -334,11 +373,17 @@ void read_process_properties(format::Properties props, Process* p, std::vector<s
     std::optional<stats::Stat> stat = stats::find(key);
     if (!stat || stats::info(*stat).disk != stats::Disk::kProcess) {
       kept.set(key, value);
-    } else if (std::optional<uint64_t> v = counter_value(key, props.get_int(key), problems)) {
+    } else if (std::optional<uint64_t> v = counter_value(props, key, value, problems)) {
       p->stats.set(*stat, *v);
     }
   }
   p->properties = std::move(kept);
+}
+
+std::string duplicate_process_warning(uint64_t stream_id, const format::Properties& props) {
+  return "a second Process chunk for stream " + std::to_string(stream_id) + " (pid " +
+         std::string(props.get(format::keys::kPid).value_or("?")).substr(0, 24) +
+         "); ignored, the first one stands";
 }
 
 void read_stats_properties(const format::Properties& props, Process* p, bool thread_names,
@@ -347,7 +392,7 @@ void read_stats_properties(const format::Properties& props, Process* p, bool thr
     if (key.rfind(format::keys::kDroppedPrefix, 0) == 0) {
       // Cumulative counters: the last Stats chunk of a stream wins. Causes this version does not
       // know (a newer collector) are kept under their key.
-      std::optional<uint64_t> v = counter_value(key, props.get_int(key), problems);
+      std::optional<uint64_t> v = counter_value(props, key, value, problems);
       if (!v) continue;
       if (std::optional<stats::Stat> stat = stats::find(key))
         p->stats.set(*stat, *v);

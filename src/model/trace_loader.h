@@ -39,11 +39,14 @@ std::string nothing_recovered_error(const std::string& damage);
 // A Process chunk's and a Stats chunk's properties into a Process, as the native reader and the
 // streamed summary (trace_summary.h) both read them: counters the stats registry knows become the
 // process's stats (found by their on-disk keys, so old files read alike), the rest is kept as
-// properties; a counter that is not a non-negative integer is left out, its key and value appended
-// to *problems.
+// properties; a counter that is not an event count (an integer from 0 to 2^48) is left out, and
+// *problems gets one line for each such counter (callers count them: load.bad_counters).
 void read_process_properties(format::Properties props, Process* p, std::vector<std::string>* problems);
 void read_stats_properties(const format::Properties& props, Process* p, bool thread_names,
                            std::vector<std::string>* problems);
+// The warning for a second Process chunk of one stream (another writer claiming its id): the loader
+// and the streamed summary ignore it alike and count it (load.duplicate_process_chunks).
+std::string duplicate_process_warning(uint64_t stream_id, const format::Properties& props);
 
 // load_chunks into *trace, unsorted (fuzzing).
 bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "format/input_file.h"
 #include "model/trace_loader.h"
 
 namespace strata::model {
@@ -93,14 +94,15 @@ bool probe_path(const std::string& path, ProbeInput* in, std::string* head, std:
              "this the wrong file?)";
     return false;
   }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    *error = path + ": cannot open (" + std::strerror(errno) + ")";
-    return false;
-  }
-  head->resize(std::min<uint64_t>(in->size, 4096));
-  file.read(head->data(), static_cast<std::streamsize>(head->size()));
-  head->resize(static_cast<size_t>(file.gcount()));
+  // Opened without blocking and checked again once open (the path may have been swapped for a FIFO
+  // since the stat above).
+  uint64_t size = 0;
+  const int fd = format::open_regular_file(path, &size, error);
+  if (fd < 0) return false;
+  head->resize(std::min<uint64_t>(size, 4096));
+  const ssize_t n = ::read(fd, head->data(), head->size());
+  ::close(fd);
+  head->resize(n > 0 ? static_cast<size_t>(n) : 0);
   in->head = *head;
   return true;
 }

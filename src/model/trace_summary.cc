@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "core/level.h"
 #include "format/chunk_reader.h"
@@ -104,13 +105,15 @@ struct TickRefinement {
     if (!anchor_ticks || !anchor_ns || !used_text || !first || !last) return false;
     double used = std::strtod(std::string(*used_text).c_str(), nullptr);
     if (used <= 0) return false;
-    const double span_ticks = static_cast<double>(last->second - first->second);
-    const double span_ns = static_cast<double>(last->first - first->first);
+    const double span_ticks = time_difference(last->second, first->second);
+    const double span_ns = time_difference(last->first, first->first);
     if (span_ns < 50e6 || span_ticks <= 0) return false;
     const double truth = span_ns / span_ticks;
     auto remap = [&](int64_t ns) {
-      double ticks = static_cast<double>(*anchor_ticks) + static_cast<double>(ns - *anchor_ns) / used;
-      return first->first + static_cast<int64_t>((ticks - static_cast<double>(first->second)) * truth);
+      // In doubles, clamped: anchors and snapshots come from the file (any int64 at all).
+      double ticks = static_cast<double>(*anchor_ticks) + time_difference(ns, *anchor_ns) / used;
+      return add_time_ns(first->first,
+                         clamp_to_time_ns((ticks - static_cast<double>(first->second)) * truth));
     };
     if (!range->empty()) {
       range->first = remap(range->first);
@@ -125,6 +128,7 @@ struct TickRefinement {
 
 struct StreamState {
   size_t process = 0;
+  bool described = false;  // a Process chunk was read
   DefinedIds strings;
   TickRefinement ticks;
   TimeRange plain, from_ticks;
@@ -162,6 +166,11 @@ class FileSummarizer {
     out_->stats.add(stats::Stat::kLoadUndecodableChunks);
     warn(chunk, reason + "; chunk skipped");
   }
+  // As the loader: each problem is one stored counter left out.
+  void note_problems(const format::Chunk& chunk) {
+    out_->stats.add(stats::Stat::kLoadBadCounters, problems_.size());
+    for (const std::string& problem : problems_) warn(chunk, problem);
+  }
   StreamState* stream(const format::Chunk& chunk);
   void handle(const format::Chunk& chunk);
   void handle_process(const format::Chunk& chunk, StreamState& s);
@@ -179,16 +188,17 @@ class FileSummarizer {
   std::vector<format::StringEntry> entries_;
   std::vector<std::string> problems_;
   uint64_t unknown_chunks_ = 0;
-  uint64_t streams_over_limit_ = 0;
+  bool stream_limit_warned_ = false;
 };
 
 StreamState* FileSummarizer::stream(const format::Chunk& chunk) {
   auto it = streams_.find(chunk.stream_id);
   if (it != streams_.end()) return &it->second;
   if (out_->processes.size() >= kMaxStreams) {
-    if (streams_over_limit_++ == 0)
+    out_->stats.add(stats::Stat::kLoadStreamLimitChunks);
+    if (!std::exchange(stream_limit_warned_, true))
       warn(chunk,
-           "more than " + std::to_string(kMaxStreams) + " streams; chunks of further streams not counted");
+           "more than 65536 streams (processes); chunks of further streams skipped");  // the loader's words
     return nullptr;
   }
   Process p;
@@ -293,9 +303,13 @@ void FileSummarizer::handle_process(const format::Chunk& chunk, StreamState& s) 
   format::Properties props;
   std::string error;
   if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
+  if (std::exchange(s.described, true)) {  // another writer claiming this stream's id: the loader's rule
+    out_->stats.add(stats::Stat::kLoadDuplicateProcessChunks);
+    return warn(chunk, duplicate_process_warning(chunk.stream_id, props));
+  }
   problems_.clear();
   read_process_properties(std::move(props), &out_->processes[s.process], &problems_);
-  for (const std::string& problem : problems_) warn(chunk, problem);
+  note_problems(chunk);
 }
 
 void FileSummarizer::handle_stats(const format::Chunk& chunk, StreamState& s) {
@@ -304,7 +318,7 @@ void FileSummarizer::handle_stats(const format::Chunk& chunk, StreamState& s) {
   if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
   problems_.clear();
   read_stats_properties(props, &out_->processes[s.process], /*thread_names=*/false, &problems_);
-  for (const std::string& problem : problems_) warn(chunk, problem);
+  note_problems(chunk);
 }
 
 void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
@@ -322,6 +336,7 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
                            ") disagree with its attribute area (" + std::to_string(decoded.attr_count) + ")");
   }
   uint32_t last_name = UINT32_MAX;  // names are checked when they change, as the loader counts them
+  uint64_t clamped = 0;
   for (uint32_t i = 0; i < decoded.span_count; ++i) {
     SpanRecord span;
     std::memcpy(&span, decoded.span_bytes + i * sizeof(SpanRecord), sizeof(span));
@@ -333,6 +348,7 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
     ++s.level_count(span.level);
     ++out_->spans_per_kind[span.kind];
     if (span.flags & kSpanFlagUnfinished) ++out_->unfinished;
+    if (clamp_span_times(span)) ++clamped;  // as the loader keeps them
     (span.flags & kSpanFlagFromTicks ? s.from_ticks : s.plain).add(span);
   }
   for (uint32_t i = 0; i < decoded.attr_count; ++i) {
@@ -343,6 +359,12 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
   }
   out_->processes[s.process].span_count += decoded.span_count;
   out_->spans += decoded.span_count;
+  if (clamped) {
+    out_->stats.add(stats::Stat::kLoadClampedTimes, clamped);
+    warn(chunk, std::to_string(clamped) +
+                    " span(s) with times beyond +-2^62 ns (corrupt or forged); "
+                    "kept, moved to that bound");
+  }
 }
 
 void FileSummarizer::finish() {
@@ -434,6 +456,16 @@ bool drop_keeps_event(std::string_view cause) {
   std::optional<stats::Stat> stat = stats::find(cause);
   if (!stat) stat = stats::find(std::string(format::keys::kDroppedPrefix) + std::string(cause));
   return stat && stats::keeps_event(*stat);
+}
+
+bool summarize_chunks(format::ChunkReader& reader, TraceSummary* out, std::string* error) {
+  *out = TraceSummary();
+  out->first_ns = kNoTime;
+  out->last_ns = std::numeric_limits<int64_t>::min();
+  FileSummarizer summarizer(out, &reader);
+  if (!summarizer.run(error)) return false;
+  if (out->first_ns == kNoTime) out->first_ns = out->last_ns = 0;
+  return true;
 }
 
 std::vector<BufferLoss> buffer_losses(const TraceSummary& summary) {
