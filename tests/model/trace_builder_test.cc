@@ -128,6 +128,8 @@ TEST(OpenTrace, CountersOfOlderAndNewerWritersReadAsStats) {
     process.set_int("pid", 77);
     process.set_int("import.events_read", 12);  // an importer's count, stored as a Process property
     process.set("import.format", "kineto");
+    // Damaged: above 2^48, more events than any recording holds (sums over processes could wrap).
+    process.set_int("import.spans_written", (int64_t{1} << 48) + 1);
     w.write_properties(format::ChunkType::kProcess, process);
     SpanRecord s;
     s.span_id = 1;
@@ -159,6 +161,8 @@ TEST(OpenTrace, CountersOfOlderAndNewerWritersReadAsStats) {
   EXPECT_EQ(p.properties.get("import.format"), "kineto");
   EXPECT_EQ(p.stats.get("dropped.ring_overflow_from_the_future"), 4u);
   EXPECT_EQ(p.stats.get(Stat::kCollectorEndLost), 0u) << "a negative counter is not believed";
+  EXPECT_EQ(p.stats.get(Stat::kImportSpansWritten), 0u) << "nor one above 2^48";
+  EXPECT_EQ(t.stats.get(Stat::kLoadBadCounters), 2u) << "each counter left out is counted";
   EXPECT_FALSE(t.warnings.empty());
   EXPECT_EQ(t.total_drops(), 3u + 2u + 1u + 4u);
   // Saved and read again: the same counters under the same keys.
