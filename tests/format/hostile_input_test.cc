@@ -107,7 +107,7 @@ long vm_size_bytes() {
 // process already maps (no limit under ASan: its shadow needs terabytes of address space). The
 // child's exit status: 0 when `body` returned true.
 int run_limited(long headroom, const std::function<bool()>& body, unsigned timeout_s = 60) {
-  const long limit = vm_size_bytes() + headroom;
+  [[maybe_unused]] const long limit = vm_size_bytes() + headroom;  // unused under ASan (no limit)
   pid_t pid = fork();
   if (pid == 0) {
 #ifndef STRATA_UNDER_ASAN
