@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/level.h"
 #include "model/span_tree.h"
 #include "model/trace.h"
 
@@ -71,6 +72,10 @@ class Analysis {
   virtual std::string_view name() const = 0;         // used with --analysis NAME
   virtual std::string_view description() const = 0;  // one line for --list
   virtual AnalysisResult run(const AnalysisInput& input) const = 0;
+  // On a --leveled trace (runs of one command, each traced down to a different level), the level
+  // this analysis times: it reads the runs where that level was the deepest traced (XSP III-C), so
+  // its numbers carry no cost of tracing deeper levels. nullopt: the runs traced deepest.
+  virtual std::optional<Level> timed_level(const Params&) const { return std::nullopt; }
 };
 
 // Registry. Analyses register from their own .cc files through register_builtin_analyses()

@@ -22,6 +22,7 @@ AnalysisResult one_table(Table t) {
 class LayerTable : public Analysis {
  public:
   std::string_view name() const override { return "layer_table"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "layer information table: index, name, type, shape, latency, allocated memory (--param "
            "sort=latency, "
@@ -51,6 +52,7 @@ class LayerTable : public Analysis {
 class LayerSequence : public Analysis {
  public:
   std::string_view name() const override { return "layer_sequence"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "layer latency and allocated memory in execution order (XSP Fig. 5)";
   }
@@ -98,6 +100,7 @@ double percent(double part, double whole) { return whole > 0 ? 100.0 * part / wh
 class LayerTypeDistribution : public Analysis {
  public:
   std::string_view name() const override { return "layer_type_distribution"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "how many layers of each type one evaluation executes";
   }
@@ -122,6 +125,7 @@ class LayerTypeDistribution : public Analysis {
 class LayerTypeAggregate : public Analysis {
  public:
   std::string_view name() const override { return "layer_type_aggregate"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "layer latency and allocated memory aggregated by type";
   }
@@ -148,6 +152,7 @@ class LayerTypeAggregate : public Analysis {
 class Stages : public Analysis {
  public:
   std::string_view name() const override { return "stages"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "latency and memory of the beginning, middle and end of an evaluation (layers split in equal "
            "thirds; "
@@ -199,6 +204,7 @@ class Stages : public Analysis {
 class ConvShare : public Analysis {
  public:
   std::string_view name() const override { return "conv_share"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "share of layer latency spent in convolutions (type or name containing \"conv\")";
   }

@@ -3,8 +3,8 @@
 // Runs CMD with libstrata preloaded (no change to the program), so every process of the command
 // (children included) writes its own trace file into OUT.parts/; when CMD ends, the parts are
 // merged into OUT with a Record chunk describing the run, and a summary is printed.
-// --runs N repeats the command; --leveled runs it once per level set (XSP III-C) and combines the
-// runs so every span is timed by the run where its level was the deepest one traced.
+// --runs N repeats the command; --leveled runs it once per level set (XSP III-C), keeps every run as
+// recorded and measures what tracing each level adds (src/runs/leveled.h).
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -46,8 +46,9 @@ constexpr const char* kUsage =
     "  --onednn MODE  how --level library traces oneDNN: auto (default: interposer, and oneDNN's verbose\n"
     "                 output for what it cannot see, e.g. oneDNN linked statically), interpose, verbose, off\n"
     "  --runs N       run the command N times into one trace (processes tagged with property run=<index>)\n"
-    "  --leveled      run at each level from model down to LEVEL (N times each) and combine: every span is\n"
-    "                 timed by the run where its level was the deepest traced; prints each level's overhead\n"
+    "  --leveled      run at each level from model down to LEVEL (N times each; N >= 3 measures noise): every\n"
+    "                 run is kept as recorded, analyses time each level by the runs where it was the deepest\n"
+    "                 traced; prints what tracing each level adds, with its run-to-run spread\n"
     "  --serialize    run with OMP_NUM_THREADS=1, MKL_NUM_THREADS=1, CUDA_LAUNCH_BLOCKING=1 (no overlapping\n"
     "                 work, so parents are unambiguous)\n"
     "  --metrics LIST per-kernel GPU metrics with --level device: flops,dram,occupancy (CUPTI Range Profiler,\n"
@@ -351,7 +352,7 @@ int run_record(int argc, char** argv) {
     }
     warnings = merged.warnings;
   } else {
-    // Each run merged and loaded, then combined: repeated runs appended (tagged), leveled runs re-timed.
+    // Each run merged and loaded, then appended (tagged); leveled runs also measured against each other.
     std::vector<std::vector<std::unique_ptr<model::Trace>>> traces(levels.size());
     std::vector<std::vector<runs::RunInput>> inputs(levels.size());
     int64_t process_files = 0;
