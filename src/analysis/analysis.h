@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -51,9 +53,14 @@ class Params {
   double get_double(std::string_view key, double fallback) const;
   int64_t get_int(std::string_view key, int64_t fallback) const;
   const std::map<std::string, std::string, std::less<>>& all() const { return values_; }
+  // Keys looked up through the getters since the last clear: the tests check that every key an
+  // analysis reads is among those it declares (analysis_param_keys).
+  const std::set<std::string, std::less<>>& keys_read() const { return read_; }
+  void clear_keys_read() const { read_.clear(); }
 
  private:
   std::map<std::string, std::string, std::less<>> values_;
+  mutable std::set<std::string, std::less<>> read_;
 };
 
 class Workload;  // analysis/workload.h: evaluations, layers and kernels extracted once per run
@@ -82,5 +89,7 @@ class Analysis {
 // (analysis/registry.cc lists them: one line each).
 const std::vector<std::unique_ptr<Analysis>>& all_analyses();
 const Analysis* find_analysis(std::string_view name);
+// The --param keys an analysis reads (registry.cc keeps the list, one line per analysis).
+std::span<const std::string_view> analysis_param_keys(std::string_view name);
 
 }  // namespace strata::analysis

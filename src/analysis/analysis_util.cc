@@ -28,4 +28,22 @@ void keep_top(Table* table, const Params& params, int64_t default_top) {
   }
 }
 
+void keep_largest(Table* table, const Params& params, size_t column) {
+  int64_t top = params.get_int("top", 0);
+  if (top <= 0 || table->rows.size() <= static_cast<size_t>(top)) return;
+  std::vector<size_t> order(table->rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return numeric_value(table->rows[a][column]) > numeric_value(table->rows[b][column]);
+  });
+  std::vector<bool> keep(table->rows.size(), false);
+  for (size_t k = 0; k < static_cast<size_t>(top); ++k) keep[order[k]] = true;
+  std::vector<std::vector<Cell>> rows;
+  for (size_t i = 0; i < table->rows.size(); ++i)
+    if (keep[i]) rows.push_back(std::move(table->rows[i]));
+  table->notes.push_back("the " + std::to_string(top) + " of " + std::to_string(table->rows.size()) +
+                         " rows with the largest " + table->columns[column] + " (--param top=0 shows all)");
+  table->rows = std::move(rows);
+}
+
 }  // namespace strata::analysis

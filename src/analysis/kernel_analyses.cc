@@ -129,6 +129,7 @@ class KernelsByLayer : public Analysis {
                         lr ? Cell::real(lr->latency, 4) : Cell::empty(), gflop(k.flops), mb(k.dram_read),
                         mb(k.dram_write), real_or_empty(k.intensity(), 3)});
     }
+    keep_largest(&t, input.params, 4);
     return finish(std::move(t), g, std::nullopt, true);
   }
 };
@@ -210,6 +211,7 @@ class LayerDeviceSplit : public Analysis {
                         Cell::real(r.latency, 4), Cell::real(k, 4), Cell::real(rest, 4),
                         Cell::real(percent(k, r.latency), 2)});
     }
+    keep_largest(&t, input.params, 3);
     if (clamped)
       t.notes.push_back(std::to_string(clamped) +
                         " layers whose kernels ran longer than the layer (asynchronous launches): "

@@ -42,7 +42,7 @@ class LayerTable : public Analysis {
                         Cell::real(r.latency_ms.stddev, 4),
                         r.has_alloc ? Cell::real(r.alloc_mb, 3) : Cell::empty()});
     if (input.params.get("sort", "index") == "latency") sort_rows_desc(&t, 4);
-    keep_top(&t, input.params, 0);
+    keep_largest(&t, input.params, 4);
     if (!s.any_alloc) t.notes.push_back(kMemNote);
     add_common_notes(&t, s.selection.notes, s.param_error);
     return one_table(std::move(t));
@@ -65,6 +65,7 @@ class LayerSequence : public Analysis {
     for (const LayerRow& r : s.rows)
       t.rows.push_back({Cell::integer(static_cast<int64_t>(r.index)), Cell::text(r.type),
                         Cell::real(r.latency, 4), r.has_alloc ? Cell::real(r.alloc_mb, 3) : Cell::empty()});
+    keep_largest(&t, input.params, 2);
     if (!s.any_alloc) t.notes.push_back(kMemNote);
     add_common_notes(&t, s.selection.notes, s.param_error);
     return one_table(std::move(t));
@@ -117,6 +118,7 @@ class LayerTypeDistribution : public Analysis {
           {Cell::text(type), Cell::integer(tot.count),
            Cell::real(percent(static_cast<double>(tot.count), static_cast<double>(s.rows.size())), 2)});
     sort_rows_desc(&t, 1);
+    keep_top(&t, input.params, 0);
     add_common_notes(&t, s.selection.notes, s.param_error);
     return one_table(std::move(t));
   }
@@ -143,6 +145,7 @@ class LayerTypeAggregate : public Analysis {
                         tot.has_alloc ? Cell::real(tot.alloc, 3) : Cell::empty(),
                         tot.has_alloc ? Cell::real(percent(tot.alloc, mem), 2) : Cell::empty()});
     sort_rows_desc(&t, 2);
+    keep_top(&t, input.params, 0);
     if (!s.any_alloc) t.notes.push_back(kMemNote);
     add_common_notes(&t, s.selection.notes, s.param_error);
     return one_table(std::move(t));

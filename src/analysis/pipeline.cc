@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "analysis/leveled_view.h"
 #include "analysis/stats.h"
@@ -36,6 +37,41 @@ std::optional<std::string> validate_params(const Params& params) {
   if (auto it = all.find("stat"); it != all.end() && !parse_statistic(it->second))
     return "--param stat=" + it->second + " is not one of trimmed_mean, mean, median, min, max";
   return std::nullopt;
+}
+
+ParamKeyCheck check_param_keys(const Params& params, std::span<const Analysis* const> analyses) {
+  ParamKeyCheck check;
+  auto reads = [](const Analysis* a, std::string_view key) {
+    for (std::string_view k : analysis_param_keys(a->name()))
+      if (k == key) return true;
+    return false;
+  };
+  for (const auto& [key, value] : params.all()) {
+    std::string readers, others;
+    for (const Analysis* a : analyses) {
+      std::string& list = reads(a, key) ? readers : others;
+      list += (list.empty() ? "" : ", ") + std::string(a->name());
+    }
+    if (!readers.empty()) {
+      if (!others.empty()) check.notes.push_back("--param " + key + " does not apply to " + others);
+      continue;
+    }
+    std::string elsewhere, keys;
+    for (const auto& a : all_analyses())
+      if (reads(a.get(), key)) elsewhere += (elsewhere.empty() ? "" : ", ") + std::string(a->name());
+    std::set<std::string_view> known;
+    for (const Analysis* a : analyses)
+      for (std::string_view k : analysis_param_keys(a->name())) known.insert(k);
+    for (std::string_view k : known) keys += (keys.empty() ? "" : ", ") + std::string(k);
+    check.error = elsewhere.empty()
+                      ? "--param " + key + " is not a parameter of the chosen analyses (" + others +
+                            "); they read: " + (keys.empty() ? "none" : keys) +
+                            " (strata analyze --list shows each analysis's keys)"
+                      : "--param " + key + " is read only by " + elsewhere +
+                            ", not among the chosen analyses; add --analysis " + elsewhere.substr(0, elsewhere.find(','));
+    return check;
+  }
+  return check;
 }
 
 namespace {

@@ -117,6 +117,7 @@ class LayerRoofline : public Analysis {
       r.missing_input = why;
       return r;
     }
+    keep_largest(&t, input.params, 4);
     t.notes.push_back(peaks->description);
     t.notes.push_back(
         "count is the layer's kernels; latency_ms is the layer's latency (the roofline of the layer)");
