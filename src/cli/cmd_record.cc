@@ -301,6 +301,17 @@ int run_record(int argc, char** argv) {
   signal(SIGQUIT, SIG_IGN);
   for (int sig : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signal(sig, forward_signal);
 
+  // GPU levels on a machine that cannot run GPU work: say so once, record the CPU levels.
+  std::string gpu_note;
+  if (static_cast<int>(opt.level) >= static_cast<int>(Level::kRuntimeApi) || !opt.gpu_metrics.empty()) {
+    if (auto why = gpu_unavailable_reason()) {
+      gpu_note = "--level " + level_text + (opt.gpu_metrics.empty() ? "" : " --metrics " + opt.gpu_metrics) +
+                 ": no GPU work can be recorded here: " + *why +
+                 "; only the CPU levels are recorded (run on a machine with an NVIDIA GPU and driver; on "
+                 "CPU, --level library traces oneDNN)";
+      std::fprintf(stderr, "strata record: %s\n", gpu_note.c_str());
+    }
+  }
   const std::vector<Level> levels = leveled ? leveled_levels(opt.level) : std::vector<Level>{opt.level};
   if (leveled && levels.size() == 1 && !quiet)
     std::fprintf(stderr,
@@ -340,6 +351,7 @@ int run_record(int argc, char** argv) {
   record.set_int("level", static_cast<int>(opt.level));
   record.set("trace_id", context.trace_id_hex());
   if (opt.serialize) record.set("serialized", "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 CUDA_LAUNCH_BLOCKING=1");
+  if (!gpu_note.empty()) record.set("gpu.unavailable", gpu_note);
   std::vector<std::string> warnings;
   std::string leveled_text;
 
@@ -414,6 +426,9 @@ int run_record(int argc, char** argv) {
     std::string error;
     if (model::load_trace(output, &trace, &error)) {
       print_summary(trace, stderr);
+      if (gpu_note.empty())
+        if (auto note = gpu_outcome_note(trace, static_cast<int>(opt.level), !opt.gpu_metrics.empty()))
+          std::fprintf(stderr, "strata record: %s\n", note->c_str());
     } else {
       std::fprintf(stderr, "strata record: %s\n", error.c_str());
     }
