@@ -1,6 +1,7 @@
 #include "analysis/analysis_util.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 namespace strata::analysis {
@@ -12,6 +13,16 @@ double numeric_value(const Cell& c) {
   return -1e300;
 }
 }  // namespace
+
+int64_t union_ns(std::vector<std::pair<int64_t, int64_t>>& intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  int64_t covered = 0, reach = INT64_MIN;
+  for (auto [start, end] : intervals) {
+    start = std::max(start, reach);
+    if (end > start) covered += end - start, reach = end;
+  }
+  return covered;
+}
 
 void sort_rows_desc(Table* table, size_t column) {
   std::stable_sort(table->rows.begin(), table->rows.end(), [column](const auto& a, const auto& b) {
