@@ -51,7 +51,7 @@ void add_gpu_record_env(int level, const std::string& runtime_library) {
     if (!interposer.empty()) {
       const char* old = std::getenv("LD_PRELOAD");
       std::string value = interposer;
-      if (old != nullptr && *old != '\0') value += ":" + std::string(old);
+      if (old != nullptr && *old != '\0') value.append(":").append(old);
       setenv("LD_PRELOAD", value.c_str(), 1);
     } else if (level >= static_cast<int>(Level::kRuntimeApi)) {
       missing("libstrata_cudnn.so", "cuDNN/cuBLAS");

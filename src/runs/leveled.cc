@@ -196,7 +196,7 @@ void describe_overhead(const Overhead& o, const std::string& prefix, format::Pro
 
 void describe_leveled(const LeveledResult& result, format::Properties* record) {
   std::string names;
-  for (const LevelStats& s : result.levels) names += (names.empty() ? "" : ",") + level_label(s.level);
+  for (const LevelStats& s : result.levels) names.append(names.empty() ? "" : ",").append(level_label(s.level));
   record->set("leveled", "1");
   record->set("leveled.levels", names);
   record->set(
