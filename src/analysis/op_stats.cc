@@ -2,7 +2,6 @@
 // included, as framework profilers count them): count, total (inclusive) and self (exclusive)
 // time, their shares of the top-level op time, mean, standard deviation and percentiles; top N.
 #include <algorithm>
-#include <unordered_map>
 
 #include "analysis/analysis_util.h"
 
@@ -25,28 +24,17 @@ std::optional<Level> default_level(const model::Trace& trace) {
   return std::nullopt;
 }
 
-// Length of the union of intervals, each clipped to [lo, hi].
-int64_t covered_ns(std::vector<std::pair<int64_t, int64_t>>& intervals, int64_t lo, int64_t hi) {
-  std::sort(intervals.begin(), intervals.end());
-  int64_t covered = 0, reach = lo;
-  for (auto [start, end] : intervals) {
-    start = std::max(start, reach);
-    end = std::min(end, hi);
-    if (end > start) covered += end - start, reach = end;
-  }
-  return covered;
-}
-
 struct OpTimes {
+  uint32_t name = 0;
   std::vector<double> total_ms;  // one per instance (inclusive)
   double self_ms = 0;
 };
 
 struct Collected {
-  std::unordered_map<uint32_t, OpTimes> by_name;
-  double top_level_ms = 0;  // instances with no op of the same level around them
-  size_t skipped = 0;       // device spans that are not executions
-  size_t clamped = 0;       // instances whose nested ops overran them (other threads): self 0
+  std::vector<OpTimes> ops;  // one per name, in first-seen order
+  double top_level_ms = 0;   // instances with no op of the same level around them
+  size_t skipped = 0;        // device spans that are not executions
+  size_t clamped = 0;        // instances whose nested ops ran past them (other threads)
 };
 
 Collected collect(const model::Trace& trace, const model::SpanTree& tree, uint8_t want) {
@@ -60,43 +48,58 @@ Collected collect(const model::Trace& trace, const model::SpanTree& tree, uint8_
     // On the device only executions are ops: synchronization and annotation spans share the level.
     return want != kDeviceLevel || s.kind == static_cast<uint8_t>(SpanKind::kExecution);
   };
-  // The nearest counted ancestor of each counted span (-1: a top-level op).
-  std::vector<int32_t> outer(n, -1);
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> nested;  // per counted span with nested ops
-  std::unordered_map<size_t, size_t> nested_slot;
-  for (size_t i = 0; i < n; ++i) {
+  // Visit spans by start time (the loader's order; sorted here only if a builder left them unsorted),
+  // so each op's nested ops arrive in start order and the union of their intervals, clipped to the
+  // op, is one sweep: nested_ns[a] grows by the part of each nested op past reach[a].
+  std::vector<uint32_t> order;
+  const bool sorted = std::is_sorted(trace.spans.begin(), trace.spans.end(),
+                                     [](const SpanRecord& x, const SpanRecord& y) { return x.start_ns < y.start_ns; });
+  if (!sorted) {
+    order.resize(n);
+    for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t x, uint32_t y) { return trace.spans[x].start_ns < trace.spans[y].start_ns; });
+  }
+  std::vector<int64_t> nested_ns(n, 0), reach(n, INT64_MIN);
+  std::vector<uint8_t> is_top(n, 0), overrun(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = sorted ? k : order[k];
+    const SpanRecord& s = trace.spans[i];
     if (!counted(i)) {
-      const SpanRecord& s = trace.spans[i];
       if (want == kDeviceLevel && s.level == want && s.kind != static_cast<uint8_t>(SpanKind::kCounter) &&
           s.kind != static_cast<uint8_t>(SpanKind::kInstant))
         ++c.skipped;
       continue;
     }
-    int32_t a = tree.parent(i);
+    int32_t a = tree.parent(i);  // the nearest counted ancestor
     while (a >= 0 && !counted(static_cast<size_t>(a))) a = tree.parent(static_cast<size_t>(a));
-    outer[i] = a;
-    if (a < 0) continue;
-    auto [it, inserted] = nested_slot.try_emplace(static_cast<size_t>(a), nested.size());
-    if (inserted) nested.emplace_back();
-    nested[it->second].emplace_back(trace.spans[i].start_ns, trace.spans[i].end_ns);
+    if (a < 0) {
+      is_top[i] = 1;
+      continue;
+    }
+    const size_t p = static_cast<size_t>(a);
+    const SpanRecord& outer = trace.spans[p];
+    if (s.end_ns > outer.end_ns || s.start_ns < outer.start_ns) overrun[p] = 1;
+    const int64_t from = std::max({s.start_ns, reach[p], outer.start_ns}), to = std::min(s.end_ns, outer.end_ns);
+    if (to > from) nested_ns[p] += to - from;
+    reach[p] = std::max(reach[p], to);
   }
+  std::vector<int32_t> slot_of_name(trace.strings.size(), -1);
   for (size_t i = 0; i < n; ++i) {
     if (!counted(i)) continue;
     const SpanRecord& s = trace.spans[i];
     const int64_t duration = s.duration_ns();
-    int64_t self = duration;
-    if (auto it = nested_slot.find(i); it != nested_slot.end()) {
-      auto& intervals = nested[it->second];
-      int64_t inner = covered_ns(intervals, s.start_ns, s.end_ns);
-      int64_t outside = 0;  // nested ops running past this op's interval (on another thread)
-      for (auto [start, end] : intervals) outside += std::max<int64_t>(0, end - s.end_ns) + std::max<int64_t>(0, s.start_ns - start);
-      if (outside > 0) ++c.clamped;
-      self = std::max<int64_t>(0, duration - inner);
+    if (s.name >= slot_of_name.size()) slot_of_name.resize(s.name + 1, -1);
+    int32_t& slot = slot_of_name[s.name];
+    if (slot < 0) {
+      slot = static_cast<int32_t>(c.ops.size());
+      c.ops.emplace_back().name = s.name;
     }
-    OpTimes& op = c.by_name[s.name];
+    OpTimes& op = c.ops[static_cast<size_t>(slot)];
     op.total_ms.push_back(ns_to_ms(duration));
-    op.self_ms += ns_to_ms(self);
-    if (outer[i] < 0) c.top_level_ms += ns_to_ms(duration);
+    op.self_ms += ns_to_ms(std::max<int64_t>(0, duration - nested_ns[i]));
+    c.clamped += overrun[i];
+    if (is_top[i]) c.top_level_ms += ns_to_ms(duration);
   }
   return c;
 }
@@ -130,7 +133,7 @@ class OpStats : public Analysis {
       if (!level) return missing(kNeedLayer);
     }
     Collected c = collect(trace, input.tree, static_cast<uint8_t>(*level));
-    if (c.by_name.empty())
+    if (c.ops.empty())
       return missing(("no spans at level " + level_name(*level) + " in the trace: record with --level " +
                       level_name(*level) + " or deeper")
                          .c_str());
@@ -138,10 +141,10 @@ class OpStats : public Analysis {
                          {"name", "count", "total_ms", "self_ms", "total_pct", "self_pct", "mean_ms", "stddev_ms",
                           "min_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms"});
     auto share = [&](double ms) { return Cell::real(c.top_level_ms > 0 ? 100 * ms / c.top_level_ms : 0, 2); };
-    for (auto& [name, op] : c.by_name) {
+    for (OpTimes& op : c.ops) {
       std::sort(op.total_ms.begin(), op.total_ms.end());
       Summary s = summarize(op.total_ms, 0);
-      t.rows.push_back({Cell::text(std::string(trace.strings.get(name))),
+      t.rows.push_back({Cell::text(std::string(trace.strings.get(op.name))),
                         Cell::integer(static_cast<int64_t>(s.count)), Cell::real(s.total, 4),
                         Cell::real(op.self_ms, 4), share(s.total), share(op.self_ms), Cell::real(s.mean, 4),
                         Cell::real(s.stddev, 4), Cell::real(s.min, 4),
