@@ -122,25 +122,14 @@ std::optional<std::string> gpu_unavailable_reason() {
   return answer;
 }
 
-std::optional<std::string> gpu_outcome_note(const model::Trace& trace, int level, bool metrics_requested) {
-  if (level < static_cast<int>(Level::kRuntimeApi) && !metrics_requested) return std::nullopt;
-  bool cuda = false, metrics = false;
-  const uint8_t device = static_cast<uint8_t>(Level::kDevice);
-  for (size_t i = 0; i < trace.spans.size(); ++i) {
-    const SpanRecord& s = trace.spans[i];
-    if (s.level < static_cast<uint8_t>(Level::kRuntimeApi) || s.level > device) continue;
-    cuda = true;
-    if (!metrics_requested || s.level != device) continue;
-    for (const AttrRecord& a : trace.attributes(i)) metrics = metrics || a.type == static_cast<uint8_t>(AttrType::kMetric);
-    if (metrics) break;
-  }
-  if (!cuda)
-    return "no CUDA API call or GPU activity was recorded: the program did not use CUDA, or the driver never "
-           "loaded the collector (CUDA_INJECTION64_PATH)";
-  if (metrics_requested && !metrics)
-    return "--metrics: no kernel carries metrics (the cupti.session instant's metrics.error says why, "
-           "strata export --format json shows it)";
-  return std::nullopt;
+std::optional<std::string> gpu_outcome_note(const model::TraceSummary& summary, int level) {
+  if (level < static_cast<int>(Level::kRuntimeApi) || summary.record.get("gpu.unavailable")) return std::nullopt;
+  for (const auto& [span_level, count] : summary.spans_per_level)
+    if (span_level >= static_cast<uint8_t>(Level::kRuntimeApi) && span_level <= static_cast<uint8_t>(Level::kDevice) &&
+        count > 0)
+      return std::nullopt;
+  return "no CUDA API call or GPU activity was recorded: the program did not use CUDA, or the driver never "
+         "loaded the collector (CUDA_INJECTION64_PATH)";
 }
 
 }  // namespace strata::cli

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "model/trace.h"
+#include "model/trace_summary.h"
 
 namespace strata::cli {
 
@@ -22,8 +22,8 @@ void add_gpu_record_env(int level, const std::string& runtime_library);
 // process, so the recorder itself never initializes CUDA.
 std::optional<std::string> gpu_unavailable_reason();
 
-// After a run at --level runtime/device (or with --metrics): one line when the trace holds no CUDA
-// API call or GPU activity, or no kernel metrics although --metrics asked for them.
-std::optional<std::string> gpu_outcome_note(const model::Trace& trace, int level, bool metrics_requested);
+// After a run at --level runtime/device on a machine with a GPU: one line when the trace holds no
+// CUDA API call and no GPU activity (the program did not use CUDA, or the collector never loaded).
+std::optional<std::string> gpu_outcome_note(const model::TraceSummary& summary, int level);
 
 }  // namespace strata::cli
