@@ -127,6 +127,7 @@ int run_analyze(int argc, char** argv) {
   if (keys.error) return fail("analyze", *keys.error);
   for (const std::string& note : keys.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
 
+  if (std::string error; !check_inputs(inputs, InputKind::kTrace, &error)) return fail("analyze", error, 1);
   model::Trace trace;
   for (const std::string& path : inputs) {
     std::string error;
