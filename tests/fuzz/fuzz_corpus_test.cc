@@ -19,6 +19,9 @@
 #include "../../fuzz/import/import_fuzz_target.h"
 #include "../test_util.h"
 #include "format/chunk_reader.h"
+#ifdef STRATA_REPLAY_DB_URL
+#include "../../fuzz/lowerbound/db_url_target.h"
+#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #define STRATA_UNDER_ASAN 1
@@ -42,6 +45,9 @@ const std::map<std::string, Runner>& runners() {
       {"fuzz_import_onnxruntime", [](std::string_view b) { fuzz::run_import(b, "onnxruntime"); }},
       {"fuzz_import_tensorflow", [](std::string_view b) { fuzz::run_import(b, "tensorflow"); }},
       {"fuzz_import_auto", [](std::string_view b) { fuzz::run_import(b, "auto"); }},
+#ifdef STRATA_REPLAY_DB_URL
+      {"db_url_fuzzer", fuzz::run_db_url},
+#endif
   };
   return map;
 }
