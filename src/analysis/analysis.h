@@ -64,13 +64,16 @@ class Analysis {
   // this analysis times: it reads the runs where that level was the deepest traced (XSP III-C), so
   // its numbers carry no cost of tracing deeper levels. nullopt: the runs traced deepest.
   virtual std::optional<Level> timed_level(const Params&) const { return std::nullopt; }
+  // The --param keys this analysis reads. Built-in analyses keep theirs in registry.cc's table (one
+  // line each); an analysis registered from a module above analysis (lowerbound) declares its own.
+  virtual std::span<const std::string_view> param_keys() const;
 };
 
 // Registry. Analyses register from their own .cc files through register_builtin_analyses()
 // (analysis/registry.cc lists them: one line each).
 const std::vector<std::unique_ptr<Analysis>>& all_analyses();
 const Analysis* find_analysis(std::string_view name);
-// The --param keys an analysis reads (registry.cc keeps the list, one line per analysis).
+// The --param keys the registered analysis NAME reads (its param_keys()); empty for an unknown name.
 std::span<const std::string_view> analysis_param_keys(std::string_view name);
 
 }  // namespace strata::analysis

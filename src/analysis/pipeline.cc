@@ -42,7 +42,7 @@ std::optional<std::string> validate_params(const Params& params) {
 ParamKeyCheck check_param_keys(const Params& params, std::span<const Analysis* const> analyses) {
   ParamKeyCheck check;
   auto reads = [](const Analysis* a, std::string_view key) {
-    for (std::string_view k : analysis_param_keys(a->name()))
+    for (std::string_view k : a->param_keys())
       if (k == key) return true;
     return false;
   };
@@ -61,7 +61,7 @@ ParamKeyCheck check_param_keys(const Params& params, std::span<const Analysis* c
       if (reads(a.get(), key)) elsewhere += (elsewhere.empty() ? "" : ", ") + std::string(a->name());
     std::set<std::string_view> known;
     for (const Analysis* a : analyses)
-      for (std::string_view k : analysis_param_keys(a->name())) known.insert(k);
+      for (std::string_view k : a->param_keys()) known.insert(k);
     for (std::string_view k : known) keys += (keys.empty() ? "" : ", ") + std::string(k);
     check.error = elsewhere.empty()
                       ? "--param " + key + " is not a parameter of the chosen analyses (" + others +

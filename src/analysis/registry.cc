@@ -123,17 +123,23 @@ const std::vector<ParamKeys>& param_key_table() {
       {"metrics_by_layer", select},
       {"kernel_roofline", join({select, {"top"}, peaks})},
       {"layer_roofline", join({select, {"top"}, peaks})},
-      {"iterations", {"iterations", "epsilon", "max_extra_ops", "min_repeats", "max_loops", "stream", "level"}},
+      {"iterations",
+       {"iterations", "epsilon", "max_extra_ops", "min_repeats", "max_loops", "stream", "level", "sample_ops"}},
   };
   return table;
 }
 
 }  // namespace
 
-std::span<const std::string_view> analysis_param_keys(std::string_view name) {
+std::span<const std::string_view> Analysis::param_keys() const {
   for (const ParamKeys& p : param_key_table())
-    if (p.analysis == name) return p.keys;
+    if (p.analysis == name()) return p.keys;
   return {};
+}
+
+std::span<const std::string_view> analysis_param_keys(std::string_view name) {
+  const Analysis* a = find_analysis(name);
+  return a ? a->param_keys() : std::span<const std::string_view>{};
 }
 
 const Analysis* find_analysis(std::string_view name) {

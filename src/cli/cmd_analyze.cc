@@ -93,7 +93,7 @@ int run_analyze(int argc, char** argv) {
   if (list) {
     for (const auto& a : analysis::all_analyses()) {
       std::string keys;
-      for (std::string_view k : analysis::analysis_param_keys(a->name()))
+      for (std::string_view k : a->param_keys())
         keys += (keys.empty() ? "" : ", ") + std::string(k);
       std::printf("%-24s %s\n%-24s   --param keys: %s\n", std::string(a->name()).c_str(),
                   std::string(a->description()).c_str(), "", keys.empty() ? "none" : keys.c_str());
