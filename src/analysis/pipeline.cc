@@ -2,7 +2,10 @@
 
 #include <array>
 #include <cmath>
+#include <map>
+#include <set>
 
+#include "analysis/leveled_view.h"
 #include "analysis/stats.h"
 #include "analysis/workload.h"
 #include "model/span_tree.h"
@@ -36,13 +39,79 @@ std::optional<std::string> validate_params(const Params& params) {
   return std::nullopt;
 }
 
+ParamKeyCheck check_param_keys(const Params& params, std::span<const Analysis* const> analyses) {
+  ParamKeyCheck check;
+  auto reads = [](const Analysis* a, std::string_view key) {
+    for (std::string_view k : a->param_keys())
+      if (k == key) return true;
+    return false;
+  };
+  for (const auto& [key, value] : params.all()) {
+    std::string readers, others;
+    for (const Analysis* a : analyses) {
+      std::string& list = reads(a, key) ? readers : others;
+      list += (list.empty() ? "" : ", ") + std::string(a->name());
+    }
+    if (!readers.empty()) {
+      if (!others.empty()) check.notes.push_back("--param " + key + " does not apply to " + others);
+      continue;
+    }
+    std::string elsewhere, keys;
+    for (const auto& a : all_analyses())
+      if (reads(a.get(), key)) elsewhere += (elsewhere.empty() ? "" : ", ") + std::string(a->name());
+    std::set<std::string_view> known;
+    for (const Analysis* a : analyses)
+      for (std::string_view k : a->param_keys()) known.insert(k);
+    for (std::string_view k : known) keys += (keys.empty() ? "" : ", ") + std::string(k);
+    check.error = elsewhere.empty()
+                      ? "--param " + key + " is not a parameter of the chosen analyses (" + others +
+                            "); they read: " + (keys.empty() ? "none" : keys) +
+                            " (strata analyze --list shows each analysis's keys)"
+                      : "--param " + key + " is read only by " + elsewhere +
+                            ", not among the chosen analyses; add --analysis " + elsewhere.substr(0, elsewhere.find(','));
+    return check;
+  }
+  return check;
+}
+
+namespace {
+
+// The runs of a leveled trace traced down to one level, with their workload (their span tree is
+// built with the view's trace, once, on first use).
+struct RunView {
+  model::Trace trace;
+  int runs = 0;
+  std::optional<Workload> workload;
+};
+
+}  // namespace
+
 PipelineResult run_pipeline(const model::Trace& trace, std::span<const Analysis* const> analyses,
                             const Params& params) {
   PipelineResult out;
-  const model::SpanTree& tree = trace.tree();
-  Workload workload(trace, tree);
-  AnalysisInput input{trace, tree, params, &workload};
-  for (const Analysis* a : analyses) out.results.emplace_back(a, a->run(input));
+  const std::vector<int> run_levels = leveled_run_levels(trace);
+  if (run_levels.empty()) {
+    const model::SpanTree& tree = trace.tree();  // built once, when the trace was opened
+    Workload workload(trace, tree);
+    AnalysisInput input{trace, tree, params, &workload};
+    for (const Analysis* a : analyses) out.results.emplace_back(a, a->run(input));
+    return out;
+  }
+  // A leveled trace: each analysis reads the runs where the level it times was the deepest traced.
+  std::map<int, RunView> views;
+  for (const Analysis* a : analyses) {
+    const std::optional<Level> wanted = a->timed_level(params);
+    const int level = choose_run_level(run_levels, wanted);
+    RunView& view = views[level];
+    if (!view.workload) {
+      view.trace = runs_traced_to(trace, level, &view.runs);
+      view.workload.emplace(view.trace, view.trace.tree());  // the view's own tree, kept with it
+    }
+    AnalysisInput input{view.trace, view.trace.tree(), params, &*view.workload};
+    AnalysisResult result = a->run(input);
+    for (Table& t : result.tables) t.notes.push_back(leveled_note(run_levels, level, view.runs, wanted));
+    out.results.emplace_back(a, std::move(result));
+  }
   return out;
 }
 
