@@ -10,7 +10,9 @@
 When the process is not being recorded (not started by ``strata record`` and no ``strata.start``),
 every call returns immediately. The native runtime (libstrata.so) is found in this order: the
 library already loaded into the process by ``strata record`` (LD_PRELOAD), ``$STRATA_LIB``, then
-the ``lib`` folder of the Strata installation this package belongs to.
+the library folder of the Strata installation this package belongs to (``_install_layout.py``,
+written by ``cmake --install``, says where it is relative to this package; the build tree's
+``lib/python/strata`` has it two folders up).
 """
 
 from __future__ import annotations
@@ -41,6 +43,16 @@ def _level(level: Any) -> int:
         raise ValueError(f"unknown level {level!r}; one of {', '.join(LEVELS)}") from None
 
 
+def _library_dir() -> str:
+    """The folder of this installation's native libraries (libstrata.so and the tracers)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        from ._install_layout import LIBDIR_FROM_PACKAGE  # installed tree
+    except ImportError:
+        LIBDIR_FROM_PACKAGE = os.path.join("..", "..")  # build tree: <build>/lib/python/strata
+    return os.path.normpath(os.path.join(here, LIBDIR_FROM_PACKAGE))
+
+
 def _load_native() -> Optional[ctypes.CDLL]:
     candidates = []
     # Already in the process (preloaded by `strata record`): use that instance, not a second copy.
@@ -52,8 +64,7 @@ def _load_native() -> Optional[ctypes.CDLL]:
         pass
     if os.environ.get("STRATA_LIB"):
         candidates.append(os.environ["STRATA_LIB"])
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates.append(os.path.join(here, "..", "..", "libstrata.so"))  # <prefix>/lib/python/strata
+    candidates.append(os.path.join(_library_dir(), "libstrata.so"))
     for path in candidates:
         if os.path.exists(path):
             return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
