@@ -134,6 +134,7 @@ step "/usr/bin/python3 -c 'import strata' from the package"
 import os, sys
 import strata
 usr, out = sys.argv[1], sys.argv[2]
+assert strata._lib is not None, "the installed package did not find libstrata.so"
 lib = os.path.realpath(strata._lib._name)
 assert lib.startswith(os.path.realpath(usr) + "/lib/"), f"libstrata loaded from {lib}, not the package"
 assert strata.start(out, "model"), "strata.start failed"
