@@ -133,8 +133,8 @@ std::string default_output() {
 // copy (same folder).
 std::string find_runtime_library() {
   std::string dir = executable_dir();
-  for (const std::string& candidate :
-       {dir + "/" STRATA_LIBDIR_FROM_BINDIR "/libstrata.so", dir + "/../lib/libstrata.so", dir + "/libstrata.so"})
+  for (const std::string& candidate : {dir + "/" STRATA_LIBDIR_FROM_BINDIR "/libstrata.so",
+                                       dir + "/../lib/libstrata.so", dir + "/libstrata.so"})
     if (access(candidate.c_str(), R_OK) == 0) return fs::weakly_canonical(candidate).string();
   return "";
 }
@@ -142,7 +142,8 @@ std::string find_runtime_library() {
 std::string find_python_package_dir() {
   std::string dir = executable_dir();
   // Installed tree (dist-packages under the prefix), then the build tree's lib/python.
-  for (const std::string& candidate : {dir + "/" STRATA_PYTHONDIR_FROM_BINDIR, dir + "/../lib/python", dir + "/../python"})
+  for (const std::string& candidate :
+       {dir + "/" STRATA_PYTHONDIR_FROM_BINDIR, dir + "/../lib/python", dir + "/../python"})
     if (access((candidate + "/strata/__init__.py").c_str(), R_OK) == 0)
       return fs::weakly_canonical(candidate).string();
   return "";
