@@ -26,6 +26,10 @@ done
 ninja -C "$build" -j "$(nproc)" -l 4 "${targets[@]}" >/dev/null
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 [ -n "$version" ] || fail "no CMAKE_PROJECT_VERSION in $build/CMakeCache.txt"
+# The layout this build installs (GNUInstallDirs: lib, or lib/<multiarch> when configured for /usr).
+libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$build/CMakeCache.txt")
+pydir=$(sed -n 's/^STRATA_INSTALL_PYTHONDIR:STRING=//p' "$build/CMakeCache.txt")
+[ -n "$libdir" ] && [ -n "$pydir" ] || fail "no CMAKE_INSTALL_LIBDIR / STRATA_INSTALL_PYTHONDIR in $build/CMakeCache.txt"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -44,14 +48,14 @@ echo "   $(basename "$deb"): $(stat -c %s "$deb") bytes; Depends: $depends"
 root=$work/root
 dpkg-deb -x "$deb" "$root"
 usr=$root/usr
-for f in bin/strata lib/libstrata.so include/strata/strata.h include/strata/strata.hpp \
-         lib/cmake/Strata/StrataConfig.cmake lib/cmake/Strata/StrataConfigVersion.cmake \
-         lib/pkgconfig/strata.pc lib/python3/dist-packages/strata/__init__.py; do
+for f in bin/strata "$libdir/libstrata.so" include/strata/strata.h include/strata/strata.hpp \
+         "$libdir/cmake/Strata/StrataConfig.cmake" "$libdir/cmake/Strata/StrataConfigVersion.cmake" \
+         "$libdir/pkgconfig/strata.pc" "$pydir/strata/__init__.py"; do
   [ -e "$usr/$f" ] || fail "the package lacks /usr/$f"
 done
 for t in "${targets[@]}"; do
   case $t in strata_tool | strata | strata_python) continue ;; esac
-  [ -e "$usr/lib/lib$t.so" ] || fail "$t is built but the package lacks /usr/lib/lib$t.so"
+  [ -e "$usr/$libdir/lib$t.so" ] || fail "$t is built but the package lacks /usr/$libdir/lib$t.so"
 done
 # No path into the build or source tree may leak into the package (RPATHs, CMake files, .pc).
 if grep -rlF -e "$build" -e "$src/" "$root" >"$work/leaks"; then
@@ -62,7 +66,7 @@ while read -r elf; do
   for entry in ${rpath//:/ }; do
     case $entry in '$ORIGIN'* | /usr/local/cuda*) ;; *) fail "$elf has a non-relocatable RPATH entry $entry" ;; esac
   done
-done < <(find "$usr/bin" "$usr/lib" -maxdepth 1 -type f \( -name strata -o -name '*.so*' \))
+done < <(find "$usr/bin" "$usr/$libdir" -maxdepth 1 -type f \( -name strata -o -name '*.so*' \))
 
 # Only the unpacked root from here on: no variable of the caller's reaches the programs.
 clean=(env -i "PATH=/usr/bin:/bin" "HOME=$work" "TMPDIR=$work")
@@ -104,11 +108,11 @@ step "find_package(Strata) project (CMAKE_PREFIX_PATH=$usr)"
   >"$work/consumer.log" 2>&1 || { cat "$work/consumer.log"; fail "configuring the find_package project failed"; }
 "${clean[@]}" cmake --build "$work/consumer/build" >>"$work/consumer.log" 2>&1 ||
   { cat "$work/consumer.log"; fail "building the find_package project failed"; }
-ldd "$work/consumer/build/consumer" | grep -q "$usr/lib/libstrata.so.0" || fail "the consumer does not load the package's libstrata"
+ldd "$work/consumer/build/consumer" | grep -q "$usr/$libdir/libstrata.so.0" || fail "the consumer does not load the package's libstrata"
 "${clean[@]}" "$work/consumer/build/consumer" "$work/cmake.strata" || fail "the find_package consumer failed"
 check_trace "$work/cmake.strata" "find_package consumer"
 
-step "pkg-config build (PKG_CONFIG_PATH=$usr/lib/pkgconfig)"
+step "pkg-config build (PKG_CONFIG_PATH=$usr/$libdir/pkgconfig)"
 cat >"$work/consumer/main.c" <<'EOF'
 #include <strata/strata.h>
 int main(int argc, char** argv) {
@@ -118,7 +122,7 @@ int main(int argc, char** argv) {
   return 0;
 }
 EOF
-pc=("${clean[@]}" "PKG_CONFIG_PATH=$usr/lib/pkgconfig" pkg-config)
+pc=("${clean[@]}" "PKG_CONFIG_PATH=$usr/$libdir/pkgconfig" pkg-config)
 [ "$("${pc[@]}" --modversion strata)" = "$version" ] || fail "pkg-config --modversion strata is not $version"
 read -r -a flags <<<"$("${pc[@]}" --cflags --libs strata)"
 # The unpacked root is not on the loader's path (a real install is, in /usr/lib): point an RPATH at it.
@@ -130,13 +134,13 @@ check_trace "$work/pc.strata" "pkg-config consumer"
 # PYTHONPATH stands in for the system path the real install lands in (/usr/lib/python3/dist-packages);
 # the package must find libstrata.so on its own (no STRATA_LIB).
 step "/usr/bin/python3 -c 'import strata' from the package"
-"${clean[@]}" "PYTHONPATH=$usr/lib/python3/dist-packages" /usr/bin/python3 - "$usr" "$work/py.strata" <<'EOF'
+"${clean[@]}" "PYTHONPATH=$usr/$pydir" /usr/bin/python3 - "$usr/$libdir" "$work/py.strata" <<'EOF'
 import os, sys
 import strata
-usr, out = sys.argv[1], sys.argv[2]
+libdir, out = sys.argv[1], sys.argv[2]
 assert strata._lib is not None, "the installed package did not find libstrata.so"
 lib = os.path.realpath(strata._lib._name)
-assert lib.startswith(os.path.realpath(usr) + "/lib/"), f"libstrata loaded from {lib}, not the package"
+assert os.path.dirname(lib) == os.path.realpath(libdir), f"libstrata loaded from {lib}, not from {libdir}"
 assert strata.start(out, "model"), "strata.start failed"
 for i in range(3):
     with strata.span("consumer_step", level="model", index=i):
@@ -145,7 +149,7 @@ strata.stop()
 EOF
 check_trace "$work/py.strata" "import strata"
 
-if [ -e "$usr/lib/libstrata_torch.so" ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+if [ -e "$usr/$libdir/libstrata_torch.so" ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
   step "strata record --level layer of a PyTorch script"
   cat >"$work/torch_script.py" <<'EOF'
 import torch
