@@ -24,12 +24,16 @@ install(FILES ${STRATA_GENERATED_DIR}/strata.pc DESTINATION ${CMAKE_INSTALL_LIBD
 set(CPACK_PACKAGE_NAME strata)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "Strata")
-set(CPACK_PACKAGE_CONTACT "Strata maintainers <strata-maintainers@localhost>")
+set(STRATA_PACKAGE_MAINTAINER "Strata maintainers <strata-maintainers@localhost>" CACHE STRING
+    "Maintainer field of the .deb (Name <address>)")
+set(CPACK_PACKAGE_CONTACT "${STRATA_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "across-stack profiler and analyzer for ML workloads")
-set(CPACK_PACKAGE_DESCRIPTION "Strata records spans from the application down to GPU kernels \
-(span API, PyTorch layer tracer, oneDNN, cuDNN/cuBLAS, CUPTI and NVTX collectors) and analyzes the \
-traces (per-layer and per-kernel tables, rooflines, lower-bound latency). Includes the strata tool, \
-libstrata with its C/C++ span API, the CMake package and pkg-config file, and the Python package.")
+# Lines under 80 columns (Debian's control-file convention).
+set(CPACK_PACKAGE_DESCRIPTION "Strata records spans from the application down to GPU kernels (span
+API, PyTorch layer tracer, oneDNN, cuDNN/cuBLAS, CUPTI and NVTX collectors)
+and analyzes the traces (per-layer and per-kernel tables, rooflines,
+lower-bound latency). Includes the strata tool, libstrata with its C/C++
+span API, the CMake package and pkg-config file, and the Python package.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 # Dependencies: dpkg-shlibdeps reads every ELF file's needs. Libraries that no Debian package
@@ -40,6 +44,8 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# ldconfig as a dpkg trigger, as Debian policy asks (CPack's postinst/postrm also call it directly).
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_LIST_DIR}/debian/triggers)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_GENERATOR DEB)
 include(CPack)
