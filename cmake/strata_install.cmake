@@ -7,6 +7,10 @@ install(DIRECTORY include/strata DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY python/strata DESTINATION ${STRATA_INSTALL_PYTHONDIR} PATTERN "__pycache__" EXCLUDE)
 # Tells the installed package where the libraries are relative to it (no STRATA_LIB needed).
 install(FILES ${STRATA_GENERATED_DIR}/_install_layout.py DESTINATION ${STRATA_INSTALL_PYTHONDIR}/strata)
+# lib/strata/python/strata -> the package (relative link): what `strata record` adds to PYTHONPATH.
+file(MAKE_DIRECTORY ${STRATA_GENERATED_DIR}/record_python)
+file(CREATE_LINK ${STRATA_PACKAGE_FROM_RECORD_PYTHONDIR} ${STRATA_GENERATED_DIR}/record_python/strata SYMBOLIC)
+install(DIRECTORY ${STRATA_GENERATED_DIR}/record_python/ DESTINATION ${STRATA_RECORD_PYTHONDIR})
 
 set(strata_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/Strata)
 install(EXPORT StrataTargets NAMESPACE Strata:: DESTINATION ${strata_cmake_dir})

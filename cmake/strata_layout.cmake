@@ -21,7 +21,12 @@ function(strata_relative_install_path out from to)
   set(${out} "${rel}" PARENT_SCOPE)
 endfunction()
 strata_relative_install_path(STRATA_LIBDIR_FROM_BINDIR ${CMAKE_INSTALL_BINDIR} ${CMAKE_INSTALL_LIBDIR})
-strata_relative_install_path(STRATA_PYTHONDIR_FROM_BINDIR ${CMAKE_INSTALL_BINDIR} ${STRATA_INSTALL_PYTHONDIR})
+# What `strata record` puts on the recorded program's PYTHONPATH: a private folder holding only a link
+# to the package, never dist-packages itself (that would put the system's packages, e.g. Debian's
+# torch, ahead of the program's own virtualenv or pip packages).
+set(STRATA_RECORD_PYTHONDIR ${CMAKE_INSTALL_LIBDIR}/strata/python)
+strata_relative_install_path(STRATA_PYTHONDIR_FROM_BINDIR ${CMAKE_INSTALL_BINDIR} ${STRATA_RECORD_PYTHONDIR})
+strata_relative_install_path(STRATA_PACKAGE_FROM_RECORD_PYTHONDIR ${STRATA_RECORD_PYTHONDIR} ${STRATA_INSTALL_PYTHONDIR}/strata)
 strata_relative_install_path(STRATA_LIBDIR_FROM_PYTHON_PACKAGE ${STRATA_INSTALL_PYTHONDIR}/strata ${CMAKE_INSTALL_LIBDIR})
 strata_relative_install_path(STRATA_PC_PREFIX_FROM_PCDIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig .)
 

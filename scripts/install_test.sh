@@ -152,6 +152,13 @@ check_trace "$work/py.strata" "import strata"
 if [ -e "$usr/$libdir/libstrata_torch.so" ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
   step "strata record --level layer of a PyTorch script"
   cat >"$work/torch_script.py" <<'EOF'
+import os, sys
+# strata record must not put the package's dist-packages on PYTHONPATH: on a real install that is
+# /usr/lib/python3/dist-packages, whose packages (Debian's torch) would shadow a virtualenv's.
+for entry in filter(None, os.environ.get("PYTHONPATH", "").split(":")):
+    assert os.path.realpath(entry) != os.path.realpath(sys.argv[1]), f"PYTHONPATH has {entry}"
+    names = set(os.listdir(entry)) - {"__pycache__"}
+    assert names <= {"strata", "sitecustomize.py"}, f"PYTHONPATH entry {entry} holds {sorted(names)}"
 import torch
 import strata
 model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
@@ -160,7 +167,7 @@ for i in range(3):
         model(torch.randn(4, 32))
 EOF
   (cd "$work" && "${clean[@]}" "$usr/bin/strata" record --quiet -o "$work/rec.strata" --level layer -- \
-    /usr/bin/python3 "$work/torch_script.py") || fail "strata record of the PyTorch script failed"
+    /usr/bin/python3 "$work/torch_script.py" "$usr/$pydir") || fail "strata record of the PyTorch script failed"
   "${clean[@]}" "$usr/bin/strata" export "$work/rec.strata" --format csv >"$work/rec.csv"
   [ "$(grep -c consumer_step "$work/rec.csv")" = 3 ] || fail "strata record: the 3 consumer_step spans are missing"
   grep -q "aten::linear\|aten::addmm" "$work/rec.csv" || fail "strata record: no PyTorch op spans (layer tracer not loaded?)"

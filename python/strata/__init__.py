@@ -45,7 +45,8 @@ def _level(level: Any) -> int:
 
 def _library_dir() -> str:
     """The folder of this installation's native libraries (libstrata.so and the tracers)."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    # realpath: `strata record` reaches the installed package through a link (lib/strata/python).
+    here = os.path.dirname(os.path.realpath(__file__))
     try:
         from ._install_layout import LIBDIR_FROM_PACKAGE  # installed tree
     except ImportError:

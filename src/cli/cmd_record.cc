@@ -141,7 +141,8 @@ std::string find_runtime_library() {
 
 std::string find_python_package_dir() {
   std::string dir = executable_dir();
-  // Installed tree (dist-packages under the prefix), then the build tree's lib/python.
+  // Installed tree (a folder holding only a link to the package in dist-packages: the recorded
+  // program's PYTHONPATH gets nothing else), then the build tree's lib/python.
   for (const std::string& candidate :
        {dir + "/" STRATA_PYTHONDIR_FROM_BINDIR, dir + "/../lib/python", dir + "/../python"})
     if (access((candidate + "/strata/__init__.py").c_str(), R_OK) == 0)
