@@ -2,6 +2,7 @@
 // trace is a checksum and a copy, and memory stays close to the file size.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -44,11 +45,13 @@ struct SpanRecord {
   uint8_t kind = 0;             // strata::SpanKind value
   uint8_t clock = 0;            // strata::ClockDomain value
   uint8_t flags = 0;            // SpanFlags
-  uint16_t reserved = 0;
+  uint8_t activity = 0;         // strata::ActivityType value; 0 (unknown) in files before format 1.1
+  uint8_t reserved = 0;
 
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 static_assert(sizeof(SpanRecord) == 64);
+static_assert(offsetof(SpanRecord, activity) == 62);  // docs/trace-format.md
 static_assert(std::is_trivially_copyable_v<SpanRecord>);
 
 enum class AttrType : uint8_t {
