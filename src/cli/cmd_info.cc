@@ -5,6 +5,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "core/activity_type.h"
 #include "core/level.h"
 #include "model/trace_loader.h"
 #include "model/trace_summary.h"
@@ -68,7 +69,19 @@ int run_info(int argc, char** argv) {
   std::printf("kinds:");
   for (const auto& [kind, count] : s.spans_per_kind)
     std::printf(" %s=%llu", kind_name(kind).c_str(), static_cast<unsigned long long>(count));
+  std::printf("\nactivities:");
+  for (const auto& [activity, count] : s.spans_per_activity)
+    std::printf(" %s=%llu", activity_name(activity).c_str(), static_cast<unsigned long long>(count));
   std::printf("\n");
+  const model::LoadReport& r = trace.report;
+  if (r.activity_upgraded || r.legacy_keys_renamed)
+    std::printf("format 1.0 spans upgraded at load: %llu typed from their level, kind and attributes, %llu "
+                "attribute keys renamed to canonical keys\n",
+                static_cast<unsigned long long>(r.activity_upgraded),
+                static_cast<unsigned long long>(r.legacy_keys_renamed));
+  if (r.unknown_activities)
+    std::printf("spans with an activity type this version does not know (kept, shown as activity(N)): %llu\n",
+                static_cast<unsigned long long>(r.unknown_activities));
   print_summary(trace, stdout, 64);
   for (const auto& [key, value] : trace.record.entries())
     if (key.rfind("warning.", 0) == 0) std::printf("recording warning: %s\n", value.c_str());

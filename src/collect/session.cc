@@ -58,6 +58,7 @@ struct ThreadState {
     int64_t start_ns;
     uint32_t name;
     uint8_t level;
+    uint8_t activity;  // ActivityType
     std::vector<AttrRecord> attrs;
   };
   std::vector<Open> open;
@@ -275,7 +276,7 @@ std::string_view clip(std::string_view text, ThreadState* t) {
 }
 }  // namespace
 
-uint64_t Session::begin(std::string_view name, int level) {
+uint64_t Session::begin(std::string_view name, int level, ActivityType activity) {
   uint64_t ts = detail::now_ticks();
   ThreadState* t = thread_state();
   if (t == nullptr) return 0;
@@ -285,8 +286,7 @@ uint64_t Session::begin(std::string_view name, int level) {
   if (s == nullptr) return 0;
   uint64_t id = new_api_id(t);
   s[0].ts = ts;
-  s[0].word = event_word(kTagBegin, extra, static_cast<uint32_t>(level & 0xFF) |
-                                               (static_cast<uint32_t>(name.size()) << 8));
+  s[0].word = event_word(kTagBegin, extra, begin_aux(level, name.size(), activity));
   s[1].ts = id;
   s[1].word = 0;
   commit(t, put_bytes(s + 2, name));
@@ -526,7 +526,7 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
   const detail::SourceLocation* last_loc = nullptr;
   uint32_t last_loc_name = 0;
   auto emit = [&](uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, uint8_t level,
-                  uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid) {
+                  uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid, ActivityType activity) {
     SpanRecord r;
     r.span_id = id;
     r.parent_id = parent;
@@ -536,6 +536,7 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
     r.tid = tid;
     r.level = level;
     r.kind = kind;
+    r.activity = static_cast<uint8_t>(activity);
     r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
     r.flags = kSpanFlagFromTicks;
     stream_->add_span(r, attrs);
@@ -556,8 +557,10 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
         last_loc_name = it->second;
       }
       int64_t ns = clock_.to_ns(head.ts);
+      // Sites compiled before SourceLocation had the field read 0 (zero-filled padding): annotation.
+      const uint8_t activity = loc->activity != 0 ? loc->activity : static_cast<uint8_t>(ActivityType::kAnnotation);
       t.open.push_back({make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(), ns,
-                        last_loc_name, loc->level, {}});
+                        last_loc_name, loc->level, activity, {}});
       t.last_ns = ns;
       i += 1;
       continue;
@@ -571,7 +574,8 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
         continue;
       }
       ThreadState::Open& o = t.open.back();
-      emit(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs, t.tid);
+      emit(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs, t.tid,
+           static_cast<ActivityType>(o.activity));
       t.open.pop_back();
       continue;
     }
@@ -582,17 +586,19 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
     switch (tag) {
       case kTagBegin: {
         uint64_t id = x[0].ts;
-        std::string_view name = bytes(x + 1, aux >> 8);
+        std::string_view name = bytes(x + 1, aux_name_len(aux));
+        const auto activity = static_cast<ActivityType>(aux >> 24);
         int64_t ns = clock_.to_ns(head.ts);
         t.last_ns = ns;
         auto early = early_ends_.find(id);
         if (early != early_ends_.end()) {  // ended on another thread before we read its begin
           emit(id, parent_of_new(), ns, early->second, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF),
-               static_cast<uint8_t>(SpanKind::kSpan), {}, t.tid);
+               static_cast<uint8_t>(SpanKind::kSpan), {}, t.tid, activity);
           early_ends_.erase(early);
           break;
         }
-        t.open.push_back({id, parent_of_new(), ns, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF), {}});
+        t.open.push_back({id, parent_of_new(), ns, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF),
+                          static_cast<uint8_t>(activity), {}});
         open_api_spans_[id] = {&t};
         break;
       }
@@ -612,7 +618,7 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
           ThreadState::Open& o = owner.open[k];
           // The span belongs to the thread that began it, even when another thread ended it.
           emit(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs,
-               owner.tid);
+               owner.tid, static_cast<ActivityType>(o.activity));
           owner.open.erase(owner.open.begin() + static_cast<ptrdiff_t>(k));
           break;
         }
@@ -644,8 +650,8 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
       case kTagInstant: {
         int64_t ns = clock_.to_ns(head.ts);
         emit(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(), ns, ns,
-             stream_->intern(bytes(x, aux >> 8)), static_cast<uint8_t>(aux & 0xFF),
-             static_cast<uint8_t>(SpanKind::kInstant), {}, t.tid);
+             stream_->intern(bytes(x, aux_name_len(aux))), static_cast<uint8_t>(aux & 0xFF),
+             static_cast<uint8_t>(SpanKind::kInstant), {}, t.tid, ActivityType::kAnnotation);
         break;
       }
       case kTagCounter: {
@@ -658,7 +664,8 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
         a.value.d = value;
         emit(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), 0, ns, ns,
              stream_->intern(bytes(x + 1, aux)), static_cast<uint8_t>(Level::kApplication),
-             static_cast<uint8_t>(SpanKind::kCounter), std::span<const AttrRecord>(&a, 1), t.tid);
+             static_cast<uint8_t>(SpanKind::kCounter), std::span<const AttrRecord>(&a, 1), t.tid,
+             ActivityType::kCounter);
         break;
       }
       case kTagComplete: {
@@ -712,6 +719,7 @@ void Session::finish_open_spans(ThreadState& t) {
     r.tid = t.tid;
     r.level = o.level;
     r.kind = static_cast<uint8_t>(SpanKind::kSpan);
+    r.activity = o.activity;
     r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
     r.flags = kSpanFlagUnfinished | kSpanFlagFromTicks;
     stream_->add_span(r, o.attrs);

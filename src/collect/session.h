@@ -19,6 +19,7 @@
 #include "collect/clock.h"
 #include "collect/events.h"
 #include "collect/trace_context.h"
+#include "core/activity_type.h"
 #include "core/span_record.h"
 #include "format/chunk_writer.h"
 #include "format/stream_writer.h"
@@ -75,7 +76,7 @@ class Session {
   void flush();
 
   // Producer side (any thread).
-  uint64_t begin(std::string_view name, int level);
+  uint64_t begin(std::string_view name, int level, ActivityType activity = ActivityType::kAnnotation);
   void end(uint64_t span_id);
   void set_attr(uint64_t span_id, std::string_view key, AttrType type, int64_t i, double d, std::string_view s);
   void instant(std::string_view name, int level);

@@ -58,9 +58,13 @@ std::string activity_name(uint8_t value) {
 }
 
 bool is_known_activity(uint8_t value) {
-  for (const auto& entry : kNames)
-    if (static_cast<uint8_t>(entry.first) == value) return true;
-  return false;
+  // Called for every span a loader reads: a table, not a search.
+  static constexpr std::array<bool, 256> kKnown = [] {
+    std::array<bool, 256> known{};
+    for (const auto& entry : kNames) known[static_cast<uint8_t>(entry.first)] = true;
+    return known;
+  }();
+  return kKnown[value];
 }
 
 std::optional<ActivityType> parse_activity(std::string_view text) {

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/activity_type.h"
+
 namespace strata {
 
 inline constexpr uint32_t kNoStream = 0xFFFFFFFFu;
@@ -49,6 +51,7 @@ struct SpanRecord {
   uint8_t reserved = 0;
 
   int64_t duration_ns() const { return end_ns - start_ns; }
+  ActivityType activity_type() const { return static_cast<ActivityType>(activity); }
 };
 static_assert(sizeof(SpanRecord) == 64);
 static_assert(offsetof(SpanRecord, activity) == 62);  // docs/trace-format.md

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "core/activity_type.h"
 #include "core/level.h"
 #include "lowerbound/bench_plan.h"
 #include "model/span_tree.h"
@@ -193,14 +194,12 @@ bool is_layout_kernel(std::string_view name) {
   return false;
 }
 
-std::string device_category(const model::Trace& trace, size_t i) {
-  if (auto c = trace.find_attr(i, "category")) {
-    std::string v = trace.attr_value_string(*c);
-    if (!v.empty()) return v;
-  }
-  std::string n = lower(trace.name(trace.spans[i]));
-  if (starts_with(n, "memcpy")) return "memcpy";
-  if (starts_with(n, "memset")) return "memset";
+std::string device_category(const SpanRecord& s) {
+  const auto a = static_cast<ActivityType>(s.activity);
+  if (is_memcpy(a)) return "memcpy";
+  if (a == ActivityType::kMemset) return "memset";
+  if (a == ActivityType::kSync) return "sync";
+  if (a == ActivityType::kGraph) return "graph";
   return "kernel";
 }
 
@@ -504,7 +503,7 @@ InefficiencyFindings find_inefficiencies(const LayerModel& model, const model::T
     }
     if (!layer_made_calls(owner)) continue;
     f.extras.push_back(
-        {name, device_category(trace, i), true, owner_layer(owner), owner_name(owner), "", ns, i, ""});
+        {name, device_category(s), true, owner_layer(owner), owner_name(owner), "", ns, i, ""});
   }
   for (size_t i : runtime) {
     const SpanRecord& s = trace.spans[i];

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <unordered_map>
 
+#include "core/activity_type.h"
 #include "core/level.h"
 #include "lowerbound/trace_compare.h"
 #include "model/span_tree.h"
@@ -74,13 +75,11 @@ std::string mma_tile_token(const std::string& n) {
   return "";
 }
 
-bool is_copy_or_memset(const model::Trace& trace, size_t i) {
-  if (auto c = trace.find_attr(i, "category")) {
-    std::string v = trace.attr_value_string(*c);
-    if (!v.empty()) return v != "kernel";
-  }
-  std::string n = lower(trace.name(trace.spans[i]));
-  return n.rfind("memcpy", 0) == 0 || n.rfind("memset", 0) == 0;
+// Device executions that are kernels (not copies, memsets, syncs or graph records); an execution
+// whose source gave no type counts as a kernel.
+bool is_kernel(const SpanRecord& s) {
+  const auto a = static_cast<ActivityType>(s.activity);
+  return a == ActivityType::kKernel || a == ActivityType::kCollective || a == ActivityType::kUnknown;
 }
 
 }  // namespace
@@ -111,7 +110,7 @@ TensorCoreUsage tensor_core_usage(const LayerModel& model, const model::Trace& t
   std::vector<size_t> kernels;
   for (size_t i = 0; i < trace.spans.size(); ++i)
     if (trace.spans[i].level == device_level &&
-        trace.spans[i].kind == static_cast<uint8_t>(SpanKind::kExecution) && !is_copy_or_memset(trace, i))
+        trace.spans[i].kind == static_cast<uint8_t>(SpanKind::kExecution) && is_kernel(trace.spans[i]))
       kernels.push_back(i);
   if (kernels.empty()) return u;
 

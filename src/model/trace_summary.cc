@@ -12,6 +12,7 @@ TraceSummary summarize(const Trace& trace) {
   for (const SpanRecord& span : trace.spans) {
     s.spans_per_level[span.level] += 1;
     s.spans_per_kind[span.kind] += 1;
+    s.spans_per_activity[span.activity] += 1;
     s.spans_per_process_level[{trace.process(span).pid, span.level}] += 1;
     if (span.flags & kSpanFlagUnfinished) s.unfinished += 1;
     s.first_ns = std::min(s.first_ns, span.start_ns);
