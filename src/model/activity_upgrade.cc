@@ -30,7 +30,7 @@ bool starts_with_ci(std::string_view text, std::string_view prefix) {
 
 // The copy direction a 1.0 analysis read into a span's name (needles lower case).
 ActivityType direction_in_name(std::string_view name) {
-  if (!contains_ci(name, "copy")) return ActivityType::kUnknown;  // "memcpy" contains "copy"
+  if (!contains_ci(name, "memcpy") && !contains_ci(name, "copy")) return ActivityType::kUnknown;
   for (std::string_view d : {"htod", "h2d", "host to device", "hosttodevice"})
     if (contains_ci(name, d)) return ActivityType::kMemcpyHtoD;
   for (std::string_view d : {"dtoh", "d2h", "device to host", "devicetohost"})
