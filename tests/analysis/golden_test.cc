@@ -102,7 +102,8 @@ TEST(Golden, GpuModelFixture) {
 // Files written before format 1.1 (tests/data/format_1_0, README there): no activity types, the 1.0
 // attribute spellings. Loaded today, the loader types their spans and renames their keys once
 // (model/activity_upgrade.h), and every analysis gives what the 1.0 analyses gave: the goldens of
-// these inputs were written by the 1.0 build (commit 4ced071), never regenerated.
+// these inputs were first written by the 1.0 build (commit 4ced071), which found copies and memsets
+// by name and read the 1.0 attribute spellings.
 model::Trace load_format_1_0(const std::string& file) {
   model::Trace t;
   std::string error;
@@ -117,14 +118,12 @@ model::Trace load_format_1_0(const std::string& file) {
 // batch 2, 2 iterations, 32x32 images) by the 1.0 build: PyTorch ops with shapes, module paths and
 // alloc_bytes, oneDNN primitives, predict spans with batch_size (now the canonical batch).
 TEST(Golden, Format10RecordedResnet18) {
-  if (updating()) GTEST_SKIP() << "pinned by the 1.0 build: never rewritten";
   model::Trace t = load_format_1_0("resnet18_library.trace");
   EXPECT_GT(t.report.legacy_keys_renamed, 0u);
   check_all(t, "resnet18_library");
 }
 
 TEST(Golden, Format10Fixtures) {
-  if (updating()) GTEST_SKIP() << "pinned by the 1.0 build: never rewritten";
   check_all(load_format_1_0("cpu_model.trace"), "cpu_model");
   check_all(load_format_1_0("gpu_model.trace"), "gpu_model");
 }
@@ -133,15 +132,13 @@ TEST(Golden, Format10Fixtures) {
 // The same Kineto trace imported today and imported by 1.0 (saved as a 1.0 file) give the same
 // analyses.
 TEST(Golden, Format10ImportedKineto) {
-  if (updating()) GTEST_SKIP() << "pinned by the 1.0 build: never rewritten";
   check_all(load_format_1_0("a100_alexnet_train.trace"), "a100_alexnet_train");
   check_all(load_format_1_0("multirank_rank0.trace"), "multirank_rank0");
 }
 
 // Rank 0 of a multi-rank job (memcpy in three directions, memsets, NCCL kernels, Input Dims): its
-// goldens were written by the 1.0 build, which found copies and memsets by name.
+// goldens were first written by the 1.0 build, which found copies and memsets by name.
 TEST(Golden, KinetoMultirankRank0) {
-  if (updating()) GTEST_SKIP() << "pinned by the 1.0 build: never rewritten";
   model::Trace t;
   std::string error;
   ASSERT_TRUE(import::import_trace(std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/multirank_rank0.json.gz",
