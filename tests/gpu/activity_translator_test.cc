@@ -151,6 +151,40 @@ TEST(ActivityTranslator, CopiesMemsetsSyncsAndMemory) {
   EXPECT_EQ(overhead->record.activity_type(), ActivityType::kOverhead);
 }
 
+// The copy kind of every CUPTI copy record becomes the span's activity type (a CUDA array is device
+// memory); peer copies come as MEMCPY2 records; NCCL kernels are collectives.
+TEST(ActivityTranslator, CopyKindsAndCollectivesBecomeActivityTypes) {
+  RecordingSink sink;
+  ActivityTranslator t(&sink, {});
+  const std::pair<CUpti_ActivityMemcpyKind, ActivityType> kinds[] = {
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, ActivityType::kMemcpyHtoD}, {CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, ActivityType::kMemcpyHtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, ActivityType::kMemcpyDtoH}, {CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, ActivityType::kMemcpyDtoH},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, ActivityType::kMemcpyDtoD}, {CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, ActivityType::kMemcpyDtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_ATOD, ActivityType::kMemcpyDtoD}, {CUPTI_ACTIVITY_MEMCPY_KIND_DTOA, ActivityType::kMemcpyDtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, ActivityType::kMemcpyHtoH}, {CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, ActivityType::kMemcpyPtoP},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN, ActivityType::kMemcpyOther},
+  };
+  for (const auto& [kind, type] : kinds) {
+    CUpti_ActivityMemcpy6 m{};
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m.copyKind = static_cast<uint8_t>(kind);
+    m.start = 1;
+    m.end = 2;
+    ASSERT_TRUE(t.translate(as_activity(m)));
+    EXPECT_EQ(sink.spans.back().record.activity_type(), type) << sink.spans.back().name;
+  }
+  CUpti_ActivityMemcpyPtoP4 p2p{};
+  p2p.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  p2p.start = 3;
+  p2p.end = 4;
+  ASSERT_TRUE(t.translate(as_activity(p2p)));
+  EXPECT_EQ(sink.spans.back().record.activity_type(), ActivityType::kMemcpyPtoP);
+  CUpti_ActivityKernel10 nccl = make_kernel(1, 5, 6);
+  nccl.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  ASSERT_TRUE(t.translate(as_activity(nccl)));
+  EXPECT_EQ(sink.spans.back().record.activity_type(), ActivityType::kCollective);
+}
+
 TEST(ActivityTranslator, ExternalCorrelationLinksKernelToStrataSpan) {
   RecordingSink sink;
   ActivityTranslator t(&sink, {});
