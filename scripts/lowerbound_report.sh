@@ -87,7 +87,7 @@ fi
 [ -n "${SKIP_TRACES:-}" ] && exit 0
 
 for m in $models; do
-  "$strata" record --quiet --level library -o "$out/$m.strata" -- \
+  "$strata" record --quiet --force --level library -o "$out/$m.strata" -- \
     /usr/bin/python3 "$root/tests/lowerbound/run_torch_model.py" "$m" "$iters" > /dev/null
   "$strata" lowerbound "$out/models/$m.onnx" --db "$db" --trace "$out/$m.strata" --format csv \
     > "$out/$m.csv" 2> "$out/$m.err" || { echo "lowerbound failed for $m:"; cat "$out/$m.err"; exit 1; }

@@ -13,13 +13,13 @@ cd "$out"
 model=${STRATA_MODEL:-resnet18}
 
 echo "== strata record: $model inference at batch sizes 1, 2, 4 (levels model + layer + library) =="
-"$strata" record --level library -o "$out/$model.strata" -- \
+"$strata" record --force --level library -o "$out/$model.strata" -- \
   /usr/bin/python3 "$root/examples/pytorch/infer.py" --model "$model" --batch 1,2,4 --iterations 3
 echo
 echo "== strata analyze: model table (optimal batch size), layer table, by-type aggregation, per-op statistics =="
 "$strata" analyze "$out/$model.strata" \
   --analysis model_table,layer_type_aggregate,op_stats,kernels_by_name,conv_share --param top=15
 "$strata" analyze "$out/$model.strata" --analysis layer_table --format csv --output "$out/analysis" >/dev/null
-"$strata" export "$out/$model.strata" --format chrome -o "$out/$model.chrome.json"
+"$strata" export "$out/$model.strata" --format chrome --force -o "$out/$model.chrome.json"
 echo
 echo "Full layer table: $out/analysis/; timeline: $out/$model.chrome.json (open in ui.perfetto.dev)"

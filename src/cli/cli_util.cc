@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/level.h"
+#include "export/text_escape.h"
 #include "format/file_format.h"
 #include "model/trace_loader.h"
 #include "model/trace_summary.h"
@@ -51,8 +52,16 @@ bool has_native_magic(const std::string& path) {
 }  // namespace
 
 bool load_native_or_import(const std::string& path, model::Trace* trace, std::string* error) {
-  if (!std::filesystem::exists(path)) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
     *error = path + ": no such file or directory";
+    return false;
+  }
+  if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec) {
+    *error =
+        path +
+        ": offset 0: empty file (0 bytes): nothing was written to it (was its writer killed at start, or is "
+        "this the wrong file?)";
     return false;
   }
   if (has_native_magic(path)) return model::load_trace(path, trace, error);
@@ -83,57 +92,98 @@ std::string format_duration_ns(int64_t ns) {
   return buf;
 }
 
-void print_summary(const model::Trace& trace, FILE* out, size_t max_warnings) {
-  model::TraceSummary s = model::summarize(trace);
-  std::fprintf(out, "spans: %zu in %zu process(es), span time range %s\n", trace.spans.size(),
-               trace.processes.size(), format_duration_ns(s.last_ns - s.first_ns).c_str());
-  // Spans per level (rows) and process (columns), as one small table.
+namespace {
+
+void print_level_table(const model::TraceSummary& s, FILE* out) {
   std::set<int64_t> pids;
   for (const auto& [key, count] : s.spans_per_process_level) pids.insert(key.first);
-  if (!s.spans_per_level.empty()) {
-    std::fprintf(out, "  %-14s %12s", "level", "total");
-    size_t shown = 0;
+  if (s.spans_per_level.empty()) return;
+  std::fprintf(out, "  %-14s %12s", "level", "total");
+  size_t shown = 0;
+  for (int64_t pid : pids) {
+    if (++shown > 6) break;
+    std::fprintf(out, " %11s", ("pid " + std::to_string(pid)).c_str());
+  }
+  std::fprintf(out, "\n");
+  for (const auto& [level, count] : s.spans_per_level) {
+    std::fprintf(out, "  %-14s %12llu", level_name(level).c_str(), static_cast<unsigned long long>(count));
+    shown = 0;
     for (int64_t pid : pids) {
       if (++shown > 6) break;
-      std::fprintf(out, " %11s", ("pid " + std::to_string(pid)).c_str());
+      auto it = s.spans_per_process_level.find({pid, level});
+      std::fprintf(out, " %11llu",
+                   static_cast<unsigned long long>(it == s.spans_per_process_level.end() ? 0 : it->second));
     }
     std::fprintf(out, "\n");
-    for (const auto& [level, count] : s.spans_per_level) {
-      std::fprintf(out, "  %-14s %12llu", level_name(level).c_str(), static_cast<unsigned long long>(count));
-      shown = 0;
-      for (int64_t pid : pids) {
-        if (++shown > 6) break;
-        auto it = s.spans_per_process_level.find({pid, level});
-        std::fprintf(out, " %11llu",
-                     static_cast<unsigned long long>(it == s.spans_per_process_level.end() ? 0 : it->second));
-      }
-      std::fprintf(out, "\n");
-    }
-    if (pids.size() > 6) std::fprintf(out, "  (%zu more processes not shown)\n", pids.size() - 6);
   }
-  uint64_t dropped = 0;
-  for (const auto& [cause, count] : s.drops) dropped += count;
-  if (dropped == 0) {
-    std::fprintf(out, "dropped events: 0\n");
-  } else {
-    std::fprintf(out, "dropped events: %llu (", static_cast<unsigned long long>(dropped));
-    bool first = true;
-    for (const auto& [cause, count] : s.drops) {
-      if (count == 0) continue;
-      std::fprintf(out, "%s%s %llu", first ? "" : ", ", cause.c_str(), static_cast<unsigned long long>(count));
-      first = false;
-    }
-    std::fprintf(out, ")\n");
+  if (pids.size() > 6) std::fprintf(out, "  (%zu more processes not shown)\n", pids.size() - 6);
+}
+
+// Lost events by cause; events kept with damage apart (a span whose end was lost is among the
+// spans above, marked unfinished: counting it as lost too would count it twice).
+void print_drops(const model::TraceSummary& s, FILE* out) {
+  uint64_t lost = 0;
+  std::string causes;
+  for (const auto& [cause, count] : s.drops) {
+    if (count == 0 || model::drop_keeps_event(cause)) continue;
+    lost += count;
+    causes += (causes.empty() ? "" : ", ") + exporter::escape_terminal(cause) + " " + std::to_string(count);
   }
-  if (s.unfinished) std::fprintf(out, "unfinished spans (no end recorded): %llu\n", static_cast<unsigned long long>(s.unfinished));
-  const model::LoadReport& r = trace.report;
+  if (lost == 0)
+    std::fprintf(out, "lost events: 0\n");
+  else
+    std::fprintf(out, "lost events: %llu (%s)\n", static_cast<unsigned long long>(lost), causes.c_str());
+  auto kept = [&](const char* cause) {
+    auto it = s.drops.find(cause);
+    return it == s.drops.end() ? uint64_t{0} : it->second;
+  };
+  if (uint64_t n = kept("end_lost"))
+    std::fprintf(out, "span ends lost: %llu (the spans are kept, marked unfinished)\n",
+                 static_cast<unsigned long long>(n));
+  if (uint64_t n = kept("string_truncated"))
+    std::fprintf(out, "strings cut to the event limit: %llu (the events are kept)\n",
+                 static_cast<unsigned long long>(n));
+  if (s.unfinished)
+    std::fprintf(out, "unfinished spans (no end recorded): %llu\n",
+                 static_cast<unsigned long long>(s.unfinished));
+  // A full buffer: say how much was lost and the budget that would have held it.
+  std::vector<model::BufferLoss> losses = model::buffer_losses(s);
+  for (size_t i = 0; i < losses.size() && i < 3; ++i) {
+    const model::BufferLoss& l = losses[i];
+    const double share =
+        100.0 * static_cast<double>(l.lost_spans) / static_cast<double>(l.lost_spans + l.kept_spans);
+    uint64_t suggest_mb = 1;
+    while ((suggest_mb << 20) < l.needed_bytes && suggest_mb < (uint64_t{1} << 20)) suggest_mb <<= 1;
+    std::string budget = l.budget_bytes ? std::to_string(l.budget_bytes >> 20) + " MiB" : "unknown size";
+    std::fprintf(
+        out,
+        "warning: process %lld lost %.1f%% of its spans (%llu of %llu) because its event buffer (%s) was "
+        "full; record again with --buffer-mb %llu (STRATA_BUFFER_MB=%llu without strata record), which "
+        "holds at least the lost spans, or at a shallower --level\n",
+        static_cast<long long>(l.pid), share, static_cast<unsigned long long>(l.lost_spans),
+        static_cast<unsigned long long>(l.lost_spans + l.kept_spans), budget.c_str(),
+        static_cast<unsigned long long>(suggest_mb), static_cast<unsigned long long>(suggest_mb));
+  }
+  if (losses.size() > 3)
+    std::fprintf(out, "(%zu more processes lost spans to a full buffer)\n", losses.size() - 3);
+}
+
+}  // namespace
+
+void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings) {
+  std::fprintf(out, "spans: %llu in %zu process(es), span time range %s\n",
+               static_cast<unsigned long long>(s.spans), s.processes.size(),
+               format_duration_ns(s.last_ns - s.first_ns).c_str());
+  print_level_table(s, out);
+  print_drops(s, out);
+  const model::LoadReport& r = s.report;
   if (r.truncated_files || r.corrupt_chunks || r.unknown_chunks || r.unknown_strings) {
     std::fprintf(out, "load: %llu truncated file(s), %llu corrupt chunk(s), %llu unknown chunk(s), %llu undefined string(s)\n",
                  static_cast<unsigned long long>(r.truncated_files), static_cast<unsigned long long>(r.corrupt_chunks),
                  static_cast<unsigned long long>(r.unknown_chunks), static_cast<unsigned long long>(r.unknown_strings));
   }
   for (size_t i = 0; i < r.warnings.size() && i < max_warnings; ++i)
-    std::fprintf(out, "warning: %s\n", r.warnings[i].c_str());
+    std::fprintf(out, "warning: %s\n", exporter::escape_terminal(r.warnings[i]).c_str());
   if (r.warnings.size() > max_warnings)
     std::fprintf(out, "(%zu more warnings)\n", r.warnings.size() - max_warnings);
 }

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "model/trace.h"
+#include "model/trace_summary.h"
 
 namespace strata::cli {
 
@@ -23,8 +24,10 @@ bool load_native_or_import(const std::string& path, model::Trace* trace, std::st
 // Directory holding the running `strata` executable.
 std::string executable_dir();
 
-// The closing summary: spans per level and process, drops by cause, warnings.
-void print_summary(const model::Trace& trace, FILE* out, size_t max_warnings = 10);
+// The closing summary: spans per level and process, lost events by cause (with what to do when a
+// full buffer lost spans), events kept with damage, load problems, warnings. Text from the trace
+// is escaped for the terminal.
+void print_summary(const model::TraceSummary& summary, FILE* out, size_t max_warnings = 10);
 
 std::string format_duration_ns(int64_t ns);
 

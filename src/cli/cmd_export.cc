@@ -5,23 +5,32 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/safe_files.h"
 #include "export/exporters.h"
+#include "export/text_escape.h"
 #include "model/trace_loader.h"
 
 namespace strata::cli {
 
 int run_export(int argc, char** argv) {
   constexpr const char* kUsage =
-      "usage: strata export FILE --format chrome|json|csv [-o OUT]\n"
+      "usage: strata export FILE --format chrome|json|csv [-o OUT] [--force]\n"
       "  chrome: Chrome Trace Event JSON (open in ui.perfetto.dev or chrome://tracing)\n"
-      "  json, csv: one record per span with every field and attribute\n";
+      "  json, csv: one record per span with every field and attribute\n"
+      "  -o OUT: file to write (default: standard output); never written through a symbolic link\n"
+      "  --force: replace OUT if it exists (only a regular file of yours)\n";
   std::string input, format = "chrome", output;
+  bool force = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     bool missing = false;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (arg == "--force") {
+      force = true;
+      continue;
     }
     if (take_option(argc, argv, &i, "--format", &format, &missing) || take_option(argc, argv, &i, "-f", &format, &missing) ||
         take_option(argc, argv, &i, "-o", &output, &missing)) {
@@ -36,15 +45,20 @@ int run_export(int argc, char** argv) {
   if (format != "chrome" && format != "json" && format != "csv")
     return fail("export", "--format " + format + " is not one of chrome, json, csv");
 
-  model::Trace trace;
   std::string error;
+  const bool to_file = !output.empty() && output != "-";
+  if (to_file && !check_output_target(output, force, &error)) return fail("export", error, 1);
+  model::Trace trace;
   if (!model::load_trace(input, &trace, &error)) return fail("export", error, 1);
-  for (const auto& w : trace.report.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  for (const auto& w : trace.report.warnings)
+    std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
 
   std::ofstream file;
   std::ostream* out = &std::cout;
-  if (!output.empty() && output != "-") {
-    file.open(output, std::ios::binary | std::ios::trunc);
+  OutputFile target;
+  if (to_file) {
+    if (!target.begin(output, force, &error)) return fail("export", error, 1);
+    file.open(target.temp_path(), std::ios::binary | std::ios::trunc);
     if (!file) return fail("export", output + ": cannot create file", 1);
     out = &file;
   }
@@ -52,7 +66,11 @@ int run_export(int argc, char** argv) {
   else if (format == "json") exporter::write_spans_json(trace, *out);
   else exporter::write_spans_csv(trace, *out);
   out->flush();
-  if (!*out) return fail("export", (output.empty() ? std::string("stdout") : output) + ": write failed", 1);
+  if (!*out) return fail("export", (to_file ? output : std::string("stdout")) + ": write failed", 1);
+  if (to_file) {
+    file.close();
+    if (!file || !target.commit(&error)) return fail("export", file ? error : output + ": write failed", 1);
+  }
   return 0;
 }
 

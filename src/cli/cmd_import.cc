@@ -6,7 +6,9 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/safe_files.h"
 #include "core/level.h"
+#include "export/text_escape.h"
 #include "import/importer.h"
 #include "model/span_tree.h"
 #include "model/trace_saver.h"
@@ -15,10 +17,13 @@ namespace strata::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: strata import FILE [-o OUT.strata] [--format auto|kineto|onnxruntime|tensorflow] [--zstd LEVEL]\n"
+    "usage: strata import FILE [-o OUT.strata] [--force] [--format auto|kineto|onnxruntime|tensorflow]\n"
+    "                     [--zstd LEVEL]\n"
     "  FILE: PyTorch profiler (Kineto) Chrome trace, ONNX Runtime profile, or TensorFlow trace JSON\n"
     "        (plain or .gz)\n"
-    "  -o OUT.strata: output (default: FILE without .json/.json.gz, plus .strata)\n"
+    "  -o OUT.strata: output (default: FILE without .json/.json.gz, plus .strata); never written through a\n"
+    "        symbolic link\n"
+    "  --force: replace OUT.strata if it exists (only a regular file of yours)\n"
     "  --format: the producer, when auto-detection cannot tell (default auto)\n"
     "  --zstd LEVEL: compress the output chunks (default 3; 0 stores them uncompressed)\n";
 
@@ -33,12 +38,17 @@ std::string default_output(std::string path) {
 
 int run_import(int argc, char** argv) {
   std::string input, output, format = "auto", zstd = "3";
+  bool force = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     bool missing = false;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (arg == "--force") {
+      force = true;
+      continue;
     }
     if (take_option(argc, argv, &i, "-o", &output, &missing) ||
         take_option(argc, argv, &i, "--output", &output, &missing) ||
@@ -62,16 +72,22 @@ int run_import(int argc, char** argv) {
     return fail("import", "--zstd needs a number (0-19), got '" + zstd + "'");
   }
 
+  std::string error;
+  if (!check_output_target(output, force, &error)) return fail("import", error, 1);
+
   import::ImportOptions options;
   options.format = format;
   import::ImportStats stats;
   model::Trace trace;
-  std::string error;
   if (!import::import_trace_with_stats(input, &trace, &error, options, &stats))
     return fail("import", error, 1);
-  if (!model::save_trace(trace, output, &error, zstd_level)) return fail("import", error, 1);
+  OutputFile out;
+  if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, zstd_level) ||
+      !out.commit(&error))
+    return fail("import", error, 1);
 
-  std::printf("imported %s (%s): %llu events read, %llu spans written -> %s\n", input.c_str(),
+  std::printf("imported %s (%s): %llu events read, %llu spans written -> %s\n",
+              exporter::escape_terminal(input).c_str(),
               std::string(import::format_name(stats.format)).c_str(),
               static_cast<unsigned long long>(stats.events_read),
               static_cast<unsigned long long>(stats.spans_written), output.c_str());
@@ -124,23 +140,23 @@ int run_import(int argc, char** argv) {
   for (const model::Process& p : trace.processes) {
     for (const auto& [key, value] : p.properties.entries())
       if (key.rfind("import.unmapped_category.", 0) == 0)
-        std::printf("category %s: imported at application level (%s events)\n", key.c_str() + 25,
-                    value.c_str());
+        std::printf("category %s: imported at application level (%s events)\n",
+                    exporter::escape_terminal(key.substr(25)).c_str(),
+                    exporter::escape_terminal(value).c_str());
   }
   for (const model::Process& p : trace.processes) {
     if (auto devices = p.properties.get("import.devices")) {
       auto name = p.properties.get("device.0.name");
-      std::printf("device properties: %.*s devices%s%.*s\n", static_cast<int>(devices->size()), devices->data(),
-                  name ? ", device.0.name = " : "", name ? static_cast<int>(name->size()) : 0,
-                  name ? name->data() : "");
+      std::printf("device properties: %s devices%s%s\n", exporter::escape_terminal(*devices).c_str(),
+                  name ? ", device.0.name = " : "", name ? exporter::escape_terminal(*name).c_str() : "");
     }
     if (auto problem = p.properties.get("import.devices_problem"))
-      std::printf("device properties: %.*s\n", static_cast<int>(problem->size()), problem->data());
+      std::printf("device properties: %s\n", exporter::escape_terminal(*problem).c_str());
   }
   for (const model::Process& p : trace.processes)
     if (auto problem = p.properties.get("import.first_problem"))
-      std::printf("first problem: %.*s\n", static_cast<int>(problem->size()), problem->data());
-  print_summary(trace, stdout);
+      std::printf("first problem: %s\n", exporter::escape_terminal(*problem).c_str());
+  print_summary(model::summarize(trace), stdout);
   return 0;
 }
 

@@ -1,4 +1,5 @@
 // strata info FILE: header of every process, span counts, drops by cause, clock domains, damage.
+// Streams the file (model::summarize_file): memory stays flat however long the recording was.
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -7,84 +8,120 @@
 #include "cli/commands.h"
 #include "core/activity_type.h"
 #include "core/level.h"
-#include "model/trace_loader.h"
+#include "export/text_escape.h"
 #include "model/trace_summary.h"
 
 namespace strata::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: strata info FILE\n"
+    "  FILE: a .strata trace (or a directory of them); read as a stream, so any size fits in memory\n";
+
+// Text from the trace, safe to print on a terminal.
+std::string shown(std::string_view text) { return exporter::escape_terminal(text); }
+
+void print_clock(const model::Process& p, uint64_t snapshots) {
+  if (auto domains = p.properties.get("clock_domains")) {
+    std::printf("  clock domains: %s (spans on monotonic)", shown(*domains).c_str());
+    if (auto ratio = p.properties.get("tsc_ns_per_tick"))
+      std::printf("; tsc ns/tick %s", shown(*ratio).c_str());
+    if (auto ppm = p.properties.get("tsc_correction_ppm"))
+      std::printf("; start-up calibration corrected by %s ppm", shown(*ppm).c_str());
+    std::printf("\n");
+  }
+  for (size_t k = 0; k < p.clock_snapshots.size(); ++k) {
+    const char* which = p.clock_snapshots.size() == 1 ? "" : k == 0 ? " (first)" : " (last)";
+    std::printf("  clock snapshot%s:", which);
+    for (const auto& [domain, value] : p.clock_snapshots[k].readings)
+      std::printf(" [%u]=%lld", domain, static_cast<long long>(value));
+    std::printf("\n");
+  }
+  if (snapshots > 2)
+    std::printf("  clock snapshots: %llu in all\n", static_cast<unsigned long long>(snapshots));
+}
+
+void print_process(const model::Process& p, uint64_t snapshots) {
+  std::printf("process %lld (parent %lld) on %s\n", static_cast<long long>(p.pid),
+              static_cast<long long>(p.ppid), shown(p.host).c_str());
+  std::printf("  command: %s\n", shown(p.command_line).c_str());
+  std::printf("  trace id: %s%s%s\n", shown(p.trace_id).c_str(),
+              p.parent_span_id.empty() ? "" : ", parent span ", shown(p.parent_span_id).c_str());
+  if (p.level_gate) std::printf("  level: %s\n", level_name(*p.level_gate).c_str());
+  std::printf("  spans: %llu, stream %016" PRIx64 ", %s\n", static_cast<unsigned long long>(p.span_count),
+              p.stream_id,
+              p.ended_cleanly
+                  ? "finished cleanly"
+                  : "no End chunk (killed, _exit or exec without exit handlers, or still running); "
+                    "every flushed chunk loaded");
+  print_clock(p, snapshots);
+  if (!p.drops.empty()) {
+    std::printf("  dropped:");
+    for (const auto& [cause, count] : p.drops)
+      std::printf(" %s=%llu", shown(cause).c_str(), static_cast<unsigned long long>(count));
+    std::printf("\n");
+  }
+}
+
+}  // namespace
 
 int run_info(int argc, char** argv) {
-  if (argc < 2 || std::string_view(argv[1]) == "-h" || std::string_view(argv[1]) == "--help") {
-    std::fputs("usage: strata info FILE\n  FILE: a .strata trace (or a directory of them)\n", argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (arg == "--" && i + 1 < argc && path.empty()) {  // a file whose name starts with '-'
+      path = argv[++i];
+      continue;
+    }
+    if (!arg.empty() && arg[0] == '-')
+      return fail("info", "unknown option " + std::string(arg) + "\n" + kUsage);
+    if (!path.empty())
+      return fail("info", "one trace at a time (got " + path + " and " + std::string(arg) + ")");
+    path = arg;
   }
-  const std::string path = argv[1];
-  model::Trace trace;
-  std::string error;
-  if (!model::load_trace(path, &trace, &error)) return fail("info", error, 1);
+  if (path.empty()) return fail("info", std::string("no trace file given\n") + kUsage);
 
-  std::printf("file: %s (%llu bytes)\n", path.c_str(), static_cast<unsigned long long>(trace.report.bytes));
-  if (!trace.record.entries().empty()) {
+  model::TraceSummary summary;
+  std::string error;
+  if (!model::summarize_file(path, &summary, &error)) return fail("info", error, 1);
+
+  std::printf("file: %s (%llu bytes)\n", shown(path).c_str(),
+              static_cast<unsigned long long>(summary.report.bytes));
+  if (!summary.record.entries().empty()) {
     std::printf("record:\n");
-    for (const auto& [key, value] : trace.record.entries()) {
+    for (const auto& [key, value] : summary.record.entries()) {
       if (key.rfind("warning.", 0) == 0) continue;
       if (key == "wall_ns") {
-        auto ns = trace.record.get_int(key);
+        auto ns = summary.record.get_int(key);
         std::printf("  %-18s %s\n", "wall time", format_duration_ns(ns.value_or(0)).c_str());
         continue;
       }
-      std::printf("  %-18s %s\n", key.c_str(), value.c_str());
+      std::printf("  %-18s %s\n", shown(key).c_str(), shown(value).c_str());
     }
   }
-  for (const model::Process& p : trace.processes) {
-    std::printf("process %lld (parent %lld) on %s\n", static_cast<long long>(p.pid), static_cast<long long>(p.ppid),
-                p.host.c_str());
-    std::printf("  command: %s\n", p.command_line.c_str());
-    std::printf("  trace id: %s%s%s\n", p.trace_id.c_str(), p.parent_span_id.empty() ? "" : ", parent span ",
-                p.parent_span_id.c_str());
-    if (p.level_gate) std::printf("  level: %s\n", level_name(*p.level_gate).c_str());
-    std::printf("  spans: %llu, stream %016" PRIx64 ", %s\n", static_cast<unsigned long long>(p.span_count), p.stream_id,
-                p.ended_cleanly ? "finished cleanly"
-                                 : "no End chunk (killed, _exit or exec without exit handlers, or still running); "
-                                   "every flushed chunk loaded");
-    if (auto domains = p.properties.get("clock_domains")) {
-      std::printf("  clock domains: %.*s (spans on monotonic)", static_cast<int>(domains->size()), domains->data());
-      if (auto ratio = p.properties.get("tsc_ns_per_tick"))
-        std::printf("; tsc ns/tick %.*s", static_cast<int>(ratio->size()), ratio->data());
-      if (auto ppm = p.properties.get("tsc_correction_ppm"))
-        std::printf("; start-up calibration corrected by %.*s ppm", static_cast<int>(ppm->size()), ppm->data());
-      std::printf("\n");
-    }
-    for (const auto& snap : p.clock_snapshots) {
-      std::printf("  clock snapshot:");
-      for (const auto& [domain, value] : snap.readings) std::printf(" [%u]=%lld", domain, static_cast<long long>(value));
-      std::printf("\n");
-    }
-    if (!p.drops.empty()) {
-      std::printf("  dropped:");
-      for (const auto& [cause, count] : p.drops) std::printf(" %s=%llu", cause.c_str(), static_cast<unsigned long long>(count));
-      std::printf("\n");
-    }
-  }
-  model::TraceSummary s = model::summarize(trace);
+  for (size_t k = 0; k < summary.processes.size(); ++k)
+    print_process(summary.processes[k], summary.clock_snapshot_counts[k]);
   std::printf("kinds:");
-  for (const auto& [kind, count] : s.spans_per_kind)
+  for (const auto& [kind, count] : summary.spans_per_kind)
     std::printf(" %s=%llu", kind_name(kind).c_str(), static_cast<unsigned long long>(count));
   std::printf("\nactivities:");
-  for (const auto& [activity, count] : s.spans_per_activity)
+  for (const auto& [activity, count] : summary.spans_per_activity)
     std::printf(" %s=%llu", activity_name(activity).c_str(), static_cast<unsigned long long>(count));
   std::printf("\n");
-  const model::LoadReport& r = trace.report;
-  if (r.activity_upgraded || r.legacy_keys_renamed)
-    std::printf("format 1.0 spans upgraded at load: %llu typed from their level, kind and attributes, %llu "
-                "attribute keys renamed to canonical keys\n",
-                static_cast<unsigned long long>(r.activity_upgraded),
-                static_cast<unsigned long long>(r.legacy_keys_renamed));
-  if (r.unknown_activities)
+  if (summary.format_1_0_spans)
+    std::printf("format 1.0: %llu spans stored without an activity type (typed and their attribute keys renamed "
+                "when loaded: analyze, export, iterations)\n",
+                static_cast<unsigned long long>(summary.format_1_0_spans));
+  if (summary.report.unknown_activities)
     std::printf("spans with an activity type this version does not know (kept, shown as activity(N)): %llu\n",
-                static_cast<unsigned long long>(r.unknown_activities));
-  print_summary(trace, stdout, 64);
-  for (const auto& [key, value] : trace.record.entries())
-    if (key.rfind("warning.", 0) == 0) std::printf("recording warning: %s\n", value.c_str());
+                static_cast<unsigned long long>(summary.report.unknown_activities));
+  print_summary(summary, stdout, 64);
+  for (const auto& [key, value] : summary.record.entries())
+    if (key.rfind("warning.", 0) == 0) std::printf("recording warning: %s\n", shown(value).c_str());
   return 0;
 }
 

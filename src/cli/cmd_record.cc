@@ -1,11 +1,15 @@
 // strata record [-o OUT] [--level LEVEL] [--runs N] [--leveled] [--serialize] [...] -- CMD ARGS...
 //
 // Runs CMD with libstrata preloaded (no change to the program), so every process of the command
-// (children included) writes its own trace file into OUT.parts/; when CMD ends, the parts are
-// merged into OUT with a Record chunk describing the run, and a summary is printed.
+// (children included) writes its own trace file into a private work directory next to OUT
+// (OUT.parts.XXXXXX, mode 0700, created like mkdtemp); when CMD ends, the files of this run are
+// merged into OUT with a Record chunk describing the run, and a summary is printed. OUT is never
+// written through a symbolic link, and an existing OUT is replaced only with --force.
 // --runs N repeats the command; --leveled runs it once per level set (XSP III-C) and combines the
 // runs so every span is timed by the run where its level was the deepest one traced.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -22,12 +26,15 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/gpu_record_env.h"
+#include "cli/safe_files.h"
 #include "collect/clock.h"
 #include "collect/trace_context.h"
 #include "core/level.h"
+#include "export/text_escape.h"
 #include "format/trace_merge.h"
 #include "model/trace_loader.h"
 #include "model/trace_saver.h"
+#include "model/trace_summary.h"
 #include "runs/leveled.h"
 #include "runs/run_set.h"
 
@@ -37,9 +44,11 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
-    "usage: strata record [-o OUT] [--level LEVEL] [--runs N] [--leveled] [--serialize] [--buffer-mb N]\n"
-    "                     [--compress N] [--keep-parts] -- CMD [ARGS...]\n"
-    "  -o OUT         trace file to write (default: strata-<date>-<time>.strata)\n"
+    "usage: strata record [-o OUT] [--force] [--level LEVEL] [--runs N] [--leveled] [--serialize]\n"
+    "                     [--buffer-mb N] [--compress N] [--keep-parts] -- CMD [ARGS...]\n"
+    "  -o OUT         trace file to write (default: strata-<date>-<time>.strata); never written through a\n"
+    "                 symbolic link\n"
+    "  --force        replace OUT if it exists (only a regular file of yours)\n"
     "  --level LEVEL  deepest level to record: application, model, layer, library, runtime, device (default "
     "layer)\n"
     "                 layer: PyTorch ops (aten::*) with shapes and module paths; library: oneDNN primitives\n"
@@ -54,13 +63,54 @@ constexpr const char* kUsage =
     "                 kernel replay: slow; GPU machines only)\n"
     "  --buffer-mb N  event buffer budget per process in MiB (default 64); overflow is dropped and counted\n"
     "  --compress N   zstd level for chunks (default 0: uncompressed)\n"
-    "  --keep-parts   keep the per-process files in OUT.parts/\n"
-    "  --quiet        no summary\n";
+    "  --keep-parts   keep the per-process files (in OUT.parts.XXXXXX/, a private directory)\n"
+    "  --quiet        no summary\n"
+    "Ctrl-C reaches CMD as it would without strata; the trace is still written. If the recorder is\n"
+    "killed, CMD gets SIGTERM and its files stay in OUT.parts.XXXXXX/ (read them with strata info DIR).\n";
 
+// Signals. Terminal signals (Ctrl-C's SIGINT, Ctrl-\'s SIGQUIT) go to the whole foreground
+// process group, the command included: the recorder ignores them while the command runs, as a
+// shell waits for its foreground job, and finishes the trace once the command ends. The command
+// gets the dispositions the recorder started with (SIG_DFL normally), never the recorder's ignore:
+// ignored dispositions survive exec, and Python would never raise KeyboardInterrupt. Signals sent
+// to the recorder alone (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2) are passed on to the command, except
+// those the recorder was started ignoring (`nohup strata record ...`): they stay ignored for both.
 volatile sig_atomic_t g_child = 0;
+constexpr int kTerminalSignals[] = {SIGINT, SIGQUIT};
+constexpr int kForwardedSignals[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+struct sigaction g_inherited_terminal[2], g_inherited_forwarded[4];  // the recorder's own at start
 
 void forward_signal(int sig) {
   if (g_child > 0) kill(g_child, sig);
+}
+
+void install_signal_handling() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (size_t k = 0; k < 2; ++k) sigaction(kTerminalSignals[k], &ignore, &g_inherited_terminal[k]);
+  struct sigaction forward {};
+  forward.sa_handler = forward_signal;
+  forward.sa_flags = SA_RESTART;
+  sigemptyset(&forward.sa_mask);
+  for (size_t k = 0; k < 4; ++k) {
+    sigaction(kForwardedSignals[k], nullptr, &g_inherited_forwarded[k]);
+    if (g_inherited_forwarded[k].sa_handler != SIG_IGN) sigaction(kForwardedSignals[k], &forward, nullptr);
+  }
+}
+
+// In the child, before exec: the recorder's start-up dispositions, and death with the recorder.
+void prepare_child_signals(pid_t recorder) {
+  for (size_t k = 0; k < 2; ++k) sigaction(kTerminalSignals[k], &g_inherited_terminal[k], nullptr);
+  for (size_t k = 0; k < 4; ++k) {
+    struct sigaction original = g_inherited_forwarded[k];
+    if (original.sa_handler != SIG_IGN) original.sa_handler = SIG_DFL;  // exec resets handlers anyway
+    sigaction(kForwardedSignals[k], &original, nullptr);
+  }
+  // A recorder killed (even by SIGKILL) takes the command with it instead of leaving it running,
+  // reparented to init and still writing; SIGTERM lets its runtime flush what it holds.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != recorder) raise(SIGTERM);  // the recorder died before prctl took effect
 }
 
 std::string default_output() {
@@ -68,8 +118,13 @@ std::string default_output() {
   time_t now = time(nullptr);
   struct tm tm {};
   localtime_r(&now, &tm);
-  strftime(buf, sizeof(buf), "strata-%Y%m%d-%H%M%S.strata", &tm);
-  return buf;
+  strftime(buf, sizeof(buf), "strata-%Y%m%d-%H%M%S", &tm);
+  // Never an existing file: a second recording within the same second gets its own name.
+  std::string name = std::string(buf) + ".strata";
+  struct stat st {};
+  for (int k = 2; lstat(name.c_str(), &st) == 0 && k < 1000; ++k)
+    name = std::string(buf) + "-" + std::to_string(k) + ".strata";
+  return name;
 }
 
 // libstrata.so next to the tool: installed tree (bin/../lib) or build tree (same layout).
@@ -111,82 +166,104 @@ struct RecordOptions {
 };
 
 struct RunOutcome {
-  std::vector<std::string> files;  // per-process trace files of this run
+  std::string dir;  // the run's directory of per-process files (inside the private work directory)
+  int dir_fd = -1;  // held open: the files are read back relative to it
   int64_t wall_ns = 0;
   int exit_code = 0;
   std::string outcome;
   bool started = false;
+  int exec_errno = 0;  // the command could not be started (execvp failed)
 };
 
-// Runs the command once at `level`, its processes writing into `parts`.
-RunOutcome run_once(char** command, const RecordOptions& opt, Level level, const std::string& parts) {
-  RunOutcome run;
-  std::error_code ec;
-  fs::remove_all(parts, ec);
-  if (!fs::create_directories(parts, ec) && ec) {
-    run.outcome = parts + ": cannot create directory: " + ec.message();
-    run.exit_code = 1;
-    return run;
+// The child's environment: the runtime preloaded, writing into `parts`, at `level`.
+void set_child_environment(const RecordOptions& opt, int lv, const std::string& parts) {
+  // Library level: the oneDNN interposer rides along (it must precede libdnnl in lookup order).
+  if (lv >= static_cast<int>(Level::kLibrary) && !opt.onednn_tracer.empty())
+    prepend_env("LD_PRELOAD", opt.onednn_tracer, ':');
+  prepend_env("LD_PRELOAD", opt.runtime, ':');
+  setenv("STRATA_OUTPUT_DIR", parts.c_str(), 1);
+  unsetenv("STRATA_OUTPUT");
+  setenv("STRATA_LEVEL", std::to_string(lv).c_str(), 1);
+  setenv("STRATA_BUFFER_MB", opt.buffer_mb.c_str(), 1);
+  setenv("STRATA_COMPRESS", opt.compress.c_str(), 1);
+  setenv("STRATA_LIB", opt.runtime.c_str(), 1);
+  // GPU environment setup (owned by "gpu"): NVTX / cuDNN+cuBLAS / CUPTI by level. Keep it one call.
+  add_gpu_record_env(lv, opt.runtime);
+  if (!opt.gpu_metrics.empty()) setenv("STRATA_GPU_METRICS", opt.gpu_metrics.c_str(), 1);
+  if (!opt.onednn_mode.empty()) setenv("STRATA_ONEDNN_MODE", opt.onednn_mode.c_str(), 1);
+  // A root context: every process of the command shares this trace id.
+  setenv("TRACEPARENT", opt.traceparent.c_str(), 1);
+  if (!opt.python_dir.empty()) {
+    prepend_env("PYTHONPATH", opt.python_dir, ':');
+    // Framework tracers (PyTorch ops) arm themselves from a sitecustomize when torch is imported.
+    if (lv >= static_cast<int>(Level::kLayer))
+      prepend_env("PYTHONPATH", opt.python_dir + "/strata/_startup", ':');
   }
+  if (opt.serialize) {  // XSP III-A: one thread of intra-op work, synchronous device work
+    setenv("OMP_NUM_THREADS", "1", 1);
+    setenv("MKL_NUM_THREADS", "1", 1);
+    setenv("CUDA_LAUNCH_BLOCKING", "1", 1);
+  }
+}
+
+// Runs the command once at `level`, its processes writing into run->dir. A pipe closed by exec
+// tells a command that never started (errno written back) from one that started and failed.
+void run_once(char** command, const RecordOptions& opt, Level level, RunOutcome* run) {
   const int lv = static_cast<int>(level);
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    run->outcome = std::string("cannot create a pipe: ") + std::strerror(errno);
+    run->exit_code = 1;
+    return;
+  }
+  const pid_t recorder = getpid();
   int64_t start_ns = collect::monotonic_ns();
   pid_t child = fork();
   if (child < 0) {
-    run.outcome = std::string("fork failed: ") + std::strerror(errno);
-    run.exit_code = 1;
-    return run;
+    run->outcome = std::string("fork failed: ") + std::strerror(errno);
+    run->exit_code = 1;
+    close(exec_pipe[0]);
+    close(exec_pipe[1]);
+    return;
   }
   if (child == 0) {
-    // Library level: the oneDNN interposer rides along (it must precede libdnnl in lookup order).
-    if (lv >= static_cast<int>(Level::kLibrary) && !opt.onednn_tracer.empty())
-      prepend_env("LD_PRELOAD", opt.onednn_tracer, ':');
-    prepend_env("LD_PRELOAD", opt.runtime, ':');
-    setenv("STRATA_OUTPUT_DIR", fs::absolute(parts).c_str(), 1);
-    unsetenv("STRATA_OUTPUT");
-    setenv("STRATA_LEVEL", std::to_string(lv).c_str(), 1);
-    setenv("STRATA_BUFFER_MB", opt.buffer_mb.c_str(), 1);
-    setenv("STRATA_COMPRESS", opt.compress.c_str(), 1);
-    setenv("STRATA_LIB", opt.runtime.c_str(), 1);
-    // GPU environment setup (owned by "gpu"): NVTX / cuDNN+cuBLAS / CUPTI by level. Keep it one call.
-    add_gpu_record_env(lv, opt.runtime);
-    if (!opt.gpu_metrics.empty()) setenv("STRATA_GPU_METRICS", opt.gpu_metrics.c_str(), 1);
-    if (!opt.onednn_mode.empty()) setenv("STRATA_ONEDNN_MODE", opt.onednn_mode.c_str(), 1);
-    // A root context: every process of the command shares this trace id.
-    setenv("TRACEPARENT", opt.traceparent.c_str(), 1);
-    if (!opt.python_dir.empty()) {
-      prepend_env("PYTHONPATH", opt.python_dir, ':');
-      // Framework tracers (PyTorch ops) arm themselves from a sitecustomize when torch is imported.
-      if (lv >= static_cast<int>(Level::kLayer))
-        prepend_env("PYTHONPATH", opt.python_dir + "/strata/_startup", ':');
-    }
-    if (opt.serialize) {  // XSP III-A: one thread of intra-op work, synchronous device work
-      setenv("OMP_NUM_THREADS", "1", 1);
-      setenv("MKL_NUM_THREADS", "1", 1);
-      setenv("CUDA_LAUNCH_BLOCKING", "1", 1);
-    }
+    close(exec_pipe[0]);
+    prepare_child_signals(recorder);
+    set_child_environment(opt, lv, run->dir);
     execvp(command[0], command);
-    std::fprintf(stderr, "strata record: cannot run %s: %s\n", command[0], std::strerror(errno));
+    int err = errno;
+    ssize_t ignored = write(exec_pipe[1], &err, sizeof(err));
+    (void)ignored;
     _exit(127);
   }
-  run.started = true;
+  close(exec_pipe[1]);
   g_child = child;
+  int err = 0;
+  ssize_t n;
+  while ((n = read(exec_pipe[0], &err, sizeof(err))) < 0 && errno == EINTR) {
+  }
+  close(exec_pipe[0]);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   g_child = 0;
-  run.wall_ns = collect::monotonic_ns() - start_ns;
-  if (WIFEXITED(status)) {
-    run.exit_code = WEXITSTATUS(status);
-    run.outcome = "exited with code " + std::to_string(run.exit_code);
-  } else if (WIFSIGNALED(status)) {
-    run.exit_code = 128 + WTERMSIG(status);
-    run.outcome = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
-                  strsignal(WTERMSIG(status)) + ")";
+  run->wall_ns = collect::monotonic_ns() - start_ns;
+  if (n == static_cast<ssize_t>(sizeof(err))) {
+    run->exec_errno = err;
+    run->exit_code = 127;
+    run->outcome = std::string("cannot run ") + command[0] + ": " + std::strerror(err);
+    if (err == ENOENT && std::strchr(command[0], '/') == nullptr) run->outcome += " (not found on PATH)";
+    return;
   }
-  for (const auto& entry : fs::directory_iterator(parts, ec))
-    if (entry.path().extension() == ".strata") run.files.push_back(entry.path());
-  std::sort(run.files.begin(), run.files.end());
-  return run;
+  run->started = true;
+  if (WIFEXITED(status)) {
+    run->exit_code = WEXITSTATUS(status);
+    run->outcome = "exited with code " + std::to_string(run->exit_code);
+  } else if (WIFSIGNALED(status)) {
+    run->exit_code = 128 + WTERMSIG(status);
+    run->outcome = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+                   strsignal(WTERMSIG(status)) + ")";
+  }
 }
 
 // Levels a --leveled experiment runs at: model, then each tracer level down to `deepest`.
@@ -206,12 +283,19 @@ int parse_count(const std::string& text, int* out) {
   return 1;
 }
 
-}  // namespace
-
-int run_record(int argc, char** argv) {
-  std::string output, level_text = "layer", runs_text = "1";
+// What the command line asked for.
+struct RecordRequest {
   RecordOptions opt;
-  bool keep_parts = false, quiet = false, leveled = false;
+  std::string output, level_text = "layer";
+  int runs = 1;
+  bool keep_parts = false, quiet = false, leveled = false, force = false;
+  int command_index = 0;  // argv index of the command
+};
+
+// Parses the options; returns -1 to go on, or the exit code to return (help, bad usage).
+int parse_record_args(int argc, char** argv, RecordRequest* req) {
+  std::string runs_text = "1";
+  RecordOptions& opt = req->opt;
   int i = 1;
   for (; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -224,9 +308,9 @@ int run_record(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (take_option(argc, argv, &i, "-o", &output, &missing) ||
-        take_option(argc, argv, &i, "--output", &output, &missing) ||
-        take_option(argc, argv, &i, "--level", &level_text, &missing) ||
+    if (take_option(argc, argv, &i, "-o", &req->output, &missing) ||
+        take_option(argc, argv, &i, "--output", &req->output, &missing) ||
+        take_option(argc, argv, &i, "--level", &req->level_text, &missing) ||
         take_option(argc, argv, &i, "--runs", &runs_text, &missing) ||
         take_option(argc, argv, &i, "--buffer-mb", &opt.buffer_mb, &missing) ||
         take_option(argc, argv, &i, "--metrics", &opt.gpu_metrics, &missing) ||
@@ -235,20 +319,14 @@ int run_record(int argc, char** argv) {
       if (missing) return fail("record", std::string(arg) + " needs a value\n" + kUsage);
       continue;
     }
-    if (arg == "--keep-parts") {
-      keep_parts = true;
-      continue;
-    }
-    if (arg == "--leveled") {
-      leveled = true;
-      continue;
-    }
-    if (arg == "--serialize") {
-      opt.serialize = true;
-      continue;
-    }
-    if (arg == "--quiet" || arg == "-q") {
-      quiet = true;
+    bool* flag = arg == "--keep-parts"               ? &req->keep_parts
+                 : arg == "--leveled"                ? &req->leveled
+                 : arg == "--serialize"              ? &opt.serialize
+                 : arg == "--force"                  ? &req->force
+                 : (arg == "--quiet" || arg == "-q") ? &req->quiet
+                                                     : nullptr;
+    if (flag != nullptr) {
+      *flag = true;
       continue;
     }
     if (!arg.empty() && arg[0] == '-')
@@ -256,9 +334,10 @@ int run_record(int argc, char** argv) {
     break;  // first non-option: the command (the "--" is optional)
   }
   if (i >= argc) return fail("record", std::string("no command given\n") + kUsage);
-  auto level = parse_level(level_text);
+  req->command_index = i;
+  auto level = parse_level(req->level_text);
   if (!level)
-    return fail("record", "--level " + level_text +
+    return fail("record", "--level " + req->level_text +
                               " is not a level (application, model, layer, library, runtime, device)");
   opt.level = *level;
   if (!opt.gpu_metrics.empty() && opt.level < Level::kDevice)
@@ -266,28 +345,143 @@ int run_record(int argc, char** argv) {
   if (!opt.onednn_mode.empty() && opt.onednn_mode != "auto" && opt.onednn_mode != "interpose" &&
       opt.onednn_mode != "verbose" && opt.onednn_mode != "off")
     return fail("record", "--onednn " + opt.onednn_mode + " is not auto, interpose, verbose or off");
-  int runs = 1;
-  if (!parse_count(runs_text, &runs))
+  if (!parse_count(runs_text, &req->runs))
     return fail("record", "--runs " + runs_text + " is not a count from 1 to 10000");
-  if (output.empty()) output = default_output();
+  return -1;
+}
 
+// Merges the single run's per-process files into the output.
+bool finish_single(const RunOutcome& run, format::Properties record, OutputFile* out,
+                   std::vector<std::string>* warnings, std::string* error) {
+  format::PartFiles parts = format::list_part_files(run.dir_fd, run.dir);
+  record.set_int("process_files", static_cast<int64_t>(parts.names.size()));
+  format::MergeResult merged = format::merge_part_files(run.dir_fd, run.dir, parts, out->temp_path(), record);
+  if (!merged.ok) {
+    *error = merged.error;
+    return false;
+  }
+  *warnings = merged.warnings;
+  return out->commit(error);
+}
+
+// Repeated or leveled runs: each run merged and loaded, then combined (repeated runs appended and
+// tagged, leveled runs re-timed) and saved.
+bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
+                 const std::vector<std::vector<RunOutcome>>& outcomes, bool failed, format::Properties record,
+                 OutputFile* out, std::vector<std::string>* warnings, std::string* leveled_text,
+                 std::string* error) {
+  std::vector<std::vector<std::unique_ptr<model::Trace>>> traces(levels.size());
+  std::vector<std::vector<runs::RunInput>> inputs(levels.size());
+  int64_t process_files = 0;
+  for (size_t j = 0; j < levels.size(); ++j) {
+    for (size_t r = 0; r < outcomes[j].size(); ++r) {
+      const RunOutcome& run = outcomes[j][r];
+      format::PartFiles parts = format::list_part_files(run.dir_fd, run.dir);
+      std::string run_file = run.dir + ".strata";  // inside the private work directory
+      format::MergeResult merged =
+          format::merge_part_files(run.dir_fd, run.dir, parts, run_file, format::Properties());
+      for (const auto& w : merged.warnings) warnings->push_back(w);
+      auto trace = std::make_unique<model::Trace>();
+      if (!merged.ok || !model::load_trace(run_file, trace.get(), error)) {
+        if (!merged.ok) *error = merged.error;
+        return false;
+      }
+      process_files += static_cast<int64_t>(parts.names.size());
+      record.set_int("run." + level_name(levels[j]) + "." + std::to_string(r) + ".wall_ns", run.wall_ns);
+      inputs[j].push_back({trace.get(), run.wall_ns});
+      traces[j].push_back(std::move(trace));
+    }
+  }
+  record.set_int("process_files", process_files);
+  record.set_int("runs", req.runs);
+  model::Trace combined;
+  if (req.leveled && levels.size() > 1 && !failed) {
+    std::vector<int> level_values;
+    for (Level l : levels) level_values.push_back(static_cast<int>(l));
+    runs::LeveledResult result = runs::combine_leveled(level_values, inputs);
+    runs::describe_leveled(result, &record);
+    *leveled_text = runs::format_leveled(result);
+    combined = std::move(result.trace);
+  } else {
+    if (req.leveled && failed)
+      warnings->push_back("a run failed: the leveled runs were not combined; every run is kept");
+    for (size_t j = 0; j < levels.size(); ++j)
+      for (size_t r = 0; r < inputs[j].size(); ++r)
+        runs::append_trace(combined, *inputs[j][r].trace,
+                           {{"run", std::to_string(r)}, {"run.level", level_name(levels[j])}});
+  }
+  for (size_t k = 0; k < warnings->size(); ++k) record.set("warning." + std::to_string(k), (*warnings)[k]);
+  combined.record = record;
+  if (!model::save_trace(combined, out->temp_path(), error, std::atoi(req.opt.compress.c_str())))
+    return false;
+  return out->commit(error);
+}
+
+// The closing summary, streamed from the written trace (memory independent of its size).
+void print_closing_summary(const RecordRequest& req, const RunOutcome& last, int64_t total_wall,
+                           size_t process_files, const std::string& leveled_text,
+                           const std::vector<std::string>& warnings) {
+  std::fprintf(stderr, "\nstrata record: %s, wall time %s\n", last.outcome.c_str(),
+               format_duration_ns(total_wall).c_str());
+  if (process_files == 0)
+    std::fprintf(stderr,
+                 "strata record: no process of the command loaded the Strata runtime (a static or "
+                 "setuid binary ignores LD_PRELOAD); the trace holds only the run record\n");
+  model::TraceSummary summary;
+  std::string error;
+  if (model::summarize_file(req.output, &summary, &error))
+    print_summary(summary, stderr);
+  else
+    std::fprintf(stderr, "strata record: %s\n", error.c_str());
+  if (!leveled_text.empty()) std::fputs(leveled_text.c_str(), stderr);
+  for (size_t k = 0; k < warnings.size() && k < 5; ++k)
+    std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(warnings[k]).c_str());
+  std::fprintf(stderr, "trace written to %s\n", req.output.c_str());
+}
+
+// Finds the runtime and its companions next to the tool; false (message printed) when missing.
+bool locate_runtime(RecordRequest* req) {
+  RecordOptions& opt = req->opt;
   opt.runtime = find_runtime_library();
-  if (opt.runtime.empty())
-    return fail("record", "libstrata.so not found next to the strata executable (" + executable_dir() +
-                              "/../lib); reinstall Strata or run it from its build tree");
+  if (opt.runtime.empty()) {
+    fail("record", "libstrata.so not found next to the strata executable (" + executable_dir() +
+                       "/../lib); reinstall Strata or run it from its build tree");
+    return false;
+  }
   opt.onednn_tracer = sibling_library(opt.runtime, "libstrata_onednn.so");
-  if (static_cast<int>(opt.level) >= static_cast<int>(Level::kLibrary) && opt.onednn_tracer.empty() && !quiet)
+  if (static_cast<int>(opt.level) >= static_cast<int>(Level::kLibrary) && opt.onednn_tracer.empty() &&
+      !req->quiet)
     std::fprintf(stderr,
                  "strata record: libstrata_onednn.so not found next to %s; oneDNN primitives "
                  "will not be traced (build Strata with libdnnl-dev installed)\n",
                  opt.runtime.c_str());
   opt.python_dir = find_python_package_dir();
+  return true;
+}
 
-  std::string parts = output + ".parts";
-  std::error_code ec;
-  fs::remove_all(parts, ec);
-  if (!fs::create_directories(parts, ec) && ec)
-    return fail("record", parts + ": cannot create directory: " + ec.message());
+}  // namespace
+
+int run_record(int argc, char** argv) {
+  RecordRequest req;
+  if (int code = parse_record_args(argc, argv, &req); code >= 0) return code;
+  RecordOptions& opt = req.opt;
+  const int i = req.command_index;
+  if (req.output.empty()) req.output = default_output();
+  // Checked before the command runs: a long recording must not end in "cannot write".
+  std::string error;
+  if (!check_output_target(req.output, req.force, &error)) return fail("record", error);
+  if (!locate_runtime(&req)) return 2;
+  if (!req.quiet)
+    for (const std::string& dir : leftover_work_dirs(req.output))
+      std::fprintf(
+          stderr,
+          "strata record: note: %s is left from a recording that did not finish; it is kept (read it "
+          "with `strata info %s`, remove it when done)\n",
+          dir.c_str(), dir.c_str());
+
+  // The processes' files go to a fresh private directory next to the output (same file system).
+  PrivateDir work;
+  if (!work.create(fs::absolute(req.output).string() + ".parts.", &error)) return fail("record", error, 1);
 
   collect::TraceContext context = collect::new_trace_context();
   context.parent_span_id = 0;
@@ -295,40 +489,56 @@ int run_record(int argc, char** argv) {
   std::string command_line;
   for (int k = i; k < argc; ++k) command_line += (k > i ? " " : "") + std::string(argv[k]);
 
-  // Terminal signals reach the child directly (same process group); others sent to us are passed on.
-  signal(SIGINT, SIG_IGN);
-  signal(SIGQUIT, SIG_IGN);
-  for (int sig : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signal(sig, forward_signal);
+  install_signal_handling();
 
-  const std::vector<Level> levels = leveled ? leveled_levels(opt.level) : std::vector<Level>{opt.level};
-  if (leveled && levels.size() == 1 && !quiet)
+  const std::vector<Level> levels = req.leveled ? leveled_levels(opt.level) : std::vector<Level>{opt.level};
+  if (req.leveled && levels.size() == 1 && !req.quiet)
     std::fprintf(stderr,
                  "strata record: --leveled with --level %s has a single level to run; give a deeper "
                  "--level (e.g. layer, library) to measure what each level adds\n",
-                 level_text.c_str());
-  const bool single = levels.size() == 1 && runs == 1;
+                 req.level_text.c_str());
+  const bool single = levels.size() == 1 && req.runs == 1;
   int64_t start_real = collect::realtime_ns();
   int64_t total_wall = 0;
   std::vector<std::vector<RunOutcome>> outcomes(levels.size());
   RunOutcome last;
   bool failed = false;
+  size_t process_files = 0;
   // Repetitions rotate through the levels (model, layer, ..., model, layer, ...) so that drift in the
   // machine's load or a cold first start falls on every level alike, not on the one run first.
-  for (int r = 0; r < runs && !failed; ++r) {
+  for (int r = 0; r < req.runs && !failed; ++r) {
     for (size_t j = 0; j < levels.size() && !failed; ++j) {
-      std::string dir = single ? parts : parts + "/" + level_name(levels[j]) + "-" + std::to_string(r);
-      if (!single && !quiet)
-        std::fprintf(stderr, "strata record: run %d/%d at level %s\n", r + 1, runs,
-                     level_name(levels[j]).c_str());
-      RunOutcome run = run_once(argv + i, opt, levels[j], dir);
+      RunOutcome run;
+      if (single) {
+        run.dir = work.path();
+        run.dir_fd = work.fd();
+      } else {
+        std::string name = level_name(levels[j]) + "-" + std::to_string(r);
+        run.dir = work.path() + "/" + name;
+        run.dir_fd = work.make_subdir(name, &error);
+        if (run.dir_fd < 0) return fail("record", error + " (earlier runs kept in " + work.path() + ")", 1);
+        if (!req.quiet)
+          std::fprintf(stderr, "strata record: run %d/%d at level %s\n", r + 1, req.runs,
+                       level_name(levels[j]).c_str());
+      }
+      run_once(argv + i, opt, levels[j], &run);
+      if (run.exec_errno != 0 || !run.started) {
+        // Nothing ran: no trace. Earlier runs' files (if any) stay where the message says.
+        if (r == 0 && j == 0) {
+          work.remove(&error);
+          return fail("record", run.outcome, run.exit_code ? run.exit_code : 1);
+        }
+        return fail("record", run.outcome + " (earlier runs' files kept in " + work.path() + ")",
+                    run.exit_code ? run.exit_code : 1);
+      }
       total_wall += run.wall_ns;
+      process_files += format::list_part_files(run.dir_fd, run.dir).names.size();
       last = run;
       // A failing run ends the experiment: later runs would measure a different program.
       if (run.exit_code != 0) failed = true;
       outcomes[j].push_back(std::move(run));
     }
   }
-  if (!last.started && last.exit_code != 0) return fail("record", last.outcome);
 
   format::Properties record;
   record.set("command", command_line);
@@ -342,85 +552,26 @@ int run_record(int argc, char** argv) {
   std::vector<std::string> warnings;
   std::string leveled_text;
 
-  if (single) {
-    record.set_int("process_files", static_cast<int64_t>(last.files.size()));
-    format::MergeResult merged = format::merge_trace_files(last.files, output, record);
-    if (!merged.ok) {
-      fail("record", merged.error + " (per-process files kept in " + parts + ")");
-      return last.exit_code ? last.exit_code : 1;
-    }
-    warnings = merged.warnings;
-  } else {
-    // Each run merged and loaded, then combined: repeated runs appended (tagged), leveled runs re-timed.
-    std::vector<std::vector<std::unique_ptr<model::Trace>>> traces(levels.size());
-    std::vector<std::vector<runs::RunInput>> inputs(levels.size());
-    int64_t process_files = 0;
-    for (size_t j = 0; j < levels.size(); ++j) {
-      for (size_t r = 0; r < outcomes[j].size(); ++r) {
-        const RunOutcome& run = outcomes[j][r];
-        std::string run_file = parts + "/" + level_name(levels[j]) + "-" + std::to_string(r) + ".strata";
-        format::MergeResult merged = format::merge_trace_files(run.files, run_file, format::Properties());
-        for (const auto& w : merged.warnings) warnings.push_back(w);
-        auto trace = std::make_unique<model::Trace>();
-        std::string error;
-        if (!merged.ok || !model::load_trace(run_file, trace.get(), &error)) {
-          fail("record", (merged.ok ? error : merged.error) + " (per-process files kept in " + parts + ")");
-          return last.exit_code ? last.exit_code : 1;
-        }
-        process_files += static_cast<int64_t>(run.files.size());
-        record.set_int("run." + level_name(levels[j]) + "." + std::to_string(r) + ".wall_ns", run.wall_ns);
-        inputs[j].push_back({trace.get(), run.wall_ns});
-        traces[j].push_back(std::move(trace));
-      }
-    }
-    record.set_int("process_files", process_files);
-    record.set_int("runs", runs);
-    model::Trace combined;
-    if (leveled && levels.size() > 1 && !failed) {
-      std::vector<int> level_values;
-      for (Level l : levels) level_values.push_back(static_cast<int>(l));
-      runs::LeveledResult result = runs::combine_leveled(level_values, inputs);
-      runs::describe_leveled(result, &record);
-      leveled_text = runs::format_leveled(result);
-      combined = std::move(result.trace);
-    } else {
-      if (leveled && failed)
-        warnings.push_back("a run failed: the leveled runs were not combined; every run is kept");
-      for (size_t j = 0; j < levels.size(); ++j)
-        for (size_t r = 0; r < inputs[j].size(); ++r)
-          runs::append_trace(combined, *inputs[j][r].trace,
-                             {{"run", std::to_string(r)}, {"run.level", level_name(levels[j])}});
-    }
-    for (size_t k = 0; k < warnings.size(); ++k) record.set("warning." + std::to_string(k), warnings[k]);
-    combined.record = record;
-    std::string error;
-    int zstd = std::atoi(opt.compress.c_str());
-    if (!model::save_trace(combined, output, &error, zstd)) {
-      fail("record", error + " (per-process files kept in " + parts + ")");
-      return last.exit_code ? last.exit_code : 1;
-    }
+  OutputFile out;
+  bool written = work.verify(&error) && out.begin(req.output, req.force, &error);
+  if (written)
+    written =
+        single ? finish_single(last, record, &out, &warnings, &error)
+               : finish_runs(req, levels, outcomes, failed, record, &out, &warnings, &leveled_text, &error);
+  for (auto& per_level : outcomes)
+    for (RunOutcome& run : per_level)
+      if (run.dir_fd != work.fd() && run.dir_fd >= 0) close(run.dir_fd);
+  if (!written) {
+    fail("record", error + " (per-process files kept in " + work.path() + ")");
+    return last.exit_code ? last.exit_code : 1;
   }
-  if (!keep_parts) fs::remove_all(parts, ec);
-
-  if (!quiet) {
-    std::fprintf(stderr, "\nstrata record: %s, wall time %s\n", last.outcome.c_str(),
-                 format_duration_ns(total_wall).c_str());
-    if (last.files.empty())
-      std::fprintf(stderr,
-                   "strata record: no process of the command loaded the Strata runtime (a static or "
-                   "setuid binary ignores LD_PRELOAD); the trace holds only the run record\n");
-    model::Trace trace;
-    std::string error;
-    if (model::load_trace(output, &trace, &error)) {
-      print_summary(trace, stderr);
-    } else {
-      std::fprintf(stderr, "strata record: %s\n", error.c_str());
-    }
-    if (!leveled_text.empty()) std::fputs(leveled_text.c_str(), stderr);
-    for (size_t k = 0; k < warnings.size() && k < 5; ++k)
-      std::fprintf(stderr, "warning: %s\n", warnings[k].c_str());
-    std::fprintf(stderr, "trace written to %s\n", output.c_str());
+  if (req.keep_parts) {
+    if (!req.quiet)
+      std::fprintf(stderr, "strata record: per-process files kept in %s\n", work.path().c_str());
+  } else if (!work.remove(&error)) {
+    std::fprintf(stderr, "strata record: warning: %s\n", error.c_str());
   }
+  if (!req.quiet) print_closing_summary(req, last, total_wall, process_files, leveled_text, warnings);
   return last.exit_code;
 }
 

@@ -35,21 +35,22 @@ bool numeric(const analysis::Cell& c) {
   return std::holds_alternative<int64_t>(c.value) || std::holds_alternative<double>(c.value);
 }
 
+// Text tables go to a terminal: every string from the trace is escaped (escape_terminal).
 void render_text(const analysis::Table& t, std::ostream& out) {
   std::vector<size_t> width(t.columns.size(), 0);
-  for (size_t c = 0; c < t.columns.size(); ++c) width[c] = t.columns[c].size();
+  for (size_t c = 0; c < t.columns.size(); ++c) width[c] = escape_terminal(t.columns[c]).size();
   std::vector<std::vector<std::string>> cells;
   for (const auto& row : t.rows) {
     cells.emplace_back();
     for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
-      cells.back().push_back(format_cell(row[c]));
+      cells.back().push_back(escape_terminal(format_cell(row[c])));
       width[c] = std::max(width[c], std::min<size_t>(cells.back().back().size(), 60));
     }
   }
-  out << "== " << t.title << " ==\n";
+  out << "== " << escape_terminal(t.title) << " ==\n";
   std::string line;
   for (size_t c = 0; c < t.columns.size(); ++c) {
-    std::string h = t.columns[c];
+    std::string h = escape_terminal(t.columns[c]);
     h.resize(width[c], ' ');
     line += (c ? "  " : "") + h;
   }
@@ -65,7 +66,7 @@ void render_text(const analysis::Table& t, std::ostream& out) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out << line << "\n";
   }
-  for (const auto& note : t.notes) out << "note: " << note << "\n";
+  for (const auto& note : t.notes) out << "note: " << escape_terminal(note) << "\n";
   out << "\n";
 }
 

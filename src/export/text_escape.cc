@@ -15,7 +15,78 @@ size_t utf8_length(std::string_view s, size_t i) {
     if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
   return n;
 }
+// A well-formed UTF-8 sequence at s[i] (no overlong form, no surrogate, at most U+10FFFF): its
+// length and code point; 0 when the bytes are not one.
+size_t decode_utf8_strict(std::string_view s, size_t i, uint32_t* code_point) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  unsigned char c = byte(0);
+  if (c < 0x80) {
+    *code_point = c;
+    return 1;
+  }
+  size_t n = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  uint32_t cp = c & (0x7F >> n);
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(k) >> 6) != 0x2) return 0;
+    cp = (cp << 6) | (byte(k) & 0x3F);
+  }
+  static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  *code_point = cp;
+  return n;
+}
+
+bool unsafe_on_terminal(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
 }  // namespace
+
+bool needs_terminal_escape(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    uint32_t cp = 0;
+    size_t n = decode_utf8_strict(text, i, &cp);
+    if (n == 0 || unsafe_on_terminal(cp)) return true;
+    i += n;
+  }
+  return false;
+}
+
+std::string escape_terminal(std::string_view text) {
+  if (!needs_terminal_escape(text)) return std::string(text);
+  std::string out;
+  out.reserve(text.size() + 16);
+  char buf[16];
+  for (size_t i = 0; i < text.size();) {
+    uint32_t cp = 0;
+    size_t n = decode_utf8_strict(text, i, &cp);
+    if (n == 0) {  // not UTF-8: the byte's value
+      std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned char>(text[i]));
+      out += buf;
+      ++i;
+      continue;
+    }
+    if (!unsafe_on_terminal(cp)) {
+      out.append(text.data() + i, n);
+    } else if (cp == '\n') {
+      out += "\\n";
+    } else if (cp == '\r') {
+      out += "\\r";
+    } else if (cp == '\t') {
+      out += "\\t";
+    } else if (cp < 0x80) {
+      std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned>(cp));
+      out += buf;
+    } else {
+      std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(cp));
+      out += buf;
+    }
+    i += n;
+  }
+  return out;
+}
 
 void append_json_string(std::string* out, std::string_view text) {
   out->push_back('"');

@@ -74,14 +74,18 @@ bool ChunkReader::open(const std::string& path) {
     error_ = path + ": cannot open: " + std::strerror(errno);
     return false;
   }
+  return open_fd(fd, path);
+}
+
+bool ChunkReader::open_fd(int fd, std::string name) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    error_ = path + ": not a regular file";
+    error_ = name + ": not a regular file";
     return false;
   }
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  return open(std::make_unique<FileSource>(fd, static_cast<uint64_t>(st.st_size)), path);
+  return open(std::make_unique<FileSource>(fd, static_cast<uint64_t>(st.st_size)), std::move(name));
 }
 
 bool ChunkReader::open(std::unique_ptr<ByteSource> source, std::string name) {
@@ -96,6 +100,12 @@ bool ChunkReader::read_header() {
   int64_t n = source_->read_at(0, &h, sizeof(h));
   if (n < 0) {
     error_ = name_ + ": offset 0: read error: " + std::strerror(errno);
+    return false;
+  }
+  if (n == 0) {
+    error_ = name_ +
+             ": offset 0: empty file (0 bytes): the writer never wrote to it (was it killed at start, or is "
+             "this the wrong file?)";
     return false;
   }
   if (n < static_cast<int64_t>(sizeof(kFileMagic)) ||

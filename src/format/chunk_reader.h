@@ -38,6 +38,8 @@ class ChunkReader {
 
   // Opens a file. Returns false with error() set when it cannot be read or is not a Strata trace.
   bool open(const std::string& path);
+  // Takes an open descriptor (closed by the reader, also on failure); `name` names it in messages.
+  bool open_fd(int fd, std::string name);
   bool open(std::unique_ptr<ByteSource> source, std::string name);
 
   // Next valid chunk. Corrupt chunks are skipped (warned about); a cut-off tail ends the stream

@@ -1,22 +1,38 @@
 #include "format/trace_merge.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+
 #include "format/chunk_reader.h"
 #include "format/chunk_writer.h"
 
 namespace strata::format {
+namespace {
 
-MergeResult merge_trace_files(const std::vector<std::string>& inputs, const std::string& output,
-                              const Properties& record) {
+// Copies every valid chunk of each input (opened by `open_input`) into `output`, then the record.
+// `open_input` returns false with one line in its error argument when an input cannot be read.
+MergeResult merge(size_t input_count,
+                  const std::function<bool(size_t, ChunkReader*, std::string*)>& open_input,
+                  const std::string& output, const Properties& record, std::vector<std::string> warnings) {
   MergeResult result;
+  result.warnings = std::move(warnings);
   ChunkWriter writer;
   if (!writer.open(output)) {
     result.error = writer.error();
     return result;
   }
-  for (const std::string& input : inputs) {
+  for (size_t i = 0; i < input_count; ++i) {
     ChunkReader reader;
-    if (!reader.open(input)) {
-      result.warnings.push_back(reader.error());
+    std::string error;
+    if (!open_input(i, &reader, &error)) {
+      result.warnings.push_back(error);
       continue;
     }
     Chunk chunk;
@@ -46,6 +62,77 @@ MergeResult merge_trace_files(const std::vector<std::string>& inputs, const std:
   writer.close();
   result.ok = true;
   return result;
+}
+
+bool has_trace_extension(const std::string& name) {
+  return name.size() > 7 && name.compare(name.size() - 7, 7, ".strata") == 0;
+}
+
+}  // namespace
+
+MergeResult merge_trace_files(const std::vector<std::string>& inputs, const std::string& output,
+                              const Properties& record) {
+  return merge(inputs.size(),
+               [&](size_t i, ChunkReader* reader, std::string* error) {
+                 if (reader->open(inputs[i])) return true;
+                 *error = reader->error();
+                 return false;
+               },
+               output, record, {});
+}
+
+PartFiles list_part_files(int dir_fd, const std::string& dir_name) {
+  PartFiles parts;
+  int copy = ::dup(dir_fd);
+  DIR* dir = copy >= 0 ? ::fdopendir(copy) : nullptr;
+  if (dir == nullptr) {
+    if (copy >= 0) ::close(copy);
+    parts.skipped.push_back(dir_name + ": cannot list the work directory: " + std::strerror(errno));
+    return parts;
+  }
+  ::rewinddir(dir);  // the duplicate shares the descriptor's position: list from the start
+  while (dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (name == "." || name == ".." || !has_trace_extension(name)) continue;
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    const std::string path = dir_name + "/" + name;
+    if (S_ISDIR(st.st_mode)) continue;  // a run's own subdirectory (repeated runs)
+    if (S_ISLNK(st.st_mode))
+      parts.skipped.push_back(path + ": a symbolic link, not read");
+    else if (!S_ISREG(st.st_mode))
+      parts.skipped.push_back(path + ": not a regular file, not read");
+    else if (st.st_uid != ::geteuid())
+      parts.skipped.push_back(path + ": owned by uid " + std::to_string(st.st_uid) +
+                              ", not by this user; not read");
+    else
+      parts.names.push_back(name);
+  }
+  ::closedir(dir);
+  std::sort(parts.names.begin(), parts.names.end());
+  return parts;
+}
+
+MergeResult merge_part_files(int dir_fd, const std::string& dir_name, const PartFiles& parts,
+                             const std::string& output, const Properties& record) {
+  auto open_part = [&](size_t i, ChunkReader* reader, std::string* error) {
+    const std::string path = dir_name + "/" + parts.names[i];
+    int fd = ::openat(dir_fd, parts.names[i].c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      *error = path + ": cannot open without following links: " + std::strerror(errno) + "; not read";
+      return false;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+      ::close(fd);
+      *error = path + ": no longer a regular file of this user; not read";
+      return false;
+    }
+    if (reader->open_fd(fd, path)) return true;
+    *error = reader->error();
+    return false;
+  };
+  return merge(parts.names.size(), open_part, output, record, parts.skipped);
 }
 
 }  // namespace strata::format

@@ -21,4 +21,19 @@ struct MergeResult {
 MergeResult merge_trace_files(const std::vector<std::string>& inputs, const std::string& output,
                               const Properties& record);
 
+// The per-process files of one run in a directory the caller created privately and holds open
+// (`dir_fd`; `dir_name` only names it in messages): the *.strata entries that are regular files
+// of this user, in name order. Anything else found there (links, other users' files, devices) is
+// never opened and is listed in `skipped`, one line each.
+struct PartFiles {
+  std::vector<std::string> names;
+  std::vector<std::string> skipped;
+};
+PartFiles list_part_files(int dir_fd, const std::string& dir_name);
+
+// Merges the listed parts, each opened relative to `dir_fd` without following links and checked
+// again once open (a regular file of this user). `skipped` lines become warnings of the merge.
+MergeResult merge_part_files(int dir_fd, const std::string& dir_name, const PartFiles& parts,
+                             const std::string& output, const Properties& record);
+
 }  // namespace strata::format

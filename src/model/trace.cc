@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "model/trace_summary.h"
+
 namespace strata::model {
 
 uint16_t Trace::add_process(Process process) {
@@ -74,7 +76,8 @@ std::string Trace::attr_value_string(const AttrRecord& attr) const {
 uint64_t Trace::total_drops() const {
   uint64_t total = 0;
   for (const Process& p : processes)
-    for (const auto& [cause, count] : p.drops) total += count;
+    for (const auto& [cause, count] : p.drops)
+      if (!drop_keeps_event(cause)) total += count;
   return total;
 }
 

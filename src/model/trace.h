@@ -86,6 +86,7 @@ class Trace {
   std::optional<AttrRecord> find_attr(size_t span_index, std::string_view key) const;
   std::string attr_value_string(const AttrRecord& attr) const;
 
+  // Events lost, over all processes: drop causes that keep their event (drop_keeps_event) left out.
   uint64_t total_drops() const;
   void reserve(size_t span_count, size_t attr_count);
 };

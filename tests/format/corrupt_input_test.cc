@@ -68,6 +68,8 @@ TEST(CorruptInput, EmptyFileIsNotATrace) {
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find(dir.file("e.strata")), std::string::npos);
   EXPECT_NE(r.error.find("offset 0"), std::string::npos);
+  EXPECT_NE(r.error.find("empty file (0 bytes)"), std::string::npos) << r.error;  // not "bad magic"
+  EXPECT_EQ(r.error.find("bad magic"), std::string::npos) << r.error;
 }
 
 TEST(CorruptInput, ForeignJsonNamesImport) {
