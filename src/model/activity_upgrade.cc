@@ -149,7 +149,17 @@ class Upgrader {
     return false;
   }
 
-  ActivityType infer(size_t i) const {
+  // The name rules, once per distinct name (a trace repeats few names many times).
+  ActivityType by_name(uint32_t name, bool device) {
+    std::vector<uint8_t>& cache = device ? device_names_ : host_names_;
+    if (name >= cache.size()) cache.resize(static_cast<size_t>(name) + 1, 0xFF);
+    if (cache[name] == 0xFF)
+      cache[name] = static_cast<uint8_t>(device ? legacy_device_work(t_.strings.get(name))
+                                                : legacy_host_op(t_.strings.get(name)));
+    return static_cast<ActivityType>(cache[name]);
+  }
+
+  ActivityType infer(size_t i) {
     const SpanRecord& s = t_.spans[i];
     const std::string_view name = t_.name(s);
     if (s.kind == static_cast<uint8_t>(SpanKind::kCounter)) return ActivityType::kCounter;
@@ -161,7 +171,7 @@ class Upgrader {
     if (instant) return name == "[memory]" ? ActivityType::kMemoryEvent : ActivityType::kAnnotation;
     switch (static_cast<Level>(s.level)) {
       case Level::kDevice:
-        if (s.kind == static_cast<uint8_t>(SpanKind::kExecution)) return legacy_device_work(name);
+        if (s.kind == static_cast<uint8_t>(SpanKind::kExecution)) return by_name(s.name, true);
         return has_attr(i, sync_kind_) ? ActivityType::kSync : ActivityType::kDeviceRange;
       case Level::kRuntimeApi: {
         if (string_attr(i, api_) == "driver") return ActivityType::kDriverCall;
@@ -173,7 +183,7 @@ class Upgrader {
         return ActivityType::kLibraryCall;
       case Level::kLayer:
         if (string_attr(i, source_) == "nvtx") return ActivityType::kAnnotation;
-        return legacy_host_op(name);
+        return by_name(s.name, false);
       default:
         if (has_attr(i, python_id_)) return ActivityType::kPythonFunction;
         return ActivityType::kAnnotation;
@@ -212,6 +222,7 @@ class Upgrader {
   Trace& t_;
   uint32_t category_, copy_kind_, api_, source_, sync_kind_, python_id_;
   std::vector<ResolvedGroup> groups_;
+  std::vector<uint8_t> device_names_, host_names_;  // name id -> type by the name rules; 0xFF: not yet
 };
 
 }  // namespace
