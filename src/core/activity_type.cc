@@ -57,15 +57,11 @@ std::string activity_name(uint8_t value) {
   return "activity(" + std::to_string(value) + ")";
 }
 
-bool is_known_activity(uint8_t value) {
-  // Called for every span a loader reads: a table, not a search.
-  static constexpr std::array<bool, 256> kKnown = [] {
-    std::array<bool, 256> known{};
-    for (const auto& entry : kNames) known[static_cast<uint8_t>(entry.first)] = true;
-    return known;
-  }();
-  return kKnown[value];
-}
+static_assert(std::size(kKnownActivityValues) == kNames.size() && [] {
+  for (size_t i = 0; i < kNames.size(); ++i)
+    if (static_cast<uint8_t>(kNames[i].first) != kKnownActivityValues[i]) return false;
+  return true;
+}(), "kKnownActivityValues (activity_type.h) and kNames list different values");
 
 std::optional<ActivityType> parse_activity(std::string_view text) {
   for (const auto& [type, name] : kNames)

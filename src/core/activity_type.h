@@ -61,7 +61,21 @@ std::string activity_name(uint8_t value);
 inline std::string activity_name(ActivityType type) { return activity_name(static_cast<uint8_t>(type)); }
 // Accepts the names above and numbers 0-255.
 std::optional<ActivityType> parse_activity(std::string_view text);
-bool is_known_activity(uint8_t value);
+
+// Every value this version knows, in order (activity_type.cc names each).
+inline constexpr uint8_t kKnownActivityValues[] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
+                                                   13, 14, 40, 41, 42, 60, 61, 62, 63, 64, 80, 81};
+// Inline: a loader asks for every span it reads.
+inline bool is_known_activity(uint8_t value) {
+  static constexpr auto kKnown = [] {
+    struct Table {
+      bool known[256] = {};
+    } t;
+    for (uint8_t v : kKnownActivityValues) t.known[v] = true;
+    return t;
+  }();
+  return kKnown.known[value];
+}
 
 // Groups, for analyses.
 constexpr bool is_memcpy(ActivityType t) {

@@ -99,7 +99,13 @@ const std::vector<AttrRecord>& ImportBuilder::arg_attrs(const ChromeArg& arg) {
 void ImportBuilder::add_args(const ChromeEvent& event, std::string_view skip_key) {
   for (const ChromeArg& arg : event.args) {
     if (!skip_key.empty() && arg.key == skip_key) continue;
-    for (const AttrRecord& attr : arg_attrs(arg)) add_attr(attr);
+    // Most args keep their key: converted straight, without the translation's scratch list.
+    arg_scratch_.clear();
+    if (arg_translation_ != nullptr && arg_translation_(arg, *trace_, &arg_scratch_)) {
+      for (const AttrRecord& attr : arg_scratch_) add_attr(attr);
+    } else if (std::optional<AttrRecord> attr = arg_attr(arg)) {
+      add_attr(*attr);
+    }
   }
 }
 

@@ -115,6 +115,9 @@ bool kineto_arg(const ChromeArg& arg, model::Trace& t, std::vector<AttrRecord>* 
   };
   static constexpr std::string_view kDims[2][4] = {{"grid", k::kGridX, k::kGridY, k::kGridZ},
                                                    {"block", k::kBlockX, k::kBlockY, k::kBlockZ}};
+  // Every key handled here is 4, 5, 10, 11, 13, 20 or 25 bytes long: most args leave at once.
+  const size_t n = arg.key.size();
+  if (n != 4 && n != 5 && n != 10 && n != 11 && n != 13 && n != 20 && n != 25) return false;
   const JsonScalar& v = arg.value;
   for (const auto& [from, to] : kRenames) {
     if (arg.key != from) continue;
