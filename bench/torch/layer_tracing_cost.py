@@ -4,6 +4,11 @@ and layer-level tracing on resnet18 batch 1. Every configuration runs in its own
 callback or hook of one configuration stays installed in another), `--repeats` times; medians.
 
     STRATA_BUILD_DIR=build /usr/bin/python3 bench/torch/layer_tracing_cost.py [--repeats 5] [--ops 20000]
+        [--torch-lib-before OLD/libstrata_torch.so]
+
+--torch-lib-before adds a configuration "strata-layer-before": layer tracing with another build of
+libstrata_torch.so (e.g. main's), interleaved with the others, for before/after figures measured
+side by side.
 
 Tiny-op loop: `--ops` calls of torch.add on two 1-element tensors (each one aten::add op).
 Per-op cost = (loop CPU time traced - loop CPU time untraced) / ops. CPU time, not wall time: the
@@ -29,7 +34,7 @@ out = tempfile.mktemp(suffix=".strata", dir=os.environ["BENCH_TMP"])
 prof = None
 cpu0 = time.process_time_ns()
 if config.startswith("strata"):
-    level = "layer" if config.endswith("layer") else "model"
+    level = "layer" if "-layer" in config else "model"
     assert strata.start(out, level)
     if level == "layer":
         assert st.enable_layer_tracing()
@@ -98,17 +103,21 @@ def main() -> int:
     ap.add_argument("--ops", type=int, default=20000)
     ap.add_argument("--model", default="resnet18")
     ap.add_argument("--iterations", type=int, default=10, help="timed predict calls per process (median)")
+    ap.add_argument("--torch-lib-before", help="libstrata_torch.so of the build to compare with")
     args = ap.parse_args()
+    configs = CONFIGS + (["strata-layer-before"] if args.torch_lib_before else [])
     build = os.environ.get("STRATA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
     env = dict(os.environ, STRATA_PY=os.path.join(build, "lib", "python"),
                STRATA_LIB=os.path.join(build, "lib", "libstrata.so"))
-    results = {c: [] for c in CONFIGS}
+    results = {c: [] for c in configs}
     with tempfile.TemporaryDirectory() as tmp:
         env["BENCH_TMP"] = tmp
         for _ in range(args.repeats):  # interleaved, so drift in machine load hits every config alike
-            for c in CONFIGS:
+            for c in configs:
+                child_env = dict(env, STRATA_TORCH_LIB=os.path.abspath(args.torch_lib_before)) \
+                    if c == "strata-layer-before" else env
                 out = subprocess.run([sys.executable, "-c", CHILD, c, str(args.ops), args.model, str(args.iterations)],
-                                     env=env, capture_output=True, text=True)
+                                     env=child_env, capture_output=True, text=True)
                 if out.returncode != 0:
                     sys.stderr.write(out.stderr)
                     return 1
@@ -121,18 +130,21 @@ def main() -> int:
     base_total = med["none"]["total_cpu_ns"]
     print("  (hot path: thread CPU time of the loop; total: process CPU time of loop + getting the data out:")
     print("   Strata's writer thread and flush, the profiler's event list)")
-    for c in CONFIGS:
+    for c in configs:
         per_op[c] = (med[c]["tiny_ns"] - base_tiny) / args.ops
         per_op_total[c] = (med[c]["total_cpu_ns"] - base_total) / args.ops
         print(f"  {c:24s} loop {med[c]['tiny_ns'] / 1e6:9.3f} ms   per op: hot path {per_op[c]:8.1f} ns, "
               f"total {per_op_total[c]:8.1f} ns")
+    if "strata-layer-before" in per_op and per_op["strata-layer-before"] > 0:
+        print(f"  ratio strata-layer / strata-layer-before: hot path "
+              f"{per_op['strata-layer'] / per_op['strata-layer-before']:.2f}")
     for ref in ("torch.profiler", "torch.profiler+shapes"):
         if per_op[ref] > 0 and per_op_total[ref] > 0:
             print(f"  ratio strata-layer / {ref}: hot path {per_op['strata-layer'] / per_op[ref]:.2f}, "
                   f"total {per_op_total['strata-layer'] / per_op_total[ref]:.2f}")
     print(f"{args.model} batch 1: predict CPU time (median over {args.repeats} processes of the median of "
           f"{args.iterations} calls; 1 intra-op thread)")
-    for c in CONFIGS:
+    for c in configs:
         m = med[c]["model_ns"]
         print(f"  {c:24s} {m / 1e6:9.3f} ms   overhead {100.0 * (m - base_model) / base_model:+7.2f}%")
     return 0

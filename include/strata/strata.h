@@ -67,6 +67,8 @@ void strata_span_end(strata_span_id span);
 
 /* Attributes describe a span (batch size, shapes); metrics measure it (flops, bytes). */
 void strata_span_set_int(strata_span_id span, const char* key, int64_t value);
+/* `count` integer attributes at once (keys[i] = values[i]): cheaper than one call each. */
+void strata_span_set_ints(strata_span_id span, const char* const* keys, const int64_t* values, size_t count);
 void strata_span_set_double(strata_span_id span, const char* key, double value);
 void strata_span_set_string(strata_span_id span, const char* key, const char* value);
 void strata_span_set_metric(strata_span_id span, const char* key, double value);

@@ -78,6 +78,50 @@ if _lib is not None:
     _lib.strata_current_traceparent.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     _lib.strata_start.argtypes = [_str, _int]
 
+# Variables libstrata sets for child processes (a STRATA_OUTPUT owner's private directory for its
+# descendants' streams). Loaded after Python started, its setenv is invisible to os.environ, which
+# subprocess and inject_context() use: copy them over, or a child would take the owner's file.
+_CHILD_VARS = ("STRATA_OUTPUT", "STRATA_OUTPUT_DIR", "STRATA_OUTPUT_OWNER")
+
+
+def _sync_child_environment() -> None:
+    try:
+        getenv = ctypes.CDLL(None).getenv
+    except (OSError, AttributeError):
+        return
+    getenv.restype = ctypes.c_char_p
+    getenv.argtypes = [ctypes.c_char_p]
+    for key in _CHILD_VARS:
+        raw = getenv(key.encode())
+        if raw is None:
+            os.environ.pop(key, None)
+        elif os.environ.get(key) != os.fsdecode(raw):
+            os.environ[key] = os.fsdecode(raw)
+
+
+def _wrap_os_exit() -> None:
+    """os._exit skips atexit: stop (flush) the recording first. With libstrata preloaded, its _exit
+    does the same; this covers a libstrata loaded through STRATA_LIB (multiprocessing and DataLoader
+    workers end with os._exit)."""
+    real_exit = os._exit
+    if getattr(real_exit, "_strata_wrapped", False):
+        return
+
+    @functools.wraps(real_exit)
+    def _exit(status):
+        try:
+            _lib.strata_stop()
+        finally:
+            real_exit(status)
+
+    _exit._strata_wrapped = True
+    os._exit = _exit
+
+
+if _lib is not None:
+    _sync_child_environment()
+    _wrap_os_exit()
+
 
 def _gate(level: int) -> bool:
     return _lib is not None and _lib.strata_level_enabled(level) == 1
@@ -197,6 +241,10 @@ def inject_context(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     """Returns a copy of `env` (default os.environ) with TRACEPARENT set to the current context, for
     subprocess.run(..., env=strata.inject_context()) or an outgoing request's headers."""
     out = dict(os.environ if env is None else env)
+    if out.get("STRATA_OUTPUT"):  # the child writes its own stream where the owner merges it
+        for key in ("STRATA_OUTPUT_DIR", "STRATA_OUTPUT_OWNER"):
+            if key in os.environ and key not in out:
+                out[key] = os.environ[key]
     tp = current_traceparent()
     if tp:
         out["TRACEPARENT"] = tp

@@ -13,7 +13,10 @@ Layer level: ``strata record --level layer -- python script.py`` turns on tracin
 op (aten::*) with its input shapes and nn.Module path, without edits to the script (the recorder
 puts a startup hook on PYTHONPATH that calls enable_layer_tracing() once torch is imported). The ops
 are captured by a native RecordFunction callback (libstrata_torch.so) and written as layer spans on
-the thread that ran them, nested under the model spans of that thread.
+the thread that ran them, nested under the model spans of that thread. Each op carries what it did to
+PyTorch's CPU allocator (alloc_bytes, freed_bytes, net_alloc_bytes = torch.profiler's "CPU Mem",
+self_net_alloc_bytes = "Self CPU Mem", peak_alloc_bytes, peak_live_bytes), and the live bytes of the
+allocator are written as a counter track, the memory timeline (docs/memory.md).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any, Iterator, Optional
 import strata
 
 __all__ = ["predict_step", "train_step", "eval_step", "step", "enable_layer_tracing",
-           "disable_layer_tracing", "layer_tracing_enabled", "ops_recorded"]
+           "disable_layer_tracing", "layer_tracing_enabled", "ops_recorded", "memory_stats"]
 
 _native: Optional[ctypes.CDLL] = None
 _set_module: Any = None  # lib.strata_torch_set_module once loaded
@@ -101,6 +104,9 @@ def _load_native() -> ctypes.CDLL:
         lib.strata_torch_set_module.argtypes = [ctypes.c_char_p]
         lib.strata_torch_set_module.restype = None
         lib.strata_torch_ops_recorded.restype = ctypes.c_uint64
+        if hasattr(lib, "strata_torch_memory_stats"):  # absent from libraries built before it existed
+            lib.strata_torch_memory_stats.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int]
+            lib.strata_torch_memory_stats.restype = ctypes.c_int
         _native = lib
         _set_module = lib.strata_torch_set_module  # bound once: the module hooks call it per module call
     return _native
@@ -201,6 +207,21 @@ def layer_tracing_enabled() -> bool:
 def ops_recorded() -> int:
     """Ops turned into spans by this process so far."""
     return int(_native.strata_torch_ops_recorded()) if _native is not None else 0
+
+
+_MEMORY_STATS = ("live_bytes", "peak_live_bytes", "allocations", "frees", "timeline_samples", "ops_too_deep",
+                 "untracked_frees", "tracking")
+
+
+def memory_stats() -> "dict[str, int]":
+    """What the layer tracer's memory tracking saw of PyTorch's CPU allocator: bytes alive now and at
+    the highest point since tracking began (tensors allocated while layer tracing was on), counts of
+    allocations, frees and memory-timeline samples. Empty when layer tracing never ran."""
+    if _native is None or not hasattr(_native, "strata_torch_memory_stats"):
+        return {}
+    values = (ctypes.c_int64 * len(_MEMORY_STATS))()
+    n = _native.strata_torch_memory_stats(values, len(_MEMORY_STATS))
+    return {key: int(values[i]) for i, key in enumerate(_MEMORY_STATS[:n])}
 
 
 @contextlib.contextmanager

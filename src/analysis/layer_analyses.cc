@@ -19,13 +19,18 @@ AnalysisResult one_table(Table t) {
   return r;
 }
 
+// net_mb, self_net_mb, peak_mb of a layer (empty where not recorded).
+void append_memory_cells(const LayerRow& r, std::vector<Cell>* row) {
+  for (double mb : {r.net_mb, r.self_net_mb, r.peak_mb})
+    row->push_back(r.has_net ? Cell::real(mb, 3) : Cell::empty());
+}
+
 class LayerTable : public Analysis {
  public:
   std::string_view name() const override { return "layer_table"; }
   std::string_view description() const override {
-    return "layer information table: index, name, type, shape, latency, allocated memory (--param "
-           "sort=latency, "
-           "top=N, batch=N)";
+    return "layer information table: index, name, type, shape, latency, memory: gross allocated, net "
+           "(torch.profiler CPU Mem), self net, peak (--param sort=latency, top=N, batch=N)";
   }
   AnalysisResult run(const AnalysisInput& input) const override {
     WorkloadRef w(input);
@@ -33,16 +38,18 @@ class LayerTable : public Analysis {
     LayerStats s = compute_layer_stats(*w, input.params);
     Table t = make_table("layer_table", "Layer information",
                          {"index", "name", "type", "shape", "latency_ms", "median_ms", "min_ms", "max_ms",
-                          "stddev_ms", "alloc_mb"});
-    for (const LayerRow& r : s.rows)
+                          "stddev_ms", "alloc_mb", "net_mb", "self_net_mb", "peak_mb"});
+    for (const LayerRow& r : s.rows) {
       t.rows.push_back({Cell::integer(static_cast<int64_t>(r.index)), Cell::text(r.name), Cell::text(r.type),
                         Cell::text(r.shape), Cell::real(r.latency, 4), Cell::real(r.latency_ms.median, 4),
                         Cell::real(r.latency_ms.min, 4), Cell::real(r.latency_ms.max, 4),
                         Cell::real(r.latency_ms.stddev, 4),
                         r.has_alloc ? Cell::real(r.alloc_mb, 3) : Cell::empty()});
+      append_memory_cells(r, &t.rows.back());
+    }
     if (input.params.get("sort", "index") == "latency") sort_rows_desc(&t, 4);
     keep_top(&t, input.params, 0);
-    if (!s.any_alloc) t.notes.push_back(kMemNote);
+    for (std::string& note : memory_notes(s)) t.notes.push_back(std::move(note));
     add_common_notes(&t, s.selection.notes, s.param_error);
     return one_table(std::move(t));
   }
@@ -59,11 +66,13 @@ class LayerSequence : public Analysis {
     if (!w->has_layers()) return missing(kNeedLayer);
     LayerStats s = compute_layer_stats(*w, input.params);
     Table t = make_table("layer_sequence", "Layer latency and memory in execution order",
-                         {"index", "type", "latency_ms", "alloc_mb"});
-    for (const LayerRow& r : s.rows)
+                         {"index", "type", "latency_ms", "alloc_mb", "net_mb", "self_net_mb", "peak_mb"});
+    for (const LayerRow& r : s.rows) {
       t.rows.push_back({Cell::integer(static_cast<int64_t>(r.index)), Cell::text(r.type),
                         Cell::real(r.latency, 4), r.has_alloc ? Cell::real(r.alloc_mb, 3) : Cell::empty()});
-    if (!s.any_alloc) t.notes.push_back(kMemNote);
+      append_memory_cells(r, &t.rows.back());
+    }
+    for (std::string& note : memory_notes(s)) t.notes.push_back(std::move(note));
     add_common_notes(&t, s.selection.notes, s.param_error);
     return one_table(std::move(t));
   }
@@ -74,6 +83,9 @@ struct TypeTotals {
   double latency = 0;
   double alloc = 0;
   bool has_alloc = false;
+  // Sums of net and self net over the type's layers, the highest peak among them.
+  double net = 0, self_net = 0, peak = 0;
+  bool has_net = false;
 };
 
 std::map<std::string, TypeTotals> by_type(const LayerStats& s, double* total_latency, double* total_alloc) {
@@ -88,6 +100,12 @@ std::map<std::string, TypeTotals> by_type(const LayerStats& s, double* total_lat
       t.alloc += r.alloc_mb;
       t.has_alloc = true;
       *total_alloc += r.alloc_mb;
+    }
+    if (r.has_net) {
+      t.net += r.net_mb;
+      t.self_net += r.self_net_mb;
+      t.peak = t.has_net ? std::max(t.peak, r.peak_mb) : r.peak_mb;
+      t.has_net = true;
     }
   }
   return types;
@@ -132,14 +150,18 @@ class LayerTypeAggregate : public Analysis {
     double lat = 0, mem = 0;
     auto types = by_type(s, &lat, &mem);
     Table t = make_table("layer_type_aggregate", "Latency and memory by layer type",
-                         {"type", "count", "latency_ms", "latency_pct", "alloc_mb", "alloc_pct"});
+                         {"type", "count", "latency_ms", "latency_pct", "alloc_mb", "alloc_pct", "net_mb",
+                          "self_net_mb", "peak_mb"});
     for (const auto& [type, tot] : types)
       t.rows.push_back({Cell::text(type), Cell::integer(tot.count), Cell::real(tot.latency, 4),
                         Cell::real(percent(tot.latency, lat), 2),
                         tot.has_alloc ? Cell::real(tot.alloc, 3) : Cell::empty(),
-                        tot.has_alloc ? Cell::real(percent(tot.alloc, mem), 2) : Cell::empty()});
+                        tot.has_alloc ? Cell::real(percent(tot.alloc, mem), 2) : Cell::empty(),
+                        tot.has_net ? Cell::real(tot.net, 3) : Cell::empty(),
+                        tot.has_net ? Cell::real(tot.self_net, 3) : Cell::empty(),
+                        tot.has_net ? Cell::real(tot.peak, 3) : Cell::empty()});
     sort_rows_desc(&t, 2);
-    if (!s.any_alloc) t.notes.push_back(kMemNote);
+    for (std::string& note : memory_notes(s)) t.notes.push_back(std::move(note));
     add_common_notes(&t, s.selection.notes, s.param_error);
     return one_table(std::move(t));
   }

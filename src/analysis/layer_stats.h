@@ -17,6 +17,11 @@ struct LayerRow {
   double latency = 0;  // headline statistic
   bool has_alloc = false;
   double alloc_mb = 0;  // headline statistic of the evaluations that recorded it
+  // Net, self net and peak memory (docs/memory.md), same statistic; has_net: recorded at all.
+  bool has_net = false;
+  double net_mb = 0;       // allocated - freed while the layer ran (torch.profiler "CPU Mem")
+  double self_net_mb = 0;  // ... nested ops excluded ("Self CPU Mem")
+  double peak_mb = 0;      // highest allocated - freed reached while it ran
 };
 
 struct LayerStats {
@@ -25,7 +30,12 @@ struct LayerStats {
   std::string param_error;
   std::vector<LayerRow> rows;
   bool any_alloc = false;
+  bool any_net = false;
 };
+
+// The note a memory table adds when memory was recorded without its net/self/peak attributes, or
+// not at all; empty when there is nothing to say.
+std::vector<std::string> memory_notes(const LayerStats& s);
 
 LayerStats compute_layer_stats(const Workload& w, const Params& params);
 

@@ -61,7 +61,8 @@ constexpr const char* kUsage =
     "                 work, so parents are unambiguous)\n"
     "  --metrics LIST per-kernel GPU metrics with --level device: flops,dram,occupancy (CUPTI Range Profiler,\n"
     "                 kernel replay: slow; GPU machines only)\n"
-    "  --buffer-mb N  event buffer budget per process in MiB (default 64); overflow is dropped and counted\n"
+    "  --buffer-mb N  event buffer budget per process in MiB, fixed; overflow is dropped and counted\n"
+    "                 (default: 64, growing under bursts up to 1/16 of memory, at most 512)\n"
     "  --compress N   zstd level for chunks (default 0: uncompressed)\n"
     "  --keep-parts   keep the per-process files (in OUT.parts.XXXXXX/, a private directory)\n"
     "  --quiet        no summary\n"
@@ -157,7 +158,7 @@ void prepend_env(const char* name, const std::string& value, char sep) {
 
 struct RecordOptions {
   Level level = Level::kModel;
-  std::string buffer_mb = "64", compress = "0";
+  std::string buffer_mb, compress = "0";  // buffer_mb empty: the runtime's growing default
   std::string gpu_metrics;  // --metrics: read by the CUPTI collector (STRATA_GPU_METRICS)
   std::string onednn_mode;  // --onednn: read by libstrata_onednn.so (STRATA_ONEDNN_MODE)
   bool serialize = false;
@@ -184,7 +185,8 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
   setenv("STRATA_OUTPUT_DIR", parts.c_str(), 1);
   unsetenv("STRATA_OUTPUT");
   setenv("STRATA_LEVEL", std::to_string(lv).c_str(), 1);
-  setenv("STRATA_BUFFER_MB", opt.buffer_mb.c_str(), 1);
+  if (opt.buffer_mb.empty()) unsetenv("STRATA_BUFFER_MB");
+  else setenv("STRATA_BUFFER_MB", opt.buffer_mb.c_str(), 1);
   setenv("STRATA_COMPRESS", opt.compress.c_str(), 1);
   setenv("STRATA_LIB", opt.runtime.c_str(), 1);
   // GPU environment setup (owned by "gpu"): NVTX / cuDNN+cuBLAS / CUPTI by level. Keep it one call.

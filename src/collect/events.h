@@ -27,6 +27,8 @@ enum EventTag : uint64_t {
   kTagCounter = 6,            // ts, extra: {value bits, 0} + name; aux: name_len
   kTagComplete = 7,           // a whole span from a collector: extra: SpanRecord(4 slots) + name + attrs
   kTagThreadName = 8,         // extra: name; aux: name_len
+  kTagEndDeferred = 9,        // ends written late for lack of space: extra: n x {ticks, span id (0: static)};
+                              // aux: static ends beyond the list, closed unfinished at the head's ticks
 };
 
 inline constexpr uint64_t event_word(uint64_t tag, uint32_t extra_slots, uint32_t aux) {

@@ -1,5 +1,6 @@
-// Process-wide runtime: the C API, start from the environment (preload), stop at exit, fork and
-// fatal-signal handling. One session per process at a time.
+// Process-wide runtime: the C API and the one session of the process (start, stop). Starting from
+// the environment and fork handling are in env_start.cc; every way out of the process (exit, _exit,
+// signals) in exit_hooks.cc. One session per process at a time.
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "collect/runtime.h"
+#include "collect/runtime_internal.h"
 #include "collect/session.h"
 #include "core/level.h"
 #include "strata/strata.h"
@@ -47,18 +49,18 @@ __attribute__((visibility("default"))) std::atomic<int> strata_level_gate{0};
 __attribute__((visibility("default"))) __thread strata::detail::ThreadCursor* strata_tls_cursor
     __attribute__((tls_model("initial-exec"))) = nullptr;
 
-namespace strata::collect {
-namespace {
+namespace strata::collect::rt {
 
 std::atomic<Session*> g_session{nullptr};
+std::mutex g_control_mu;
+
+namespace {
 // Stopped sessions stay allocated (threads may still hold pointers into their buffers) and stay
 // reachable from this plain array (no destructor runs at exit), so leak checkers see them as owned.
 constexpr int kMaxRetiredSessions = 256;
 Session* g_retired_sessions[kMaxRetiredSessions];
 int g_retired_count = 0;
-std::mutex g_control_mu;
-bool g_started_from_env = false;
-std::atomic<int> g_crash_flush{0};  // 1: requested by a signal handler, 2: done
+}  // namespace
 
 std::string read_argv() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
@@ -67,16 +69,7 @@ std::string read_argv() {
   return argv;
 }
 
-size_t env_size(const char* name, size_t fallback) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  unsigned long long n = strtoull(v, &end, 10);
-  return (end != nullptr && *end == '\0' && n > 0) ? static_cast<size_t>(n) : fallback;
-}
-
-bool start_session(SessionConfig config) {
-  std::lock_guard<std::mutex> lock(g_control_mu);
+bool start_session_locked(SessionConfig config) {
   if (g_session.load() != nullptr) return false;
   // Sessions are never freed: threads may still hold pointers into their buffers (see stop()).
   auto* session = new Session(std::move(config));
@@ -85,13 +78,19 @@ bool start_session(SessionConfig config) {
     delete session;
     return false;
   }
-  g_session.store(session);
+  g_session.store(session, std::memory_order_release);
   strata_level_gate.store(session->config().level);
   return true;
 }
 
+bool start_session(SessionConfig config) {
+  std::lock_guard<std::mutex> lock(g_control_mu);
+  return start_session_locked(std::move(config));
+}
+
 void stop_session() {
   std::lock_guard<std::mutex> lock(g_control_mu);
+  g_pending_fork_start.store(false);
   Session* session = g_session.load();
   if (session == nullptr) return;
   strata_level_gate.store(0);
@@ -99,109 +98,21 @@ void stop_session() {
   if (!session->error().empty()) std::fprintf(stderr, "strata: %s\n", session->error().c_str());
   g_session.store(nullptr);
   if (g_retired_count < kMaxRetiredSessions) g_retired_sessions[g_retired_count++] = session;
+  merge_descendants_if_owner();
 }
 
-// --- start from the environment (LD_PRELOAD by `strata record`, or any program linked with us)
+}  // namespace strata::collect::rt
 
-std::optional<SessionConfig> config_from_env(bool after_fork) {
-  const char* file = getenv("STRATA_OUTPUT");
-  const char* dir = getenv("STRATA_OUTPUT_DIR");
-  if ((file == nullptr || *file == '\0') && (dir == nullptr || *dir == '\0')) return std::nullopt;
-  SessionConfig config;
-  pid_t pid = getpid();
-  if (dir != nullptr && *dir != '\0') {
-    config.path = std::string(dir) + "/" + std::to_string(pid) + ".strata";
-  } else {
-    config.path = file;
-    if (after_fork) config.path += "." + std::to_string(pid) + ".strata";
-  }
-  config.level = static_cast<int>(Level::kModel);
-  if (const char* l = getenv("STRATA_LEVEL")) {
-    auto level = parse_level(l);
-    if (level) config.level = static_cast<int>(*level);
-    else std::fprintf(stderr, "strata: STRATA_LEVEL=%s is not a level; recording at model level\n", l);
-  }
-  config.buffer_bytes = env_size("STRATA_BUFFER_MB", 64) << 20;
-  config.flush_interval_ms = static_cast<int>(env_size("STRATA_FLUSH_MS", 100));
-  config.compression_level = static_cast<int>(env_size("STRATA_COMPRESS", 0));
-  if (const char* tp = getenv("TRACEPARENT")) config.context = parse_traceparent(tp);
-  config.argv = read_argv();
-  return config;
+namespace strata::collect {
+
+Session* current_session() {
+  Session* s = rt::g_session.load(std::memory_order_acquire);
+  if (__builtin_expect(s == nullptr, 0) && rt::g_pending_fork_start.load(std::memory_order_relaxed))
+    return rt::start_pending_after_fork();
+  return s;
 }
-
-void stop_at_exit() { stop_session(); }
-
-// Fatal signals: ask the writer for a last flush (bounded wait), then die as the program would have.
-constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-struct sigaction g_previous[32];
-
-void on_fatal_signal(int sig, siginfo_t* info, void* ctx) {
-  Session* session = g_session.load();
-  if (session != nullptr && g_crash_flush.exchange(1) == 0) {
-    strata_level_gate.store(0);
-    // stop() is not async-signal-safe; a helper thread would be no better. Bound the risk: run it
-    // on a fresh thread and wait at most one second for it.
-    pthread_t helper;
-    if (pthread_create(&helper, nullptr, [](void*) -> void* {
-          stop_session();
-          g_crash_flush.store(2);
-          return nullptr;
-        }, nullptr) == 0) {
-      for (int i = 0; i < 100 && g_crash_flush.load() != 2; ++i) {
-        timespec ten_ms{0, 10'000'000};
-        nanosleep(&ten_ms, nullptr);
-      }
-    }
-  }
-  sigaction(sig, &g_previous[sig], nullptr);
-  if (g_previous[sig].sa_flags & SA_SIGINFO) {
-    if (g_previous[sig].sa_sigaction != nullptr) g_previous[sig].sa_sigaction(sig, info, ctx);
-  } else if (g_previous[sig].sa_handler != SIG_DFL && g_previous[sig].sa_handler != SIG_IGN) {
-    g_previous[sig].sa_handler(sig);
-  }
-  raise(sig);
-}
-
-void install_signal_handlers() {
-  for (int sig : kFatalSignals) {
-    struct sigaction sa {};
-    sa.sa_sigaction = on_fatal_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, &g_previous[sig]);
-  }
-}
-
-void after_fork_in_child() {
-  // Only the forking thread exists in the child. The parent's session (and its writer thread)
-  // does not; abandon it without touching its locks and start a fresh one for this pid.
-  g_session.store(nullptr);
-  strata_level_gate.store(0);
-  strata_tls_cursor = nullptr;
-  new (&g_control_mu) std::mutex();
-  if (g_started_from_env) {
-    if (auto config = config_from_env(true)) start_session(std::move(*config));
-  }
-}
-
-__attribute__((constructor)) void start_from_env() {
-  auto config = config_from_env(false);
-  if (!config) return;
-  if (start_session(std::move(*config))) {
-    g_started_from_env = true;
-    atexit(stop_at_exit);
-    install_signal_handlers();
-  }
-  pthread_atfork(nullptr, nullptr, after_fork_in_child);
-}
-
-__attribute__((destructor)) void stop_at_unload() { stop_session(); }
-
-}  // namespace
-
-Session* current_session() { return g_session.load(std::memory_order_acquire); }
-bool start_recording(SessionConfig config) { return start_session(std::move(config)); }
-void stop_recording() { stop_session(); }
+bool start_recording(SessionConfig config) { return rt::start_session(std::move(config)); }
+void stop_recording() { rt::stop_session(); }
 
 }  // namespace strata::collect
 
@@ -256,6 +167,11 @@ void strata_span_end(strata_span_id span) {
 void strata_span_set_int(strata_span_id span, const char* key, int64_t value) {
   if (span == 0 || key == nullptr) return;
   if (auto* s = current_session()) s->set_attr(span, key, strata::AttrType::kInt, value, 0, {});
+}
+
+void strata_span_set_ints(strata_span_id span, const char* const* keys, const int64_t* values, size_t count) {
+  if (span == 0 || keys == nullptr || values == nullptr) return;
+  if (auto* s = current_session()) s->set_int_attrs(span, keys, values, count);
 }
 
 void strata_span_set_double(strata_span_id span, const char* key, double value) {
@@ -316,12 +232,13 @@ int strata_start(const char* path, int level) {
   strata::collect::SessionConfig config;
   config.path = path;
   config.level = level;
-  if (const char* tp = getenv("TRACEPARENT")) config.context = strata::collect::parse_traceparent(tp);
-  config.argv = strata::collect::read_argv();
-  return strata::collect::start_session(std::move(config)) ? 1 : 0;
+  // secure_getenv: a setuid program does not take its trace context from its caller.
+  if (const char* tp = secure_getenv("TRACEPARENT")) config.context = strata::collect::parse_traceparent(tp);
+  config.argv = strata::collect::rt::read_argv();
+  return strata::collect::rt::start_session(std::move(config)) ? 1 : 0;
 }
 
-void strata_stop(void) { strata::collect::stop_session(); }
+void strata_stop(void) { strata::collect::rt::stop_session(); }
 
 void strata_flush(void) {
   if (auto* s = current_session()) s->flush();

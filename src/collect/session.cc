@@ -1,12 +1,15 @@
 #include "collect/session.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
+#include "collect/session_internal.h"
 #include "core/level.h"
 #include "format/payloads.h"
 
@@ -19,14 +22,6 @@ constexpr const char* kDropCauseNames[kDropCauseCount] = {
     "corrupt_buffer",
 };
 
-// Span ids: salt (12 bits, per process) | thread index (20) | origin (1: 0 = API, 1 = writer) |
-// counter (31). Unique within a process for 2^31 spans per thread and origin; the salt keeps
-// processes of one trace apart.
-uint64_t make_span_id(uint64_t salt, uint32_t thread_index, bool writer_assigned, uint64_t counter) {
-  return (salt << 52) | (uint64_t{thread_index & 0xFFFFF} << 32) | (uint64_t{writer_assigned} << 31) |
-         (counter & 0x7FFFFFFF);
-}
-
 uint32_t current_tid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
 
 }  // namespace
@@ -35,37 +30,9 @@ const char* drop_cause_name(int cause) {
   return cause >= 0 && cause < kDropCauseCount ? kDropCauseNames[cause] : "unknown";
 }
 
-struct ThreadState {
-  detail::ThreadCursor cursor;  // producer
-  Block* write_block = nullptr;  // producer
-  std::atomic<Block*> head{nullptr};
-  Session* session = nullptr;
-  uint32_t tid = 0;
-  uint32_t index = 0;
-  uint64_t next_api_counter = 1;  // producer
-  std::vector<uint64_t> api_stack;  // producer: open API spans, for traceparent
-  std::atomic<uint64_t> drops[kDropCauseCount] = {};
-  std::atomic<bool> exited{false};
-
-  // Consumer (writer thread) side.
-  Block* read_block = nullptr;
-  uint32_t read_pos = 0;
-  uint64_t next_writer_counter = 1;
-  int64_t last_ns = 0;
-  struct Open {
-    uint64_t id;
-    uint64_t parent;
-    int64_t start_ns;
-    uint32_t name;
-    uint8_t level;
-    uint8_t activity;  // ActivityType
-    std::vector<AttrRecord> attrs;
-  };
-  std::vector<Open> open;
-};
-
 namespace {
 thread_local ThreadState* tls_state = nullptr;
+std::atomic<void (*)()> g_thread_registered_hook{nullptr};
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
 
@@ -76,7 +43,9 @@ void on_thread_exit_key(void* arg) {
 }  // namespace
 
 Session::Session(SessionConfig config)
-    : config_(std::move(config)), pool_(std::max<size_t>(2, config_.buffer_bytes / kBlockBytes)) {
+    : config_(std::move(config)),
+      pool_(std::max<size_t>(2, config_.buffer_bytes / kBlockBytes),
+            std::max<size_t>(2, std::max(config_.buffer_bytes, config_.buffer_max_bytes) / kBlockBytes)) {
   context_ = config_.context.value_or(new_trace_context());
   id_salt_ = random_u64() & 0xFFF;
 }
@@ -93,8 +62,37 @@ uint64_t Session::drops(int cause) const {
   return total;
 }
 
+bool Session::open_file() {
+  switch (config_.open_mode) {
+    case SessionConfig::OpenMode::kTruncate:
+      return file_.open(config_.path);
+    case SessionConfig::OpenMode::kAppend:
+      return file_.open_append(config_.path);
+    case SessionConfig::OpenMode::kCreateNew: {
+      std::string base = config_.path;
+      std::string ext;
+      if (base.size() > 7 && base.compare(base.size() - 7, 7, ".strata") == 0) {
+        ext = ".strata";
+        base.resize(base.size() - 7);
+      }
+      for (int attempt = 0; attempt < 1000; ++attempt) {
+        std::string candidate = attempt == 0 ? config_.path : base + "-" + std::to_string(attempt) + ext;
+        bool exists = false;
+        if (file_.open_new(candidate, &exists)) {
+          config_.path = candidate;
+          return true;
+        }
+        if (!exists) return false;  // another reason than a name clash
+      }
+      return false;
+    }
+  }
+  return false;
+}
+
 bool Session::start() {
-  if (!file_.open(config_.path)) {
+  owner_pid_ = static_cast<int>(getpid());
+  if (!open_file()) {
     error_ = file_.error();
     return false;
   }
@@ -106,7 +104,13 @@ bool Session::start() {
   last_flush_ns_ = monotonic_ns();
   last_snapshot_ns_ = last_flush_ns_;
   pthread_once(&g_exit_key_once, [] { pthread_key_create(&g_exit_key, on_thread_exit_key); });
+  // The writer blocks every signal (it inherits the mask it is created with): a process-directed
+  // signal then goes to a program thread, whose handler may wait for the writer to flush.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
   writer_ = std::thread([this] { writer_loop(); });
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return true;
 }
 
@@ -134,7 +138,8 @@ void Session::write_header() {
   p.set_int(std::string(k::kTscAnchorTicks), static_cast<int64_t>(clock_.tick0()));
   p.set_int(std::string(k::kTscAnchorNs), clock_.mono0());
   p.set(std::string(k::kWriter), "strata-collect 1");
-  p.set_int("buffer_bytes", static_cast<int64_t>(config_.buffer_bytes));
+  // The budget events may use (with the growth allowance): what a full buffer ran into.
+  p.set_int("buffer_bytes", static_cast<int64_t>(pool_.max_blocks() * kBlockBytes));
   stream_->write_properties(format::ChunkType::kProcess, p);
 }
 
@@ -173,6 +178,11 @@ void Session::write_stats() {
   p.set_int("spans_written", static_cast<int64_t>(stream_->spans_written() + stream_->pending_spans()));
   p.set_int("unfinished_spans", static_cast<int64_t>(unfinished_spans_));
   hash = hash * 31 + unfinished_spans_;
+  // What the budget was and how much of it a burst used: with buffer_full drops, the summary can
+  // say whether a larger budget (STRATA_BUFFER_MB / --buffer-mb) would have kept them.
+  p.set_int("buffer_limit_bytes", static_cast<int64_t>(pool_.max_blocks() * kBlockBytes));
+  p.set_int("buffer_peak_bytes", static_cast<int64_t>(pool_.peak_in_use() * kBlockBytes));
+  hash = hash * 31 + pool_.peak_in_use();
   if (hash == stats_written_hash_ && hash != 0) return;
   stats_written_hash_ = hash;
   stream_->write_properties(format::ChunkType::kStats, p);
@@ -195,7 +205,27 @@ ThreadState* Session::register_thread() {
   tls_state = t;
   strata_tls_cursor = &t->cursor;
   pthread_setspecific(g_exit_key, t);
+  if (auto hook = g_thread_registered_hook.load(std::memory_order_acquire)) hook();
   return t;
+}
+
+void Session::set_thread_registered_hook(void (*hook)()) { g_thread_registered_hook.store(hook); }
+
+uint64_t Session::span_open_at_fork() const {
+  ThreadState* t = tls_state;
+  if (t == nullptr || t->session != this) return context_.parent_span_id;
+  // Only the forking thread exists now: read its stack and mailbox without their locks (a lock
+  // held by a thread of the parent would never be released here).
+  for (size_t i = t->api_stack.size(); i-- > 0;) {
+    uint64_t id = t->api_stack[i];
+    if (std::find(t->mail.begin(), t->mail.end(), id) == t->mail.end()) return id;
+  }
+  return context_.parent_span_id;
+}
+
+ThreadState* Session::calling_thread_state() {
+  ThreadState* t = tls_state;
+  return t != nullptr && t->session == this ? t : nullptr;
 }
 
 ThreadState* Session::thread_state() {
@@ -208,27 +238,85 @@ ThreadState* Session::thread_state() {
 detail::Slot* Session::reserve(ThreadState* t, uint32_t count, int drop_cause) {
   detail::ThreadCursor& c = t->cursor;
   detail::Slot* end = c.end.load(std::memory_order_relaxed);
-  if (c.cur != nullptr && end - c.cur >= static_cast<ptrdiff_t>(count)) return c.cur;
+  if (c.cur != nullptr && end - c.cur >= static_cast<ptrdiff_t>(count) &&
+      t->deferred_count.load(std::memory_order_relaxed) == 0 &&
+      t->deferred_overflow.load(std::memory_order_relaxed) == 0)
+    return c.cur;
   if (stopped_.load(std::memory_order_relaxed)) return nullptr;
-  if (count >= BlockPool::slots_per_block()) {
-    t->drops[drop_cause].fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
+  detail::Slot* s = nullptr;
+  if (count < BlockPool::slots_per_block() && write_deferred(t)) {
+    end = c.end.load(std::memory_order_relaxed);
+    if (c.cur != nullptr && end - c.cur >= static_cast<ptrdiff_t>(count)) s = c.cur;
+    else if (switch_block(t)) s = c.cur;
   }
+  if (s == nullptr && drop_cause != kDropEndLost) t->drops[drop_cause].fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+bool Session::switch_block(ThreadState* t) {
+  detail::ThreadCursor& c = t->cursor;
+  std::lock_guard<std::mutex> lock(t->chain_mu);
+  Block* old = t->write_block;
+  // Nothing more goes into the old block (its commits precede this store): once read to the end,
+  // the writer may take it back even if no successor follows.
+  if (old != nullptr) old->closed.store(true, std::memory_order_release);
   Block* fresh = pool_.acquire();
   if (fresh == nullptr) {
-    t->drops[drop_cause].fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
+    c.end.store(c.cur, std::memory_order_relaxed);  // the hot path comes back here, never into `old`
+    return false;
   }
-  Block* old = t->write_block;
+  // Publishing `next` seals the old block: the writer frees it once it has read all of it. If the
+  // writer already took the old block back, the chain starts anew at `head`.
+  if (old != nullptr) old->next.store(fresh, std::memory_order_release);
+  else t->head = fresh;
   t->write_block = fresh;
+  // More than half the budget waiting to be read: wake the writer now rather than at its next tick.
+  if (pool_.in_use() * 2 > pool_.max_blocks() && !drain_soon_.exchange(true, std::memory_order_relaxed))
+    wake_cv_.notify_one();
   c.base = fresh->slots();
   c.cur = c.base;
   c.committed = &fresh->committed;
   c.end.store(c.base + fresh->capacity, std::memory_order_relaxed);
-  // Publishing `next` seals the old block: the writer frees it once it has read all of it.
-  if (old != nullptr) old->next.store(fresh, std::memory_order_release);
-  else t->head.store(fresh, std::memory_order_release);
-  return c.cur;
+  return true;
+}
+
+void Session::defer_end(ThreadState* t, uint64_t ticks, uint64_t span_id) {
+  if (stopped_.load(std::memory_order_relaxed)) return;
+  uint32_t n = t->deferred_count.load(std::memory_order_relaxed);
+  if (t->deferred == nullptr) t->deferred.reset(new (std::nothrow) detail::Slot[kMaxDeferredEnds]);
+  if (t->deferred != nullptr && n < kMaxDeferredEnds && t->deferred_overflow.load(std::memory_order_relaxed) == 0) {
+    t->deferred[n].ts = ticks;
+    t->deferred[n].word = span_id;
+    t->deferred_count.store(n + 1, std::memory_order_release);
+  } else if (span_id == 0) {
+    // Beyond the list a static end keeps only its count: the writer still closes the right spans
+    // (innermost static first), at this bounded time, flagged unfinished and counted as end_lost.
+    t->deferred_overflow_ticks.store(ticks, std::memory_order_relaxed);
+    t->deferred_overflow.fetch_add(1, std::memory_order_release);
+  } else {
+    // An API end beyond the list: the span stays open until the thread or the session ends.
+    t->drops[kDropEndLost].fetch_add(1, std::memory_order_relaxed);
+  }
+  // Every later event of this thread goes through reserve(), which writes the deferred ends first.
+  t->cursor.end.store(t->cursor.cur, std::memory_order_relaxed);
+}
+
+bool Session::write_deferred(ThreadState* t) {
+  const uint32_t n = t->deferred_count.load(std::memory_order_relaxed);
+  const uint32_t overflow = t->deferred_overflow.load(std::memory_order_relaxed);
+  if (n == 0 && overflow == 0) return true;
+  detail::ThreadCursor& c = t->cursor;
+  if (c.cur == nullptr || c.end.load(std::memory_order_relaxed) - c.cur < static_cast<ptrdiff_t>(1 + n)) {
+    if (!switch_block(t)) return false;
+  }
+  detail::Slot* s = c.cur;
+  s[0].ts = t->deferred_overflow_ticks.load(std::memory_order_relaxed);
+  s[0].word = event_word(kTagEndDeferred, n, overflow);
+  if (n > 0) std::memcpy(static_cast<void*>(s + 1), t->deferred.get(), n * sizeof(detail::Slot));
+  commit(t, s + 1 + n);
+  t->deferred_count.store(0, std::memory_order_relaxed);
+  t->deferred_overflow.store(0, std::memory_order_relaxed);
+  return true;
 }
 
 void Session::commit(ThreadState* t, detail::Slot* after) {
@@ -253,7 +341,7 @@ void Session::end_static_slow() {
   ThreadState* t = thread_state();
   if (t == nullptr) return;
   detail::Slot* s = reserve(t, 1, kDropEndLost);
-  if (s == nullptr) return;
+  if (s == nullptr) return defer_end(t, ts, 0);
   s->ts = ts;
   s->word = kTagEnd;
   commit(t, s + 1);
@@ -281,6 +369,7 @@ uint64_t Session::begin(std::string_view name, int level, ActivityType activity)
   ThreadState* t = thread_state();
   if (t == nullptr) return 0;
   name = clip(name, t);
+  if (t->has_mail.load(std::memory_order_relaxed)) take_mail(t);
   uint32_t extra = 1 + slots_for_bytes(name.size());
   detail::Slot* s = reserve(t, 1 + extra, kDropBufferFull);
   if (s == nullptr) return 0;
@@ -299,20 +388,56 @@ void Session::end(uint64_t span_id) {
   if (span_id == 0) return;
   ThreadState* t = thread_state();
   if (t == nullptr) return;
-  auto& stack = t->api_stack;
-  for (size_t i = stack.size(); i-- > 0;) {
-    if (stack[i] == span_id) {
-      stack.erase(stack.begin() + static_cast<ptrdiff_t>(i));
-      break;
-    }
-  }
+  uint32_t owner = 0;
+  if (!api_span_owner(span_id, id_salt_, &owner) || owner != t->index) return hand_off_end(t, span_id, ts);
+  if (t->has_mail.load(std::memory_order_relaxed)) take_mail(t);
+  erase_from_api_stack(t, span_id);
   detail::Slot* s = reserve(t, 2, kDropEndLost);
-  if (s == nullptr) return;
+  if (s == nullptr) return defer_end(t, ts, span_id);
   s[0].ts = ts;
   s[0].word = event_word(kTagEndId, 1, 0);
   s[1].ts = span_id;
   s[1].word = 0;
   commit(t, s + 2);
+}
+
+void Session::erase_from_api_stack(ThreadState* t, uint64_t span_id) {
+  auto& stack = t->api_stack;
+  for (size_t i = stack.size(); i-- > 0;) {
+    if (stack[i] == span_id) {
+      stack.erase(stack.begin() + static_cast<ptrdiff_t>(i));
+      return;
+    }
+  }
+}
+
+// An API span ended on a thread other than the one that began it. The end goes to the writer on a
+// side list (not this thread's buffer: the writer must apply it by time on the owner's stack, and it
+// is never lost for lack of space), and to the owner's mailbox so its context (traceparent) moves on.
+void Session::hand_off_end(ThreadState* t, uint64_t span_id, uint64_t ticks) {
+  (void)t;
+  {
+    std::lock_guard<std::mutex> lock(handoff_mu_);
+    handoff_ends_.push_back({ticks, span_id});
+  }
+  uint32_t owner_index = 0;
+  if (!api_span_owner(span_id, id_salt_, &owner_index)) return;
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  if (owner_index >= owned_threads_.size()) return;
+  ThreadState* owner = owned_threads_[owner_index].get();
+  std::lock_guard<std::mutex> mail_lock(owner->mail_mu);
+  owner->mail.push_back(span_id);
+  owner->has_mail.store(true, std::memory_order_release);
+}
+
+void Session::take_mail(ThreadState* t) {
+  std::vector<uint64_t> mail;
+  {
+    std::lock_guard<std::mutex> lock(t->mail_mu);
+    mail.swap(t->mail);
+    t->has_mail.store(false, std::memory_order_relaxed);
+  }
+  for (uint64_t id : mail) erase_from_api_stack(t, id);
 }
 
 void Session::set_attr(uint64_t span_id, std::string_view key, AttrType type, int64_t i, double d,
@@ -334,6 +459,28 @@ void Session::set_attr(uint64_t span_id, std::string_view key, AttrType type, in
   s[1].word = static_cast<uint64_t>(type) | (static_cast<uint64_t>(str.size()) << 8);
   detail::Slot* p = put_bytes(s + 2, key);
   commit(t, put_bytes(p, str));
+}
+
+void Session::set_int_attrs(uint64_t span_id, const char* const* keys, const int64_t* values, size_t count) {
+  if (span_id == 0 || count == 0) return;
+  ThreadState* t = thread_state();
+  if (t == nullptr) return;
+  uint32_t total = 0;
+  for (size_t k = 0; k < count; ++k)
+    total += 2 + slots_for_bytes(clip(keys[k] ? std::string_view(keys[k]) : std::string_view(), t).size());
+  detail::Slot* s = reserve(t, total, kDropBufferFull);  // one reservation and one commit for all
+  if (s == nullptr) return;
+  for (size_t k = 0; k < count; ++k) {
+    std::string_view key =
+        keys[k] ? std::string_view(keys[k]).substr(0, kMaxEventString) : std::string_view();
+    uint32_t extra = 1 + slots_for_bytes(key.size());
+    s[0].ts = static_cast<uint64_t>(values[k]);
+    s[0].word = event_word(kTagAttr, extra, static_cast<uint32_t>(key.size()));
+    s[1].ts = span_id;
+    s[1].word = static_cast<uint64_t>(AttrType::kInt);
+    s = put_bytes(s + 2, key);
+  }
+  commit(t, s);
 }
 
 void Session::instant(std::string_view name, int level) {
@@ -410,6 +557,7 @@ void Session::emit_complete(const SpanRecord& record, std::string_view name, std
 
 uint64_t Session::current_api_span() {
   ThreadState* t = tls_state;
+  if (t != nullptr && t->session == this && t->has_mail.load(std::memory_order_relaxed)) take_mail(t);
   if (t != nullptr && t->session == this && !t->api_stack.empty()) return t->api_stack.back();
   return context_.parent_span_id;
 }
@@ -437,6 +585,9 @@ void Session::set_collector_property(std::string_view key, std::string_view valu
 }
 
 void Session::on_thread_exit(ThreadState* state) {
+  // Ends still deferred get one more chance at buffer space; what remains the writer applies from
+  // the thread state once it sees `exited`.
+  if (!stopped_.load(std::memory_order_relaxed)) write_deferred(state);
   state->exited.store(true, std::memory_order_release);
   if (tls_state == state) {
     tls_state = nullptr;
@@ -445,342 +596,5 @@ void Session::on_thread_exit(ThreadState* state) {
 }
 
 void Session::pause_writer_for_testing(bool paused) { paused_.store(paused); }
-
-// ---------------------------------------------------------------------------------------------
-// Consumer side (writer thread)
-
-void Session::writer_loop() {
-  std::unique_lock<std::mutex> lock(wake_mu_);
-  for (;;) {
-    wake_cv_.wait_for(lock, std::chrono::milliseconds(config_.drain_interval_ms),
-                      [&] { return stop_requested_ || flush_requests_ > flushes_done_; });
-    bool stopping = stop_requested_;
-    uint64_t requested = flush_requests_;
-    lock.unlock();
-    if (!paused_.load() || stopping) drain_all();
-    int64_t now = monotonic_ns();
-    bool flush_now = stopping || requested > flushes_done_ ||
-                     now - last_flush_ns_ >= int64_t{config_.flush_interval_ms} * 1'000'000;
-    if (flush_now) {
-      stream_->flush();
-      write_stats();
-      // A (monotonic, realtime, ticks) reading now and then lets the loader correct the start-up
-      // tick calibration, even for a process that is killed before it writes its End chunk.
-      if (now - last_snapshot_ns_ >= 1'000'000'000) {
-        write_clock_snapshot();
-        last_snapshot_ns_ = now;
-      }
-      last_flush_ns_ = now;
-    }
-    lock.lock();
-    if (flush_now) {
-      flushes_done_ = requested;
-      flushed_cv_.notify_all();
-    }
-    if (stopping) return;
-  }
-}
-
-void Session::drain_all() {
-  std::vector<ThreadState*> threads;
-  {
-    std::lock_guard<std::mutex> lock(threads_mu_);
-    threads = threads_;
-  }
-  for (ThreadState* t : threads) drain_thread(*t);
-  // Forget threads that exited and were read to the end: their blocks go back to the pool.
-  std::lock_guard<std::mutex> lock(threads_mu_);
-  std::erase_if(threads_, [&](ThreadState* t) {
-    if (!t->exited.load(std::memory_order_acquire)) return false;
-    drain_thread(*t);
-    if (t->read_block != nullptr && t->read_block->next.load(std::memory_order_acquire) != nullptr) return false;
-    if (!t->open.empty()) finish_open_spans(*t);
-    if (t->read_block != nullptr) pool_.release(t->read_block);
-    t->read_block = nullptr;
-    return true;
-  });
-}
-
-void Session::drain_thread(ThreadState& t) {
-  for (;;) {
-    Block* b = t.read_block;
-    if (b == nullptr) {
-      b = t.head.load(std::memory_order_acquire);
-      if (b == nullptr) return;
-      t.read_block = b;
-      t.read_pos = 0;
-    }
-    Block* next = b->next.load(std::memory_order_acquire);
-    uint32_t committed = b->committed.load(std::memory_order_acquire);
-    if (committed > t.read_pos) process_events(t, b->slots() + t.read_pos, committed - t.read_pos);
-    t.read_pos = committed;
-    if (next == nullptr) return;
-    pool_.release(b);
-    t.read_block = next;
-    t.read_pos = 0;
-  }
-}
-
-void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t count) {
-  uint64_t emitted = 0;  // published once per batch: an atomic add per span costs more than the span
-  const detail::SourceLocation* last_loc = nullptr;
-  uint32_t last_loc_name = 0;
-  auto emit = [&](uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, uint8_t level,
-                  uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid, ActivityType activity) {
-    SpanRecord r;
-    r.span_id = id;
-    r.parent_id = parent;
-    r.start_ns = start;
-    r.end_ns = end;
-    r.name = name;
-    r.tid = tid;
-    r.level = level;
-    r.kind = kind;
-    r.activity = static_cast<uint8_t>(activity);
-    r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
-    r.flags = kSpanFlagFromTicks;
-    stream_->add_span(r, attrs);
-    ++emitted;
-  };
-  auto parent_of_new = [&]() { return t.open.empty() ? context_.parent_span_id : t.open.back().id; };
-  auto bytes = [](const detail::Slot* p, size_t n) { return std::string_view(reinterpret_cast<const char*>(p), n); };
-
-  for (uint32_t i = 0; i < count;) {
-    const detail::Slot& head = slots[i];
-    uint64_t tag = tag_of(head.word);
-    if (tag == kTagBeginStatic) {
-      const auto* loc = reinterpret_cast<const detail::SourceLocation*>(head.word);
-      if (loc != last_loc) {  // hot loops repeat one site: skip the hash lookup
-        auto [it, inserted] = location_names_.try_emplace(loc, 0);
-        if (inserted) it->second = stream_->intern(loc->name);
-        last_loc = loc;
-        last_loc_name = it->second;
-      }
-      int64_t ns = clock_.to_ns(head.ts);
-      // Sites compiled before SourceLocation had the field read 0 (zero-filled padding): annotation.
-      const uint8_t activity = loc->activity != 0 ? loc->activity : static_cast<uint8_t>(ActivityType::kAnnotation);
-      t.open.push_back({make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(), ns,
-                        last_loc_name, loc->level, activity, {}});
-      t.last_ns = ns;
-      i += 1;
-      continue;
-    }
-    if (tag == kTagEnd) {
-      int64_t ns = clock_.to_ns(head.ts);
-      t.last_ns = ns;
-      i += 1;
-      if (t.open.empty()) {
-        consumer_drops_[kDropUnmatchedEnd].fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
-      ThreadState::Open& o = t.open.back();
-      emit(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs, t.tid,
-           static_cast<ActivityType>(o.activity));
-      t.open.pop_back();
-      continue;
-    }
-    uint32_t extra = extra_of(head.word);
-    uint32_t aux = aux_of(head.word);
-    const detail::Slot* x = slots + i + 1;
-    i += 1 + extra;
-    switch (tag) {
-      case kTagBegin: {
-        uint64_t id = x[0].ts;
-        std::string_view name = bytes(x + 1, aux_name_len(aux));
-        const auto activity = static_cast<ActivityType>(aux >> 24);
-        int64_t ns = clock_.to_ns(head.ts);
-        t.last_ns = ns;
-        auto early = early_ends_.find(id);
-        if (early != early_ends_.end()) {  // ended on another thread before we read its begin
-          emit(id, parent_of_new(), ns, early->second, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF),
-               static_cast<uint8_t>(SpanKind::kSpan), {}, t.tid, activity);
-          early_ends_.erase(early);
-          break;
-        }
-        t.open.push_back({id, parent_of_new(), ns, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF),
-                          static_cast<uint8_t>(activity), {}});
-        open_api_spans_[id] = {&t};
-        break;
-      }
-      case kTagEndId: {
-        uint64_t id = x[0].ts;
-        int64_t ns = clock_.to_ns(head.ts);
-        t.last_ns = ns;
-        auto ref = open_api_spans_.find(id);
-        if (ref == open_api_spans_.end()) {
-          early_ends_[id] = ns;
-          break;
-        }
-        ThreadState& owner = *ref->second.owner;
-        open_api_spans_.erase(ref);
-        for (size_t k = owner.open.size(); k-- > 0;) {
-          if (owner.open[k].id != id) continue;
-          ThreadState::Open& o = owner.open[k];
-          // The span belongs to the thread that began it, even when another thread ended it.
-          emit(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs,
-               owner.tid, static_cast<ActivityType>(o.activity));
-          owner.open.erase(owner.open.begin() + static_cast<ptrdiff_t>(k));
-          break;
-        }
-        break;
-      }
-      case kTagAttr: {
-        uint64_t id = x[0].ts;
-        auto type = static_cast<AttrType>(x[0].word & 0xFF);
-        size_t str_len = static_cast<size_t>(x[0].word >> 8);
-        std::string_view key = bytes(x + 1, aux);
-        std::string_view str = bytes(x + 1 + slots_for_bytes(aux), str_len);
-        auto ref = open_api_spans_.find(id);
-        if (ref == open_api_spans_.end()) {
-          consumer_drops_[kDropAttrNoSpan].fetch_add(1, std::memory_order_relaxed);
-          break;
-        }
-        for (auto it = ref->second.owner->open.rbegin(); it != ref->second.owner->open.rend(); ++it) {
-          if (it->id != id) continue;
-          AttrRecord a;
-          a.key = stream_->intern(key);
-          a.type = static_cast<uint8_t>(type);
-          a.value.u = head.ts;
-          if (type == AttrType::kString) a.value.u = stream_->intern(str);
-          it->attrs.push_back(a);
-          break;
-        }
-        break;
-      }
-      case kTagInstant: {
-        int64_t ns = clock_.to_ns(head.ts);
-        emit(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(), ns, ns,
-             stream_->intern(bytes(x, aux_name_len(aux))), static_cast<uint8_t>(aux & 0xFF),
-             static_cast<uint8_t>(SpanKind::kInstant), {}, t.tid, ActivityType::kAnnotation);
-        break;
-      }
-      case kTagCounter: {
-        int64_t ns = clock_.to_ns(head.ts);
-        double value;
-        std::memcpy(&value, &x[0].ts, 8);
-        AttrRecord a;
-        a.key = stream_->intern("value");
-        a.type = static_cast<uint8_t>(AttrType::kMetric);
-        a.value.d = value;
-        emit(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), 0, ns, ns,
-             stream_->intern(bytes(x + 1, aux)), static_cast<uint8_t>(Level::kApplication),
-             static_cast<uint8_t>(SpanKind::kCounter), std::span<const AttrRecord>(&a, 1), t.tid,
-             ActivityType::kCounter);
-        break;
-      }
-      case kTagComplete: {
-        SpanRecord r;
-        std::memcpy(static_cast<void*>(&r), x, sizeof(r));
-        r.name = stream_->intern(bytes(x + 4, aux));
-        if (r.tid == 0) r.tid = t.tid;
-        if (r.span_id == 0) r.span_id = make_span_id(id_salt_, t.index, true, t.next_writer_counter++);
-        const detail::Slot* p = x + 4 + slots_for_bytes(aux);
-        std::vector<AttrRecord> attrs(r.attr_count);
-        for (auto& a : attrs) {
-          size_t key_len = (p->word >> 8) & 0xFFFFFF;
-          size_t str_len = p->word >> 32;
-          a.type = static_cast<uint8_t>(p->word & 0xFF);
-          a.value.u = p->ts;
-          a.key = stream_->intern(bytes(p + 1, key_len));
-          if (a.type == static_cast<uint8_t>(AttrType::kString))
-            a.value.u = stream_->intern(bytes(p + 1 + slots_for_bytes(key_len), str_len));
-          p += 1 + slots_for_bytes(key_len) + slots_for_bytes(str_len);
-        }
-        stream_->add_span(r, attrs);
-        ++emitted;
-        break;
-      }
-      case kTagThreadName: {
-        std::string name(bytes(x, aux));
-        auto it = std::find_if(thread_names_.begin(), thread_names_.end(), [&](auto& e) { return e.first == t.tid; });
-        if (it != thread_names_.end()) it->second = name;
-        else thread_names_.emplace_back(t.tid, name);
-        break;
-      }
-      default:
-        // Unknown tag: the buffer is corrupt (a bug). Skip the rest of this batch, counted.
-        consumer_drops_[kDropCorruptBuffer].fetch_add(1, std::memory_order_relaxed);
-        spans_written_.fetch_add(emitted, std::memory_order_relaxed);
-        return;
-    }
-  }
-  spans_written_.fetch_add(emitted, std::memory_order_relaxed);
-}
-
-void Session::finish_open_spans(ThreadState& t) {
-  // Spans still open when the thread or the recording ended: kept, flagged unfinished, counted.
-  for (auto& o : t.open) {
-    SpanRecord r;
-    r.span_id = o.id;
-    r.parent_id = o.parent;
-    r.start_ns = o.start_ns;
-    r.end_ns = std::max(o.start_ns, t.last_ns);
-    r.name = o.name;
-    r.tid = t.tid;
-    r.level = o.level;
-    r.kind = static_cast<uint8_t>(SpanKind::kSpan);
-    r.activity = o.activity;
-    r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
-    r.flags = kSpanFlagUnfinished | kSpanFlagFromTicks;
-    stream_->add_span(r, o.attrs);
-    spans_written_.fetch_add(1, std::memory_order_relaxed);
-    open_api_spans_.erase(o.id);
-    ++unfinished_spans_;
-  }
-  t.open.clear();
-}
-
-void Session::flush() {
-  std::unique_lock<std::mutex> lock(wake_mu_);
-  if (stopped_ || !writer_.joinable()) return;
-  uint64_t ticket = ++flush_requests_;
-  wake_cv_.notify_all();
-  flushed_cv_.wait(lock, [&] { return flushes_done_ >= ticket || stop_requested_; });
-}
-
-void Session::stop() {
-  {
-    std::lock_guard<std::mutex> lock(wake_mu_);
-    if (stopped_) return;
-    stopped_ = true;
-    stop_requested_ = true;
-  }
-  if (!writer_.joinable()) return;
-  // Retire every producer cursor so threads that keep running take the slow path (and find no
-  // session) instead of writing into blocks nobody reads.
-  {
-    std::lock_guard<std::mutex> lock(threads_mu_);
-    for (auto& t : owned_threads_) {
-      detail::Slot* cur = t->cursor.cur;
-      t->cursor.end.store(cur, std::memory_order_relaxed);
-    }
-  }
-  wake_cv_.notify_all();
-  writer_.join();
-  // Final pass: everything committed is read; spans still open are written as unfinished.
-  {
-    std::lock_guard<std::mutex> lock(threads_mu_);
-    for (ThreadState* t : threads_) {
-      drain_thread(*t);
-      finish_open_spans(*t);
-    }
-  }
-  consumer_drops_[kDropUnmatchedEnd].fetch_add(early_ends_.size(), std::memory_order_relaxed);
-  early_ends_.clear();
-  stream_->flush();
-  write_clock_snapshot();
-  write_stats();
-  format::Properties end;
-  end.set_int(std::string(format::keys::kEndMonotonicNs), monotonic_ns());
-  end.set_int("spans_written", static_cast<int64_t>(stream_->spans_written()));
-  stream_->write_properties(format::ChunkType::kEnd, end);
-  if (stream_->failed()) {
-    consumer_drops_[kDropWriteFailed].fetch_add(1);
-    error_ = stream_->error();
-  }
-  file_.close();
-  // Thread states and blocks stay allocated (the session object is kept alive by the runtime):
-  // a thread still inside a span site must never touch freed memory.
-}
 
 }  // namespace strata::collect

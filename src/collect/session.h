@@ -27,9 +27,18 @@
 namespace strata::collect {
 
 struct SessionConfig {
+  // How the trace file is opened: created or truncated (an explicit path), created new without
+  // following links (a per-process file in a parts directory: on a name clash "-1", "-2", ... is
+  // added before ".strata"), or appended to (a process that owns an output file and exec'd itself).
+  enum class OpenMode { kTruncate, kCreateNew, kAppend };
   std::string path;                 // trace file to create
+  OpenMode open_mode = OpenMode::kTruncate;
   int level = 20;                   // deepest level recorded (strata::Level value)
   size_t buffer_bytes = 64u << 20;  // all per-thread event buffers together
+  // Under a burst the buffers may grow up to this (then shrink back); 0 or less than buffer_bytes:
+  // buffer_bytes is a hard budget. From the environment: STRATA_BUFFER_MB set is a hard budget;
+  // unset, 64 MiB growing up to STRATA_BUFFER_MAX_MB (default min(512 MiB, RAM / 16)).
+  size_t buffer_max_bytes = 0;
   int drain_interval_ms = 10;       // how often the writer empties thread buffers
   int flush_interval_ms = 100;      // how often it appends chunks to the file (crash safety)
   int compression_level = 0;        // zstd level; 0 stores chunks uncompressed
@@ -51,6 +60,7 @@ enum DropCause : int {
 const char* drop_cause_name(int cause);
 
 struct ThreadState;
+struct OpenSpan;
 
 // One attribute or metric handed over by a collector with a complete span.
 struct AttrDraft {
@@ -79,6 +89,8 @@ class Session {
   uint64_t begin(std::string_view name, int level, ActivityType activity = ActivityType::kAnnotation);
   void end(uint64_t span_id);
   void set_attr(uint64_t span_id, std::string_view key, AttrType type, int64_t i, double d, std::string_view s);
+  // Several integer attributes of one span with one buffer reservation (tracers that set many).
+  void set_int_attrs(uint64_t span_id, const char* const* keys, const int64_t* values, size_t count);
   void instant(std::string_view name, int level);
   void counter(std::string_view name, double value);
   void set_thread_name(std::string_view name);
@@ -93,7 +105,18 @@ class Session {
   // Facts about a collector (e.g. its clock source), written as stats property "collector.<key>".
   void set_collector_property(std::string_view key, std::string_view value);
 
+  // A tick reading (detail::now_ticks) on this session's monotonic ns scale, for collectors that
+  // stamp events themselves and hand them over with emit_complete (flag them kSpanFlagFromTicks).
+  int64_t ticks_to_ns(uint64_t ticks) const { return clock_.to_ns(ticks); }
   const TraceContext& context() const { return context_; }
+  // The process that started the session (a vfork child shares the parent's memory, not its session).
+  int owner_pid() const { return owner_pid_; }
+  // In a forked child, before anything else runs: the innermost API span the forking thread had
+  // open in the parent (or the parent's own parent), to hang the child's spans under. Takes no lock.
+  uint64_t span_open_at_fork() const;
+  // Called (once per thread) when a thread records its first event; the runtime installs its
+  // terminate-signal handlers from there.
+  static void set_thread_registered_hook(void (*hook)());
   const SessionConfig& config() const { return config_; }
   const std::string& error() const { return error_; }
   uint64_t drops(int cause) const;
@@ -107,23 +130,47 @@ class Session {
  private:
   friend struct ThreadState;
   ThreadState* thread_state();
+  ThreadState* calling_thread_state();  // without registering
   ThreadState* register_thread();
-  // Reserves `count` contiguous slots in the calling thread's buffer, or null (drop counted).
+  // Reserves `count` contiguous slots in the calling thread's buffer (after writing any deferred
+  // ends), or null: the drop is counted, except for ends, which the caller defers.
   detail::Slot* reserve(ThreadState* t, uint32_t count, int drop_cause);
+  bool switch_block(ThreadState* t);
+  void defer_end(ThreadState* t, uint64_t ticks, uint64_t span_id);
+  bool write_deferred(ThreadState* t);
   void commit(ThreadState* t, detail::Slot* after);
   uint64_t new_api_id(ThreadState* t);
+  void hand_off_end(ThreadState* t, uint64_t span_id, uint64_t ticks);
+  void take_mail(ThreadState* t);
+  static void erase_from_api_stack(ThreadState* t, uint64_t span_id);
 
   void writer_loop();
   void drain_all();
-  void drain_thread(ThreadState& t);
+  // Reads the thread's events up to (limit, limit_pos) (everything when limit is null).
+  void drain_thread(ThreadState& t, const Block* limit = nullptr, uint32_t limit_pos = 0);
+  void take_handoff_ends();
   void process_events(ThreadState& t, const detail::Slot* slots, uint32_t count);
+  bool process_other_event(ThreadState& t, uint64_t tag, const detail::Slot& head, const detail::Slot* x,
+                           uint32_t extra, uint32_t aux, uint64_t* emitted);
+  void append_span(uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, uint8_t level,
+                   uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid, ActivityType activity);
+  uint64_t parent_of_new(const ThreadState& t) const;
+  void emit_open(const ThreadState& owner, const OpenSpan& o, int64_t end_ns, uint8_t flags);
+  void close_innermost_static(ThreadState& t, int64_t end_ns, uint8_t flags);
+  void end_api_span(uint64_t span_id, int64_t end_ns);
+  void close_known_ends(ThreadState& t, int64_t now_ns);
+  void apply_deferred_ends(ThreadState& t, const detail::Slot* entries, uint32_t n, uint32_t overflow,
+                           uint64_t overflow_ticks);
   void finish_open_spans(ThreadState& t);
   void write_header();
   void write_stats();
   void write_clock_snapshot();
 
+  bool open_file();
+
   SessionConfig config_;
   TraceContext context_;
+  int owner_pid_ = 0;
   uint64_t id_salt_ = 0;
   std::string error_;
   BlockPool pool_;
@@ -142,6 +189,7 @@ class Session {
   uint64_t flush_requests_ = 0;
   uint64_t flushes_done_ = 0;
   std::atomic<bool> paused_{false};
+  std::atomic<bool> drain_soon_{false};  // a producer found the pool more than half used
   std::atomic<bool> stopped_{false};  // read by producers without the lock
 
   // Writer-thread state.
@@ -153,6 +201,8 @@ class Session {
   };
   std::unordered_map<uint64_t, OpenRef> open_api_spans_;
   std::unordered_map<uint64_t, int64_t> early_ends_;  // ends seen before their begin (other thread)
+  std::mutex handoff_mu_;  // producers ending another thread's span -> writer
+  std::vector<detail::Slot> handoff_ends_;  // {ticks, span id}
   std::atomic<uint64_t> consumer_drops_[kDropCauseCount] = {};
   std::atomic<uint64_t> spans_written_{0};
   std::vector<std::pair<uint32_t, std::string>> thread_names_;

@@ -10,6 +10,8 @@
 
 #include <string_view>
 
+#include "core/memory_keys.h"
+
 namespace strata::attr_keys {
 
 // --- Model and step -------------------------------------------------------------------------
@@ -23,8 +25,9 @@ inline constexpr std::string_view kModule = "module";   // string: nn.Module pat
 // string: input shapes, "[[2,3,64,64],[64,3,7,7],[]]" (one list per input, [] for non-tensors).
 inline constexpr std::string_view kShapes = "shapes";
 inline constexpr std::string_view kInputTypes = "input_types";  // string: input dtypes (Kineto "Input type")
-inline constexpr std::string_view kAllocBytes = "alloc_bytes";  // int: bytes allocated while the op ran
-inline constexpr std::string_view kDeviceAllocBytes = "device_alloc_bytes";  // int: ... on a device
+// Memory per op (alloc, freed, net, self, peak; device_ variants) and the memory counter tracks:
+// core/memory_keys.h.
+inline constexpr std::string_view kAllocBytes = memory_keys::kAllocBytes;  // int: bytes allocated while the op ran
 
 // --- Work and traffic (metrics) -----------------------------------------------------------------
 inline constexpr std::string_view kFlops = "flops";  // floating-point operations (all precisions)

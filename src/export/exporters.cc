@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -86,6 +87,25 @@ void append_attr_members(const model::Trace& trace, size_t index, std::string* o
     std::string key(trace.strings.get(a.key));
     if (a.type == static_cast<uint8_t>(AttrType::kMetric)) key = "metric." + key;
     append_json_string(out, key);
+    out->push_back(':');
+    append_attr_value(trace, a, out);
+  }
+}
+
+// A counter sample's args: its numeric attributes only, each a series of the track ("value" for
+// Strata's counters; Perfetto names the track "<name> <key>"). Chrome and Perfetto read every arg of
+// a "C" event as a number: a string (a memory counter's allocator and device, which its name
+// already carries) would be a parse failure there.
+void append_counter_series(const model::Trace& trace, size_t index, std::string* out) {
+  bool first = true;
+  for (const AttrRecord& a : trace.attributes(index)) {
+    if (a.type == static_cast<uint8_t>(AttrType::kString)) continue;
+    const bool real = a.type == static_cast<uint8_t>(AttrType::kDouble) ||
+                      a.type == static_cast<uint8_t>(AttrType::kMetric);
+    if (real && !std::isfinite(a.value.d)) continue;  // no number to plot (JSON has no NaN)
+    if (!first) out->push_back(',');
+    first = false;
+    append_json_string(out, trace.strings.get(a.key));
     out->push_back(':');
     append_attr_value(trace, a, out);
   }
@@ -178,7 +198,7 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
       b += ",\"ts\":";
       append_us(&b, s.start_ns - origin);
       b += ",\"args\":{";
-      append_attr_members(trace, i, &b, false);
+      append_counter_series(trace, i, &b);
       b += "}}";
       continue;
     }

@@ -1,10 +1,12 @@
 #include "format/chunk_writer.h"
 
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "core/crc32c.h"
@@ -41,6 +43,19 @@ bool ChunkWriter::open(const std::string& path) {
   close();
   path_ = path;
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    error_ = path + ": cannot create trace file: " + std::strerror(errno);
+    return false;
+  }
+  FileHeader header = make_file_header();
+  return write_all(&header, sizeof(header));
+}
+
+bool ChunkWriter::open_new(const std::string& path, bool* exists) {
+  close();
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (exists != nullptr) *exists = fd_ < 0 && errno == EEXIST;
   if (fd_ < 0) {
     error_ = path + ": cannot create trace file: " + std::strerror(errno);
     return false;
@@ -103,12 +118,66 @@ bool ChunkWriter::write_chunk(ChunkType type, uint64_t stream_id, std::string_vi
   }
   ChunkHeader header =
       make_chunk_header(type, flags, stream_id, stored, static_cast<uint32_t>(payload.size()));
-  // One write for header and payload keeps a chunk contiguous even if another process appends.
-  std::string frame;
-  frame.reserve(sizeof(header) + stored.size());
-  frame.append(reinterpret_cast<const char*>(&header), sizeof(header));
-  frame.append(stored);
-  return write_all(frame.data(), frame.size());
+  // One writev for header and payload keeps a chunk contiguous even if another process appends, and
+  // copies nothing (a per-chunk frame buffer cost a fresh allocation and a copy of every payload).
+  iovec parts[2] = {{&header, sizeof(header)}, {const_cast<char*>(stored.data()), stored.size()}};
+  return write_all_v(parts, 2);
+}
+
+bool ChunkWriter::write_chunk_parts(ChunkType type, uint64_t stream_id, std::span<const std::string_view> parts) {
+  if (fd_ < 0) return false;
+  if (parts.size() > 7) {
+    error_ = path_ + ": a chunk of more than 7 parts";
+    return false;
+  }
+  uint64_t size = 0;
+  uint32_t crc = 0;
+  for (std::string_view part : parts) {
+    size += part.size();
+    crc = crc32c(part.data(), part.size(), crc);
+  }
+  if (size > kMaxChunkPayload) {
+    error_ = path_ + ": chunk payload of " + std::to_string(size) + " bytes exceeds the limit";
+    return false;
+  }
+  ChunkHeader header{};
+  header.magic = kChunkMagic;
+  header.type = static_cast<uint16_t>(type);
+  header.stored_size = static_cast<uint32_t>(size);
+  header.raw_size = static_cast<uint32_t>(size);
+  header.stream_id = stream_id;
+  header.payload_crc = crc;
+  header.header_crc = crc32c(&header, offsetof(ChunkHeader, header_crc));
+  iovec iov[8];
+  int count = 0;
+  iov[count++] = {&header, sizeof(header)};
+  for (std::string_view part : parts)
+    if (!part.empty()) iov[count++] = {const_cast<char*>(part.data()), part.size()};
+  return write_all_v(iov, count);
+}
+
+bool ChunkWriter::write_all_v(iovec* parts, int count) {
+  while (count > 0) {
+    ssize_t n = ::writev(fd_, parts, count);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error_ = path_ + ": write failed at offset " + std::to_string(bytes_written_) + ": " + std::strerror(errno);
+      return false;
+    }
+    bytes_written_ += static_cast<uint64_t>(n);
+    // A short write: continue after what was written.
+    auto left = static_cast<size_t>(n);
+    while (count > 0 && left >= parts[0].iov_len) {
+      left -= parts[0].iov_len;
+      ++parts;
+      --count;
+    }
+    if (count > 0) {
+      parts[0].iov_base = static_cast<char*>(parts[0].iov_base) + left;
+      parts[0].iov_len -= left;
+    }
+  }
+  return true;
 }
 
 bool ChunkWriter::write_raw(std::string_view framed) {

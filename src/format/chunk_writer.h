@@ -1,7 +1,10 @@
 // Appends framed chunks to a trace file. Not thread-safe: one writer thread owns it.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -19,11 +22,17 @@ class ChunkWriter {
   // Creates (truncates) the file and writes the file header. On failure returns false and sets
   // error() to one line naming the file and the reason.
   bool open(const std::string& path);
+  // Creates a new file: fails if the name exists (*exists set) and never follows a symbolic link,
+  // so a file planted in a shared directory is neither overwritten nor written through.
+  bool open_new(const std::string& path, bool* exists = nullptr);
   // Appends to an existing file, writing the header only if the file is empty.
   bool open_append(const std::string& path);
   // compression_level <= 0 stores the payload uncompressed.
   bool write_chunk(ChunkType type, uint64_t stream_id, std::string_view payload,
                    int compression_level = 0);
+  // An uncompressed chunk whose payload is the concatenation of `parts` (at most 7), written with
+  // one writev: no copy into a contiguous buffer first.
+  bool write_chunk_parts(ChunkType type, uint64_t stream_id, std::span<const std::string_view> parts);
   // Copies an already-framed chunk (header + stored payload) verbatim.
   bool write_raw(std::string_view framed);
   void close();
@@ -34,6 +43,7 @@ class ChunkWriter {
 
  private:
   bool write_all(const void* data, size_t size);
+  bool write_all_v(struct iovec* parts, int count);
 
   int fd_ = -1;
   std::string path_;

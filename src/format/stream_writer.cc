@@ -1,13 +1,16 @@
 #include "format/stream_writer.h"
 
+#include <algorithm>
+
 #include "format/payloads.h"
 
 namespace strata::format {
 
 StreamWriter::StreamWriter(ChunkWriter* out, uint64_t stream_id, int compression_level,
-                           size_t spans_per_chunk)
+                           size_t spans_per_chunk, size_t max_chunk_bytes)
     : out_(out), stream_id_(stream_id), compression_level_(compression_level),
-      spans_per_chunk_(spans_per_chunk) {
+      spans_per_chunk_(std::max<size_t>(1, std::min(spans_per_chunk, max_chunk_bytes / sizeof(SpanRecord)))),
+      max_chunk_bytes_(max_chunk_bytes) {
   spans_.reserve(spans_per_chunk_);
 }
 
@@ -25,7 +28,9 @@ void StreamWriter::add_span(const SpanRecord& span, std::span<const AttrRecord> 
   spans_.push_back(span);
   spans_.back().attr_count = static_cast<uint16_t>(attrs.size());
   attrs_.insert(attrs_.end(), attrs.begin(), attrs.end());
-  if (spans_.size() >= spans_per_chunk_) flush();
+  if (spans_.size() >= spans_per_chunk_ ||
+      spans_.size() * sizeof(SpanRecord) + attrs_.size() * sizeof(AttrRecord) >= max_chunk_bytes_)
+    flush();
 }
 
 bool StreamWriter::flush_strings() {
@@ -41,12 +46,24 @@ bool StreamWriter::flush() {
   // Strings first: a reader that stops after any chunk has every name that chunk uses.
   if (!flush_strings()) return false;
   if (spans_.empty()) return true;
-  payload_.clear();
-  encode_spans(spans_, attrs_, &payload_);
+  bool ok;
+  if (compression_level_ > 0) {
+    payload_.clear();
+    encode_spans(spans_, attrs_, &payload_);
+    ok = out_->write_chunk(ChunkType::kSpans, stream_id_, payload_, compression_level_);
+  } else {
+    // Uncompressed: the records go from their vectors to the file in one writev, not copied first.
+    SpansChunkHeader h{static_cast<uint32_t>(spans_.size()), static_cast<uint32_t>(attrs_.size())};
+    const std::string_view parts[3] = {
+        {reinterpret_cast<const char*>(&h), sizeof(h)},
+        {reinterpret_cast<const char*>(spans_.data()), spans_.size() * sizeof(SpanRecord)},
+        {reinterpret_cast<const char*>(attrs_.data()), attrs_.size() * sizeof(AttrRecord)}};
+    ok = out_->write_chunk_parts(ChunkType::kSpans, stream_id_, parts);
+  }
   spans_written_ += spans_.size();
   spans_.clear();
   attrs_.clear();
-  if (!out_->write_chunk(ChunkType::kSpans, stream_id_, payload_, compression_level_)) failed_ = true;
+  if (!ok) failed_ = true;
   return !failed_;
 }
 

@@ -18,8 +18,12 @@ namespace strata::format {
 
 class StreamWriter {
  public:
+  // A spans chunk is written once it holds `max_chunk_bytes` of records (or `spans_per_chunk`
+  // spans): a file cut or killed anywhere loses at most about one chunk. Writers that run for a
+  // long time also flush by time (the collector every 100 ms).
+  static constexpr size_t kDefaultMaxChunkBytes = 256 * 1024;
   StreamWriter(ChunkWriter* out, uint64_t stream_id, int compression_level = 0,
-               size_t spans_per_chunk = 16384);
+               size_t spans_per_chunk = 16384, size_t max_chunk_bytes = kDefaultMaxChunkBytes);
 
   // Stream-local string id (1..n; 0 is the empty string).
   uint32_t intern(std::string_view text);
@@ -44,6 +48,7 @@ class StreamWriter {
   uint64_t stream_id_;
   int compression_level_;
   size_t spans_per_chunk_;
+  size_t max_chunk_bytes_;
   std::unordered_map<std::string, uint32_t> ids_;
   std::vector<std::pair<uint32_t, std::string_view>> pending_strings_;
   std::vector<SpanRecord> spans_;

@@ -16,15 +16,17 @@
 namespace strata::format {
 namespace {
 
-// Copies every valid chunk of each input (opened by `open_input`) into `output`, then the record.
-// `open_input` returns false with one line in its error argument when an input cannot be read.
+// Copies every valid chunk of each input (opened by `open_input`) into `output` (created, or
+// appended to), then the record. `open_input` returns false with one line in its error argument when
+// an input cannot be read.
 MergeResult merge(size_t input_count,
                   const std::function<bool(size_t, ChunkReader*, std::string*)>& open_input,
-                  const std::string& output, const Properties& record, std::vector<std::string> warnings) {
+                  const std::string& output, const Properties& record, std::vector<std::string> warnings,
+                  bool append = false) {
   MergeResult result;
   result.warnings = std::move(warnings);
   ChunkWriter writer;
-  if (!writer.open(output)) {
+  if (!(append ? writer.open_append(output) : writer.open(output))) {
     result.error = writer.error();
     return result;
   }
@@ -113,8 +115,10 @@ PartFiles list_part_files(int dir_fd, const std::string& dir_name) {
   return parts;
 }
 
-MergeResult merge_part_files(int dir_fd, const std::string& dir_name, const PartFiles& parts,
-                             const std::string& output, const Properties& record) {
+namespace {
+
+MergeResult merge_parts(int dir_fd, const std::string& dir_name, const PartFiles& parts, const std::string& output,
+                        const Properties& record, bool append) {
   auto open_part = [&](size_t i, ChunkReader* reader, std::string* error) {
     const std::string path = dir_name + "/" + parts.names[i];
     int fd = ::openat(dir_fd, parts.names[i].c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -132,7 +136,19 @@ MergeResult merge_part_files(int dir_fd, const std::string& dir_name, const Part
     *error = reader->error();
     return false;
   };
-  return merge(parts.names.size(), open_part, output, record, parts.skipped);
+  return merge(parts.names.size(), open_part, output, record, parts.skipped, append);
+}
+
+}  // namespace
+
+MergeResult merge_part_files(int dir_fd, const std::string& dir_name, const PartFiles& parts,
+                             const std::string& output, const Properties& record) {
+  return merge_parts(dir_fd, dir_name, parts, output, record, false);
+}
+
+MergeResult append_part_files(int dir_fd, const std::string& dir_name, const PartFiles& parts,
+                              const std::string& output, const Properties& record) {
+  return merge_parts(dir_fd, dir_name, parts, output, record, true);
 }
 
 }  // namespace strata::format

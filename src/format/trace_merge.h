@@ -35,5 +35,9 @@ PartFiles list_part_files(int dir_fd, const std::string& dir_name);
 // again once open (a regular file of this user). `skipped` lines become warnings of the merge.
 MergeResult merge_part_files(int dir_fd, const std::string& dir_name, const PartFiles& parts,
                              const std::string& output, const Properties& record);
+// The same, appended to an existing trace file: a STRATA_OUTPUT run's owner process adds its
+// descendants' streams (written into its private directory) to its own at its end.
+MergeResult append_part_files(int dir_fd, const std::string& dir_name, const PartFiles& parts,
+                              const std::string& output, const Properties& record);
 
 }  // namespace strata::format

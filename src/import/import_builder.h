@@ -94,6 +94,9 @@ class ImportBuilder {
   // `strata export --format chrome` writes for Strata's own counters).
   // Counts the event as dropped by cause when it has no usable time or no numeric series.
   void add_counter(const ChromeEvent& event, int64_t host_pid);
+  // Counter samples an importer derived from events already counted as spans (the memory timeline
+  // from Kineto's "[memory]" instants): counted as samples so the event accounting stays exact.
+  void count_derived_counter_samples(uint64_t n) { counter_samples_ += n; }
 
   // Latest time (ts, or ts + dur) of any event seen so far: the "last seen time" that a span whose
   // end never came is extended to (kSpanFlagUnfinished).

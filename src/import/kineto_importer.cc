@@ -45,6 +45,7 @@
 #include <unordered_set>
 
 #include "core/attr_keys.h"
+#include "core/memory_keys.h"
 #include "import/converters.h"
 
 namespace strata::import {
@@ -367,26 +368,70 @@ class KinetoConverter {
     return b_.spans().size() - 1;
   }
 
-
   // torch.profiler(profile_memory=True) writes every allocation and free as an instant "[memory]"
-  // on the allocating thread: args "Bytes" (negative for a free) and "Device Type" (0: CPU).
+  // on the thread that did it: args "Bytes" (negative for a free), "Total Allocated" (the
+  // allocator's live bytes right after), "Device Type" (c10::DeviceType: 0 CPU, 1 CUDA, ...) and
+  // "Device Id".
   void note_memory(const ChromeEvent& ev, const PendingSpan& span) {
     const JsonScalar* bytes = ev.arg("Bytes");
     std::optional<int64_t> n = bytes ? bytes->as_int() : std::nullopt;
     if (!n) return b_.note("memory.events_without_bytes");
-    const JsonScalar* type = ev.arg("Device Type");
-    std::optional<int64_t> device_type = type ? type->as_int() : std::nullopt;
-    memory_.push_back(
-        {span.track_pid, span.track_tid, span.record.start_ns, *n, device_type.value_or(0) != 0});
+    MemoryEvent m;
+    m.track_pid = span.track_pid;
+    m.track_tid = span.track_tid;
+    m.ts_ns = span.record.start_ns;
+    m.bytes = *n;
+    m.instant = static_cast<uint32_t>(b_.spans().size() - 1);
+    if (const JsonScalar* v = ev.arg("Device Type"); v && v->as_int()) m.device_type = *v->as_int();
+    if (const JsonScalar* v = ev.arg("Device Id"); v && v->as_int()) m.device_id = *v->as_int();
+    if (const JsonScalar* v = ev.arg("Total Allocated"); v && v->as_int()) m.total = *v->as_int();
+    // Host memory as torch.profiler counts it ("CPU Mem"): CPU, MKLDNN and IDEEP allocations.
+    m.on_device = m.device_type != 0 && m.device_type != 2 && m.device_type != 5;
+    memory_.push_back(m);
   }
 
-  // Each allocation counts toward the op running on its thread when it happened and every op around
-  // that one: an op's "alloc_bytes" is the gross bytes allocated while it ran, its nested ops
-  // included (frees not subtracted), the layer tracer's meaning; "device_alloc_bytes" is the part
-  // allocated on a device. One sweep per thread over its ops by start time, with the open ones on a
-  // stack.
+  // The memory timeline: each event's "Total Allocated" becomes a sample of its allocator's counter
+  // track (the tracer's representation: memory_keys), one track per device and process.
+  void add_memory_timeline() {
+    uint64_t samples = 0;
+    for (const MemoryEvent& m : memory_) {
+      if (m.total == kNoTotal) continue;
+      std::string device = "cpu", allocator = "PyTorch CPU allocator";
+      if (m.on_device) {
+        static const std::map<int64_t, std::string> kNames = {
+            {1, "cuda"}, {6, "hip"}, {12, "xpu"}, {13, "mps"}};
+        auto it = kNames.find(m.device_type);
+        std::string type = it != kNames.end() ? it->second : "device" + std::to_string(m.device_type);
+        device = type + ":" + std::to_string(std::max<int64_t>(m.device_id, 0));
+        std::string upper = type;
+        std::transform(upper.begin(), upper.end(), upper.begin(),
+                       [](unsigned char c) { return std::toupper(c); });
+        allocator = "PyTorch " + upper + " allocator";
+      }
+      PendingSpan counter = b_.spans()[m.instant];
+      counter.record.level = static_cast<uint8_t>(Level::kApplication);
+      counter.record.kind = static_cast<uint8_t>(SpanKind::kCounter);
+      counter.record.activity = static_cast<uint8_t>(ActivityType::kCounter);
+      counter.record.name = b_.trace().strings.intern(memory_keys::counter_name(allocator, device));
+      counter.record.correlation_id = 0;
+      counter.attr_first = static_cast<uint32_t>(b_.attrs().size());
+      counter.attr_count = 0;
+      b_.spans().push_back(counter);
+      b_.add_attr(b_.trace().metric("value", static_cast<double>(m.total)));
+      b_.add_attr(b_.trace().string_attr(memory_keys::kCounterAllocator, allocator));
+      b_.add_attr(b_.trace().string_attr(memory_keys::kCounterDevice, device));
+      ++samples;
+    }
+    b_.count_derived_counter_samples(samples);
+    if (samples) b_.note("memory.timeline_samples", samples);
+  }
+
+  // Each event counts toward every op on its thread whose [start, end] holds its time (nested ops
+  // included in their parents), and as "self" toward the innermost one; see docs/memory.md for the
+  // attributes. One sweep per thread over its ops by start time, with the open ones on a stack.
   void attribute_memory() {
     if (memory_.empty()) return;
+    add_memory_timeline();
     auto& spans = b_.spans();
     using Track = std::pair<int64_t, int64_t>;
     std::map<Track, std::vector<uint32_t>> ops;
@@ -403,7 +448,7 @@ class KinetoConverter {
     std::stable_sort(memory_.begin(), memory_.end(), [](const MemoryEvent& a, const MemoryEvent& b) {
       return std::tie(a.track_pid, a.track_tid, a.ts_ns) < std::tie(b.track_pid, b.track_tid, b.ts_ns);
     });
-    std::map<uint32_t, std::pair<int64_t, int64_t>> totals;  // op -> (all bytes, device bytes)
+    std::map<uint32_t, OpMemory> totals;
     uint64_t attributed = 0, outside = 0, frees = 0;
     const std::vector<uint32_t> none;
     const std::vector<uint32_t>* members = &none;
@@ -411,10 +456,9 @@ class KinetoConverter {
     size_t next = 0;
     std::vector<uint32_t> open;
     for (const MemoryEvent& m : memory_) {
-      if (m.bytes <= 0) {
-        frees += m.bytes < 0;
-        continue;
-      }
+      if (m.bytes == 0) continue;
+      const bool free = m.bytes < 0;
+      frees += free;
       if (Track t{m.track_pid, m.track_tid}; t != current) {
         current = t;
         auto it = ops.find(t);
@@ -428,23 +472,74 @@ class KinetoConverter {
         open.push_back((*members)[next]);
       }
       while (!open.empty() && spans[open.back()].record.end_ns < m.ts_ns) open.pop_back();
-      bool counted = false;
+      OpMemory* innermost = nullptr;
       for (uint32_t op : open)
         if (spans[op].record.end_ns >= m.ts_ns) {  // a sibling that ended under an open op is skipped
-          totals[op].first += m.bytes;
-          if (m.on_device) totals[op].second += m.bytes;
-          counted = true;
+          OpMemory& o = totals[op];
+          o.all.add(m);
+          if (m.on_device) o.device.add(m);
+          innermost = &o;
         }
-      ++(counted ? attributed : outside);
+      if (innermost != nullptr) {
+        innermost->all.self_net += m.bytes;
+        if (m.on_device) innermost->device.self_net += m.bytes;
+      }
+      if (!free) ++(innermost != nullptr ? attributed : outside);
     }
-    model::Trace& t = b_.trace();
-    for (const auto& [op, bytes] : totals) {
-      b_.add_late_attr(op, t.int_attr(attr_keys::kAllocBytes, bytes.first));
-      if (bytes.second) b_.add_late_attr(op, t.int_attr(attr_keys::kDeviceAllocBytes, bytes.second));
-    }
+    write_memory_attributes(ops, totals);
     if (attributed) b_.note("memory.allocations_in_ops", attributed);
     if (outside) b_.note("memory.allocations_outside_ops", outside);
     if (frees) b_.note("memory.frees", frees);
+  }
+
+  static constexpr int64_t kNoTotal = INT64_MIN;  // no "Total Allocated" in the event
+  struct MemoryEvent {
+    int64_t track_pid = 0, track_tid = 0, ts_ns = 0, bytes = 0;
+    int64_t total = kNoTotal;  // "Total Allocated"
+    int64_t device_type = 0, device_id = -1;
+    bool on_device = false;
+    uint32_t instant = 0;  // the "[memory]" instant span
+  };
+  // One op's sums over the events attributed to it (all devices, or the accelerator part).
+  struct MemorySums {
+    int64_t alloc = 0, freed = 0, self_net = 0, peak = 0, peak_live = kNoTotal;
+    bool seen = false;
+    void add(const MemoryEvent& m) {
+      seen = true;
+      (m.bytes > 0 ? alloc : freed) += m.bytes > 0 ? m.bytes : -m.bytes;
+      peak = std::max(peak, alloc - freed);
+      if (m.bytes > 0 && m.total != kNoTotal) peak_live = std::max(peak_live, m.total);
+    }
+  };
+  struct OpMemory {
+    MemorySums all, device;
+  };
+
+  // Every op gets alloc_bytes (0 when nothing was allocated while it ran: the trace was profiled
+  // with profile_memory, so that is a measurement); the rest only where events were attributed.
+  void write_memory_attributes(const std::map<std::pair<int64_t, int64_t>, std::vector<uint32_t>>& ops,
+                               const std::map<uint32_t, OpMemory>& totals) {
+    model::Trace& t = b_.trace();
+    auto write = [&](uint32_t op, const MemorySums& s, std::string_view prefix) {
+      auto key = [&](std::string_view k) { return std::string(prefix) + std::string(k); };
+      b_.add_late_attr(op, t.int_attr(key(memory_keys::kAllocBytes), s.alloc));
+      b_.add_late_attr(op, t.int_attr(key(memory_keys::kFreedBytes), s.freed));
+      b_.add_late_attr(op, t.int_attr(key(memory_keys::kNetAllocBytes), s.alloc - s.freed));
+      b_.add_late_attr(op, t.int_attr(key(memory_keys::kSelfNetAllocBytes), s.self_net));
+      b_.add_late_attr(op, t.int_attr(key(memory_keys::kPeakAllocBytes), s.peak));
+      if (s.peak_live != kNoTotal)
+        b_.add_late_attr(op, t.int_attr(key(memory_keys::kPeakLiveBytes), s.peak_live));
+    };
+    for (const auto& [track, members] : ops)
+      for (uint32_t op : members) {
+        auto it = totals.find(op);
+        if (it == totals.end()) {
+          b_.add_late_attr(op, t.int_attr(memory_keys::kAllocBytes, 0));
+          continue;
+        }
+        write(op, it->second.all, "");
+        if (it->second.device.seen) write(op, it->second.device, memory_keys::kDevicePrefix);
+      }
   }
 
   void on_metadata(const ChromeEvent& ev) {
@@ -534,11 +629,7 @@ class KinetoConverter {
   std::vector<FlowEvent> flows_;
   // Open "B" events per JSON (pid, tid) track, innermost last: pending span indices.
   std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> open_;
-  std::vector<size_t> unfinished_;  // "B" events whose "E" gave no usable end
-  struct MemoryEvent {
-    int64_t track_pid, track_tid, ts_ns, bytes;
-    bool on_device;
-  };
+  std::vector<size_t> unfinished_;   // "B" events whose "E" gave no usable end
   std::vector<MemoryEvent> memory_;  // "[memory]" instants, attributed to ops at the end
 };
 

@@ -279,6 +279,21 @@ class Loader {
 
 }  // namespace
 
+std::string damage_of(const format::ChunkReader& reader, const std::string& file) {
+  if (reader.truncated())
+    return file + ": cut at offset " + std::to_string(reader.truncated_offset()) + " inside a chunk (" +
+           std::to_string(reader.truncated_bytes()) + " bytes lost)";
+  if (reader.corrupt_chunks() > 0 || reader.skipped_bytes() > 0)
+    return file + ": " + std::to_string(reader.corrupt_chunks()) + " corrupt chunk(s), " +
+           std::to_string(reader.skipped_bytes()) + " bytes skipped";
+  return "";
+}
+
+std::string nothing_recovered_error(const std::string& damage) {
+  return damage + "; no span could be recovered (writers flush every 100 ms: a process killed earlier, or a "
+                  "file cut inside its first chunk, leaves none). Record again";
+}
+
 bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error) {
   Loader loader(trace, &reader);
   return loader.run(error);
@@ -299,13 +314,22 @@ bool load_trace(const std::string& path, Trace* trace, std::string* error, const
   } else {
     files.push_back(path);
   }
+  const size_t spans_before = trace->spans.size();
+  std::string damaged;  // the first damaged file that gave no spans, and why
   for (const auto& file : files) {
     format::ChunkReader reader;
     if (!reader.open(file)) {
       *error = reader.error();
       return false;
     }
+    const size_t file_spans_before = trace->spans.size();
     if (!load_chunks(reader, trace, error)) return false;
+    if (trace->spans.size() == file_spans_before && damaged.empty()) damaged = damage_of(reader, file);
+  }
+  // A damaged trace that gave nothing back is an error, not an empty result.
+  if (trace->spans.size() == spans_before && !damaged.empty()) {
+    *error = nothing_recovered_error(damaged);
+    return false;
   }
   if (options.sort_by_start) sort_spans(trace);
   return true;

@@ -18,6 +18,12 @@ struct LoadOptions {
 bool load_trace(const std::string& path, Trace* trace, std::string* error,
                 const LoadOptions& options = {});
 
+// A damaged file that yields no span is an error, not an empty trace (load_trace and the streamed
+// summary apply it alike): what was wrong with the file read by `reader` ("" when nothing), and the
+// one-line error for it.
+std::string damage_of(const format::ChunkReader& reader, const std::string& file);
+std::string nothing_recovered_error(const std::string& damage);
+
 // Same, from an already opened chunk reader (memory input for fuzzing and tests).
 bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error);
 

@@ -13,6 +13,7 @@
 #include "core/level.h"
 #include "format/chunk_reader.h"
 #include "format/payloads.h"
+#include "model/trace_loader.h"
 
 namespace strata::model {
 namespace {
@@ -416,14 +417,21 @@ bool summarize_file(const std::string& path, TraceSummary* out, std::string* err
   } else {
     files.push_back(path);
   }
+  std::string damaged;  // the first damaged file that gave no spans
   for (const auto& file : files) {
     format::ChunkReader reader;
     if (!reader.open(file)) {
       *error = reader.error();
       return false;
     }
+    const uint64_t spans_before = out->spans;
     FileSummarizer summarizer(out, &reader);
     if (!summarizer.run(error)) return false;
+    if (out->spans == spans_before && damaged.empty()) damaged = damage_of(reader, file);
+  }
+  if (out->spans == 0 && !damaged.empty()) {  // as load_trace: nothing recovered is an error
+    *error = nothing_recovered_error(damaged);
+    return false;
   }
   if (out->first_ns == kNoTime) out->first_ns = out->last_ns = 0;
   return true;

@@ -6,8 +6,8 @@
 // take their timestamps from Strata's own clock (no clock-domain mapping needed). Loaded with ctypes
 // by strata.torch after `import torch`; every entry point is extern "C".
 #include <ATen/record_function.h>
-#include <c10/core/CPUAllocator.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdio>
@@ -18,9 +18,14 @@
 
 #include "core/activity_type.h"
 #include "core/attr_keys.h"
+#include "core/memory_keys.h"
 #include "strata/strata.h"
+#include "torch/memory_tracker.h"
 
 namespace {
+
+namespace torch_tracer = strata::torch_tracer;
+namespace memory_keys = strata::memory_keys;
 
 // One per traced op, from a per-thread free list: RecordFunction wants a heap object per op, and
 // malloc/free was a visible share of the per-op cost. The list holds at most as many nodes as ops
@@ -28,7 +33,7 @@ namespace {
 struct SpanContext : at::ObserverContext {
   explicit SpanContext(strata_span_id id) : span(id) {}
   strata_span_id span;
-  uint32_t depth = UINT32_MAX;  // its entry in t_open_ops (UINT32_MAX: not tracked)
+  uint32_t depth = UINT32_MAX;  // its entry in the thread's open-op stack (UINT32_MAX: not tracked)
   SpanContext* next_free = nullptr;
 
   static void* operator new(size_t size);
@@ -61,64 +66,22 @@ std::atomic<uint64_t> g_ops_recorded{0};
 // The module path of the innermost nn.Module forward running on this thread ("" outside any).
 thread_local std::string t_module;
 
-// --- Allocated memory per op (XSP Table I: a layer's allocated memory) ------------------------------
-// A wrapper around PyTorch's CPU allocator adds each allocation's size to the innermost op open on
-// the allocating thread; an op's total (its nested ops included) becomes its "alloc_bytes"
-// attribute: bytes of tensor memory the op allocated (gross: frees are not subtracted; memory that
-// oneDNN allocates for itself does not pass through this allocator). The wrapper, not the c10
-// memory-reporting hook, because that hook shares torch.profiler's thread-local slot, and the
-// profiler's own code would then mistake Strata's object for its state.
-//
-// Values, not pointers, on a fixed per-thread stack: an op whose end is reported on another thread
-// leaves a stale entry that its ancestor's end folds in, never a dangling pointer; and no thread_local
-// destructor runs, so an allocation during thread teardown is still safe.
-struct OpenOp {
-  strata_span_id span;
-  int64_t bytes;
-};
-constexpr uint32_t kMaxOpenOps = 64;  // deeper nesting is left untracked (no alloc_bytes)
-thread_local OpenOp t_open_ops[kMaxOpenOps];
-thread_local uint32_t t_open_depth = 0;
-
-class CountingCpuAllocator final : public c10::Allocator {
- public:
-  explicit CountingCpuAllocator(c10::Allocator* inner) : inner_(inner) {}
-  c10::DataPtr allocate(size_t n) const override {
-    if (uint32_t d = t_open_depth; d > 0) t_open_ops[d - 1].bytes += static_cast<int64_t>(n);
-    return inner_->allocate(n);  // its DataPtr (and deleter) unchanged: frees never come back here
-  }
-  c10::DeleterFnPtr raw_deleter() const override { return inner_->raw_deleter(); }
-
- private:
-  c10::Allocator* inner_;
-};
-
-// Installed once, at the first enable, and left in place (tensors it handed out outlive any
-// disable); with no op open on a thread it costs one thread-local load per allocation.
-void install_counting_allocator() {
-  static CountingCpuAllocator* counting = nullptr;
-  if (counting != nullptr) return;
-  c10::Allocator* current = c10::GetCPUAllocator();
-  counting = new CountingCpuAllocator(current);
-  // The registry keeps the allocator of the highest priority seen; PyTorch registers its own at 0.
-  c10::SetCPUAllocator(counting, 0);
-  if (c10::GetCPUAllocator() != counting) c10::SetCPUAllocator(counting, UINT8_MAX);
-}
-
-void open_op(SpanContext* ctx) {
-  if (t_open_depth >= kMaxOpenOps) return;
-  ctx->depth = t_open_depth;
-  t_open_ops[t_open_depth++] = {ctx->span, 0};
-}
-
+// --- Memory per op (memory_tracker.h) -------------------------------------------------------------
+// alloc_bytes on every op; the other memory attributes only on ops that allocated or freed
+// something (absent: 0), so ops that touch no memory (views, in-place ops) pay one attribute.
 void close_op(SpanContext* ctx) {
-  uint32_t d = ctx->depth;
-  if (d >= t_open_depth || t_open_ops[d].span != ctx->span) return;  // ended on another thread
-  int64_t bytes = 0;
-  for (uint32_t k = d; k < t_open_depth; ++k) bytes += t_open_ops[k].bytes;  // + stale entries above
-  t_open_depth = d;
-  if (d > 0) t_open_ops[d - 1].bytes += bytes;  // a parent's total includes its nested ops
-  strata_span_set_int(ctx->span, "alloc_bytes", bytes);
+  torch_tracer::OpMemory m;
+  if (ctx->depth == UINT32_MAX || !torch_tracer::pop_op(ctx->depth, ctx->span, &m)) return;
+  if (m.alloc == 0 && m.freed == 0) {
+    strata_span_set_int(ctx->span, memory_keys::kAllocBytes.data(), 0);
+    return;
+  }
+  static const char* const kKeys[] = {
+      memory_keys::kAllocBytes.data(),     memory_keys::kFreedBytes.data(),
+      memory_keys::kNetAllocBytes.data(),  memory_keys::kSelfNetAllocBytes.data(),
+      memory_keys::kPeakAllocBytes.data(), memory_keys::kPeakLiveBytes.data()};
+  const int64_t values[] = {m.alloc, m.freed, m.alloc - m.freed, m.self_net, m.peak, m.peak_live};
+  strata_span_set_ints(ctx->span, kKeys, values, m.peak_live >= 0 ? 6 : 5);
 }
 
 void append_int(std::string& out, int64_t v) {
@@ -185,7 +148,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   if (!t_module.empty()) strata_span_set_string(id, strata::attr_keys::kModule.data(), t_module.c_str());
   g_ops_recorded.fetch_add(1, std::memory_order_relaxed);
   auto ctx = std::make_unique<SpanContext>(id);
-  open_op(ctx.get());
+  ctx->depth = torch_tracer::push_op(id);
   return ctx;
 }
 
@@ -205,7 +168,7 @@ __attribute__((visibility("default"))) int strata_torch_enable(int record_shapes
   std::lock_guard<std::mutex> lock(g_mu);
   g_record_shapes.store(record_shapes != 0, std::memory_order_relaxed);
   if (g_enabled) return 1;
-  install_counting_allocator();
+  torch_tracer::start_memory_tracking();
   at::RecordFunctionCallback callback(on_op_start, on_op_end);
   callback.needsInputs(record_shapes != 0)
       .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
@@ -219,6 +182,7 @@ __attribute__((visibility("default"))) void strata_torch_disable(void) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_enabled) return;
   at::removeCallback(g_handle);
+  torch_tracer::stop_memory_tracking();
   g_enabled = false;
 }
 
@@ -249,6 +213,19 @@ __attribute__((visibility("default"))) void strata_torch_set_module(const char* 
 
 __attribute__((visibility("default"))) uint64_t strata_torch_ops_recorded(void) {
   return g_ops_recorded.load(std::memory_order_relaxed);
+}
+
+// Memory tracker state, for strata.torch.memory_stats(): fills up to `n` values in the order of
+// torch_tracer::MemoryStats (live, peak live, allocations, frees, timeline samples, ops too deep,
+// untracked frees, tracking) and returns how many it wrote.
+__attribute__((visibility("default"))) int strata_torch_memory_stats(int64_t* out, int n) {
+  if (out == nullptr || n <= 0) return 0;
+  torch_tracer::MemoryStats s = torch_tracer::memory_stats();
+  const int64_t values[] = {s.live_bytes,       s.peak_live_bytes, s.allocations,     s.frees,
+                            s.timeline_samples, s.ops_too_deep,    s.untracked_frees, s.tracking};
+  int count = std::min<int>(n, static_cast<int>(sizeof(values) / sizeof(values[0])));
+  for (int i = 0; i < count; ++i) out[i] = values[i];
+  return count;
 }
 
 }  // extern "C"

@@ -5,6 +5,9 @@
 //   crash       a span, then SIGSEGV
 //   loop        spans forever, flushing; prints "ready" once the first flush is on disk
 //   exit N      exit with code N
+//   wait N      N spans, prints "ready", then waits for a signal (default dispositions)
+//   handled N   like wait, with its own SIGTERM handler installed first: returns 7 when it fires
+//   _exit N     N spans, then _exit(3) (no exit handlers)
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,6 +68,19 @@ int main(int argc, char** argv) {
     }
   }
   if (mode == "exit") return argc > 2 ? std::atoi(argv[2]) : 0;
+  if (mode == "wait" || mode == "handled" || mode == "_exit") {
+    static volatile sig_atomic_t terminated = 0;
+    if (mode == "handled") signal(SIGTERM, [](int) { terminated = 1; });
+    int n = argc > 2 ? std::atoi(argv[2]) : 10;
+    for (int i = 0; i < n; ++i) {
+      STRATA_SPAN("before_signal", model);
+    }
+    if (mode == "_exit") _exit(3);
+    std::printf("ready\n");
+    std::fflush(stdout);
+    while (!terminated) pause();
+    return 7;
+  }
   std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 2;
 }
