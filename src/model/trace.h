@@ -54,6 +54,8 @@ struct LoadReport {
   // attributes renamed from an old spelling to the canonical key.
   uint64_t activity_upgraded = 0;
   uint64_t legacy_keys_renamed = 0;
+  uint64_t clamped_times = 0;    // spans with a time beyond +-2^62 ns, moved to that bound (kept)
+  uint64_t stream_limit_chunks = 0;  // chunks of streams past the 65,536 a trace holds (skipped)
   uint64_t files = 0;
   uint64_t bytes = 0;
 };
