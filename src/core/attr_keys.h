@@ -18,6 +18,8 @@ namespace strata::attr_keys {
 inline constexpr std::string_view kBatch = "batch";  // int: inputs per evaluation (model spans)
 // int: the span is one step of the program's loop, numbered (torch.profiler's ProfilerStep#N).
 inline constexpr std::string_view kStep = "step";
+// int: the framework's intra-op thread count during the evaluation (model spans; torch.get_num_threads()).
+inline constexpr std::string_view kThreads = "threads";
 
 // --- Framework ops (layers) -------------------------------------------------------------------
 inline constexpr std::string_view kOpType = "op_type";  // string: operator type when the name is not it
