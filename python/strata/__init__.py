@@ -9,8 +9,11 @@
 
 When the process is not being recorded (not started by ``strata record`` and no ``strata.start``),
 every call returns immediately. The native runtime (libstrata.so) is found in this order: the
-library already loaded into the process by ``strata record`` (LD_PRELOAD), ``$STRATA_LIB``, then
-the ``lib`` folder of the Strata installation this package belongs to.
+library already loaded into the process by ``strata record`` (LD_PRELOAD), ``$STRATA_LIB``, the
+library folder of the Strata installation or build tree this package belongs to
+(``_install_layout.py``, written by ``cmake --install``, says where it is relative to this package;
+the build tree's ``lib/python/strata`` has it two folders up), then, for the source checkout's
+``python/strata``, ``$STRATA_BUILD_DIR/lib`` and ``<repo>/build/lib``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sys
 from typing import Any, Dict, Optional
 
 __all__ = [
@@ -41,6 +45,17 @@ def _level(level: Any) -> int:
         raise ValueError(f"unknown level {level!r}; one of {', '.join(LEVELS)}") from None
 
 
+def _library_dir() -> str:
+    """The folder of this installation's native libraries (libstrata.so and the tracers)."""
+    # realpath: `strata record` reaches the installed package through a link (lib/strata/python).
+    here = os.path.dirname(os.path.realpath(__file__))
+    try:
+        from ._install_layout import LIBDIR_FROM_PACKAGE  # installed tree
+    except ImportError:
+        LIBDIR_FROM_PACKAGE = os.path.join("..", "..")  # build tree: <build>/lib/python/strata
+    return os.path.normpath(os.path.join(here, LIBDIR_FROM_PACKAGE))
+
+
 def _load_native() -> Optional[ctypes.CDLL]:
     candidates = []
     # Already in the process (preloaded by `strata record`): use that instance, not a second copy.
@@ -52,11 +67,20 @@ def _load_native() -> Optional[ctypes.CDLL]:
         pass
     if os.environ.get("STRATA_LIB"):
         candidates.append(os.environ["STRATA_LIB"])
+    candidates.append(os.path.join(_library_dir(), "libstrata.so"))
+    # The source checkout's python/strata: the build tree named by STRATA_BUILD_DIR, else <repo>/build.
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates.append(os.path.join(here, "..", "..", "libstrata.so"))  # <prefix>/lib/python/strata
+    if os.environ.get("STRATA_BUILD_DIR"):
+        candidates.append(os.path.join(os.environ["STRATA_BUILD_DIR"], "lib", "libstrata.so"))
+    candidates.append(os.path.join(here, "..", "..", "build", "lib", "libstrata.so"))
     for path in candidates:
         if os.path.exists(path):
-            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            return ctypes.CDLL(os.path.normpath(path), mode=ctypes.RTLD_GLOBAL)
+    if os.environ.get("STRATA_OUTPUT"):
+        # Asked to record, but nothing to record with: say so once instead of writing nothing.
+        sys.stderr.write("strata: STRATA_OUTPUT is set but libstrata.so was not found (looked in: " +
+                         ", ".join(os.path.normpath(p) for p in candidates) +
+                         "); set STRATA_LIB=/path/to/libstrata.so or STRATA_BUILD_DIR=<build dir>\n")
     return None
 
 
