@@ -364,7 +364,7 @@ std::string_view clip(std::string_view text, ThreadState* t) {
 }
 }  // namespace
 
-uint64_t Session::begin(std::string_view name, int level) {
+uint64_t Session::begin(std::string_view name, int level, ActivityType activity) {
   uint64_t ts = detail::now_ticks();
   ThreadState* t = thread_state();
   if (t == nullptr) return 0;
@@ -375,8 +375,7 @@ uint64_t Session::begin(std::string_view name, int level) {
   if (s == nullptr) return 0;
   uint64_t id = new_api_id(t);
   s[0].ts = ts;
-  s[0].word = event_word(kTagBegin, extra, static_cast<uint32_t>(level & 0xFF) |
-                                               (static_cast<uint32_t>(name.size()) << 8));
+  s[0].word = event_word(kTagBegin, extra, begin_aux(level, name.size(), activity));
   s[1].ts = id;
   s[1].word = 0;
   commit(t, put_bytes(s + 2, name));

@@ -19,6 +19,7 @@
 #include "collect/clock.h"
 #include "collect/events.h"
 #include "collect/trace_context.h"
+#include "core/activity_type.h"
 #include "core/span_record.h"
 #include "format/chunk_writer.h"
 #include "format/stream_writer.h"
@@ -85,7 +86,7 @@ class Session {
   void flush();
 
   // Producer side (any thread).
-  uint64_t begin(std::string_view name, int level);
+  uint64_t begin(std::string_view name, int level, ActivityType activity = ActivityType::kAnnotation);
   void end(uint64_t span_id);
   void set_attr(uint64_t span_id, std::string_view key, AttrType type, int64_t i, double d, std::string_view s);
   // Several integer attributes of one span with one buffer reservation (tracers that set many).
@@ -152,7 +153,7 @@ class Session {
   bool process_other_event(ThreadState& t, uint64_t tag, const detail::Slot& head, const detail::Slot* x,
                            uint32_t extra, uint32_t aux, uint64_t* emitted);
   void append_span(uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, uint8_t level,
-                   uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid);
+                   uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid, ActivityType activity);
   uint64_t parent_of_new(const ThreadState& t) const;
   void emit_open(const ThreadState& owner, const OpenSpan& o, int64_t end_ns, uint8_t flags);
   void close_innermost_static(ThreadState& t, int64_t end_ns, uint8_t flags);

@@ -180,6 +180,7 @@ void Session::emit_open(const ThreadState& owner, const OpenSpan& o, int64_t end
   r.tid = owner.tid;  // the span belongs to the thread that began it, even when another ended it
   r.level = o.level;
   r.kind = static_cast<uint8_t>(SpanKind::kSpan);
+  r.activity = o.activity;
   r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
   r.flags = static_cast<uint8_t>(kSpanFlagFromTicks | flags);
   stream_->add_span(r, o.attrs);
@@ -263,8 +264,10 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
       }
       int64_t ns = clock_.to_ns(head.ts);
       if (__builtin_expect(t.open_with_known_end > 0, 0)) close_known_ends(t, ns);
+      // Sites compiled before SourceLocation had the field read 0 (zero-filled padding): annotation.
+      const uint8_t activity = loc->activity != 0 ? loc->activity : static_cast<uint8_t>(ActivityType::kAnnotation);
       t.open.push_back({make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(t), ns,
-                        OpenSpan::kNoKnownEnd, last_loc_name, loc->level, false, {}});
+                        OpenSpan::kNoKnownEnd, last_loc_name, loc->level, activity, false, {}});
       t.last_ns = ns;
       i += 1;
       continue;
@@ -275,7 +278,8 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
       i += 1;
       if (__builtin_expect(!t.open.empty() && !t.open.back().api, 1)) {
         ThreadState::Open& o = t.open.back();
-        append_span(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs, t.tid);
+        append_span(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs, t.tid,
+                    static_cast<ActivityType>(o.activity));
         ++emitted;
         t.open.pop_back();
       } else {
@@ -302,7 +306,8 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
   switch (tag) {
       case kTagBegin: {
         uint64_t id = x[0].ts;
-        std::string_view name = bytes(x + 1, aux >> 8);
+        std::string_view name = bytes(x + 1, aux_name_len(aux));
+        const auto activity = static_cast<uint8_t>(aux >> 24);
         int64_t ns = clock_.to_ns(head.ts);
         t.last_ns = ns;
         if (t.open_with_known_end > 0) close_known_ends(t, ns);
@@ -314,7 +319,7 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
           early_ends_.erase(early);
         }
         t.open.push_back({id, parent_of_new(t), ns, known_end, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF),
-                          true, {}});
+                          activity, true, {}});
         open_api_spans_[id] = {&t};
         break;
       }
@@ -354,8 +359,8 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
         int64_t ns = clock_.to_ns(head.ts);
         if (t.open_with_known_end > 0) close_known_ends(t, ns);
         append_span(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(t), ns, ns,
-             stream_->intern(bytes(x, aux >> 8)), static_cast<uint8_t>(aux & 0xFF),
-             static_cast<uint8_t>(SpanKind::kInstant), {}, t.tid);
+             stream_->intern(bytes(x, aux_name_len(aux))), static_cast<uint8_t>(aux & 0xFF),
+             static_cast<uint8_t>(SpanKind::kInstant), {}, t.tid, ActivityType::kAnnotation);
         ++*emitted;
         break;
       }
@@ -369,7 +374,8 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
         a.value.d = value;
         append_span(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), 0, ns, ns,
              stream_->intern(bytes(x + 1, aux)), static_cast<uint8_t>(Level::kApplication),
-             static_cast<uint8_t>(SpanKind::kCounter), std::span<const AttrRecord>(&a, 1), t.tid);
+             static_cast<uint8_t>(SpanKind::kCounter), std::span<const AttrRecord>(&a, 1), t.tid,
+             ActivityType::kCounter);
         ++*emitted;
         break;
       }
@@ -409,7 +415,7 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
 }
 
 void Session::append_span(uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, uint8_t level,
-                          uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid) {
+                          uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid, ActivityType activity) {
   SpanRecord r;
   r.span_id = id;
   r.parent_id = parent;
@@ -419,6 +425,7 @@ void Session::append_span(uint64_t id, uint64_t parent, int64_t start, int64_t e
   r.tid = tid;
   r.level = level;
   r.kind = kind;
+  r.activity = static_cast<uint8_t>(activity);
   r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
   r.flags = kSpanFlagFromTicks;
   stream_->add_span(r, attrs);

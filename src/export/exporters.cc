@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/activity_type.h"
 #include "core/level.h"
 #include "export/text_escape.h"
 
@@ -228,6 +229,8 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
     }
     b += ",\"kind\":";
     append_json_string(&b, kind_name(s.kind));
+    b += ",\"activity\":";
+    append_json_string(&b, activity_name(s.activity));
     if (s.flags & kSpanFlagUnfinished) b += ",\"unfinished\":true";
     append_attr_members(trace, i, &b, true);
     b += "}}";
@@ -272,6 +275,8 @@ void write_spans_json(const model::Trace& trace, std::ostream& out) {
     append_json_string(&b, level_name(s.level));
     b += ",\"kind\":";
     append_json_string(&b, kind_name(s.kind));
+    b += ",\"activity\":";
+    append_json_string(&b, activity_name(s.activity));
     b += ",\"name\":";
     append_json_string(&b, trace.name(s));
     b += ",\"start_ns\":";
@@ -306,7 +311,7 @@ void write_spans_json(const model::Trace& trace, std::ostream& out) {
 void write_spans_csv(const model::Trace& trace, std::ostream& out) {
   Buffered w(out);
   std::string& b = w.buf();
-  b += "span_id,parent_id,trace_id,level,kind,name,start_ns,end_ns,duration_ns,pid,tid,device,stream,"
+  b += "span_id,parent_id,trace_id,level,kind,activity,name,start_ns,end_ns,duration_ns,pid,tid,device,stream,"
        "correlation_id,clock,flags,attributes\n";
   char hex[24];
   for (size_t i = 0; i < trace.spans.size(); ++i) {
@@ -325,6 +330,8 @@ void write_spans_csv(const model::Trace& trace, std::ostream& out) {
     b += level_name(s.level);
     b += ',';
     b += kind_name(s.kind);
+    b += ',';
+    b += activity_name(s.activity);
     b += ',';
     append_csv_field(&b, trace.name(s));
     b += ',';

@@ -49,6 +49,11 @@ struct LoadReport {
   uint64_t truncated_files = 0;
   uint64_t unknown_strings = 0;  // ids referenced but never defined
   uint64_t unknown_levels = 0;   // spans with a level this version does not know (kept)
+  uint64_t unknown_activities = 0;  // spans with an activity type this version does not know (kept)
+  // Spans of files written before format 1.1, typed at load (model/activity_upgrade.h), and their
+  // attributes renamed from an old spelling to the canonical key.
+  uint64_t activity_upgraded = 0;
+  uint64_t legacy_keys_renamed = 0;
   uint64_t clamped_times = 0;    // spans with a time beyond +-2^62 ns, moved to that bound (kept)
   uint64_t stream_limit_chunks = 0;  // chunks of streams past the 65,536 a trace holds (skipped)
   uint64_t files = 0;

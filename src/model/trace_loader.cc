@@ -10,7 +10,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/activity_type.h"
 #include "format/payloads.h"
+#include "model/activity_upgrade.h"
 
 namespace strata::model {
 namespace {
@@ -47,6 +49,12 @@ class Loader {
     }
     refine_tick_clocks();
     LoadReport& r = trace_->report;
+    if (reader_->version_minor() < 1) {
+      // Format 1.0 has no activity types and older attribute spellings: upgraded here, once.
+      UpgradeCounts up = upgrade_untyped_spans(trace_, first_span_);
+      r.activity_upgraded += up.spans_typed;
+      r.legacy_keys_renamed += up.keys_renamed;
+    }
     r.files += 1;
     r.bytes += reader_->file_size();
     r.corrupt_chunks += reader_->corrupt_chunks();
@@ -272,6 +280,7 @@ class Loader {
       }
       span.name = last_global;
       if (!is_known_level(span.level)) trace_->report.unknown_levels += 1;
+      if (!is_known_activity(span.activity)) trace_->report.unknown_activities += 1;
       if (clamp_span_times(span)) ++clamped;
       attr_pos += span.attr_count;
       trace_->attr_begin.push_back(attr_pos);

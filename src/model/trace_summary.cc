@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/activity_type.h"
 #include "core/level.h"
 #include "format/chunk_reader.h"
 #include "format/payloads.h"
@@ -334,6 +335,7 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
                            ") disagree with its attribute area (" + std::to_string(decoded.attr_count) +
                            "); chunk skipped");
   }
+  if (reader_->version_minor() < 1) out_->format_1_0_spans += decoded.span_count;
   uint32_t last_name = UINT32_MAX;  // names are checked when they change, as the loader counts them
   uint64_t clamped = 0;
   for (uint32_t i = 0; i < decoded.span_count; ++i) {
@@ -344,8 +346,10 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
       check_string(s, span.name);
     }
     if (!is_known_level(span.level)) ++out_->report.unknown_levels;
+    if (!is_known_activity(span.activity)) ++out_->report.unknown_activities;
     ++s.level_count(span.level);
     ++out_->spans_per_kind[span.kind];
+    ++out_->spans_per_activity[span.activity];
     if (span.flags & kSpanFlagUnfinished) ++out_->unfinished;
     if (clamp_span_times(span)) ++clamped;  // as the loader keeps them
     (span.flags & kSpanFlagFromTicks ? s.from_ticks : s.plain).add(span);
@@ -397,6 +401,7 @@ TraceSummary summarize(const Trace& trace) {
   for (const SpanRecord& span : trace.spans) {
     s.spans_per_level[span.level] += 1;
     s.spans_per_kind[span.kind] += 1;
+    s.spans_per_activity[span.activity] += 1;
     s.spans_per_process_level[{trace.process(span).pid, span.level}] += 1;
     if (span.flags & kSpanFlagUnfinished) s.unfinished += 1;
     range.add(span);

@@ -27,6 +27,10 @@ struct TraceSummary {
   uint64_t spans = 0;
   std::map<uint8_t, uint64_t> spans_per_level;
   std::map<uint8_t, uint64_t> spans_per_kind;
+  std::map<uint8_t, uint64_t> spans_per_activity;  // ActivityType value -> spans, as stored
+  // Spans of format 1.0 files (summarize_file): stored without an activity type; the loader types
+  // them (model/activity_upgrade.h), a streamed summary does not.
+  uint64_t format_1_0_spans = 0;
   std::map<std::pair<int64_t, uint8_t>, uint64_t> spans_per_process_level;  // (pid, level)
   std::map<std::string, uint64_t> drops;  // cause -> count, over all processes
   uint64_t unfinished = 0;

@@ -197,13 +197,22 @@ TEST(HostileCli, TimesAtTheInt64LimitsPrintAndExportWithoutOverflow) {
   std::istringstream lines(csv.out);
   std::string line;
   std::getline(lines, line);  // header: ...,start_ns,end_ns,duration_ns,...
+  std::vector<std::string> header;
+  std::stringstream header_cells(line);
+  for (std::string cell; std::getline(header_cells, cell, ',');) header.push_back(cell);
+  auto column = [&](const char* name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  const size_t start_col = column("start_ns"), end_col = column("end_ns"), duration_col = column("duration_ns");
+  ASSERT_LT(std::max({start_col, end_col, duration_col}), header.size()) << line;
   int rows = 0;
   while (std::getline(lines, line)) {
     std::vector<std::string> cells;
     std::stringstream row(line);
     for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-    ASSERT_GE(cells.size(), 9u) << line;
-    const __int128 start = std::stoll(cells[6]), end = std::stoll(cells[7]), duration = std::stoll(cells[8]);
+    ASSERT_GT(cells.size(), std::max({start_col, end_col, duration_col})) << line;
+    const __int128 start = std::stoll(cells[start_col]), end = std::stoll(cells[end_col]),
+                   duration = std::stoll(cells[duration_col]);
     EXPECT_EQ(duration, end - start) << line;
     EXPECT_LE(end, __int128{1} << 62) << line;
     EXPECT_GE(start, -(__int128{1} << 62)) << line;
