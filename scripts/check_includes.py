@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Check every `#include "..."` against the module map in docs/architecture.md.
+"""Check every `#include "..."` (and `#include <...>` naming a file of the repository) against
+the module map in docs/architecture.md.
 
 The map's table has one row per folder: | `src/<folder>/` | what it holds | may include |.
 A file belongs to the deepest folder with a row (src/lowerbound/ir/ wins over src/lowerbound/).
@@ -23,8 +24,13 @@ import re
 import sys
 
 SOURCE_SUFFIXES = (".h", ".hpp", ".cc", ".cpp", ".c", ".cu", ".cuh", ".inc")
-INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
 ROW_RE = re.compile(r"^\|\s*`((?:src|include)/[^`]*)`\s*\|(.*)\|\s*$")
+
+
+def skipped_folder(name):
+    """Hidden folders and Python caches are no modules."""
+    return name.startswith(".") or name == "__pycache__"
 
 
 def module_name(folder):
@@ -46,7 +52,7 @@ def split_list(cell):
     return [item.strip().strip("`").strip("/") for item in "".join(text).split(",")]
 
 
-def parse_table(doc_path, errors):
+def parse_table(doc_path, shown, errors):
     """Returns (rows in table order, {module: set of directly allowed modules})."""
     rows = []  # (module, raw third cell, line number)
     with open(doc_path, encoding="utf-8") as doc:
@@ -56,7 +62,7 @@ def parse_table(doc_path, errors):
                 continue
             cells = match.group(2).split("|")
             if len(cells) < 2:
-                errors.append(f"{doc_path}:{number}: module row has no 'may include' cell; "
+                errors.append(f"{shown}:{number}: module row has no 'may include' cell; "
                               "write | `src/<folder>/` | what it holds | may include |")
                 continue
             rows.append((module_name(match.group(1)), cells[-1].strip(), number))
@@ -74,7 +80,7 @@ def parse_table(doc_path, errors):
             elif item in names:
                 allowed.add(item)
             else:
-                errors.append(f"{doc_path}:{number}: row `{name}` may include '{item}', which is "
+                errors.append(f"{shown}:{number}: row `{name}` may include '{item}', which is "
                               "not a folder of the table; name a module (e.g. core, lowerbound/ir)")
         direct[name] = allowed
     return rows, direct
@@ -105,8 +111,10 @@ def owner(path, modules):
 
 def resolve(root, including, target):
     """Repository-relative path the include names, as the compiler finds it (the including file's
-    folder first, then include/ and src/), or None when it is not a file of the repository."""
-    for base in (os.path.dirname(including), "include", "src"):
+    folder first for "...", then include/ and src/), or None when it is not a file of the
+    repository. `including` is None for <...>."""
+    bases = ("include", "src") if including is None else (os.path.dirname(including), "include", "src")
+    for base in bases:
         candidate = os.path.normpath(os.path.join(base, target))
         if not candidate.startswith("..") and os.path.isfile(os.path.join(root, candidate)):
             return candidate
@@ -115,7 +123,7 @@ def resolve(root, including, target):
 
 def source_files(root, top):
     for folder, subfolders, files in os.walk(os.path.join(root, top)):
-        subfolders.sort()
+        subfolders[:] = sorted(name for name in subfolders if not skipped_folder(name))
         for name in sorted(files):
             if name.endswith(SOURCE_SUFFIXES):
                 yield os.path.relpath(os.path.join(folder, name), root)
@@ -127,12 +135,15 @@ def check_file(root, path, module, allowed, modules, problems):
             match = INCLUDE_RE.match(line)
             if not match:
                 continue
-            target = match.group(1)
+            target = match.group(1) or match.group(2)
+            quoted = match.group(1) is not None
             if path.startswith("src/") and ".." in target.split("/"):
                 problems.append(f'{path}:{number}: includes "{target}": climbs out with "../"; '
                                 "include it by its path under src/ or include/")
                 continue
-            resolved = resolve(root, path, target)
+            # <...> skips the including file's folder, as the compiler does; a system header
+            # (<vector>) names no file of the repository and is skipped below
+            resolved = resolve(root, path if quoted else None, target)
             if resolved is None:
                 continue
             target_module = owner(resolved, modules)
@@ -151,7 +162,7 @@ def main(argv):
         print(f"check_includes: {doc}: not found; the module map is the spec", file=sys.stderr)
         return 1
     problems = []
-    rows, direct = parse_table(doc, problems)
+    rows, direct = parse_table(doc, "docs/architecture.md", problems)
     modules = [name for name, _, _ in rows]
     allowed = closure(direct)
     for name in modules:
@@ -160,7 +171,7 @@ def main(argv):
                             "dependencies must point one way")
 
     for folder, subfolders, _ in os.walk(os.path.join(root, "src")):
-        subfolders.sort()
+        subfolders[:] = sorted(name for name in subfolders if not skipped_folder(name))
         for sub in subfolders:
             relative = os.path.relpath(os.path.join(folder, sub), root)
             if module_name(relative) not in modules:

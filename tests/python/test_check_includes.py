@@ -93,6 +93,15 @@ def test_collector_cannot_reach_analysis_even_transitively(tmp_path):
     assert '(model), not allowed for collect (allowed: core, include/strata)' in result.stdout
 
 
+def test_angle_bracket_include_of_a_project_header_is_checked_too(tmp_path):
+    root = make_tree(tmp_path, extra={"src/model/sneaky.cc": '#include <string>\n#include <analysis/stats.h>\n'})
+    result = run_checker(root)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        'src/model/sneaky.cc:2: includes "analysis/stats.h" (analysis), not allowed for model '
+        "(allowed: core)"]
+
+
 def test_folder_without_row_is_an_error(tmp_path):
     root = make_tree(tmp_path, extra={"src/sample/sampler.cc": '#include "core/span.h"\n'})
     result = run_checker(root)
@@ -110,8 +119,8 @@ def test_row_without_folder_and_unknown_module_name_are_errors(tmp_path):
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert any("row `src/gone/` names no folder" in line for line in lines)
-    assert any("row `export` may include 'tables', which is not a folder of the table" in line
-               for line in lines)
+    assert any(line.startswith("docs/architecture.md:15: row `export` may include 'tables', "
+                               "which is not a folder of the table") for line in lines)
     assert "2 problem(s)" in result.stderr
 
 
