@@ -2,7 +2,8 @@
 """Check every `#include "..."` (and `#include <...>` naming a file of the repository) against
 the module map in docs/architecture.md.
 
-The map's table has one row per folder: | `src/<folder>/` | what it holds | may include |.
+The map's table (under `## Module map`) has one row per folder:
+| `src/<folder>/` | what it holds | may include |.
 A file belongs to the deepest folder with a row (src/lowerbound/ir/ wins over src/lowerbound/).
 It may include its own module and the modules its row lists, and, transitively, what those list:
 a module that may include `model` may include `core`, because model's headers already do.
@@ -25,7 +26,8 @@ import sys
 
 SOURCE_SUFFIXES = (".h", ".hpp", ".cc", ".cpp", ".c", ".cu", ".cuh", ".inc")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
-ROW_RE = re.compile(r"^\|\s*`((?:src|include)/[^`]*)`\s*\|(.*)\|\s*$")
+ROW_RE = re.compile(r"^\|\s*`((?:src|include)/[^`]*/)`\s*\|(.*)\|\s*$")
+SECTION = "## Module map"
 
 
 def skipped_folder(name):
@@ -55,17 +57,28 @@ def split_list(cell):
 def parse_table(doc_path, shown, errors):
     """Returns (rows in table order, {module: set of directly allowed modules})."""
     rows = []  # (module, raw third cell, line number)
+    in_section, in_fence, seen = False, False, {}
     with open(doc_path, encoding="utf-8") as doc:
         for number, line in enumerate(doc, 1):
-            match = ROW_RE.match(line.rstrip("\n"))
+            if line.startswith("```"):
+                in_fence = not in_fence
+            elif line.startswith("#") and not in_fence:
+                in_section = line.strip() == SECTION
+            match = ROW_RE.match(line.rstrip("\n")) if in_section else None
             if not match:
                 continue
+            name = module_name(match.group(1))
+            if name in seen:
+                errors.append(f"{shown}:{number}: row `{match.group(1)}` is already at line "
+                              f"{seen[name]}; keep one row per folder")
+                continue
+            seen[name] = number
             cells = match.group(2).split("|")
             if len(cells) < 2:
                 errors.append(f"{shown}:{number}: module row has no 'may include' cell; "
                               "write | `src/<folder>/` | what it holds | may include |")
                 continue
-            rows.append((module_name(match.group(1)), cells[-1].strip(), number))
+            rows.append((name, cells[-1].strip(), number))
     names = [name for name, _, _ in rows]
     direct = {}
     for index, (name, cell, number) in enumerate(rows):
@@ -164,6 +177,9 @@ def main(argv):
     problems = []
     rows, direct = parse_table(doc, "docs/architecture.md", problems)
     modules = [name for name, _, _ in rows]
+    if not modules:
+        problems.append(f"docs/architecture.md: no module rows under '{SECTION}'; the map is the "
+                        "spec: | `src/<folder>/` | what it holds | may include |")
     allowed = closure(direct)
     for name in modules:
         if name in allowed[name]:

@@ -124,6 +124,16 @@ def test_row_without_folder_and_unknown_module_name_are_errors(tmp_path):
     assert "2 problem(s)" in result.stderr
 
 
+def test_only_the_module_map_section_is_read_and_a_folder_has_one_row(tmp_path):
+    table = TABLE + "| `src/model/` | again | core, analysis |\n" + \
+        "\n## Exceptions\n\n| `src/cli/` | a row of another table | — |\n" + \
+        "| `src/cli/main.cc` | a file, not a folder | — |\n"
+    result = run_checker(make_tree(tmp_path, table=table))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "docs/architecture.md:14: row `src/model/` is already at line 9; keep one row per folder"]
+
+
 def test_climbing_out_with_dot_dot_is_an_error(tmp_path):
     root = make_tree(tmp_path, extra={"src/analysis/climb.cc": '#include "../core/span.h"\n'})
     result = run_checker(root)
