@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/level.h"
+#include "export/sample_events.h"
 #include "export/text_escape.h"
 
 namespace strata::exporter {
@@ -126,7 +127,8 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
   std::string& b = w.buf();
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (const SpanRecord& s : trace.spans) origin = std::min(origin, s.start_ns);
-  if (trace.spans.empty()) origin = 0;
+  origin = std::min(origin, first_sample_ns(trace));  // CPU samples may precede the first span
+  if (trace.spans.empty() && trace.samples.timeline.empty()) origin = 0;
 
   b += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"strata\"";
   if (auto cmd = trace.record.get("command")) {
@@ -250,6 +252,7 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
     }
     w.maybe_flush();
   }
+  append_sample_events(trace, origin, tracks, &b, &first, [&] { w.maybe_flush(); });  // CPU samples on their threads
   b += "\n]}\n";
 }
 

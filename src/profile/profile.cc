@@ -29,8 +29,9 @@ const FrameName& FrameNamer::name(uint32_t frame_id) {
       const std::string path(trace_.strings.get(m.path));
       n.module = symbolize::Symbolizer::module_name(path);
       if (m.flags & format::kMappingAnonymous) {
-        std::snprintf(buf, sizeof(buf), "+0x%" PRIx64, f.offset - m.file_offset);
-        n.function = path + buf;
+        // No file behind it: JIT code (oneDNN's kernels, ...) or the vDSO. One row per kind of
+        // mapping: offsets in generated code name nothing.
+        n.function = path == "//anon" ? "[anonymous executable memory: JIT code]" : path;
         n.known = false;
       } else {
         symbolize::Symbol s = symbolizer_->lookup(path, m.build_id, f.offset);

@@ -207,8 +207,15 @@ void start_for(collect::Session* session) {
   if (sampler->start(session)) g_sampler.store(sampler);
 }
 
+// A forked child (multiprocessing, DataLoader workers) samples from the fork on: its session starts
+// now rather than at its first span (a worker that records no span still burns CPU). libstrata's
+// own fork handler ran first (handlers run in registration order) and left the session pending.
 void in_forked_child() {
-  if (InProcessSampler* s = g_sampler.exchange(nullptr)) s->abandon_in_child();
+  InProcessSampler* parent = g_sampler.exchange(nullptr);
+  if (parent == nullptr) return;
+  parent->abandon_in_child();
+  collect::Session* session = collect::current_session();  // starts the child's session (and, through
+  if (session != nullptr && g_sampler.load() == nullptr) start_for(session);  // the start hook, sampling)
 }
 
 __attribute__((constructor)) void start_sampling_from_env() {

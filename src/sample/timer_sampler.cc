@@ -340,8 +340,10 @@ uint64_t TimerSampler::lost(int cause) const {
 std::string TimerSampler::mode() const {
   std::string m = itimer_ ? "setitimer(ITIMER_PROF) " : "timer_create(CLOCK_THREAD_CPUTIME_ID) per thread ";
   m += std::to_string(config_.hz) + " Hz with a signal handler (perf_event refused); CPU-time timers fire at the "
-       "kernel tick, so a thread gets at most HZ samples/s, each weighted by the periods it stands for";
-  if (itimer_) m += "; one process-wide timer: the signal lands on whichever thread runs";
+       "kernel tick, so a thread gets at most HZ samples/s";
+  m += itimer_ ? "; one process-wide timer: the signal lands on whichever thread runs, and a sample counts once "
+                 "however many periods it stood for (shares hold, CPU time is underestimated)"
+               : ", each weighted by the periods it stands for (timer overruns)";
   return m;
 }
 
