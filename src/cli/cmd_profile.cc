@@ -1,12 +1,14 @@
-// strata profile TRACE|DIR [--by function|op] [--top N]: CPU profile from a trace's samples
-// (`strata record --sample`, or the epoch files of `strata attach`): self and total shares by
-// function, or by op with the functions that took each op's samples and the time outside any op.
+// strata profile TRACE|DIR [--by function|op|layer|module|line] [--top N] [--format F]: CPU profile
+// from a trace's samples (`strata record --sample`, or the epoch files of `strata attach`): self and
+// total shares by function (module, line), or by op with the functions that took each op's samples
+// and the time outside any op; as a table, CSV, JSON or folded stacks for flame graphs.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "export/profile_formats.h"
 #include "export/text_escape.h"
 #include "model/trace_loader.h"
 #include "profile/profile.h"
@@ -15,20 +17,26 @@ namespace strata::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: strata profile TRACE|DIR [--by function|op] [--top N] [--event N]\n"
+    "usage: strata profile TRACE|DIR [--by function|op|layer|module|line] [--top N] [--event N]\n"
+    "                      [--format table|csv|json|collapsed]\n"
     "  TRACE|DIR     a trace recorded with `strata record --sample`, or the directory `strata attach`\n"
     "                wrote (all its epochs are read together)\n"
     "  --by function self share (the sample's leaf) and total share (anywhere on the stack) per\n"
     "                function (default); Python functions show their file and hottest line\n"
     "  --by op       per op (the innermost layer span open at the sample), with the functions that took\n"
     "                its samples; samples outside any op form their own row\n"
-    "  --top N       rows shown (default 30)\n"
+    "  --by layer    per outermost layer-level span (the module around the ops)\n"
+    "  --by module   per mapped file (Python frames: per source file)\n"
+    "  --by line     Python frames per file:line (native frames per function)\n"
+    "  --top N       rows shown in the table (default 30; csv and json have every row)\n"
+    "  --format F    table (default), csv, json, or collapsed: folded stacks \"root;...;leaf count\" for\n"
+    "                flame-graph tools, the layer spans open at the sample as \"[op] NAME\" root frames\n"
     "  --event N     which sampled event (0: CPU time; more with a hardware PMU; see strata info)\n";
 
 }  // namespace
 
 int run_profile(int argc, char** argv) {
-  std::string path, by = "function", top = "30", event = "0";
+  std::string path, by = "function", top = "30", event = "0", format = "table";
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     bool missing = false;
@@ -37,7 +45,8 @@ int run_profile(int argc, char** argv) {
       return 0;
     }
     if (take_option(argc, argv, &i, "--by", &by, &missing) || take_option(argc, argv, &i, "--top", &top, &missing) ||
-        take_option(argc, argv, &i, "--event", &event, &missing)) {
+        take_option(argc, argv, &i, "--event", &event, &missing) ||
+        take_option(argc, argv, &i, "--format", &format, &missing)) {
       if (missing) return fail("profile", std::string(arg) + " needs a value\n" + kUsage);
       continue;
     }
@@ -51,9 +60,10 @@ int run_profile(int argc, char** argv) {
   }
   if (path.empty()) return fail("profile", std::string("no trace given\n") + kUsage);
   profile::ProfileOptions options;
-  if (by == "function") options.by = profile::ProfileBy::kFunction;
-  else if (by == "op") options.by = profile::ProfileBy::kOp;
-  else return fail("profile", "--by " + by + " is not function or op");
+  if (!profile::parse_profile_by(by, &options.by))
+    return fail("profile", "--by " + by + " is not function, op, layer, module or line");
+  if (format != "table" && format != "csv" && format != "json" && format != "collapsed")
+    return fail("profile", "--format " + format + " is not table, csv, json or collapsed");
   char* end = nullptr;
   long n = std::strtol(top.c_str(), &end, 10);
   if (end == top.c_str() || *end != '\0' || n < 1 || n > 1000000) return fail("profile", "--top " + top + " is not a count");
@@ -68,6 +78,16 @@ int run_profile(int argc, char** argv) {
   symbolize::Symbolizer symbolizer;
   profile::FrameNamer namer(trace, &symbolizer);
   profile::Profile result = profile::build_profile(trace, options, namer);
+  if (format != "table") {  // machine-readable: written as is (consumers escape for display)
+    const std::string text = format == "csv"    ? exporter::format_profile_csv(result, options)
+                             : format == "json" ? exporter::format_profile_json(result, options)
+                                                : profile::format_collapsed(trace, options, namer);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", exporter::escape_terminal(note).c_str());
+    for (const std::string& w : trace.report.warnings)
+      std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
+    return result.samples > 0 ? 0 : 1;
+  }
   const std::string text = profile::format_profile(result, options);
   // Names come from the trace and the profiled binaries: escaped for the terminal, line by line.
   size_t start = 0;

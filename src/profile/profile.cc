@@ -73,6 +73,8 @@ struct SpanRef {
   uint8_t level = 0;
 };
 
+using SpanIndex = std::map<std::pair<uint16_t, uint64_t>, SpanRef>;
+
 struct Accumulator {
   ProfileRow row;
   std::map<uint32_t, uint64_t> lines;  // Python: samples per line
@@ -91,57 +93,107 @@ void sort_rows(std::vector<ProfileRow>* rows, bool by_total) {
 
 }  // namespace
 
+bool parse_profile_by(std::string_view text, ProfileBy* by) {
+  static const std::pair<const char*, ProfileBy> kNames[] = {{"function", ProfileBy::kFunction}, {"op", ProfileBy::kOp},
+                                                             {"layer", ProfileBy::kLayer}, {"module", ProfileBy::kModule},
+                                                             {"line", ProfileBy::kLine}};
+  for (const auto& [name, value] : kNames)
+    if (text == name) {
+      *by = value;
+      return true;
+    }
+  return false;
+}
+
+const std::string& FrameNamer::module_key(uint32_t frame_id) {
+  auto it = module_keys_.find(frame_id);
+  if (it != module_keys_.end()) return it->second;
+  const FrameName& n = name(frame_id);
+  std::string key = n.python ? n.file : !n.module.empty() ? n.module : n.function;
+  return module_keys_.emplace(frame_id, std::move(key)).first->second;
+}
+
+const std::string& FrameNamer::line_key(uint32_t frame_id) {
+  auto it = line_keys_.find(frame_id);
+  if (it != line_keys_.end()) return it->second;
+  const FrameName& n = name(frame_id);
+  std::string key = n.python ? n.function + " (" + n.file + ":" + std::to_string(n.line) + ")" : function_key(frame_id);
+  return line_keys_.emplace(frame_id, std::move(key)).first->second;
+}
+
+namespace {
+
+// Names of the layer-level spans around `span_id` (itself included), innermost first.
+std::vector<std::string> layer_spans_at(const model::Trace& trace, const SpanIndex& spans, uint16_t process,
+                                        uint64_t span_id) {
+  std::vector<std::string> chain;  // innermost first
+  for (int depth = 0; span_id != 0 && depth < 256; ++depth) {
+    auto it = spans.find({process, span_id});
+    if (it == spans.end()) break;
+    if (it->second.level == static_cast<uint8_t>(Level::kLayer)) chain.emplace_back(trace.strings.get(it->second.name));
+    span_id = it->second.parent;
+  }
+  return chain;
+}
+
+SpanIndex index_spans(const model::Trace& trace) {
+  SpanIndex spans;
+  for (const SpanRecord& s : trace.spans) spans[{s.process, s.span_id}] = {s.name, s.parent_id, s.level};
+  return spans;
+}
+
+}  // namespace
+
 Profile build_profile(const model::Trace& trace, const ProfileOptions& options, FrameNamer& namer) {
   Profile p;
   const model::SampleData& data = trace.samples;
   if (!data.config.empty()) p.period_ns = data.period_ns(data.config.begin()->first);
   std::map<std::string, Accumulator> rows;
-  // Spans by (process, id), for --by op.
-  std::map<std::pair<uint16_t, uint64_t>, SpanRef> spans;
-  if (options.by == ProfileBy::kOp)
-    for (const SpanRecord& s : trace.spans) spans[{s.process, s.span_id}] = {s.name, s.parent_id, s.level};
+  const bool by_span = options.by == ProfileBy::kOp || options.by == ProfileBy::kLayer;
+  const SpanIndex spans = by_span ? index_spans(trace) : SpanIndex{};
+  auto key_of = [&](uint32_t frame) -> const std::string& {
+    switch (options.by) {
+      case ProfileBy::kModule: return namer.module_key(frame);
+      case ProfileBy::kLine: return namer.line_key(frame);
+      default: return namer.function_key(frame);
+    }
+  };
   std::unordered_set<std::string> seen;
   for (const model::SampleCount& c : data.counts) {
     if (static_cast<int>(c.event) != options.event) continue;
     p.samples += c.count;
     std::span<const uint32_t> stack = data.stack(c.stack);
     if (c.span_id == 0) p.no_span += c.count;
-    if (options.by == ProfileBy::kFunction) {
+    if (!by_span) {
       seen.clear();
       for (size_t i = 0; i < stack.size(); ++i) {
-        const std::string& key = namer.function_key(stack[i]);
+        const std::string& key = key_of(stack[i]);
         Accumulator& a = rows[key];
         if (i == 0) a.row.self += c.count;
         if (seen.insert(key).second) {
           a.row.total += c.count;
           const FrameName& n = namer.name(stack[i]);
-          if (n.python) a.lines[n.line] += c.count;
-          else if (a.row.where.empty()) a.row.where = n.module;
+          if (n.python && options.by == ProfileBy::kFunction) a.lines[n.line] += c.count;
+          else if (a.row.where.empty() && options.by != ProfileBy::kModule) a.row.where = n.python ? "" : n.module;
         }
       }
       continue;
     }
-    // By op: the innermost layer-level span around the sample's span; every op above it too.
-    bool first = true;
-    seen.clear();
+    // By op: the innermost layer-level span around the sample's span, every op above it in total;
+    // by layer: the outermost one only.
     const std::string leaf = stack.empty() ? std::string("[no stack]") : namer.function_key(stack[0]);
-    uint64_t id = c.span_id;
-    for (int depth = 0; id != 0 && depth < 256; ++depth) {
-      auto it = spans.find({c.process, id});
-      if (it == spans.end()) break;
-      if (it->second.level == static_cast<uint8_t>(Level::kLayer)) {
-        const std::string name(trace.strings.get(it->second.name));
-        Accumulator& a = rows[name];
-        if (first) {
-          a.row.self += c.count;
-          a.culprits[leaf] += c.count;
-          first = false;
-        }
-        if (seen.insert(name).second) a.row.total += c.count;
+    std::vector<std::string> chain = layer_spans_at(trace, spans, c.process, c.span_id);
+    if (options.by == ProfileBy::kLayer && chain.size() > 1) chain.erase(chain.begin(), chain.end() - 1);
+    seen.clear();
+    for (size_t i = 0; i < chain.size(); ++i) {
+      Accumulator& a = rows[chain[i]];
+      if (i == 0) {
+        a.row.self += c.count;
+        a.culprits[leaf] += c.count;
       }
-      id = it->second.parent;
+      if (seen.insert(chain[i]).second) a.row.total += c.count;
     }
-    if (first) {
+    if (chain.empty()) {
       p.outside_ops += c.count;
       Accumulator& a = rows[kOutsideAnyOp];
       a.row.self += c.count;
@@ -166,19 +218,25 @@ Profile build_profile(const model::Trace& trace, const ProfileOptions& options, 
     a.row.culprits = std::move(culprits);
     p.rows.push_back(std::move(a.row));
   }
-  sort_rows(&p.rows, options.by == ProfileBy::kOp);
+  sort_rows(&p.rows, by_span);
   if (data.counts.empty())
     p.notes.push_back(data.timeline.empty()
                           ? "the trace holds no CPU samples: record with `strata record --sample` (or profile a "
                             "running process with `strata attach PID`)"
                           : "the trace holds sample times but no counts");
-  if (options.by == ProfileBy::kOp && p.samples > 0 && p.no_span == p.samples)
+  if (options.by == ProfileBy::kLine)
+    p.notes.push_back("native frames are grouped by function: their line tables are not read (Python frames by line)");
+  if (by_span && p.samples > 0 && p.no_span == p.samples)
     p.notes.push_back("no sample was taken inside a span: record with --level layer to attribute samples to ops");
   if (data.undefined_references > 0)
     p.notes.push_back(std::to_string(data.undefined_references) +
                       " sample references to undefined frames/stacks (a damaged trace): shown as unknown");
   return p;
 }
+
+namespace {
+const char* const kByNames[] = {"function", "op", "layer", "module", "line"};
+}  // namespace
 
 std::string format_profile(const Profile& p, const ProfileOptions& options) {
   std::string out;
@@ -191,7 +249,7 @@ std::string format_profile(const Profile& p, const ProfileOptions& options) {
     out += line;
   }
   out += "\n";
-  std::snprintf(line, sizeof(line), "%7s %7s %10s  %s\n", "self%", "total%", "samples", options.by == ProfileBy::kOp ? "op" : "function");
+  std::snprintf(line, sizeof(line), "%7s %7s %10s  %s\n", "self%", "total%", "samples", kByNames[static_cast<int>(options.by)]);
   out += line;
   size_t shown = 0;
   for (const ProfileRow& r : p.rows) {
@@ -210,6 +268,33 @@ std::string format_profile(const Profile& p, const ProfileOptions& options) {
   if (p.rows.size() > options.top)
     out += "(" + std::to_string(p.rows.size() - options.top) + " more rows; --top N shows more)\n";
   for (const std::string& note : p.notes) out += "note: " + note + "\n";
+  return out;
+}
+
+std::string format_collapsed(const model::Trace& trace, const ProfileOptions& options, FrameNamer& namer) {
+  const model::SampleData& data = trace.samples;
+  const SpanIndex spans = index_spans(trace);
+  auto clean = [](std::string name) {
+    for (char& ch : name)
+      if (ch == ';') ch = ':';
+      else if (ch == '\n' || ch == '\r') ch = ' ';
+    return name;
+  };
+  std::map<std::string, uint64_t> folded;
+  std::string line;
+  for (const model::SampleCount& c : data.counts) {
+    if (static_cast<int>(c.event) != options.event || c.count == 0) continue;
+    line.clear();
+    const std::vector<std::string> chain = layer_spans_at(trace, spans, c.process, c.span_id);
+    for (size_t i = chain.size(); i-- > 0;) line += kOpFramePrefix + clean(chain[i]) + ";";
+    std::span<const uint32_t> stack = data.stack(c.stack);
+    for (size_t i = stack.size(); i-- > 0;) line += clean(namer.function_key(stack[i])) + ";";
+    if (line.empty()) line = "[no stack];";
+    line.pop_back();
+    folded[line] += c.count;
+  }
+  std::string out;
+  for (const auto& [stack, count] : folded) out += stack + " " + std::to_string(count) + "\n";
   return out;
 }
 

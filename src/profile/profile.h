@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -31,15 +32,24 @@ class FrameNamer {
   const FrameName& name(uint32_t frame_id);
   // The grouping key of a frame's function ("function" for native code, "function (file)" for Python).
   const std::string& function_key(uint32_t frame_id);
+  // --by module: the mapped file's name (Python: the source file); --by line: "function (file:line)"
+  // for Python frames, the function key for native ones.
+  const std::string& module_key(uint32_t frame_id);
+  const std::string& line_key(uint32_t frame_id);
 
  private:
   const model::Trace& trace_;
   symbolize::Symbolizer* symbolizer_;
   std::unordered_map<uint32_t, FrameName> names_;
-  std::unordered_map<uint32_t, std::string> keys_;
+  std::unordered_map<uint32_t, std::string> keys_, module_keys_, line_keys_;
 };
 
-enum class ProfileBy { kFunction, kOp };
+// function: the sample's leaf (self) and every function on its stack (total); module: the same by
+// mapped file (Python frames by source file); line: Python frames by file:line (native frames by
+// function: their line tables are not read); op: the innermost layer-level span open at the sample;
+// layer: the outermost one (the module around the ops).
+enum class ProfileBy { kFunction, kOp, kLayer, kModule, kLine };
+bool parse_profile_by(std::string_view text, ProfileBy* by);
 
 struct ProfileOptions {
   ProfileBy by = ProfileBy::kFunction;
@@ -70,5 +80,10 @@ inline constexpr const char* kOutsideAnyOp = "(outside any op: Python / framewor
 Profile build_profile(const model::Trace& trace, const ProfileOptions& options, FrameNamer& namer);
 // The table as text (shares in percent of all samples of the event).
 std::string format_profile(const Profile& profile, const ProfileOptions& options);
+// Folded stacks, the text flame-graph tools read: "frame;frame;...;leaf count" per distinct stack,
+// root first, the layer-level spans open at the sample (outermost first) as "[op] NAME" frames at
+// the root. ';' inside a name becomes ':' (the separator), line breaks become spaces.
+std::string format_collapsed(const model::Trace& trace, const ProfileOptions& options, FrameNamer& namer);
+inline constexpr const char* kOpFramePrefix = "[op] ";
 
 }  // namespace strata::profile

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "sample_test_util.h"
 
@@ -32,15 +35,34 @@ for i in range(25):
 th.join()
 )";
 
-TEST(SampleAttribution, SamplesCarryTheSpanOpenOnTheirThreadAsAnOfflineJoinFindsIt) {
-  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
-  TempDir dir;
-  write_file(dir.file("spans.py"), kScript);
-  std::string output;
-  const std::string cmd = "PYTHONPATH=" + std::string(STRATA_BINARY_DIR) + "/lib/python " + strata_tool() +
-                          " record --quiet --sample --level layer -o " + dir.file("t.strata") +
-                          " -- /usr/bin/python3 " + dir.file("spans.py");
-  ASSERT_EQ(run_command(cmd, &output), 0) << output;
+// One recording shared by the tests below (each run of Python costs a second or two).
+class SampleSpans : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir;
+    if (access("/usr/bin/python3", X_OK) != 0) return;
+    write_file(dir_->file("spans.py"), kScript);
+    const std::string cmd = "PYTHONPATH=" + std::string(STRATA_BINARY_DIR) + "/lib/python " + strata_tool() +
+                            " record --quiet --sample --level layer -o " + dir_->file("t.strata") +
+                            " -- /usr/bin/python3 " + dir_->file("spans.py");
+    status_ = run_command(cmd, &output_);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  void SetUp() override {
+    if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
+    ASSERT_EQ(status_, 0) << output_;
+  }
+  static TempDir* dir_;
+  static int status_;
+  static std::string output_;
+};
+TempDir* SampleSpans::dir_ = nullptr;
+int SampleSpans::status_ = -1;
+std::string SampleSpans::output_;
+
+TEST_F(SampleSpans, SamplesCarryTheSpanOpenOnTheirThreadAsAnOfflineJoinFindsIt) {
+  TempDir& dir = *dir_;
+  const std::string& output = output_;
   model::Trace trace;
   std::string error;
   ASSERT_TRUE(model::load_trace(dir.file("t.strata"), &trace, &error)) << error;
@@ -79,6 +101,62 @@ TEST(SampleAttribution, SamplesCarryTheSpanOpenOnTheirThreadAsAnOfflineJoinFinds
   // Python frames with file and line are merged into the stacks (Debian's CPython 3.11).
   Shares s = function_shares(dir.file("t.strata"));
   EXPECT_GT(s.total["burn (" + dir.file("spans.py") + ")"], 50.0) << output;
+}
+
+// The folded stacks read back give the same profile as the CSV rows: every sample once, the same
+// self (leaf) and total (anywhere on the stack) count per function, the ops as root frames.
+TEST_F(SampleSpans, CollapsedOutputRoundTrips) {
+  std::string collapsed, csv;
+  ASSERT_EQ(run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format collapsed 2>/dev/null", &collapsed), 0);
+  ASSERT_EQ(run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format csv 2>/dev/null", &csv), 0);
+  std::map<std::string, uint64_t> self, total, ops;
+  uint64_t samples = 0;
+  std::istringstream in(collapsed);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t space = line.rfind(' ');
+    ASSERT_NE(space, std::string::npos) << line;
+    const uint64_t n = std::stoull(line.substr(space + 1));
+    samples += n;
+    std::vector<std::string> frames;
+    std::istringstream fs(line.substr(0, space));
+    for (std::string f; std::getline(fs, f, ';');) frames.push_back(f);
+    std::set<std::string> seen;
+    std::vector<std::string> functions;
+    for (const std::string& f : frames) {
+      if (f.rfind(profile::kOpFramePrefix, 0) == 0) {
+        ASSERT_TRUE(functions.empty()) << "an op frame below a function: " << line;
+        ops[f.substr(std::strlen(profile::kOpFramePrefix))] += n;
+        continue;
+      }
+      functions.push_back(f);
+      if (seen.insert(f).second) total[f] += n;
+    }
+    ASSERT_FALSE(functions.empty()) << line;
+    self[functions.back()] += n;
+  }
+  // CSV: rank,name,where,self,total,self_pct,total_pct,parent (names here hold no comma or quote).
+  std::istringstream rows(csv);
+  std::getline(rows, line);
+  uint64_t csv_self = 0, checked = 0;
+  while (std::getline(rows, line)) {
+    if (line.find('"') != std::string::npos) continue;  // a quoted name: not parsed here
+    std::vector<std::string> cells;
+    std::istringstream cs(line);
+    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+    ASSERT_GE(cells.size(), 7u) << line;
+    const uint64_t row_self = std::stoull(cells[3]), row_total = std::stoull(cells[4]);
+    csv_self += row_self;
+    EXPECT_EQ(self[cells[1]], row_self) << cells[1];
+    EXPECT_EQ(total[cells[1]], row_total) << cells[1];
+    ++checked;
+  }
+  EXPECT_GT(checked, 10u);
+  EXPECT_LE(csv_self, samples);
+  Shares s = function_shares(dir_->file("t.strata"));
+  EXPECT_EQ(samples, s.samples);
+  for (const char* op : {"w_op", "main_op", "inner"}) EXPECT_GT(ops[op], 0u) << op;
+  EXPECT_GE(ops["main_op"], ops["inner"]);  // inner runs inside main_op: its samples are main_op's too
 }
 
 }  // namespace
