@@ -45,6 +45,8 @@ ninja -C "$root/build-tsan" -j "$(nproc)" collect_test
 TSAN_OPTIONS=halt_on_error=1 "$root/build-tsan/bin/collect_test" --gtest_filter='Session.*:TraceContext.*:Structure.*:ExitPaths.*' --gtest_brief=1
 
 phase "fuzzers (${fuzz_seconds}s each)"
+# The libraries under test are built instrumented too (coverage and sanitizers inside the readers):
+# see STRATA_BUILD_FUZZERS in CMakeLists.txt. scripts/fuzz_long.sh runs each for longer.
 CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSTRATA_BUILD_FUZZERS=ON -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCHMARKS=OFF >/dev/null
 # Only the fuzz targets (and what they link): the rest is already tested above.
@@ -52,18 +54,13 @@ mapfile -t fuzzers < "$root/build-fuzz/fuzzers.txt"
 ninja -C "$root/build-fuzz" -j "$(nproc)" "${fuzzers[@]}"
 seeds=$(mktemp -d)
 bash "$root/scripts/make_fuzz_seeds.sh" "$root/build" "$seeds/native"
+source "$root/scripts/fuzz_seeds.sh"
 for name in "${fuzzers[@]}"; do
-  # Seeds: real inputs of the format each fuzzer reads.
-  case "$name" in
-    trace_reader_fuzz) seed_dirs=("$seeds/native") ;;
-    fuzz_import_*) seed_dirs=("$root/tests/import/data") ;;
-    onnx_loader_fuzzer) mkdir -p "$seeds/onnx" && cp "$root"/tests/lowerbound/data/*.onnx "$seeds/onnx/" && seed_dirs=("$seeds/onnx") ;;
-    *) seed_dirs=() ;;
-  esac
-  [ -d "$root/fuzz/corpus/$name" ] && seed_dirs+=("$root/fuzz/corpus/$name")
+  mapfile -t seed_dirs < <(fuzz_seed_dirs "$name" "$root" "$seeds")
   corpus=$(mktemp -d)
   echo "-- $name"
-  "$root/build-fuzz/bin/$name" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -max_len=65536 \
-    -print_final_stats=0 "$corpus" "${seed_dirs[@]}" 2>&1 | tail -n 2
+  # -malloc_limit_mb: one allocation past it is a finding (an unchecked size from the input).
+  "$root/build-fuzz/bin/$name" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+    -max_len=65536 -print_final_stats=0 "$corpus" "${seed_dirs[@]}" 2>&1 | tail -n 2
 done
 phase "done"

@@ -26,7 +26,8 @@ namespace {
 using strata::iterations::MinerOptions;
 
 // A training-like op stream: set-up, then iterations of a 250-op cycle over 90 op names, 3% of
-// them with an extra op inside, an evaluation block (60 ops) after every 10th; gaps in ns.
+// them with an extra op inside, an evaluation block (60 ops) after every 10th; gaps in ns. (Random
+// names: no nested repetition to speak of; nested_workload below has it.)
 struct Workload {
   std::vector<int32_t> seq;
   std::vector<int64_t> gaps;
@@ -57,6 +58,39 @@ const Workload& workload(int64_t ops) {
   return cache.emplace(ops, std::move(w)).first->second;
 }
 
+// A training loop with nested repetition, like a GRU's: each step is 30 ops (data, zero_grad, forward,
+// loss), a 14-op backward time step repeated 12 times, 15 ops (the rest of backward, optimizer step);
+// an 8-op evaluation pass after every 50th step; 1% of the steps with an inserted op. The old miner
+// read the time steps as the iterations (issue 12); the step is the answer.
+const Workload& nested_workload(int64_t ops) {
+  static std::map<int64_t, Workload> cache;
+  auto it = cache.find(ops);
+  if (it != cache.end()) return it->second;
+  Workload w;
+  std::mt19937 rng(7);
+  std::vector<int32_t> pre(30), unit(14), post(15), eval(8);
+  for (auto& c : pre) c = static_cast<int32_t>(rng() % 60);
+  for (auto& c : unit) c = 60 + static_cast<int32_t>(rng() % 20);
+  for (auto& c : post) c = 80 + static_cast<int32_t>(rng() % 40);
+  for (auto& c : eval) c = static_cast<int32_t>(rng() % 60);
+  for (int i = 0; i < 100; ++i) w.seq.push_back(130 + static_cast<int32_t>(rng() % 50));
+  w.gaps.assign(w.seq.size(), 3000);
+  while (static_cast<int64_t>(w.seq.size()) < ops) {
+    ++w.iterations;
+    const size_t start = w.seq.size();
+    w.seq.insert(w.seq.end(), pre.begin(), pre.end());
+    for (int t = 0; t < 12; ++t) w.seq.insert(w.seq.end(), unit.begin(), unit.end());
+    w.seq.insert(w.seq.end(), post.begin(), post.end());
+    if (rng() % 100 == 0) w.seq.insert(w.seq.begin() + static_cast<int64_t>(start + 1 + rng() % 200), 200);
+    if (w.iterations % 50 == 0) w.seq.insert(w.seq.end(), eval.begin(), eval.end());
+    w.gaps.resize(w.seq.size(), 2000);
+    w.gaps[start] = 50000;  // the host's loop between steps
+  }
+  w.seq.resize(ops);
+  w.gaps.resize(ops);
+  return cache.emplace(ops, std::move(w)).first->second;
+}
+
 long peak_rss_kb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -75,6 +109,19 @@ void BM_Mine(benchmark::State& state) {
   state.counters["iterations_found"] = static_cast<double>(found);
   state.counters["iterations_true"] = static_cast<double>(w.iterations);
   state.counters["peak_rss_MB"] = static_cast<double>(peak_rss_kb()) / 1024.0;
+}
+
+void BM_MineNested(benchmark::State& state) {
+  const Workload& w = nested_workload(state.range(0));
+  size_t found = 0;
+  for (auto _ : state) {
+    auto r = strata::iterations::mine_iterations(w.seq, w.gaps, MinerOptions{});
+    found = r.iterations.size();
+    benchmark::DoNotOptimize(found);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.counters["iterations_found"] = static_cast<double>(found);
+  state.counters["iterations_true"] = static_cast<double>(w.iterations);
 }
 
 void BM_SuffixArrayAndLcp(benchmark::State& state) {
@@ -166,6 +213,7 @@ void BM_RunIterations(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_Mine)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MineNested)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SuffixArrayAndLcp)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LoadTrace)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RunIterations)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -2,8 +2,8 @@
 // inception-like DAG of growing size), and loading an ONNX model with shape inference.
 #include <benchmark/benchmark.h>
 
-#include "lowerbound/bounds.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/bounds/bounds.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace lb = strata::lowerbound;
 

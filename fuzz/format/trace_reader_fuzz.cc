@@ -1,25 +1,13 @@
-// libFuzzer target: arbitrary bytes through the chunk reader and the trace loader. Must never crash,
-// hang or allocate without bound; every failure is an error line or a counted warning.
+// libFuzzer target: arbitrary bytes through the chunk reader, the trace loader and the streamed
+// summary. Must never crash, hang or allocate without bound; every failure is an error line or a
+// counted warning (fuzz/format/trace_fuzz_targets.h).
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <string_view>
 
-#include "format/chunk_reader.h"
-#include "model/trace_loader.h"
+#include "trace_fuzz_targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  strata::format::ChunkReader reader;
-  if (!reader.open(strata::format::memory_source(bytes), "fuzz-input")) return 0;
-  strata::model::Trace trace;
-  std::string error;
-  if (strata::model::load_chunks(reader, &trace, &error)) {
-    strata::model::sort_spans(&trace);
-    for (size_t i = 0; i < trace.spans.size(); ++i) {
-      (void)trace.name(trace.spans[i]);
-      for (const auto& a : trace.attributes(i)) (void)trace.attr_value_string(a);
-    }
-  }
+  strata::fuzz::run_trace_reader(std::string_view(reinterpret_cast<const char*>(data), size));
   return 0;
 }

@@ -1,7 +1,8 @@
 // Fuzzes the miner's input path: arbitrary spans (names, threads, streams, levels, times, copies)
 // -> stream classification -> op sequence -> pattern mining -> metrics -> diagnosis -> tables.
 // Checks the invariants every caller relies on: iterations ordered, disjoint, inside the sequence,
-// and every op accounted for (inside an iteration, before, after or between).
+// extra ops within them, every op accounted for (inside an iteration, before, after or between),
+// nested repetition inside the iteration's template. "Optimizer.step#..." exercises the step marks.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -25,9 +26,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   model::Process p;
   p.pid = 1;
   trace.add_process(p);
-  static const char* kNames[] = {"aten::linear", "aten::relu", "aten::add_", "aten::to", "aten::copy_",
-                                 "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)",
-                                 "Memset (Device)", "gemm_kernel", "aten::mse_loss", "step", "x", "y", "z", "w", "v"};
+  static const char* kNames[] = {"aten::linear",
+                                 "aten::relu",
+                                 "aten::add_",
+                                 "aten::to",
+                                 "aten::copy_",
+                                 "Memcpy HtoD (Pageable -> Device)",
+                                 "Memcpy DtoH (Device -> Pageable)",
+                                 "Memset (Device)",
+                                 "gemm_kernel",
+                                 "aten::mse_loss",
+                                 "Optimizer.step#SGD.step",
+                                 "x",
+                                 "y",
+                                 "z",
+                                 "w",
+                                 "v"};
   iterations::IterationsOptions options;
   options.miner.iterations = data[0] % 4 == 0 ? data[1] % 16 : 0;
   options.miner.max_extra_ops = data[1] % 3 == 0 ? data[1] % 7 : -1;
@@ -66,9 +80,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& it : m.iterations) {
     check(it.first_op > prev_last && it.first_op <= it.last_op && it.last_op < m.ops);
     check(it.loop >= 0 && static_cast<size_t>(it.loop) < m.loops.size());
+    check(it.inner_extra_ops >= 0 && it.trailing_extra_ops >= 0 &&
+          it.inner_extra_ops + it.trailing_extra_ops <= it.last_op - it.first_op + 1);
     inside += it.last_op - it.first_op + 1;
     prev_last = it.last_op;
   }
+  for (const auto& loop : m.loops)  // nested repetition lies inside the iteration's template
+    for (const auto& r : loop.nested)
+      check(r.offset >= 0 && r.unit_ops >= 1 && r.copies >= 1 && r.copies_min <= r.copies &&
+            r.copies <= r.copies_max && r.offset < static_cast<int64_t>(loop.cycle.size()));
   check(inside + m.ops_before + m.ops_after + m.ops_between == m.ops);
   check(report.metrics.iterations.size() == m.iterations.size());
   const auto tables = iterations::report_tables(trace, report);

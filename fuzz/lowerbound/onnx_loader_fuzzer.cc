@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "lowerbound/bench_plan.h"
-#include "lowerbound/bounds.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/harness/bench_plan.h"
+#include "lowerbound/bounds/bounds.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   strata::lowerbound::LayerModel model;

@@ -9,38 +9,19 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "model/span_tree.h"
 #include "model/trace.h"
+#include "table/table.h"
 
 namespace strata::analysis {
 
-// A table cell: text, integer or real (reals carry their display precision).
-struct Cell {
-  std::variant<std::monostate, std::string, int64_t, double> value;
-  int precision = 3;
-  static Cell text(std::string s) { return Cell{std::move(s), 3}; }
-  static Cell integer(int64_t v) { return Cell{v, 0}; }
-  static Cell real(double v, int precision = 3) { return Cell{v, precision}; }
-  static Cell empty() { return Cell{}; }
-};
-
-struct Table {
-  std::string name;   // machine name, e.g. "layer_table" (file names, JSON keys)
-  std::string title;  // human title
-  std::vector<std::string> columns;
-  std::vector<std::vector<Cell>> rows;
-  std::vector<std::string> notes;  // printed under the table
-};
-
-struct AnalysisResult {
-  std::vector<Table> tables;
-  // Set when the trace lacks what the analysis needs: says which level to record, e.g.
-  // "no device activity in the trace: record with --level device or import a Kineto GPU trace".
-  std::optional<std::string> missing_input;
-};
+// The table types live in table/ (below analysis, so export and lowerbound need not include the
+// pipeline); these names keep every analysis's spelling.
+using Cell = table::Cell;
+using Table = table::Table;
+using AnalysisResult = table::Result;
 
 // Options from the command line (--param key=value), with typed getters and defaults.
 class Params {

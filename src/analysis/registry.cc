@@ -46,6 +46,11 @@ std::unique_ptr<Analysis> make_metrics_by_layer();
 std::unique_ptr<Analysis> make_kernel_roofline();
 std::unique_ptr<Analysis> make_layer_roofline();
 std::unique_ptr<Analysis> make_iterations();
+#ifdef STRATA_HAVE_LOWERBOUND  // src/lowerbound/analyses (not built with STRATA_SKIP=lowerbound)
+std::unique_ptr<Analysis> make_framework_vs_bound();
+std::unique_ptr<Analysis> make_framework_inefficiency();
+std::unique_ptr<Analysis> make_tensor_cores();
+#endif
 
 const std::vector<std::unique_ptr<Analysis>>& all_analyses() {
   static const std::vector<std::unique_ptr<Analysis>> analyses = [] {
@@ -69,6 +74,11 @@ const std::vector<std::unique_ptr<Analysis>>& all_analyses() {
     v.push_back(make_kernel_roofline());
     v.push_back(make_layer_roofline());
     v.push_back(make_iterations());
+#ifdef STRATA_HAVE_LOWERBOUND
+    v.push_back(make_framework_vs_bound());
+    v.push_back(make_framework_inefficiency());
+    v.push_back(make_tensor_cores());
+#endif
     return v;
   }();
   return analyses;

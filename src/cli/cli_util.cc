@@ -4,12 +4,12 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "core/level.h"
 #include "export/text_escape.h"
 #include "format/file_format.h"
+#include "format/input_file.h"
 #include "model/trace_loader.h"
 #include "model/trace_summary.h"
 #ifdef STRATA_HAVE_IMPORT
@@ -41,22 +41,31 @@ bool take_option(int argc, char** argv, int* i, std::string_view name, std::stri
   return false;
 }
 
+bool check_inputs(const std::vector<std::string>& paths, InputKind kind, std::string* error) {
+  for (const std::string& path : paths)
+    if (!format::check_input_path(path, kind == InputKind::kTrace, error)) return false;
+  return true;
+}
+
 namespace {
 bool has_native_magic(const std::string& path) {
   if (std::filesystem::is_directory(path)) return true;
-  std::ifstream in(path, std::ios::binary);
+  uint64_t size = 0;
+  std::string ignored;
+  // Never blocks on a FIFO; when it cannot be opened, the loader that follows says why.
+  int fd = format::open_regular_file(path, &size, &ignored);
+  if (fd < 0) return false;
   char magic[sizeof(format::kFileMagic)] = {};
-  in.read(magic, sizeof(magic));
-  return in.gcount() == sizeof(magic) && std::memcmp(magic, format::kFileMagic, sizeof(magic)) == 0;
+  ssize_t n = ::read(fd, magic, sizeof(magic));
+  ::close(fd);
+  return n == static_cast<ssize_t>(sizeof(magic)) &&
+         std::memcmp(magic, format::kFileMagic, sizeof(magic)) == 0;
 }
 }  // namespace
 
 bool load_native_or_import(const std::string& path, model::Trace* trace, std::string* error) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    *error = path + ": no such file or directory";
-    return false;
-  }
+  if (!check_inputs({path}, InputKind::kTrace, error)) return false;
   if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec) {
     *error =
         path +
@@ -173,7 +182,7 @@ void print_drops(const model::TraceSummary& s, FILE* out) {
 void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings) {
   std::fprintf(out, "spans: %llu in %zu process(es), span time range %s\n",
                static_cast<unsigned long long>(s.spans), s.processes.size(),
-               format_duration_ns(s.last_ns - s.first_ns).c_str());
+               format_duration_ns(elapsed_ns(s.first_ns, s.last_ns)).c_str());
   print_level_table(s, out);
   if (s.samples > 0 || !s.sample_modes.empty()) {
     std::fprintf(out, "CPU samples: %llu\n", static_cast<unsigned long long>(s.samples));
@@ -187,6 +196,12 @@ void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings)
                  static_cast<unsigned long long>(r.truncated_files), static_cast<unsigned long long>(r.corrupt_chunks),
                  static_cast<unsigned long long>(r.unknown_chunks), static_cast<unsigned long long>(r.unknown_strings));
   }
+  if (r.clamped_times || r.stream_limit_chunks)
+    std::fprintf(out,
+                 "load: %llu span(s) with out-of-range times (kept, clamped), %llu chunk(s) of streams past "
+                 "the 65536-process limit (skipped)\n",
+                 static_cast<unsigned long long>(r.clamped_times),
+                 static_cast<unsigned long long>(r.stream_limit_chunks));
   for (size_t i = 0; i < r.warnings.size() && i < max_warnings; ++i)
     std::fprintf(out, "warning: %s\n", exporter::escape_terminal(r.warnings[i]).c_str());
   if (r.warnings.size() > max_warnings)

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/trace.h"
 #include "model/trace_summary.h"
@@ -16,6 +17,14 @@ int fail(std::string_view command, std::string_view message, int code = 2);
 // For "--opt VALUE" and "--opt=VALUE": when argv[*i] matches, stores the value, advances *i and
 // returns true. A missing value sets *missing.
 bool take_option(int argc, char** argv, int* i, std::string_view name, std::string* value, bool* missing);
+
+// What a command reads: a trace (a file, or a directory of per-process files) or one file.
+enum class InputKind { kTrace, kFile };
+// The check every command makes on the paths it reads, before loading anything: each exists and
+// is a regular file (or, for kTrace, a directory). A named pipe, a device (/dev/zero) or a socket
+// is refused with one line naming it and what to do, so nothing blocks on it or reads it forever;
+// the readers refuse them again if a path changes in between.
+bool check_inputs(const std::vector<std::string>& paths, InputKind kind, std::string* error);
 
 // Loads a native trace (file or directory) or, when it is a foreign profile (Kineto/PyTorch, ONNX
 // Runtime, TensorFlow JSON), imports it on the fly. One error line on failure.

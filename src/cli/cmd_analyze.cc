@@ -116,6 +116,7 @@ int run_analyze(int argc, char** argv) {
     }
   }
 
+  if (std::string error; !check_inputs(inputs, InputKind::kTrace, &error)) return fail("analyze", error, 1);
   model::Trace trace;
   for (const std::string& path : inputs) {
     std::string error;

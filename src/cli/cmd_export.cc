@@ -48,6 +48,7 @@ int run_export(int argc, char** argv) {
   std::string error;
   const bool to_file = !output.empty() && output != "-";
   if (to_file && !check_output_target(output, force, &error)) return fail("export", error, 1);
+  if (!check_inputs({input}, InputKind::kTrace, &error)) return fail("export", error, 1);
   model::Trace trace;
   if (!model::load_trace(input, &trace, &error)) return fail("export", error, 1);
   for (const auto& w : trace.report.warnings)

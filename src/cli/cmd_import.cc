@@ -73,6 +73,7 @@ int run_import(int argc, char** argv) {
   }
 
   std::string error;
+  if (!check_inputs({input}, InputKind::kFile, &error)) return fail("import", error, 1);
   if (!check_output_target(output, force, &error)) return fail("import", error, 1);
 
   import::ImportOptions options;

@@ -86,6 +86,7 @@ int run_info(int argc, char** argv) {
 
   model::TraceSummary summary;
   std::string error;
+  if (!check_inputs({path}, InputKind::kTrace, &error)) return fail("info", error, 1);
   if (!model::summarize_file(path, &summary, &error)) return fail("info", error, 1);
 
   std::printf("file: %s (%llu bytes)\n", shown(path).c_str(),

@@ -78,7 +78,8 @@ int run_iterations(int argc, char** argv) {
   if (!iterations::options_from_params(params, &options, &error)) return fail("iterations", "--" + error);
 
   model::Trace trace;
-  if (!load_native_or_import(input, &trace, &error)) return fail("iterations", error, 1);
+  if (!check_inputs({input}, InputKind::kTrace, &error) || !load_native_or_import(input, &trace, &error))
+    return fail("iterations", error, 1);
   for (const std::string& w : trace.report.warnings) std::fprintf(stderr, "strata iterations: warning: %s\n", w.c_str());
 
   iterations::IterationsReport report;

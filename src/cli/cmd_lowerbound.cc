@@ -11,14 +11,15 @@
 #include <fstream>
 #include <iostream>
 
+#include "analysis/workload.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/lowerbound_options.h"
 #include "export/table_render.h"
-#include "lowerbound/analyzer.h"
-#include "lowerbound/command_options.h"
-#include "lowerbound/perf_db.h"
-#include "lowerbound/trace_compare.h"
-#include "model/trace_loader.h"
+#include "lowerbound/analyses/lowerbound_analyses.h"
+#include "lowerbound/bounds/bound_inputs.h"
+#include "lowerbound/bounds/estimate.h"
+#include "model/span_tree.h"
 
 namespace strata::cli {
 
@@ -30,13 +31,15 @@ constexpr const char* kUsage =
     "usage: strata lowerbound MODEL.onnx [--db URL] [--backend cpu|cuda] [--dtype fp32,bf16,fp16]\n"
     "                         [--layout nchw|nhwc|blocked] [--fusion] [--trace RUN.strata] [--dot FILE.dot]\n"
     "                         [--svg FILE.svg] [--layers] [--top N] [--format text|csv|json]\n"
-    "                         [--system-tag TAG]\n"
+    "                         [--threads N] [--system-tag TAG]\n"
     "  Lower bounds from the best benchmarked latency of each layer: sequential (sum) and parallel\n"
     "  (critical path through the layer DAG). The first --dtype is the main one; the others are\n"
     "  compared in the precision table. --trace compares a framework run (strata record --level layer,\n"
     "  --level library for algorithm selection) with the bound; on a GPU run (--level device, or a\n"
     "  Kineto trace from strata import) it also shows which layers' kernels ran on tensor cores.\n"
-    "  --fusion adds the bound with fusable chains (conv + activation, conv + residual add) fused.\n";
+    "  --fusion adds the bound with fusable chains (conv + activation, conv + residual add) fused.\n"
+    "  --threads N selects the rows benchmarked with N library threads (default $OMP_NUM_THREADS, else 1):\n"
+    "  use the framework run's count. A bound above the measured run (normalized > 1) is reported as such.\n";
 
 // Graphviz `dot -Tsvg DOT -o SVG`, run without a shell (paths may hold quotes or spaces), its
 // messages discarded. False when it is missing or fails.
@@ -56,94 +59,135 @@ bool run_dot_to_svg(const std::string& dot_path, const std::string& svg_path) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-}  // namespace
-
-int run_lowerbound(int argc, char** argv) {
-  lb::CommandOptions opt;
-  std::string error;
-  if (!lb::parse_command_options(argc, argv, 1, &opt, &error)) return fail("lowerbound", error);
-  if (opt.help || opt.models.size() != 1) {
-    std::fputs(kUsage, opt.help ? stdout : stderr);
-    return opt.help ? 0 : 2;
-  }
-  std::vector<lb::LayerModel> models;
-  if (!lb::load_models(opt.models, &models, &error)) return fail("lowerbound", error, 1);
-  const lb::LayerModel& model = models[0];
-  std::string url = opt.db_url.empty() ? lb::default_perf_db_url() : opt.db_url;
-  auto db = lb::open_perf_db(url, &error);
-  if (!db) return fail("lowerbound", error, 1);
-  std::string why;
-  std::string system = lb::system_key(opt.bench.backend, &why);
-  if (system.empty()) return fail("lowerbound", why, 1);
-  if (!opt.bench.system_tag.empty()) system += "|tag=" + opt.bench.system_tag;
-  std::vector<lb::BenchRecord> records;
-  if (!db->load(system, opt.bench.backend, &records, &error)) return fail("lowerbound", error, 1);
-  lb::LatencyIndex index;
-  for (const lb::BenchRecord& r : records) index.add(r);
-
+// Prints the warnings about layers the bound leaves out.
+void warn_missing(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main) {
   const std::string& dtype = opt.bench.dtypes[0];
   const std::string& layout = opt.bench.layouts[0];
-  std::vector<lb::ModelEstimate> estimates;
-  estimates.push_back(lb::estimate_model(model, index, dtype, layout, false));
-  if (opt.bench.fusion) estimates.push_back(lb::estimate_model(model, index, dtype, layout, true));
-  const lb::ModelEstimate& main = estimates[0];
   if (main.missing > 0)
     std::fprintf(
         stderr,
         "strata lowerbound: warning: %llu of %zu layers have no measurement for this system (%s, %s) in "
         "%s; the bound leaves them out. Fill them with: strata bench run %s --db %s --dtype %s --layout "
         "%s%s%s\n",
-        static_cast<unsigned long long>(main.missing), model.layers.size(), dtype.c_str(), layout.c_str(),
-        db->describe().c_str(), model.path.c_str(), url.c_str(), lb::join(opt.bench.dtypes, ",").c_str(),
-        layout.c_str(), opt.bench.fusion ? " --fusion" : "",
+        static_cast<unsigned long long>(main.missing), in.model.layers.size(), dtype.c_str(), layout.c_str(),
+        in.db_description.c_str(), in.model.path.c_str(), in.db_description.c_str(),
+        join(opt.bench.dtypes, ",").c_str(), layout.c_str(), opt.bench.fusion ? " --fusion" : "",
         opt.bench.system_tag.empty() ? "" : (" --system-tag " + opt.bench.system_tag).c_str());
-
   if (main.unsupported > 0)
-    std::fprintf(
-        stderr,
-        "strata lowerbound: warning: %llu layers have no benchmark (operator without a library-call mapping, "
-        "or no implementation in the library): they count 0 in the bound; `--layers` lists them\n",
-        static_cast<unsigned long long>(main.unsupported));
+    std::fprintf(stderr,
+                 "strata lowerbound: warning: %llu layers have no benchmark (operator without a library-call "
+                 "mapping, or no implementation in the library): they count 0 in the bound; `--layers` lists "
+                 "them\n",
+                 static_cast<unsigned long long>(main.unsupported));
+}
 
-  std::vector<analysis::Table> tables;
-  tables.push_back(lb::bounds_table(model, estimates));
-  if (opt.layers) tables.push_back(lb::layer_table(model, main));
-  if (opt.bench.fusion) tables.push_back(lb::fusion_table(model, index, dtype, layout));
-  if (opt.bench.dtypes.size() > 1)
-    tables.push_back(lb::precision_table(model, index, layout, opt.bench.dtypes));
-
-  if (!opt.trace.empty()) {
-    model::Trace trace;
-    if (!model::load_trace(opt.trace, &trace, &error)) return fail("lowerbound", error, 1);
-    lb::TraceComparison cmp;
-    if (!lb::compare_with_trace(model, trace, &cmp, &error))
-      return fail("lowerbound", opt.trace + ": " + error, 1);
-    for (analysis::Table& t : lb::comparison_tables(model, main, index, cmp, opt.top))
-      tables.push_back(std::move(t));
+// --trace: the framework's run compared with the bound by the registered lower-bound analyses, over
+// one span tree and workload view.
+bool compare_trace(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main,
+                   std::vector<table::Table>* tables, std::string* error) {
+  model::Trace trace;
+  if (!check_inputs({opt.trace}, InputKind::kTrace, error) || !load_native_or_import(opt.trace, &trace, error))
+    return false;
+  const model::SpanTree tree = model::build_span_tree(trace);
+  const analysis::Workload workload(trace, tree);
+  analysis::Params params;
+  const analysis::AnalysisInput input{trace, tree, params, &workload};
+  const lb::BoundContext bound{&in.model, &main, opt.top};
+  for (std::string_view name : lb::kBoundAnalyses) {
+    const lb::BoundAnalysis* analysis = lb::find_bound_analysis(name);
+    if (!analysis) continue;
+    analysis::AnalysisResult r = analysis->run_bound(input, bound);
+    if (r.missing_input) {
+      if (name == "tensor_cores") continue;  // a CPU run: nothing to say about tensor cores
+      *error = opt.trace + ": " + *r.missing_input;
+      return false;
+    }
+    for (table::Table& t : r.tables) {
+      // Said on stderr too: a bound above the measurement, or for another thread count, is not one.
+      if (t.name == "framework_vs_bound")
+        for (const std::string& note : t.notes)
+          if (note.rfind("warning: the sequential bound", 0) == 0 || note.rfind("warning: threads", 0) == 0)
+            std::fprintf(stderr, "strata lowerbound: %s\n", note.c_str());
+      tables->push_back(std::move(t));
+    }
   }
+  return true;
+}
 
-  std::string dot = lb::critical_path_dot(model, main.latency_ns, main.bounds);
+// --dot / --svg: the critical path.
+bool write_critical_path(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main,
+                         std::string* error) {
+  std::string dot = lb::critical_path_dot(in.model, main.latency_ns, main.bounds);
   if (!opt.dot.empty()) {
     std::ofstream out(opt.dot);
     out << dot;
-    if (!out) return fail("lowerbound", opt.dot + ": cannot write the DOT file", 1);
+    if (!out) {
+      *error = opt.dot + ": cannot write the DOT file";
+      return false;
+    }
     std::fprintf(stderr, "critical path (DOT): %s\n", opt.dot.c_str());
   }
-  if (!opt.svg.empty()) {
-    std::string dot_path = opt.dot.empty() ? opt.svg + ".dot" : opt.dot;
-    if (opt.dot.empty()) {
-      std::ofstream out(dot_path);
-      out << dot;
-    }
-    if (!run_dot_to_svg(dot_path, opt.svg))
-      std::fprintf(
-          stderr,
-          "strata lowerbound: warning: graphviz `dot` failed or is missing (apt-get install graphviz); "
-          "the DOT file is %s\n",
-          dot_path.c_str());
-    else
-      std::fprintf(stderr, "critical path (SVG): %s\n", opt.svg.c_str());
+  if (opt.svg.empty()) return true;
+  std::string dot_path = opt.dot.empty() ? opt.svg + ".dot" : opt.dot;
+  if (opt.dot.empty()) {
+    std::ofstream out(dot_path);
+    out << dot;
   }
+  if (!run_dot_to_svg(dot_path, opt.svg))
+    std::fprintf(
+        stderr,
+        "strata lowerbound: warning: graphviz `dot` failed or is missing (apt-get install graphviz); "
+        "the DOT file is %s\n",
+        dot_path.c_str());
+  else
+    std::fprintf(stderr, "critical path (SVG): %s\n", opt.svg.c_str());
+  return true;
+}
+
+}  // namespace
+
+int run_lowerbound(int argc, char** argv) {
+  CommandOptions opt;
+  std::string error;
+  if (!parse_command_options(argc, argv, 1, &opt, &error)) return fail("lowerbound", error);
+  if (opt.help || opt.models.size() != 1) {
+    std::fputs(kUsage, opt.help ? stdout : stderr);
+    return opt.help ? 0 : 2;
+  }
+  lb::BoundRequest request;
+  request.onnx_path = opt.models[0];
+  request.db_url = opt.db_url;
+  request.backend = opt.bench.backend;
+  request.system_tag = opt.bench.system_tag;
+  request.threads = opt.measure.threads;
+  request.dtype = opt.bench.dtypes[0];
+  request.layout = opt.bench.layouts[0];
+  request.fusion = opt.bench.fusion;
+  if (!check_inputs(opt.models, InputKind::kFile, &error)) return fail("lowerbound", error, 1);
+  lb::BoundInputs in;
+  if (!lb::load_bound_inputs(request, &in, &error)) return fail("lowerbound", error, 1);
+
+  const std::string& dtype = opt.bench.dtypes[0];
+  const std::string& layout = opt.bench.layouts[0];
+  std::vector<lb::ModelEstimate> estimates;
+  estimates.push_back(lb::estimate_model(in.model, in.index, dtype, layout, false));
+  if (opt.bench.fusion) estimates.push_back(lb::estimate_model(in.model, in.index, dtype, layout, true));
+  const lb::ModelEstimate& main = estimates[0];
+  if (std::string none = lb::no_measurement_error(request, in, main); !none.empty())
+    return fail("lowerbound", none, 1);
+  warn_missing(opt, in, main);
+  if (std::string w = lb::untrusted_rows_warning(request, in, main); !w.empty())
+    std::fprintf(stderr, "strata lowerbound: warning: %s\n", w.c_str());
+
+  std::vector<table::Table> tables;
+  tables.push_back(lb::bounds_table(in.model, estimates));
+  if (opt.layers) tables.push_back(lb::layer_table(in.model, main));
+  if (opt.bench.fusion) tables.push_back(lb::fusion_table(in.model, in.index, dtype, layout));
+  if (opt.bench.dtypes.size() > 1)
+    tables.push_back(lb::precision_table(in.model, in.index, layout, opt.bench.dtypes));
+  if (!opt.trace.empty() && !compare_trace(opt, in, main, &tables, &error))
+    return fail("lowerbound", error, 1);
+  if (!write_critical_path(opt, in, main, &error)) return fail("lowerbound", error, 1);
   exporter::TableFormat format;
   exporter::parse_table_format(opt.format, &format);
   exporter::render_tables(tables, format, std::cout);

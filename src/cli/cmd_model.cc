@@ -6,20 +6,20 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/lowerbound_options.h"
 #include "export/table_render.h"
-#include "lowerbound/bench_plan.h"
-#include "lowerbound/command_options.h"
-#include "lowerbound/unique_layers.h"
+#include "lowerbound/harness/bench_plan.h"
+#include "lowerbound/ir/unique_layers.h"
 
 namespace strata::cli {
 
 namespace lb = strata::lowerbound;
-using analysis::Cell;
+using table::Cell;
 
 int run_model(int argc, char** argv) {
-  lb::CommandOptions opt;
+  CommandOptions opt;
   std::string error;
-  if (!lb::parse_command_options(argc, argv, 1, &opt, &error)) return fail("model", error);
+  if (!parse_command_options(argc, argv, 1, &opt, &error)) return fail("model", error);
   if (opt.help || opt.models.empty()) {
     std::fputs(
         "usage: strata model FILE.onnx... [--layers] [--format text|csv|json]\n"
@@ -31,12 +31,13 @@ int run_model(int argc, char** argv) {
     return opt.help ? 0 : 2;
   }
   std::vector<lb::LayerModel> models;
-  if (!lb::load_models(opt.models, &models, &error)) return fail("model", error, 1);
+  if (!check_inputs(opt.models, InputKind::kFile, &error) || !load_models(opt.models, &models, &error))
+    return fail("model", error, 1);
   lb::UniqueLayerSet set;
   for (const lb::LayerModel& m : models) set.add_model(m);
 
-  std::vector<analysis::Table> tables;
-  analysis::Table per_model;
+  std::vector<table::Table> tables;
+  table::Table per_model;
   per_model.name = "unique_layers";
   per_model.title = "Unique layers per model and across models";
   per_model.columns = {"model",
@@ -69,7 +70,7 @@ int run_model(int argc, char** argv) {
           " tensors without an inferred shape (dynamic dims?): their layers cannot be benchmarked");
   tables.push_back(std::move(per_model));
 
-  analysis::Table by_type;
+  table::Table by_type;
   by_type.name = "unique_by_type";
   by_type.title = "Unique layers by operator type (across all models)";
   by_type.columns = {"type", "unique", "occurrences"};
@@ -83,7 +84,7 @@ int run_model(int argc, char** argv) {
   tables.push_back(std::move(by_type));
 
   // The convolutions `--fusion` benchmarks fused with their consumers, per model and post-ops.
-  analysis::Table fusion;
+  table::Table fusion;
   fusion.name = "fusion_chains";
   fusion.title =
       "Fusable chains: convolutions with an activation or residual Add folded in (oneDNN post-ops)";
@@ -106,7 +107,7 @@ int run_model(int argc, char** argv) {
 
   if (opt.layers)
     for (const lb::LayerModel& m : models) {
-      analysis::Table t;
+      table::Table t;
       t.name = "layers_" + m.name;
       t.title = "Layers of " + m.name;
       t.columns = {"index", "name", "type", "inputs", "weights", "outputs", "attributes", "preds"};
@@ -119,9 +120,8 @@ int run_model(int argc, char** argv) {
         for (const auto& [k, v] : l.attributes) attrs.push_back(k + "=" + v);
         for (uint32_t p : l.preds) preds.push_back(std::to_string(p));
         t.rows.push_back({Cell::integer(static_cast<int64_t>(i)), Cell::text(l.name), Cell::text(l.op_type),
-                          Cell::text(lb::join(in, " ")), Cell::text(lb::join(w, " ")),
-                          Cell::text(lb::join(out, " ")), Cell::text(lb::join(attrs, " ")),
-                          Cell::text(lb::join(preds, " "))});
+                          Cell::text(join(in, " ")), Cell::text(join(w, " ")), Cell::text(join(out, " ")),
+                          Cell::text(join(attrs, " ")), Cell::text(join(preds, " "))});
       }
       tables.push_back(std::move(t));
     }

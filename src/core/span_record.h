@@ -28,6 +28,42 @@ enum SpanFlags : uint8_t {
                                             // loader refines them with the stream's clock snapshots
 };
 
+// The times a trace holds: within 2^62 ns (146 years) either side of the clock's origin, so the
+// difference of any two (a duration, an offset from the trace's start) fits in int64. Readers and
+// importers bring every time from a file into this range (clamp_span_times) or drop the event.
+inline constexpr int64_t kMaxTimeNs = (int64_t{1} << 62) - 1;
+inline constexpr int64_t kMinTimeNs = -kMaxTimeNs;
+inline constexpr bool time_in_range(int64_t ns) { return ns >= kMinTimeNs && ns <= kMaxTimeNs; }
+
+// A time computed in floating point (clock refinement, unit conversion) as an int64 within the
+// range above: converting a double outside int64 (or a NaN) is undefined behaviour otherwise.
+inline int64_t clamp_to_time_ns(double ns) {
+  if (!(ns > static_cast<double>(kMinTimeNs))) return kMinTimeNs;  // also NaN
+  if (ns >= static_cast<double>(kMaxTimeNs)) return kMaxTimeNs;
+  return static_cast<int64_t>(ns);
+}
+inline int64_t clamp_time_ns(int64_t ns) {
+  return ns < kMinTimeNs ? kMinTimeNs : ns > kMaxTimeNs ? kMaxTimeNs : ns;
+}
+// base + offset, saturated into the range.
+inline int64_t add_time_ns(int64_t base, int64_t offset) {
+  int64_t sum;
+  if (__builtin_add_overflow(base, offset, &sum)) return offset > 0 ? kMaxTimeNs : kMinTimeNs;
+  return clamp_time_ns(sum);
+}
+// end - start, saturated at the int64 limits instead of overflowing.
+inline int64_t elapsed_ns(int64_t start, int64_t end) {
+  int64_t d;
+  if (__builtin_sub_overflow(end, start, &d)) return end > start ? INT64_MAX : INT64_MIN;
+  return d;
+}
+// a - b as a double, exact when the difference fits in int64 (times from a file may not).
+inline double time_difference(int64_t a, int64_t b) {
+  int64_t d;
+  if (!__builtin_sub_overflow(a, b, &d)) return static_cast<double>(d);
+  return static_cast<double>(a) - static_cast<double>(b);
+}
+
 struct SpanRecord {
   uint64_t span_id = 0;
   uint64_t parent_id = 0;       // 0: no parent
@@ -46,9 +82,18 @@ struct SpanRecord {
   uint8_t flags = 0;            // SpanFlags
   uint16_t reserved = 0;
 
-  int64_t duration_ns() const { return end_ns - start_ns; }
+  // Saturates instead of overflowing (loaded spans keep times within kMaxTimeNs, so it is exact).
+  int64_t duration_ns() const { return elapsed_ns(start_ns, end_ns); }
 };
 static_assert(sizeof(SpanRecord) == 64);
+
+// Moves a span's times into [kMinTimeNs, kMaxTimeNs]; true when one was outside (forged or corrupt).
+inline bool clamp_span_times(SpanRecord& span) {
+  if (time_in_range(span.start_ns) && time_in_range(span.end_ns)) return false;
+  span.start_ns = clamp_time_ns(span.start_ns);
+  span.end_ns = clamp_time_ns(span.end_ns);
+  return true;
+}
 static_assert(std::is_trivially_copyable_v<SpanRecord>);
 
 enum class AttrType : uint8_t {

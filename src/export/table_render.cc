@@ -17,7 +17,7 @@ bool parse_table_format(std::string_view text, TableFormat* out) {
   return true;
 }
 
-std::string format_cell(const analysis::Cell& cell) {
+std::string format_cell(const table::Cell& cell) {
   if (const auto* s = std::get_if<std::string>(&cell.value)) return *s;
   if (const auto* i = std::get_if<int64_t>(&cell.value)) return std::to_string(*i);
   if (const auto* d = std::get_if<double>(&cell.value)) {
@@ -31,12 +31,12 @@ std::string format_cell(const analysis::Cell& cell) {
 
 namespace {
 
-bool numeric(const analysis::Cell& c) {
+bool numeric(const table::Cell& c) {
   return std::holds_alternative<int64_t>(c.value) || std::holds_alternative<double>(c.value);
 }
 
 // Text tables go to a terminal: every string from the trace is escaped (escape_terminal).
-void render_text(const analysis::Table& t, std::ostream& out) {
+void render_text(const table::Table& t, std::ostream& out) {
   std::vector<size_t> width(t.columns.size(), 0);
   for (size_t c = 0; c < t.columns.size(); ++c) width[c] = escape_terminal(t.columns[c]).size();
   std::vector<std::vector<std::string>> cells;
@@ -70,7 +70,7 @@ void render_text(const analysis::Table& t, std::ostream& out) {
   out << "\n";
 }
 
-void render_csv(const analysis::Table& t, std::ostream& out) {
+void render_csv(const table::Table& t, std::ostream& out) {
   std::string s;
   for (size_t c = 0; c < t.columns.size(); ++c) {
     if (c) s += ',';
@@ -87,7 +87,7 @@ void render_csv(const analysis::Table& t, std::ostream& out) {
   out << s;
 }
 
-void render_json_body(const analysis::Table& t, std::string* s) {
+void render_json_body(const table::Table& t, std::string* s) {
   *s += "{\"title\":";
   append_json_string(s, t.title);
   *s += ",\"columns\":[";
@@ -123,11 +123,11 @@ void render_json_body(const analysis::Table& t, std::string* s) {
 
 }  // namespace
 
-void render_table(const analysis::Table& table, TableFormat format, std::ostream& out) {
-  render_tables(std::span<const analysis::Table>(&table, 1), format, out);
+void render_table(const table::Table& table, TableFormat format, std::ostream& out) {
+  render_tables(std::span<const table::Table>(&table, 1), format, out);
 }
 
-void render_tables(std::span<const analysis::Table> tables, TableFormat format, std::ostream& out) {
+void render_tables(std::span<const table::Table> tables, TableFormat format, std::ostream& out) {
   if (format == TableFormat::kText) {
     for (const auto& t : tables) render_text(t, out);
   } else if (format == TableFormat::kCsv) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/crc32c.h"
+#include "format/input_file.h"
 
 namespace strata::format {
 namespace {
@@ -53,6 +54,9 @@ class MemorySource : public ByteSource {
   std::string_view bytes_;
 };
 
+// Bytes a zstd chunk may expand to beyond the ratio: frame overhead makes tiny chunks look dense.
+constexpr uint64_t kInflateAllowance = 4096;
+
 bool valid_chunk_header(const ChunkHeader& h) {
   return h.magic == kChunkMagic && h.header_crc == crc32c(&h, offsetof(ChunkHeader, header_crc));
 }
@@ -69,11 +73,9 @@ bool has_strata_magic(std::string_view first_bytes) {
 }
 
 bool ChunkReader::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error_ = path + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
+  uint64_t size = 0;
+  int fd = open_regular_file(path, &size, &error_);  // a FIFO or device neither blocks nor is read
+  if (fd < 0) return false;
   return open_fd(fd, path);
 }
 
@@ -81,7 +83,8 @@ bool ChunkReader::open_fd(int fd, std::string name) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    error_ = name + ": not a regular file";
+    error_ = name + ": not a regular file (" + describe_file_type(st.st_mode) +
+             "); pass a trace file saved on disk";
     return false;
   }
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -91,6 +94,7 @@ bool ChunkReader::open_fd(int fd, std::string name) {
 bool ChunkReader::open(std::unique_ptr<ByteSource> source, std::string name) {
   source_ = std::move(source);
   name_ = std::move(name);
+  inflate_ = inflate_limits();
   size_ = source_->size();
   return read_header();
 }
@@ -232,6 +236,18 @@ ChunkReader::Status ChunkReader::next(Chunk* out) {
     }
     std::string_view payload = stored;
     if (h.flags & kChunkZstd) {
+      // raw_size comes from the file: checked against the compressed bytes actually present before
+      // anything is allocated for it, so a small forged chunk cannot claim 256 MiB.
+      if (h.raw_size > inflate_.ratio * h.stored_size + kInflateAllowance) {
+        ++corrupt_chunks_;
+        warn(chunk_offset, "zstd chunk claims " + std::to_string(h.raw_size) + " bytes from " +
+                               std::to_string(h.stored_size) + " compressed, more than the limit of " +
+                               std::to_string(inflate_.ratio) +
+                               ":1 (a compression bomb or corrupt); chunk "
+                               "skipped; if the file is genuine, raise the limit with " +
+                               kInflateRatioEnv + "=N");
+        continue;
+      }
       decompressed_.resize(h.raw_size);
       size_t n = ZSTD_decompress(decompressed_.data(), decompressed_.size(), stored.data(), stored.size());
       if (ZSTD_isError(n) || n != h.raw_size) {

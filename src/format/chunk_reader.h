@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "format/file_format.h"
+#include "format/input_file.h"
 
 namespace strata::format {
 
@@ -78,6 +79,7 @@ class ChunkReader {
   uint64_t unknown_chunks_ = 0;
   std::string frame_;
   std::string decompressed_;
+  InflateLimits inflate_;
 };
 
 // True when the bytes start with the Strata magic (used to tell native files from foreign ones).

@@ -87,7 +87,8 @@ bool decode_clock_snapshot(std::string_view payload, std::vector<ClockReading>* 
     return false;
   }
   out->resize(payload.size() / sizeof(ClockReading));
-  std::memcpy(out->data(), payload.data(), payload.size());
+  // An empty snapshot leaves data() null: memcpy from or to null is undefined even for 0 bytes.
+  if (!payload.empty()) std::memcpy(out->data(), payload.data(), payload.size());
   return true;
 }
 

@@ -6,19 +6,18 @@
 namespace strata::format {
 
 void Properties::set(std::string key, std::string value) {
-  for (auto& entry : entries_) {
-    if (entry.first == key) {
-      entry.second = std::move(value);
-      return;
-    }
+  auto [it, inserted] = index_.try_emplace(key, entries_.size());
+  if (!inserted) {
+    entries_[it->second].second = std::move(value);
+    return;
   }
   entries_.emplace_back(std::move(key), std::move(value));
 }
 
 std::optional<std::string_view> Properties::get(std::string_view key) const {
-  for (const auto& entry : entries_)
-    if (entry.first == key) return std::string_view(entry.second);
-  return std::nullopt;
+  auto it = index_.find(key);
+  if (it == index_.end()) return std::nullopt;
+  return std::string_view(entries_[it->second].second);
 }
 
 std::optional<int64_t> Properties::get_int(std::string_view key) const {
@@ -28,6 +27,12 @@ std::optional<int64_t> Properties::get_int(std::string_view key) const {
   auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
   if (ec != std::errc() || ptr != text->data() + text->size()) return std::nullopt;
   return value;
+}
+
+std::optional<uint64_t> Properties::get_count(std::string_view key) const {
+  auto value = get_int(key);
+  if (!value || *value < 0 || static_cast<uint64_t>(*value) > kMaxCount) return std::nullopt;
+  return static_cast<uint64_t>(*value);
 }
 
 namespace {
@@ -58,11 +63,17 @@ bool Properties::decode(std::string_view bytes, Properties* out, std::string* er
     return true;
   };
   while (pos < bytes.size()) {
+    if (out->entries_.size() >= kMaxEntries) {
+      *error = "property list holds more than " + std::to_string(kMaxEntries) + " entries; refused";
+      return false;
+    }
     std::string key, value;
     if (!take(&key) || !take(&value)) {
       *error = "property list cut short at byte " + std::to_string(pos);
       return false;
     }
+    // A repeated key stays in the list (readers see what was written); lookups find the first.
+    out->index_.try_emplace(key, out->entries_.size());
     out->entries_.emplace_back(std::move(key), std::move(value));
   }
   return true;

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <unordered_map>
+#include <utility>
 
 #include "format/chunk_reader.h"
 #include "format/chunk_writer.h"
@@ -30,6 +32,10 @@ MergeResult merge(size_t input_count,
     result.error = writer.error();
     return result;
   }
+  // Every process writes its own file under its own random stream id: a stream id that an earlier
+  // input already used is another file impersonating that process (a forged or copied part), and
+  // its chunks are left out rather than mixed into the first one's process.
+  std::unordered_map<uint64_t, std::pair<size_t, std::string>> stream_owner;  // -> (input, its name)
   for (size_t i = 0; i < input_count; ++i) {
     ChunkReader reader;
     std::string error;
@@ -37,12 +43,20 @@ MergeResult merge(size_t input_count,
       result.warnings.push_back(error);
       continue;
     }
+    std::unordered_map<uint64_t, uint64_t> foreign;  // stream id -> chunks left out of this input
     Chunk chunk;
     for (;;) {
       auto status = reader.next(&chunk);
       if (status != ChunkReader::Status::kChunk) {
         if (status == ChunkReader::Status::kError) result.warnings.push_back(reader.error());
         break;
+      }
+      if (chunk.type != static_cast<uint16_t>(ChunkType::kRecord)) {
+        auto [owner, first] = stream_owner.try_emplace(chunk.stream_id, i, reader.name());
+        if (!first && owner->second.first != i) {
+          ++foreign[chunk.stream_id];
+          continue;
+        }
       }
       if (!writer.write_raw(chunk.framed)) {
         result.error = writer.error();
@@ -51,6 +65,12 @@ MergeResult merge(size_t input_count,
       ++result.chunks;
     }
     for (const auto& w : reader.warnings()) result.warnings.push_back(w);
+    for (const auto& [stream_id, count] : foreign) {
+      result.skipped_chunks += count;
+      result.warnings.push_back(reader.name() + ": " + std::to_string(count) + " chunk(s) of stream " +
+                                std::to_string(stream_id) + ", which " + stream_owner[stream_id].second +
+                                " already wrote: a forged or copied file claiming another process; left out");
+    }
     if (reader.truncated()) ++result.truncated_inputs;
   }
   // The merged file keeps what was wrong with its inputs: the record lists every warning.

@@ -15,6 +15,7 @@ struct MergeResult {
   std::vector<std::string> warnings;  // per input: truncated tails, corrupt chunks, unreadable files
   uint64_t chunks = 0;
   uint64_t truncated_inputs = 0;
+  uint64_t skipped_chunks = 0;  // chunks of a stream id that an earlier input already wrote
 };
 
 // `record` (may be empty) is appended as a Record chunk after all inputs.

@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "core/span_record.h"
+
 namespace strata::import {
 namespace {
 
@@ -375,7 +377,7 @@ bool parse_us_to_ns(std::string_view text, int64_t* ns) {
     exponent += exp_negative ? -e : e;
   }
   if (p != text.size()) return false;
-  constexpr __int128 kMax = INT64_MAX;
+  constexpr __int128 kMax = kMaxTimeNs;  // the times a trace holds (core/span_record.h)
   if (digits == 0) {
     *ns = 0;
     return true;

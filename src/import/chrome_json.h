@@ -79,7 +79,8 @@ bool parse_chrome_trace(std::string_view json, const std::string& source, Chrome
                         const std::function<void(const ChromeEvent&)>& on_event, std::string* error);
 
 // "123.4567" microseconds -> 123456 ns (rounded to nearest, exact for up to 18 digits). Accepts an
-// optional sign, fraction and exponent. Returns false for anything that is not a JSON number.
+// optional sign, fraction and exponent. Returns false for anything that is not a JSON number, and
+// for times beyond +-2^62 ns (kMaxTimeNs), which no trace holds.
 bool parse_us_to_ns(std::string_view number_text, int64_t* ns);
 
 }  // namespace strata::import

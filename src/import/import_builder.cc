@@ -1,6 +1,7 @@
 #include "import/import_builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "model/trace_loader.h"
@@ -12,8 +13,11 @@ ImportBuilder::ImportBuilder(model::Trace* trace, Format format, const std::stri
 
 int64_t ImportBuilder::id_key(const JsonScalar& value) {
   if (value.kind == JsonScalar::kInt) return value.i;
-  if (value.kind == JsonScalar::kDouble) return static_cast<int64_t>(value.d);
-  if (value.kind != JsonScalar::kString) return 0;
+  // A number beyond int64 ("pid": 19999999999999999990) cannot be converted (undefined behaviour,
+  // and it would collide): it is kept apart by its text, like a string id.
+  if (value.kind == JsonScalar::kDouble && std::isfinite(value.d) && value.d >= -0x1p63 && value.d < 0x1p63)
+    return static_cast<int64_t>(value.d);
+  if (value.kind != JsonScalar::kString && value.kind != JsonScalar::kDouble) return 0;
   auto [it, inserted] = string_ids_.emplace(std::string(value.text),
                                             int64_t{1} << 62 | static_cast<int64_t>(string_keys_.size()));
   if (inserted) string_keys_.emplace_back(value.text);
@@ -41,19 +45,21 @@ void ImportBuilder::drop(std::string_view cause, const ChromeEvent& event, std::
 
 bool ImportBuilder::check_times(const ChromeEvent& ev, bool instant) {
   if (!ev.ts_ns) {
-    drop(ev.ts_malformed ? "malformed_ts" : "missing_ts", ev, "field ts missing or not a number");
+    drop(ev.ts_malformed ? "malformed_ts" : "missing_ts", ev,
+         "field ts missing, not a number, or beyond +-2^62 ns (146 years)");
     return false;
   }
   if (instant) return true;
   if (!ev.dur_ns) {
-    drop(ev.dur_malformed ? "malformed_dur" : "missing_dur", ev, "field dur missing or not a number");
+    drop(ev.dur_malformed ? "malformed_dur" : "missing_dur", ev,
+         "field dur missing, not a number, or beyond +-2^62 ns (146 years)");
     return false;
   }
   if (*ev.dur_ns < 0) {
     drop("negative_duration", ev, "field dur is negative");
     return false;
   }
-  if (*ev.ts_ns > INT64_MAX - *ev.dur_ns) {
+  if (*ev.ts_ns > kMaxTimeNs - *ev.dur_ns) {  // times stay within +-2^62 ns (core/span_record.h)
     drop("time_overflow", ev, "ts + dur exceeds the representable time range");
     return false;
   }
@@ -120,7 +126,7 @@ void ImportBuilder::merge_args(size_t span_index, const ChromeEvent& event, std:
 void ImportBuilder::observe_time(const ChromeEvent& event) {
   if (!event.ts_ns) return;
   int64_t t = *event.ts_ns;
-  if (event.dur_ns && *event.dur_ns > 0 && t <= INT64_MAX - *event.dur_ns) t += *event.dur_ns;
+  if (event.dur_ns && *event.dur_ns > 0 && t <= kMaxTimeNs - *event.dur_ns) t += *event.dur_ns;
   latest_time_ns_ = std::max(latest_time_ns_, t);
 }
 
@@ -190,7 +196,7 @@ PendingSpan& ImportBuilder::begin_span(const ChromeEvent& event, uint8_t level, 
   span.record.end_ns = span.record.start_ns;
   // check_times() vetted dur for complete events; an instant's or counter's stray dur must not
   // overflow or end before the start.
-  if (event.dur_ns && *event.dur_ns > 0 && span.record.start_ns <= INT64_MAX - *event.dur_ns)
+  if (event.dur_ns && *event.dur_ns > 0 && span.record.start_ns <= kMaxTimeNs - *event.dur_ns)
     span.record.end_ns += *event.dur_ns;
   span.record.level = level;
   span.record.kind = kind;

@@ -4,10 +4,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 
 #include "format/file_format.h"
+#include "format/input_file.h"
 #include "import/converters.h"
 
 namespace strata::import {
@@ -20,7 +19,13 @@ bool is_gzip(std::string_view bytes) {
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
+// Output a gzip'd input may reach before its ratio is checked: small files are often very dense.
+constexpr size_t kRatioFloor = size_t{64} << 20;
+
 bool gunzip(std::string_view in, const std::string& source, std::string* out, std::string* error) {
+  // Bounded by what it expanded from so far and in all (format::inflate_limits): a 17 MB bomb
+  // stops at 64 MiB instead of growing to gigabytes and then failing as invalid JSON.
+  const format::InflateLimits limits = format::inflate_limits();
   z_stream z{};
   if (inflateInit2(&z, 15 + 32) != Z_OK) {
     *error = source + ": zlib could not start";
@@ -36,9 +41,22 @@ bool gunzip(std::string_view in, const std::string& source, std::string* out, st
     z.avail_out = sizeof(buffer);
     rc = inflate(&z, Z_NO_FLUSH);
     out->append(buffer, sizeof(buffer) - z.avail_out);
-    if (out->size() > kMaxInput) {
+    const size_t consumed = static_cast<size_t>(z.next_in - reinterpret_cast<const Bytef*>(in.data()));
+    if (out->size() > limits.max_bytes) {
       inflateEnd(&z);
-      *error = source + ": decompresses to more than 4 GiB; split the trace or import a smaller window";
+      *error = source + ": decompresses to more than " + std::to_string(limits.max_bytes >> 20) +
+               " MiB, the limit; split the trace, or raise the limit with " + format::kInflateBytesEnv +
+               "=N (MiB)";
+      return false;
+    }
+    if (out->size() > kRatioFloor && out->size() / limits.ratio > consumed) {
+      inflateEnd(&z);
+      *error = source + ": compressed offset " + std::to_string(consumed) + ": gzip data expands more than " +
+               std::to_string(limits.ratio) + "x (" + std::to_string(out->size()) + " bytes from " +
+               std::to_string(consumed) +
+               "), the limit: a compression bomb or damaged data; if the trace is "
+               "genuine, raise the limit with " +
+               format::kInflateRatioEnv + "=N";
       return false;
     }
     if (rc == Z_STREAM_END) {
@@ -181,32 +199,11 @@ bool import_buffer(std::string_view bytes, const std::string& source, model::Tra
 
 bool import_trace_with_stats(const std::string& path, model::Trace* out, std::string* error,
                              const ImportOptions& opts, ImportStats* stats) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    *error = path + ": is a directory; pass one trace JSON file";
+  // A regular file only (a FIFO would block, /dev/zero never end), read whole up to a bound.
+  std::string bytes;
+  if (!format::read_regular_file(path, kMaxInput, "split the trace or import a smaller window", &bytes,
+                                 error))
     return false;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": cannot open (" + std::strerror(errno) + ")";
-    return false;
-  }
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  if (size < 0) {
-    *error = path + ": cannot read (not a regular file?)";
-    return false;
-  }
-  if (static_cast<size_t>(size) > kMaxInput) {
-    *error = path + ": larger than 4 GiB; split the trace or import a smaller window";
-    return false;
-  }
-  in.seekg(0);
-  std::string bytes(static_cast<size_t>(size), '\0');
-  if (!in.read(bytes.data(), size)) {
-    *error = path + ": read failed (" + std::strerror(errno) + ")";
-    return false;
-  }
   return import_buffer_with_stats(bytes, path, out, error, opts, stats);
 }
 

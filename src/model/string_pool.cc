@@ -20,4 +20,15 @@ uint32_t StringPool::find(std::string_view text) const {
   return it == index_.end() ? UINT32_MAX : it->second;
 }
 
+void LocalStringIds::set(uint32_t local, uint32_t global) {
+  ++defined_;
+  if (local >= dense_.size() && local < 2 * defined_ + kSlack) dense_.resize(local + 1, kUndefined);
+  if (local < dense_.size()) {
+    dense_[local] = global;
+    if (!sparse_.empty()) sparse_.erase(local);  // a redefinition replaces an earlier one kept there
+  } else {
+    sparse_[local] = global;
+  }
+}
+
 }  // namespace strata::model

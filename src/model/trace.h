@@ -50,6 +50,8 @@ struct LoadReport {
   uint64_t truncated_files = 0;
   uint64_t unknown_strings = 0;  // ids referenced but never defined
   uint64_t unknown_levels = 0;   // spans with a level this version does not know (kept)
+  uint64_t clamped_times = 0;    // spans with a time beyond +-2^62 ns, moved to that bound (kept)
+  uint64_t stream_limit_chunks = 0;  // chunks of streams past the 65,536 a trace holds (skipped)
   uint64_t files = 0;
   uint64_t bytes = 0;
 };

@@ -8,6 +8,7 @@
 #include <optional>
 #include <cstdio>
 #include <unordered_map>
+#include <utility>
 
 #include "format/payloads.h"
 #include "model/sample_loader.h"
@@ -18,7 +19,8 @@ namespace {
 // Per-stream state: a stream's string ids are local to it and remapped into the trace's pool.
 struct StreamState {
   uint16_t process = 0;
-  std::vector<uint32_t> string_map;  // local id -> pool id (UINT32_MAX: not defined yet)
+  bool described = false;     // a Process chunk was read (a stream has one)
+  LocalStringIds string_map;  // local id -> pool id (kUndefined: not defined yet)
 };
 
 class Loader {
@@ -73,9 +75,18 @@ class Loader {
     return streams_.emplace(stream_id, std::move(state)).first->second;
   }
 
+  // A span's process index is 16 bits: a trace holds 65,536 streams. Chunks of further streams
+  // are skipped and counted (a forged file cannot wrap the index onto another process).
+  bool over_stream_limit(const format::Chunk& chunk) {
+    if (streams_.count(chunk.stream_id) || trace_->processes.size() <= UINT16_MAX) return false;
+    if (trace_->report.stream_limit_chunks++ == 0)
+      warn(chunk, "more than 65536 streams (processes); chunks of further streams skipped");
+    return true;
+  }
+
   uint32_t map_string(StreamState& s, uint32_t local) {
     if (local == 0) return 0;
-    if (local < s.string_map.size() && s.string_map[local] != UINT32_MAX) return s.string_map[local];
+    if (uint32_t global = s.string_map.get(local); global != LocalStringIds::kUndefined) return global;
     trace_->report.unknown_strings += 1;
     return trace_->strings.intern("<unknown string " + std::to_string(local) + ">");
   }
@@ -83,6 +94,7 @@ class Loader {
   void handle(const format::Chunk& chunk) {
     using format::ChunkType;
     std::string error;
+    if (chunk.type != static_cast<uint16_t>(ChunkType::kRecord) && over_stream_limit(chunk)) return;
     if (SampleChunkLoader::is_sample_chunk(chunk.type)) {  // CPU samples: model/sample_loader.cc
       StreamState& s = stream(chunk.stream_id);
       if (!samples_.handle(chunk, s.process, [&](uint32_t id) { return map_string(s, id); }, &error))
@@ -101,8 +113,7 @@ class Loader {
             warn(chunk, "string id " + std::to_string(e.id) + " out of range; entry skipped");
             continue;
           }
-          if (e.id >= s.string_map.size()) s.string_map.resize(e.id + 1, UINT32_MAX);
-          s.string_map[e.id] = trace_->strings.intern(e.text);
+          s.string_map.set(e.id, trace_->strings.intern(e.text));
         }
         return;
       }
@@ -122,8 +133,11 @@ class Loader {
         Process& p = trace_->processes[stream(chunk.stream_id).process];
         for (const auto& [key, value] : props.entries()) {
           if (key.rfind(format::keys::kDroppedPrefix, 0) == 0) {
-            auto v = props.get_int(key);
-            if (v) p.drops[key.substr(format::keys::kDroppedPrefix.size())] = static_cast<uint64_t>(*v);
+            if (auto v = props.get_count(key))
+              p.drops[key.substr(format::keys::kDroppedPrefix.size())] = *v;
+            else
+              warn(chunk,
+                   "statistic " + key + " = '" + value.substr(0, 32) + "' is not an event count; ignored");
           } else if (key.rfind("thread_name.", 0) == 0) {
             p.thread_names[static_cast<uint32_t>(std::strtoul(key.c_str() + 12, nullptr, 10))] = value;
           } else {
@@ -178,13 +192,15 @@ class Loader {
         last = {{*mono, *ticks}};
       }
       if (!first || !last || used <= 0) continue;
-      const double span_ticks = static_cast<double>(last->second - first->second);
-      const double span_ns = static_cast<double>(last->first - first->first);
+      const double span_ticks = time_difference(last->second, first->second);
+      const double span_ns = time_difference(last->first, first->first);
       if (span_ns < 50e6 || span_ticks <= 0) continue;  // too short a baseline to improve on start-up
       const double truth = span_ns / span_ticks;
       auto remap = [&](int64_t ns) {
-        double ticks = static_cast<double>(*anchor_ticks) + static_cast<double>(ns - *anchor_ns) / used;
-        return first->first + static_cast<int64_t>((ticks - static_cast<double>(first->second)) * truth);
+        // In doubles, clamped: anchors and snapshots come from the file (any int64 at all).
+        double ticks = static_cast<double>(*anchor_ticks) + time_difference(ns, *anchor_ns) / used;
+        return add_time_ns(first->first,
+                           clamp_to_time_ns((ticks - static_cast<double>(first->second)) * truth));
       };
       for (size_t i = first_span_; i < trace_->spans.size(); ++i) {
         SpanRecord& s = trace_->spans[i];
@@ -202,7 +218,14 @@ class Loader {
     format::Properties props;
     std::string error;
     if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
-    Process& p = trace_->processes[stream(chunk.stream_id).process];
+    StreamState& s = stream(chunk.stream_id);
+    // A second description of one stream is another writer claiming its id (a forged or copied
+    // part): the first stays, so a process's identity cannot be replaced.
+    if (std::exchange(s.described, true))
+      return warn(chunk, "a second Process chunk for stream " + std::to_string(chunk.stream_id) + " (pid " +
+                             std::string(props.get(format::keys::kPid).value_or("?")).substr(0, 24) +
+                             "); ignored, the first one stands");
+    Process& p = trace_->processes[s.process];
     namespace k = format::keys;
     p.pid = props.get_int(k::kPid).value_or(0);
     p.ppid = props.get_int(k::kPpid).value_or(0);
@@ -248,6 +271,7 @@ class Loader {
     uint32_t attr_pos = static_cast<uint32_t>(first_attr);
     // Remap names through a one-entry cache: consecutive spans usually share a name.
     uint32_t last_local = UINT32_MAX, last_global = 0;
+    uint64_t clamped = 0;
     for (size_t i = first_span; i < trace_->spans.size(); ++i) {
       SpanRecord& span = trace_->spans[i];
       span.process = s.process;
@@ -257,8 +281,15 @@ class Loader {
       }
       span.name = last_global;
       if (!is_known_level(span.level)) trace_->report.unknown_levels += 1;
+      if (clamp_span_times(span)) ++clamped;
       attr_pos += span.attr_count;
       trace_->attr_begin.push_back(attr_pos);
+    }
+    if (clamped) {
+      trace_->report.clamped_times += clamped;
+      warn(chunk, std::to_string(clamped) +
+                      " span(s) with times beyond +-2^62 ns (corrupt or forged); "
+                      "kept, moved to that bound");
     }
     for (size_t i = first_attr; i < trace_->attrs.size(); ++i) {
       AttrRecord& a = trace_->attrs[i];

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "core/level.h"
 #include "format/chunk_reader.h"
@@ -110,13 +111,15 @@ struct TickRefinement {
     if (!anchor_ticks || !anchor_ns || !used_text || !first || !last) return false;
     double used = std::strtod(std::string(*used_text).c_str(), nullptr);
     if (used <= 0) return false;
-    const double span_ticks = static_cast<double>(last->second - first->second);
-    const double span_ns = static_cast<double>(last->first - first->first);
+    const double span_ticks = time_difference(last->second, first->second);
+    const double span_ns = time_difference(last->first, first->first);
     if (span_ns < 50e6 || span_ticks <= 0) return false;
     const double truth = span_ns / span_ticks;
     auto remap = [&](int64_t ns) {
-      double ticks = static_cast<double>(*anchor_ticks) + static_cast<double>(ns - *anchor_ns) / used;
-      return first->first + static_cast<int64_t>((ticks - static_cast<double>(first->second)) * truth);
+      // In doubles, clamped: anchors and snapshots come from the file (any int64 at all).
+      double ticks = static_cast<double>(*anchor_ticks) + time_difference(ns, *anchor_ns) / used;
+      return add_time_ns(first->first,
+                         clamp_to_time_ns((ticks - static_cast<double>(first->second)) * truth));
     };
     if (!range->empty()) {
       range->first = remap(range->first);
@@ -131,6 +134,7 @@ struct TickRefinement {
 
 struct StreamState {
   size_t process = 0;
+  bool described = false;  // a Process chunk was read
   DefinedIds strings;
   TickRefinement ticks;
   TimeRange plain, from_ticks;
@@ -174,14 +178,13 @@ class FileSummarizer {
   std::vector<uint64_t> stream_order_;
   std::vector<format::StringEntry> entries_;
   uint64_t unknown_chunks_ = 0;
-  uint64_t streams_over_limit_ = 0;
 };
 
 StreamState* FileSummarizer::stream(const format::Chunk& chunk) {
   auto it = streams_.find(chunk.stream_id);
   if (it != streams_.end()) return &it->second;
   if (out_->processes.size() >= kMaxStreams) {
-    if (streams_over_limit_++ == 0)
+    if (out_->report.stream_limit_chunks++ == 0)
       warn(chunk,
            "more than " + std::to_string(kMaxStreams) + " streams; chunks of further streams not counted");
     return nullptr;
@@ -302,6 +305,10 @@ void FileSummarizer::handle_process(const format::Chunk& chunk, StreamState& s) 
   format::Properties props;
   std::string error;
   if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
+  if (std::exchange(s.described, true))  // another writer claiming this stream's id: the loader's rule
+    return warn(chunk, "a second Process chunk for stream " + std::to_string(chunk.stream_id) + " (pid " +
+                           std::string(props.get(format::keys::kPid).value_or("?")).substr(0, 24) +
+                           "); ignored, the first one stands");
   Process& p = out_->processes[s.process];
   namespace k = format::keys;
   p.pid = props.get_int(k::kPid).value_or(0);
@@ -326,8 +333,10 @@ void FileSummarizer::handle_stats(const format::Chunk& chunk, StreamState& s) {
   Process& p = out_->processes[s.process];
   for (const auto& [key, value] : props.entries()) {
     if (key.rfind(format::keys::kDroppedPrefix, 0) == 0) {
-      auto v = props.get_int(key);
-      if (v) p.drops[key.substr(format::keys::kDroppedPrefix.size())] = static_cast<uint64_t>(*v);
+      if (auto v = props.get_count(key))
+        p.drops[key.substr(format::keys::kDroppedPrefix.size())] = *v;
+      else
+        warn(chunk, "statistic " + key + " = '" + value.substr(0, 32) + "' is not an event count; ignored");
     } else if (key.rfind("thread_name.", 0) != 0) {  // thread names: not summarized
       p.properties.set("stats." + key, value);
     }
@@ -350,6 +359,7 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
                            "); chunk skipped");
   }
   uint32_t last_name = UINT32_MAX;  // names are checked when they change, as the loader counts them
+  uint64_t clamped = 0;
   for (uint32_t i = 0; i < decoded.span_count; ++i) {
     SpanRecord span;
     std::memcpy(&span, decoded.span_bytes + i * sizeof(SpanRecord), sizeof(span));
@@ -361,6 +371,7 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
     ++s.level_count(span.level);
     ++out_->spans_per_kind[span.kind];
     if (span.flags & kSpanFlagUnfinished) ++out_->unfinished;
+    if (clamp_span_times(span)) ++clamped;  // as the loader keeps them
     (span.flags & kSpanFlagFromTicks ? s.from_ticks : s.plain).add(span);
   }
   for (uint32_t i = 0; i < decoded.attr_count; ++i) {
@@ -371,6 +382,12 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
   }
   out_->processes[s.process].span_count += decoded.span_count;
   out_->spans += decoded.span_count;
+  if (clamped) {
+    out_->report.clamped_times += clamped;
+    warn(chunk, std::to_string(clamped) +
+                    " span(s) with times beyond +-2^62 ns (corrupt or forged); "
+                    "kept, moved to that bound");
+  }
 }
 
 void FileSummarizer::finish() {
@@ -455,6 +472,16 @@ bool summarize_file(const std::string& path, TraceSummary* out, std::string* err
     *error = nothing_recovered_error(damaged);
     return false;
   }
+  if (out->first_ns == kNoTime) out->first_ns = out->last_ns = 0;
+  return true;
+}
+
+bool summarize_chunks(format::ChunkReader& reader, TraceSummary* out, std::string* error) {
+  *out = TraceSummary();
+  out->first_ns = kNoTime;
+  out->last_ns = std::numeric_limits<int64_t>::min();
+  FileSummarizer summarizer(out, &reader);
+  if (!summarizer.run(error)) return false;
   if (out->first_ns == kNoTime) out->first_ns = out->last_ns = 0;
   return true;
 }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "format/chunk_reader.h"
 #include "format/properties.h"
 #include "model/trace.h"
 
@@ -40,6 +41,8 @@ TraceSummary summarize(const Trace& trace);
 // Streams `path` (a trace file, or a directory of them, as load_trace reads it). False with one
 // line in *error when nothing could be read.
 bool summarize_file(const std::string& path, TraceSummary* out, std::string* error);
+// Same, from an already opened chunk reader (memory input for fuzzing and tests).
+bool summarize_chunks(format::ChunkReader& reader, TraceSummary* out, std::string* error);
 
 // Drop causes whose event is not lost: `end_lost` (the span is kept, marked unfinished, and counted
 // among the spans) and `string_truncated` (the event is kept with its string cut). A total of lost

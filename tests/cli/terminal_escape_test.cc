@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "analysis/analysis.h"  // analysis::Table: the table types now live in table/ (issue 14.4)
 #include "export/table_render.h"
 #include "export/text_escape.h"
 

@@ -1,13 +1,13 @@
 // The analyzer's what-if tables with known answers: low precision (bounds per data type vs f32) and
 // the fused post-ops the oneDNN tracer records, in the bound's notation.
-#include "lowerbound/analyzer.h"
+#include "lowerbound/bounds/estimate.h"
 
 #include <gtest/gtest.h>
 
 #include "core/level.h"
-#include "lowerbound/bench_plan.h"
-#include "lowerbound/framework_inefficiency.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/harness/bench_plan.h"
+#include "lowerbound/analyses/framework_inefficiency.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace strata::lowerbound {
 namespace {
@@ -21,7 +21,7 @@ LayerModel chain_net() {
   return m;
 }
 
-size_t column(const analysis::Table& t, const std::string& name) {
+size_t column(const table::Table& t, const std::string& name) {
   for (size_t c = 0; c < t.columns.size(); ++c)
     if (t.columns[c] == name) return c;
   ADD_FAILURE() << name;
@@ -43,7 +43,7 @@ TEST(Analyzer, PrecisionTableBoundsPerDataType) {
       index.add(BenchRecord{"s", "cpu", "f16", "nchw", l.signature(), "direct", "", "", 40, 0, 1, 1, ""});
   }
   ASSERT_EQ(costed, 6u);
-  analysis::Table t = precision_table(m, index, "nchw", {"f32", "bf16", "f16"});
+  table::Table t = precision_table(m, index, "nchw", {"f32", "bf16", "f16"});
   EXPECT_EQ(t.name, "precision");
   ASSERT_EQ(t.rows.size(), 3u);
   auto real = [&](size_t row, const char* name) {

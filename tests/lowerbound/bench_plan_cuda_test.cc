@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "../test_util.h"
-#include "lowerbound/bench_runner.h"
-#include "lowerbound/codegen.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/harness/bench_runner.h"
+#include "lowerbound/harness/codegen.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace strata::lowerbound {
 namespace {
@@ -217,7 +217,7 @@ TEST(CudaCodegen, GeneratesEveryCaseWithTheCudaHeaders) {
   for (const char* op : {"conv", "eltwise", "pool", "binary", "inner_product"})
     EXPECT_GT(per_op[op], 0u) << op;
   std::string source = testing::read_file(dir.file("benchmarks.cc"));
-  EXPECT_EQ(stats.files.size(), 4u);
+  EXPECT_EQ(stats.files.size(), 8u);  // bench_case.h, five cuda_*.h, benchmarks.cc, CMakeLists.txt
   EXPECT_NE(source.find("#include \"cuda_ops.h\""), std::string::npos);
   for (const auto& [op, n] : per_op) {
     size_t found = 0;
@@ -229,8 +229,12 @@ TEST(CudaCodegen, GeneratesEveryCaseWithTheCudaHeaders) {
   EXPECT_NE(source.find(".algorithm = \"lt_heuristic_7\""), std::string::npos);
   EXPECT_NE(source.find("->UseManualTime()"), std::string::npos);
   EXPECT_NE(source.find("prepared.launch()"), std::string::npos);
-  EXPECT_EQ(testing::read_file(dir.file("cuda_ops.h")),
-            testing::read_file(std::string(STRATA_SOURCE_DIR) + "/src/lowerbound/cuda_ops.h"));
+  // The headers are copies of the ones `strata bench run --backend cuda` is built from.
+  for (const char* header :
+       {"bench_case.h", "cuda_geometry.h", "cuda_prepared.h", "cuda_gemm.h", "cuda_cudnn.h", "cuda_ops.h"})
+    EXPECT_EQ(testing::read_file(dir.file(header)),
+              testing::read_file(std::string(STRATA_SOURCE_DIR) + "/src/lowerbound/harness/" + header))
+        << header;
   std::string cmake = testing::read_file(dir.file("CMakeLists.txt"));
   EXPECT_NE(cmake.find("CUDA::cublasLt"), std::string::npos);
   EXPECT_NE(cmake.find("find_library(CUDNN_LIBRARY cudnn"), std::string::npos);

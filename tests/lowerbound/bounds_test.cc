@@ -1,7 +1,7 @@
 // Lower bounds on small hand-made DAGs with hand-computed answers, on the real exported torchvision
 // graphs (googlenet: parallel < sequential; vgg16: equal) for arbitrary positive layer costs, and the
 // critical-path DOT (golden; long and awkward names rendered by Graphviz).
-#include "lowerbound/bounds.h"
+#include "lowerbound/bounds/bounds.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -12,9 +12,9 @@
 #include <set>
 
 #include "../test_util.h"
-#include "lowerbound/analyzer.h"
-#include "lowerbound/bench_plan.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/bounds/estimate.h"
+#include "lowerbound/harness/bench_plan.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace strata::lowerbound {
 namespace {

@@ -2,7 +2,7 @@
 // geometry (what each cuDNN/cuBLAS call is given) is checked on its own; prepare, the plugin, the CLI
 // and the generated standalone benchmarks run for real: without a GPU every one must fail with a
 // clear reason, with a GPU the cases must run and time.
-#include "lowerbound/cuda_ops.h"
+#include "lowerbound/harness/cuda_ops.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "../test_util.h"
-#include "lowerbound/backend.h"
-#include "lowerbound/codegen.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/harness/backend.h"
+#include "lowerbound/harness/codegen.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace strata::lowerbound {
 namespace {

@@ -3,15 +3,15 @@
 // GPU run with cuDNN spans, CUDA launches and device work (wrong data type and layout, a layout
 // kernel inside the call, a pad kernel, a memset and a stream wait outside it). Plus, when the
 // fixture is present, a real `strata record --level library` trace of PyTorch's resnet18.
-#include "lowerbound/framework_inefficiency.h"
+#include "lowerbound/analyses/framework_inefficiency.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "core/level.h"
-#include "lowerbound/onnx_loader.h"
-#include "lowerbound/trace_compare.h"
+#include "lowerbound/ir/onnx_loader.h"
+#include "lowerbound/analyses/trace_compare.h"
 #include "model/trace_loader.h"
 
 namespace strata::lowerbound {
@@ -289,7 +289,7 @@ TEST(FrameworkInefficiency, CpuReordersPaddingAlgorithmAndExtraCalls) {
   EXPECT_EQ(in_bn, 1u);
 
   // The tables as `strata lowerbound --trace` prints them.
-  auto tables = comparison_tables(m, e, index, cmp, 10);
+  auto tables = comparison_tables(m, e, cmp, 10);
   ASSERT_EQ(tables.size(), 7u);
   EXPECT_EQ(tables[4].name, "parameter_deviations");
   EXPECT_EQ(tables[5].name, "extra_calls");

@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "../test_util.h"
-#include "lowerbound/bench_plan.h"
-#include "lowerbound/onnx_loader.h"
-#include "lowerbound/unique_layers.h"
+#include "lowerbound/harness/bench_plan.h"
+#include "lowerbound/ir/onnx_loader.h"
+#include "lowerbound/ir/unique_layers.h"
 
 namespace strata::lowerbound {
 namespace {

@@ -26,7 +26,9 @@ def main():
         net(x)  # warm-up outside the measured calls
         for _ in range(iters):
             if st is not None:
-                with st.predict_step(batch_size=1):
+                # threads: the framework's intra-op thread count, which the bound's benchmarks must
+                # match (strata lowerbound --trace compares them).
+                with st.predict_step(batch_size=1, threads=torch.get_num_threads()):
                     net(x)
             else:
                 net(x)

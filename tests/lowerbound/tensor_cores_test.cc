@@ -1,7 +1,7 @@
 // Tensor-core kernels recognised by name: hand-made names of each family (and SIMT look-alikes), the
 // kernel names of the real Kineto traces in the repository, and per-layer attribution on the real
 // A100 trace of torchvision's alexnet (tests/data/kineto/a100_alexnet_train.json.gz).
-#include "lowerbound/tensor_cores.h"
+#include "lowerbound/analyses/tensor_cores.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 
 #include "core/level.h"
 #include "import/importer.h"
-#include "lowerbound/onnx_loader.h"
-#include "lowerbound/trace_compare.h"
+#include "lowerbound/ir/onnx_loader.h"
+#include "lowerbound/analyses/trace_compare.h"
 
 namespace strata::lowerbound {
 namespace {
@@ -153,7 +153,7 @@ TEST(TensorCores, PerLayerUsageOnTheRealA100AlexnetTrace) {
   EXPECT_EQ(layers_using, 3u);
   EXPECT_EQ(tc_kernels, 3u);
 
-  analysis::Table t = tensor_core_table(m, u);
+  table::Table t = tensor_core_table(m, u);
   EXPECT_EQ(t.name, "tensor_cores");
   ASSERT_GE(t.rows.size(), u.layers.size() + 1);
   const auto& total = t.rows[u.layers.size()];
@@ -163,7 +163,7 @@ TEST(TensorCores, PerLayerUsageOnTheRealA100AlexnetTrace) {
   LatencyIndex index;
   ModelEstimate e = estimate_model(m, index, "f32", "nchw", false);
   bool found = false;
-  for (const analysis::Table& table : comparison_tables(m, e, index, cmp, 5))
+  for (const table::Table& table : comparison_tables(m, e, cmp, 5))
     found |= table.name == "tensor_cores";
   EXPECT_TRUE(found);
 }

@@ -1,11 +1,11 @@
 // Framework run vs lower bound on a trace built in the test: layer spans as the PyTorch tracer
 // writes them (aten ops, nested ops, a module attribute), library spans with the oneDNN "impl".
-#include "lowerbound/trace_compare.h"
+#include "lowerbound/analyses/trace_compare.h"
 
 #include <gtest/gtest.h>
 
 #include "core/level.h"
-#include "lowerbound/onnx_loader.h"
+#include "lowerbound/ir/onnx_loader.h"
 
 namespace strata::lowerbound {
 namespace {
@@ -92,7 +92,7 @@ TEST(TraceCompare, MatchesLayersInTheLastModelSpan) {
 
   LatencyIndex index;
   ModelEstimate e = estimate_with(m, 50, index);
-  auto tables = comparison_tables(m, e, LatencyIndex(), cmp, 3);
+  auto tables = comparison_tables(m, e, cmp, 3);
   ASSERT_EQ(tables.size(), 7u);  // + parameter_deviations, extra_calls, framework_inefficiency
   EXPECT_EQ(tables[0].name, "framework_vs_bound");
   // Largest gap: conv2 (200 measured - 50 bound).
@@ -129,8 +129,8 @@ TEST(TraceCompare, AlgorithmSelectionSeparatesReordersFromThePrimitive) {
 
   LatencyIndex index;
   ModelEstimate e = estimate_with(m, 50, index);  // each conv's best: 50 ns
-  std::vector<analysis::Table> tables = comparison_tables(m, e, index, cmp, 5);
-  const analysis::Table& algo = tables[2];
+  std::vector<table::Table> tables = comparison_tables(m, e, cmp, 5);
+  const table::Table& algo = tables[2];
   ASSERT_EQ(algo.name, "algorithm_selection");
   ASSERT_EQ(algo.rows.size(), 3u);  // two convs + TOTAL
   auto col = [&](const std::string& name) {
@@ -160,7 +160,9 @@ TEST(TraceCompare, AlgorithmSelectionSeparatesReordersFromThePrimitive) {
       << algo.notes[0];
 }
 
-TEST(TraceCompare, WithoutModelSpansTheLastIterationIsUsed) {
+// Without model-level spans the workload view has one evaluation per process: the whole run is
+// compared, and the comparison says so (no third guess at "which spans form one iteration").
+TEST(TraceCompare, WithoutModelSpansTheWholeRunIsOneIterationAndSaysSo) {
   LayerModel m;
   std::string error;
   ASSERT_TRUE(load_onnx_file(data("chain_net.onnx"), &m, &error)) << error;
@@ -170,10 +172,34 @@ TEST(TraceCompare, WithoutModelSpansTheLastIterationIsUsed) {
   b.iteration(9000, false);
   TraceComparison cmp;
   ASSERT_TRUE(compare_with_trace(m, b.trace, &cmp, &error)) << error;
-  EXPECT_EQ(cmp.iterations_seen, 3u);
+  EXPECT_EQ(cmp.iterations_seen, 1u);
   EXPECT_EQ(cmp.matches.size(), 6u);
-  EXPECT_EQ(b.trace.spans[cmp.matches[0].span].start_ns, 9010);
-  EXPECT_DOUBLE_EQ(cmp.end_to_end_ns, 600 - 10);
+  EXPECT_EQ(b.trace.spans[cmp.matches[0].span].start_ns, 10);
+  EXPECT_DOUBLE_EQ(cmp.end_to_end_ns, 9600 - 10);
+  bool said = false;
+  for (const std::string& w : cmp.warnings)
+    said = said || w.find("no model-level spans") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// Steps marked by an importer (Kineto's ProfilerStep#N: model spans with a "step" attribute) are the
+// evaluations; a model span around them only groups them.
+TEST(TraceCompare, ComparesTheLastMarkedStep) {
+  LayerModel m;
+  std::string error;
+  ASSERT_TRUE(load_onnx_file(data("chain_net.onnx"), &m, &error)) << error;
+  TraceBuilder b;
+  b.span("benchmark", Level::kModel, -10, 20000);
+  for (int64_t t : {0, 5000, 10000}) {
+    b.span("ProfilerStep#" + std::to_string(t / 5000), Level::kModel, t, t + 1000, {{"step", "1"}});
+    b.iteration(t, false);
+  }
+  TraceComparison cmp;
+  ASSERT_TRUE(compare_with_trace(m, b.trace, &cmp, &error)) << error;
+  EXPECT_EQ(cmp.iterations_seen, 3u);
+  EXPECT_DOUBLE_EQ(cmp.end_to_end_ns, 1000);
+  ASSERT_EQ(cmp.matches.size(), 6u);
+  EXPECT_EQ(b.trace.spans[cmp.matches[0].span].start_ns, 10010);
 }
 
 TEST(TraceCompare, TraceWithoutLayerSpansIsAClearError) {

@@ -75,11 +75,17 @@ def test_malformed_model_is_one_error_line(tmp_path):
 
 def test_query_miss_warns_then_incremental_bench_fills_it(models, tmp_path):
     db = str(tmp_path / "perf.sqlite")
+    # Nothing measured: an error naming the command, never a bound of 0.000 ms.
+    empty = run("lowerbound", models["branch_net"], "--db", db, check=False)
+    assert empty.returncode == 1 and "has a measurement" in empty.stderr and "strata bench run" in empty.stderr
+    assert "0.000" not in empty.stdout
+    quick = ["--repetitions", "2", "--min-time-ms", "0.2", "--max-spread", "10"]  # noise has its own tests
+    first = run("bench", "run", models["chain_net"], "--db", db, *quick)
+    assert "benchmarked now:         5" in first.stdout
+    # Some layers measured (those branch_net shares with chain_net): a bound, and a warning for the rest.
     miss = run("lowerbound", models["branch_net"], "--db", db)
     assert "have no measurement" in miss.stderr and "strata bench run" in miss.stderr
-    first = run("bench", "run", models["chain_net"], "--db", db, "--repetitions", "2", "--min-time-ms", "0.2")
-    assert "benchmarked now:         5" in first.stdout
-    second = run("bench", "run", models["branch_net"], "--db", db, "--repetitions", "2", "--min-time-ms", "0.2")
+    second = run("bench", "run", models["branch_net"], "--db", db, *quick)
     assert "already in the database: 3" in second.stdout
     assert "benchmarked now:         2" in second.stdout
     hit = run("lowerbound", models["branch_net"], "--db", db, "--format", "json", "--dot", str(tmp_path / "g.dot"))
@@ -106,7 +112,7 @@ def test_svg_of_the_critical_path_with_an_awkward_model_name(models, tmp_path):
     model = tmp_path / f"{stem}.onnx"
     shutil.copy(models["branch_net"], model)
     db = str(tmp_path / "perf.sqlite")
-    run("bench", "run", str(model), "--db", db, "--repetitions", "2", "--min-time-ms", "0.2")
+    run("bench", "run", str(model), "--db", db, "--repetitions", "2", "--min-time-ms", "0.2", "--max-spread", "10")
     out_dir = tmp_path / "it's out"
     out_dir.mkdir()
     svg = out_dir / "critical path.svg"
@@ -140,3 +146,40 @@ def test_committed_torchvision_graphs_are_what_the_exporter_makes(tmp_path):
                                    "--layers", "--format", "json").stdout)
         assert fresh[f"layers_{name}"] == committed[f"layers_{name}"], name
         assert os.path.getsize(tmp_path / f"{name}.onnx") < 100_000
+
+
+def test_database_passwords_stay_out_of_argv_files_and_messages(models, tmp_path):
+    """Issue 13.3: a keyword/value string is refused (it used to become an SQLite file named after the
+    password), a password on the command line is refused (every user can read it in `ps`), and one
+    in $STRATA_PERF_DB never reaches a message."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    p = subprocess.run([STRATA, "bench", "run", models["chain_net"], "--db", "host=localhost password=hunter2"],
+                       capture_output=True, text=True, env=ENV, cwd=cwd, timeout=60)
+    assert p.returncode == 2 and "keyword/value string" in p.stderr and "hunter2" not in p.stderr
+    assert list(cwd.iterdir()) == []
+    p = run("lowerbound", models["chain_net"], "--db", "postgresql://u:hunter2@127.0.0.1:1/x", check=False)
+    assert p.returncode == 2 and "visible to every user" in p.stderr and "~/.pgpass" in p.stderr
+    assert "hunter2" not in p.stderr
+    env = dict(ENV, STRATA_PERF_DB="postgresql://u@127.0.0.1:1/x?password=hunter2&connect_timeout=2")
+    p = subprocess.run([STRATA, "lowerbound", models["chain_net"]], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 1 and "cannot connect" in p.stderr and "password=***" in p.stderr
+    assert "hunter2" not in p.stderr
+
+
+def test_lowerbound_trace_reads_an_imported_kineto_trace_directly(tmp_path):
+    """Issue 14: `lowerbound --trace` reads a foreign profile as every command does (the repository's
+    A100 Kineto trace of torchvision alexnet, .json.gz), and its GPU kernels reach tensor_cores."""
+    root = os.path.join(HERE, "..", "..")
+    onnx_model = os.path.join(root, "tests", "lowerbound", "data", "alexnet.onnx")
+    kineto = os.path.join(root, "tests", "data", "kineto", "a100_alexnet_train.json.gz")
+    db = str(tmp_path / "perf.sqlite")
+    run("bench", "run", onnx_model, "--db", db, "--repetitions", "2", "--min-time-ms", "0.2", "--max-spread", "10")
+    p = run("lowerbound", onnx_model, "--db", db, "--trace", kineto, "--format", "json")
+    tables = json.loads(p.stdout)
+    assert "framework_vs_bound" in tables and "tensor_cores" in tables
+    cols = tables["framework_vs_bound"]["columns"]
+    assert tables["framework_vs_bound"]["rows"][0][cols.index("matched_layers")] > 0
+    tc = tables["tensor_cores"]
+    assert any(row[0] == "TOTAL" for row in tc["rows"])

@@ -55,6 +55,18 @@ std::vector<std::string> marker_notes(const model::Trace& trace, const Iteration
   return notes;
 }
 
+// Op symbols that mark a training step: PyTorch's optimizers run their step inside a
+// record_function scope "Optimizer.step#<class>.step" (a top-level op of the layer level, once per
+// step; gradient accumulation's micro-batches hold none). By name until spans carry a canonical
+// activity type; device-level sequences (kernels) have no such op and are mined by structure alone.
+std::vector<int32_t> step_anchor_symbols(const model::Trace& trace, const std::vector<int32_t>& symbol_of) {
+  std::vector<int32_t> out;
+  for (size_t name = 0; name < symbol_of.size(); ++name)
+    if (symbol_of[name] >= 0 && trace.strings.get(static_cast<uint32_t>(name)).starts_with("Optimizer.step#"))
+      out.push_back(symbol_of[name]);
+  return out;
+}
+
 }  // namespace
 
 bool options_from_params(const analysis::Params& params, IterationsOptions* options, std::string* error) {
@@ -62,6 +74,8 @@ bool options_from_params(const analysis::Params& params, IterationsOptions* opti
   if (!int_param(params, "epsilon", 0, &options->miner.epsilon, error)) return false;
   if (!int_param(params, "max_extra_ops", 0, &options->miner.max_extra_ops, error)) return false;
   if (!int_param(params, "min_repeats", 2, &options->miner.min_repeats, error)) return false;
+  // sample_ops=0 mines the whole sequence (the exact method) however long it is.
+  if (!int_param(params, "sample_ops", 0, &options->miner.sample_ops, error)) return false;
   int64_t loops = options->miner.max_loops;
   if (!int_param(params, "max_loops", 1, &loops, error)) return false;
   options->miner.max_loops = static_cast<int>(std::min<int64_t>(loops, 64));
@@ -94,12 +108,17 @@ bool run_iterations(const model::Trace& trace, const IterationsOptions& options,
   for (uint32_t i : spans) {
     const uint32_t name = trace.spans[i].name;
     if (name >= symbol_of.size()) symbol_of.resize(static_cast<size_t>(name) + 1, -1);
-    if (symbol_of[name] < 0) symbol_of[name] = symbols++;
+    if (symbol_of[name] < 0) {
+      symbol_of[name] = symbols++;
+      report->symbol_names.push_back(name);
+    }
     seq.push_back(symbol_of[name]);
   }
   std::vector<int64_t> op_time(spans.size());
   for (size_t j = 0; j < spans.size(); ++j) op_time[j] = trace.spans[spans[j]].duration_ns() + gaps[j];
-  report->mining = mine_iterations(seq, gaps, options.miner, op_time);
+  MinerOptions miner = options.miner;
+  if (miner.step_anchor_symbols.empty()) miner.step_anchor_symbols = step_anchor_symbols(trace, symbol_of);
+  report->mining = mine_iterations(seq, gaps, miner, op_time);
   if (report->mining.iterations.empty()) {
     *error = report->classes.tracks[report->classes.main_track].label + ": " + report->mining.error;
     return false;

@@ -21,7 +21,8 @@ struct IterationsOptions {
 };
 
 // Reads --param style keys: iterations, stream, level, max_extra_ops (k0), epsilon, min_repeats,
-// max_loops. Returns false with *error naming the bad key and its expected form.
+// max_loops, sample_ops (0: no sampling). Returns false with *error naming the bad key and its
+// expected form.
 bool options_from_params(const analysis::Params& params, IterationsOptions* options, std::string* error);
 
 struct IterationsReport {
@@ -30,13 +31,15 @@ struct IterationsReport {
   MetricsResult metrics;
   std::vector<Diagnosis> diagnoses;  // one per loop
   std::vector<std::string> notes;    // marker cross-check and other remarks
+  std::vector<uint32_t> symbol_names;  // op symbol -> name id (trace.strings)
 };
 
 // Returns false with *error (one line, with the remedy) when the trace has nothing to mine.
 bool run_iterations(const model::Trace& trace, const IterationsOptions& options, IterationsReport* report,
                     std::string* error);
 
-// Tables: iterations_summary, iterations, streams, diagnosis, gap_spans.
+// Tables: iterations_summary, iterations, streams, diagnosis, gap_spans, and nested (repetition inside
+// the iterations) when there is any.
 std::vector<analysis::Table> report_tables(const model::Trace& trace, const IterationsReport& report);
 
 // Appends one span per iteration at Level::kIteration (name "iteration", or "iteration.loopN" for

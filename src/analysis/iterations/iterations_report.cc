@@ -1,4 +1,5 @@
 // Tables of the iterations analysis (rendered as text, CSV or JSON by export/table_render).
+#include <algorithm>
 #include <cstdio>
 
 #include "analysis/iterations/iterations_analysis.h"
@@ -22,6 +23,60 @@ std::string flags_of(const IterationMetrics& it) {
   if (it.time_outlier) add("time_outlier");
   if (it.interval_outlier) add("interval_outlier");
   return f;
+}
+
+std::string op_name(const model::Trace& trace, const IterationsReport& report, int32_t symbol) {
+  if (symbol < 0 || static_cast<size_t>(symbol) >= report.symbol_names.size()) return "?";
+  return std::string(trace.strings.get(report.symbol_names[static_cast<size_t>(symbol)]));
+}
+
+// Repetition inside each loop's iteration (RNN time steps, stacked blocks, micro-batches): what the
+// miner recognized as nested structure, never as the iteration.
+Table nested_table(const model::Trace& trace, const IterationsReport& report) {
+  Table t;
+  t.name = "nested";
+  t.title = "Nested repetition inside each iteration (not iterations)";
+  t.columns = {"loop",       "depth",      "at_op",  "unit_ops",   "copies",
+               "copies_min", "copies_max", "folded", "unit_first", "unit_last"};
+  for (size_t l = 0; l < report.mining.loops.size(); ++l) {
+    const Loop& loop = report.mining.loops[l];
+    for (const NestedRepeat& r : loop.nested) {
+      const std::string first = op_name(trace, report, r.unit.empty() ? -1 : r.unit.front());
+      const std::string last = op_name(trace, report, r.unit.empty() ? -1 : r.unit.back());
+      t.rows.push_back({Cell::integer(static_cast<int64_t>(l)), Cell::integer(r.depth),
+                        Cell::integer(r.offset), Cell::integer(r.unit_ops), Cell::integer(r.copies),
+                        Cell::integer(r.copies_min), Cell::integer(r.copies_max),
+                        Cell::integer(r.folded ? 1 : 0), Cell::text(first), Cell::text(last)});
+    }
+    // One note per unit: how many runs of it an iteration holds, and their counts over the loop.
+    std::vector<const NestedRepeat*> seen;
+    for (const NestedRepeat& r : loop.nested) {
+      if (t.notes.size() >= 6) break;
+      if (std::any_of(seen.begin(), seen.end(), [&](const NestedRepeat* q) { return q->unit == r.unit; }))
+        continue;
+      seen.push_back(&r);
+      int64_t runs = 0;
+      for (const NestedRepeat& q : loop.nested) runs += q.unit == r.unit;
+      char buf[240];
+      const std::string count = r.copies_min == r.copies_max ? "x" + std::to_string(r.copies_min)
+                                                             : "x" + std::to_string(r.copies_min) + " to x" +
+                                                                   std::to_string(r.copies_max);
+      std::snprintf(buf, sizeof buf, "loop %zu: %lld run(s) per iteration of a %lld-op unit, %s per run%s", l,
+                    static_cast<long long>(runs), static_cast<long long>(r.unit_ops), count.c_str(),
+                    r.depth > 0 ? " (inside a larger nested unit)" : "");
+      std::string note = buf;
+      note += ": '" + op_name(trace, report, r.unit.empty() ? -1 : r.unit.front()) + "' .. '" +
+              op_name(trace, report, r.unit.empty() ? -1 : r.unit.back()) + "'";
+      if (r.folded) note += "; the miner read this repetition and walked past it (nested, not the iteration)";
+      t.notes.push_back(note);
+    }
+    if (loop.by_anchor)
+      t.notes.push_back(
+          "loop " + std::to_string(l) +
+          ": each iteration holds one optimizer step (Optimizer.step#...): repetition without one "
+          "is nested");
+  }
+  return t;
 }
 
 }  // namespace
@@ -152,9 +207,9 @@ std::vector<Table> report_tables(const model::Trace& trace, const IterationsRepo
       gaps.rows.push_back({Cell::integer(d.loop), Cell::text(g.name), Cell::text(g.level),
                            Cell::integer(g.count), ms(static_cast<double>(g.in_interval_ns))});
   }
-  (void)trace;
   tables.push_back(std::move(diag));
   tables.push_back(std::move(gaps));
+  if (Table nested = nested_table(trace, report); !nested.rows.empty()) tables.push_back(std::move(nested));
   return tables;
 }
 

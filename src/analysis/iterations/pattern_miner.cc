@@ -3,382 +3,87 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <limits>
-#include <unordered_map>
+#include <memory>
 
-#include "analysis/iterations/suffix_array.h"
+#include "analysis/iterations/loop_structure.h"
+#include "analysis/iterations/miner_internal.h"
 
 namespace strata::iterations {
 
-double RepeatCandidate::share() const {
-  return sequence_length > 0
-             ? static_cast<double>(count) * static_cast<double>(length) / static_cast<double>(sequence_length)
-             : 0.0;
-}
-
 namespace {
 
-constexpr int32_t kNoBarrier = std::numeric_limits<int32_t>::max();
-
-struct SuffixIndex {
-  std::vector<int32_t> sa;
-  std::vector<int32_t> lcp;
-};
-
-SuffixIndex build_index(std::span<const int32_t> seq, int32_t alphabet_size) {
-  SuffixIndex index;
-  index.sa = build_suffix_array(seq, alphabet_size);
-  index.lcp = build_lcp_array(seq, index.sa);
-  return index;
-}
-
-// Bottom-up traversal of the LCP intervals (the suffix tree's internal nodes, root excluded):
-// visit(lcp, lb, rb, parent_lcp). Substrings of every length in (parent_lcp, lcp] that start at
-// sa[lb] occur exactly rb - lb + 1 times.
-template <typename Visit>
-void for_each_lcp_interval(const std::vector<int32_t>& lcp, Visit&& visit) {
-  struct Open {
-    int32_t lcp;
-    int32_t lb;
-  };
-  std::vector<Open> stack;
-  stack.push_back({0, 0});
-  const int32_t n = static_cast<int32_t>(lcp.size());
-  for (int32_t i = 1; i <= n; ++i) {
-    const int32_t cur = i < n ? lcp[i] : 0;
-    int32_t lb = i - 1;
-    while (cur < stack.back().lcp) {
-      Open top = stack.back();
-      stack.pop_back();
-      lb = top.lb;
-      visit(top.lcp, top.lb, i - 1, std::max(cur, stack.back().lcp));
-    }
-    if (cur > stack.back().lcp) stack.push_back({cur, lb});
-  }
-}
-
-std::optional<RepeatCandidate> select_for_count(const SuffixIndex& index, int64_t n, int64_t iterations,
-                                                int64_t epsilon, int64_t* epsilon_used) {
-  if (iterations < 2 || n < 2) return std::nullopt;
-  const int64_t max_length = (n + iterations - 1) / iterations - 1;  // Criterion 3: l_p < |S| / i
-  if (max_length < 1) return std::nullopt;
-  int64_t eps = epsilon > 0 ? epsilon : std::max<int64_t>(1, iterations / 50);
-  for (;;) {
-    std::optional<RepeatCandidate> best;
-    for_each_lcp_interval(index.lcp, [&](int32_t node_lcp, int32_t lb, int32_t rb, int32_t parent_lcp) {
-      const int64_t count = rb - lb + 1;
-      if (count > iterations || count <= iterations - eps) return;  // Criterion 2
-      const int64_t length = std::min<int64_t>(node_lcp, max_length);
-      if (length <= parent_lcp) return;
-      if (!best || length > best->length || (length == best->length && count > best->count))
-        best = RepeatCandidate{count, length, index.sa[lb], lb, rb, n};
-    });
-    if (best) {
-      if (epsilon_used != nullptr) *epsilon_used = eps;
-      return best;
-    }
-    if (eps >= iterations) return std::nullopt;
-    eps *= 2;
-  }
-}
-
-struct Detection {
-  std::optional<RepeatCandidate> chosen;
-  std::optional<RepeatCandidate> best_share;   // the node with the largest count * length
-  std::optional<RepeatCandidate> alternative;  // explains as much, but is not a coarser view of chosen
-  int64_t estimated_iterations = 0;
-  double explained = 0;
-};
-
-// How a candidate would cut the sequence, from its occurrences alone (no matching): iterations =
-// non-overlapping occurrences; explained = the share of ops inside them. Extra ops between
-// occurrences are not credited: a reading is good when the basic iteration covers most of the trace
-// (Criterion 1), not when tiny patterns are merely frequent.
-struct Estimate {
-  int64_t iterations = 0;
-  double explained = 0;
-};
-
-Estimate estimate(const SuffixIndex& index, int64_t n, const RepeatCandidate& c) {
-  std::vector<int32_t> occ(index.sa.begin() + c.sa_begin, index.sa.begin() + c.sa_end + 1);
-  std::sort(occ.begin(), occ.end());
-  int64_t count = 0;
-  int64_t last = -c.length;
-  for (int32_t pos : occ)
-    if (pos >= last + c.length) {
-      ++count;
-      last = pos;
-    }
-  return {count, static_cast<double>(count * c.length) / static_cast<double>(n)};
-}
-
-// The cycle length of a loop read from a pattern's non-overlapping occurrences (sorted): extra ops
-// only ever lengthen the distance between consecutive occurrences (Criterion 1), so it is the
-// shortest distance that is common (at least a fifth as frequent as the most frequent one), not
-// simply the most frequent (with an evaluation pass after every second iteration, cycle and cycle +
-// eval are equally frequent). 0 with fewer than two occurrences.
-int64_t cycle_of(const std::vector<int64_t>& starts) {
-  std::unordered_map<int64_t, int64_t> distance_counts;
-  for (size_t k = 0; k + 1 < starts.size(); ++k) ++distance_counts[starts[k + 1] - starts[k]];
-  int64_t best_count = 0;
-  for (const auto& [d, c] : distance_counts) best_count = std::max(best_count, c);
-  int64_t cycle_length = 0;
-  for (const auto& [d, c] : distance_counts)
-    if (5 * c >= best_count && (cycle_length == 0 || d < cycle_length)) cycle_length = d;
-  return cycle_length;
-}
-
-std::vector<int64_t> nonoverlapping_starts(const SuffixIndex& index, const RepeatCandidate& p) {
-  std::vector<int64_t> occ;
-  occ.reserve(static_cast<size_t>(p.count));
-  for (int32_t r = p.sa_begin; r <= p.sa_end; ++r) occ.push_back(index.sa[r]);
-  std::sort(occ.begin(), occ.end());
-  std::vector<int64_t> starts;
-  for (int64_t pos : occ)
-    if (starts.empty() || pos >= starts.back() + p.length) starts.push_back(pos);
-  return starts;
-}
-
-// Detection: among the suffix-tree nodes satisfying Criterion 3 with i = c, shortlist the frequent
-// ones that explain a fair share of the sequence, estimate how each cuts it, and pick the one giving
-// the most iterations among those explaining nearly as much as the best.
-//
-// `rescore` (sampled mining): the shortlist comes from the sample, but the readings that decide (the
-// best few by their share of the sample) are estimated over the whole sequence, so that the choice,
-// the iteration estimate and the ambiguity do not hinge on where the windows fell.
-Detection detect(std::span<const int32_t> symbols, const SuffixIndex& index, int64_t n, int64_t min_repeats,
-                 double preference, const std::function<Estimate(const RepeatCandidate&)>& rescore = {}) {
-  constexpr double kShortlistShare = 0.3;  // of the best count * length
-  constexpr size_t kShortlist = 24;
-  Detection out;
-  std::vector<RepeatCandidate> kept;
-  size_t prune_at = 4096;
-  double best = 0;
-  auto prune = [&] {
-    std::erase_if(kept, [&](const RepeatCandidate& c) { return c.share() < kShortlistShare * best; });
-  };
-  for_each_lcp_interval(index.lcp, [&](int32_t node_lcp, int32_t lb, int32_t rb, int32_t parent_lcp) {
-    const int64_t count = rb - lb + 1;
-    if (count < min_repeats) return;
-    const int64_t length = std::min<int64_t>(node_lcp, (n + count - 1) / count - 1);
-    if (length <= parent_lcp || length < 1) return;
-    RepeatCandidate c{count, length, index.sa[lb], lb, rb, n};
-    const double share = c.share();
-    if (share < kShortlistShare * best) return;
-    if (share > best) {
-      best = share;
-      out.best_share = c;
-    }
-    kept.push_back(c);
-    if (kept.size() > prune_at) {
-      prune();
-      prune_at = std::max<size_t>(4096, 2 * kept.size());  // amortized: never prune on every push
-    }
-  });
-  prune();
-  // Longest per count, most repeated first.
-  std::sort(kept.begin(), kept.end(), [](const RepeatCandidate& a, const RepeatCandidate& b) {
-    return a.count != b.count ? a.count > b.count : a.length > b.length;
-  });
-  kept.erase(
-      std::unique(kept.begin(), kept.end(),
-                  [](const RepeatCandidate& a, const RepeatCandidate& b) { return a.count == b.count; }),
-      kept.end());
-  if (kept.size() > kShortlist) kept.resize(kShortlist);
-  if (out.best_share && std::none_of(kept.begin(), kept.end(), [&](const RepeatCandidate& c) {
-        return c.count == out.best_share->count;
-      }))
-    kept.push_back(*out.best_share);
-  std::vector<Estimate> est;
-  double best_explained = 0;
-  for (const RepeatCandidate& c : kept) {
-    est.push_back(estimate(index, n, c));
-    best_explained = std::max(best_explained, est.back().explained);
-  }
-  if (rescore && !kept.empty()) {
-    constexpr size_t kRescored = 6;
-    constexpr double kRescoreShare = 0.5;  // of the sample's best: wider than `preference`
-    std::vector<size_t> order(kept.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return est[a].explained > est[b].explained; });
-    std::vector<RepeatCandidate> rescored_kept;
-    std::vector<Estimate> rescored_est;
-    for (size_t k : order) {
-      if (rescored_kept.size() >= kRescored || est[k].explained < kRescoreShare * best_explained) break;
-      rescored_kept.push_back(kept[k]);
-      rescored_est.push_back(rescore(kept[k]));
-    }
-    kept = std::move(rescored_kept);
-    est = std::move(rescored_est);
-    best_explained = 0;
-    for (const Estimate& e : est) best_explained = std::max(best_explained, e.explained);
-  }
-  for (size_t k = 0; k < kept.size(); ++k) {
-    if (est[k].explained < preference * best_explained || est[k].iterations < min_repeats) continue;
-    if (!out.chosen || est[k].iterations > out.estimated_iterations ||
-        (est[k].iterations == out.estimated_iterations && est[k].explained > out.explained)) {
-      out.chosen = kept[k];
-      out.estimated_iterations = est[k].iterations;
-      out.explained = est[k].explained;
-    }
-  }
-  if (!out.chosen) return out;
-  // Any other reading explaining at least `preference` of the best is an alternative unless it is the
-  // same loop: the same count, or a cycle holding m copies of the chosen pattern, about m times the
-  // chosen cycle long (m = 1: a longer or shorter piece of the same body, whose exact occurrences
-  // noise thins differently; m >= 2: m iterations at a time), up to kSameLoopRest of other ops (a
-  // short evaluation pass after every m-th iteration). Counts and coverage cannot tell: noise breaks
-  // the occurrences of a long pattern more often than those of a short one. A genuine alternative
-  // lowers the confidence: a cycle "x y y" (y: two ops) read as "y" with an extra x every other
-  // iteration (a 5-op cycle holding 2 copies of a 2-op one: a fifth is other ops), "y y y x" with y
-  // one op, or an evaluation pass after every 2nd iteration longer than a tenth of the pair.
-  constexpr double kSameLoopRest = 0.1;
-  const int64_t c0 = out.estimated_iterations;
-  const std::span<const int32_t> chosen = symbols.subspan(out.chosen->position, out.chosen->length);
-  const int64_t d0 = cycle_of(nonoverlapping_starts(index, *out.chosen));
-  double alt_explained = 0;
-  for (size_t k = 0; k < kept.size(); ++k) {
-    const int64_t c = est[k].iterations;
-    if (c <= 0 || est[k].explained < preference * best_explained) continue;
-    if (std::llabs(c - c0) * 10 <= c0) continue;
-    const std::vector<int64_t> starts = nonoverlapping_starts(index, kept[k]);
-    const int64_t d = cycle_of(starts);
-    if (d0 > 0 && d > 0) {
-      // Copies of the chosen pattern in one clean cycle of the other reading, taken cyclically (the
-      // next cycle repeats it) so that a copy cut by the cycle's start still counts.
-      const int64_t len = static_cast<int64_t>(chosen.size());
-      int64_t copies = -1;
-      for (size_t q = 0; q + 1 < starts.size() && copies < 0; ++q) {
-        if (starts[q + 1] - starts[q] != d) continue;
-        const auto begin = symbols.begin() + starts[q];
-        const auto end = symbols.begin() + std::min<int64_t>(n, starts[q] + d + len - 1);
-        std::vector<int64_t> at;
-        for (auto it = std::search(begin, end, chosen.begin(), chosen.end()); it != end && it - begin < d;
-             it = std::search(it + 1, end, chosen.begin(), chosen.end()))
-          if (at.empty() || it - begin >= at.back() + len) at.push_back(it - begin);
-        while (at.size() > 1 && at.back() + len > at.front() + d) at.pop_back();
-        copies = static_cast<int64_t>(at.size());
-      }
-      if (copies >= 0 && static_cast<double>(std::llabs(d - std::max<int64_t>(1, copies) * d0)) <=
-                             kSameLoopRest * static_cast<double>(d))
-        continue;
-    }
-    if (!out.alternative || est[k].explained > alt_explained) {
-      out.alternative = kept[k];
-      alt_explained = est[k].explained;
-    }
-  }
-  return out;
-}
-
-// One attempt of Algorithm 1 at position i (seq[i] == cycle[0]).
-bool match_at(std::span<const int32_t> seq, std::span<const int32_t> cycle, int64_t i, int64_t max_extra_ops,
-              int32_t barrier, ApproximateMatch* out) {
-  const int64_t n = static_cast<int64_t>(seq.size());
-  const int64_t m = static_cast<int64_t>(cycle.size());
-  int64_t pos = i + 1;
-  int64_t extra = 0;
-  for (int64_t j = 1; j < m; ++j) {
-    while (pos < n && seq[pos] != cycle[j]) {
-      if (seq[pos] >= barrier || ++extra > max_extra_ops) return false;
-      ++pos;
-    }
-    if (pos >= n) return false;
-    ++pos;
-  }
-  *out = {i, pos - 1, extra};
-  return true;
-}
-
-// Algorithm 1 over `seq`. `gap_at(j)`: the idle time before op j (0 everywhere when unknown).
-template <typename GapAt>
-std::vector<ApproximateMatch> match_cycle(std::span<const int32_t> seq, std::span<const int32_t> cycle,
-                                          int64_t max_extra_ops, int32_t barrier, const GapAt& gap_at) {
-  std::vector<ApproximateMatch> matches;
-  const int64_t n = static_cast<int64_t>(seq.size());
-  if (cycle.empty()) return matches;
-  int64_t i = 0;
-  while (i < n) {
-    ApproximateMatch best;
-    if (seq[i] != cycle[0] || !match_at(seq, cycle, i, max_extra_ops, barrier, &best)) {
-      ++i;
-      continue;
-    }
-    // A match with extra ops may have swallowed the tail of something else (an evaluation pass that
-    // starts like the cycle): a later start inside it that needs fewer extras is the better match,
-    // unless less idle time precedes it. An op inserted right after the iteration's first op and
-    // equal to it also makes a later start with fewer extras, but the idle gap between iterations
-    // lies before the true start (and before the evaluation pass's successor, not before the pass).
-    for (int64_t j = i + 1; best.extra_ops > 0 && j <= best.first + best.extra_ops && j < n; ++j) {
-      ApproximateMatch later;
-      if (seq[j] == cycle[0] && match_at(seq, cycle, j, max_extra_ops, barrier, &later) &&
-          later.extra_ops < best.extra_ops && gap_at(j) >= gap_at(best.first))
-        best = later;
-    }
-    matches.push_back(best);
-    i = best.last + 1;
-  }
-  return matches;
-}
-
-// A sequence to mine: the whole sequence (a view, no copy), the leftover stretches joined by unique
-// separator symbols (so no repeat crosses two stretches), or a sample of windows of either.
-struct Subsequence {
-  std::span<const int32_t> symbols;  // the caller's sequence, or `storage`
-  std::vector<int32_t> storage;
-  std::vector<int64_t> to_seq;      // index into the whole sequence, -1 for separators; empty = identity
-  std::vector<int64_t> to_sampled;  // a sample's: index into the sequence it samples, -1 for separators
-  int32_t alphabet = 0;
-  int32_t barrier = kNoBarrier;  // symbols >= barrier are separators
-
-  Subsequence() = default;
-  Subsequence(const Subsequence&) = delete;  // `symbols` may point into `storage`
-  Subsequence& operator=(const Subsequence&) = delete;
-  int64_t size() const { return static_cast<int64_t>(symbols.size()); }
-  int64_t at(int64_t j) const { return to_seq.empty() ? j : to_seq[j]; }
-};
-
-// The idle time before op j of `in` (0 for separators, or when the trace gives no times).
-int64_t gap_in(const Subsequence& in, std::span<const int64_t> gap_before_ns, int64_t j) {
-  if (gap_before_ns.empty()) return 0;
-  const int64_t at = in.at(j);
-  return at >= 0 ? gap_before_ns[at] : 0;
-}
+using detail::kMaxFoldLevels;
+using detail::StepAnchors;
+using detail::Subsequence;
+using detail::SuffixIndex;
 
 struct LoopFit {
-  Loop loop;
-  std::vector<ApproximateMatch> matches;  // in subsequence positions
+  Loop loop;                              // cycle in elements of the target
+  std::vector<ApproximateMatch> matches;  // in target positions
   int64_t k0 = 0;                         // the extra ops allowed per iteration
 };
 
+// The clean cycle to start from: an occurrence of pattern P followed by a full cycle (two occurrences
+// one cycle apart). `given`: the detection's reading (begin, length); else read from P's occurrences.
+struct CleanCycle {
+  int64_t begin = -1;
+  int64_t length = 0;
+};
+
 // From a chosen pattern P (a suffix-array interval of `sub`) to the aligned cycle and its matches
-// over `target` (`sub` itself, or the whole sequence `sub` samples: a boundary candidate's iteration
-// count is only meaningful over the whole, since every window edge cuts an iteration somewhere).
+// over `target` (`sub` itself, or the whole sequence `sub` samples, folded alike: a boundary
+// candidate's iteration count is only meaningful over the whole, since every window edge cuts an
+// iteration somewhere).
 std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index, const RepeatCandidate& p,
-                                std::span<const int64_t> gap_before_ns, const MinerOptions& options,
-                                const Subsequence& target, int64_t max_cycle) {
-  const std::vector<int64_t> starts = nonoverlapping_starts(index, p);
+                                CleanCycle given, std::span<const int64_t> gap_before_ns,
+                                const MinerOptions& options, const Subsequence& target, int64_t max_cycle_ops,
+                                const StepAnchors* anchored = nullptr) {
+  const std::vector<int64_t> starts = detail::nonoverlapping_starts(index, p);
   if (starts.size() < 2) return std::nullopt;
-  const int64_t cycle_length = cycle_of(starts);
-  if (cycle_length > max_cycle) return std::nullopt;
+  const int64_t cycle_length = given.length > 0 ? given.length : detail::cycle_of(starts);
   auto whole_cycle_at = [&](const Subsequence& in, int64_t begin) {
     if (begin < 0 || begin + cycle_length > in.size()) return false;
     for (int64_t j = begin; j < begin + cycle_length; ++j)
       if (in.symbols[j] >= in.barrier) return false;
     return true;
   };
+  std::span<const int32_t> aligned;
+  std::vector<int32_t> rotated;
+  if (given.begin >= 0) {
+    aligned = sub.symbols.subspan(given.begin, cycle_length);
+    // Rotated to start where P does (the periodic region below is walked back from P's first
+    // occurrence): the detection's cycle starts where its run does, which may be before P.
+    const auto pattern = sub.symbols.subspan(p.position, p.length);
+    for (int64_t e = 0; e < cycle_length; ++e) {
+      bool fits = true;
+      for (int64_t i = 0; i < p.length && fits; ++i) fits = pattern[i] == aligned[(e + i) % cycle_length];
+      if (!fits) continue;
+      rotated.assign(aligned.begin() + e, aligned.end());
+      rotated.insert(rotated.end(), aligned.begin(), aligned.begin() + e);
+      aligned = rotated;
+      break;
+    }
+  } else {
+    for (size_t k = 0; k + 1 < starts.size() && aligned.empty(); ++k)
+      if (starts[k + 1] - starts[k] == cycle_length && whole_cycle_at(sub, starts[k]))
+        aligned = sub.symbols.subspan(starts[k], cycle_length);
+  }
+  if (given.begin >= 0 && sub.ops_in(given.begin, given.begin + cycle_length - 1) > max_cycle_ops)
+    return std::nullopt;
+  if (given.begin < 0 && !aligned.empty() &&
+      sub.ops_in(aligned.data() - sub.symbols.data(),
+                 aligned.data() - sub.symbols.data() + cycle_length - 1) > max_cycle_ops)
+    return std::nullopt;
 
   // Boundary candidates: the offsets in the cycle with the largest total idle gap before them (the
   // interval between iterations), the start of the periodic region (extended backwards from the
   // first occurrence), and P's own start. The one yielding the most iterations wins, then the gap.
   std::vector<double> score(cycle_length, 0.0);
-  if (!gap_before_ns.empty()) {
-    for (size_t k = 0; k + 1 < starts.size(); ++k) {
-      if (starts[k + 1] - starts[k] != cycle_length) continue;
+  if (!gap_before_ns.empty() && !aligned.empty()) {
+    for (const ApproximateMatch& m : detail::match_over(sub, aligned, 0, {})) {
       for (int64_t o = 0; o < cycle_length; ++o) {
-        const int64_t at = sub.at(starts[k] + o);
+        const int64_t at = sub.at(m.first + o);
         if (at >= 0) score[o] += static_cast<double>(gap_before_ns[at]);
       }
     }
@@ -394,25 +99,28 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
   // The periodic region is a property of the target: in a sample it would end at a window edge. P's
   // first occurrence in the target comes no later than that of the sample's first occurrence.
   const Subsequence& t = target;
+  const auto pattern_begin = sub.symbols.begin() + p.position;
   int64_t first = starts.front();
   if (&target != &sub) {
-    const auto pattern_begin = sub.symbols.begin() + p.position;
-    const int64_t limit = std::min(t.size(), sub.to_sampled[starts.front()] + p.length);
+    const int64_t mapped = t.element_of(sub.at(starts.front()));
+    const int64_t limit = std::min(t.size(), mapped + p.length);
     first =
         std::search(t.symbols.begin(), t.symbols.begin() + limit, pattern_begin, pattern_begin + p.length) -
         t.symbols.begin();
+    if (first >= limit)  // folded differently at a window edge: look further
+      first = std::search(t.symbols.begin(), t.symbols.end(), pattern_begin, pattern_begin + p.length) -
+              t.symbols.begin();
+    if (first >= t.size()) return std::nullopt;
   }
   // The periodic region extends backwards from there over whole cycles. It is walked op by op
   // against a clean cycle aligned on `first` (from P's occurrences), with up to k0 inserted ops per
   // cycle as Algorithm 1 allows: an exact comparison with the op one cycle later stops at the first
   // inserted op, which on a trace without idle gaps (nothing else places the boundary) cuts the first
   // iteration in two. The walk stops at a cycle's (k0 + 1)-th op that does not fit, such as a set-up.
-  const int64_t k0 =
-      options.max_extra_ops >= 0 ? options.max_extra_ops : std::max<int64_t>(1, cycle_length / 2);
-  std::span<const int32_t> aligned;
-  for (size_t k = 0; k + 1 < starts.size() && aligned.empty(); ++k)
-    if (starts[k + 1] - starts[k] == cycle_length && whole_cycle_at(sub, starts[k]))
-      aligned = sub.symbols.subspan(starts[k], cycle_length);
+  // k0 in ops (Algorithm 1 counts a folded element's ops): half the cycle's.
+  int64_t cycle_ops = cycle_length;
+  if (given.begin >= 0) cycle_ops = sub.ops_in(given.begin, given.begin + cycle_length - 1);
+  const int64_t k0 = options.max_extra_ops >= 0 ? options.max_extra_ops : std::max<int64_t>(1, cycle_ops / 2);
   if (aligned.empty() && whole_cycle_at(t, first)) aligned = t.symbols.subspan(first, cycle_length);
   int64_t region_start = first;
   int64_t region_phase = 0;
@@ -431,6 +139,32 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
     }
   }
   phases.push_back(region_phase);
+  // Each candidate costs a match over the whole sequence: with idle gaps, a candidate with less than
+  // half the largest gap score cannot win the tie-break that decides between equal counts, and a
+  // count of its own differs only at the ends (kept: the region's start, which decides on traces
+  // whose gaps tell nothing).
+  if (!gap_before_ns.empty() && !aligned.empty()) {
+    double top_score = 0;
+    for (int64_t ph : phases) top_score = std::max(top_score, score[ph]);
+    if (top_score > 0)
+      std::erase_if(phases, [&](int64_t ph) { return ph != region_phase && 2 * score[ph] < top_score; });
+  }
+  // A training step ends with its optimizer step: when the step marks picked the cycle, the boundary
+  // is right after the mark (the next step's data and zero_grad start the next iteration), whatever
+  // the idle gaps say (an evaluation pass can be preceded by more idle time than a step).
+  if (anchored != nullptr && !aligned.empty()) {
+    int64_t after_mark = -1;
+    for (int64_t o = 0; o < cycle_length; ++o) {
+      const int32_t x = aligned[o];
+      const bool mark =
+          x >= 0 && static_cast<size_t>(x) < anchored->is_anchor.size() && anchored->is_anchor[x];
+      const int32_t y = aligned[(o + 1) % cycle_length];
+      const bool next_mark =
+          y >= 0 && static_cast<size_t>(y) < anchored->is_anchor.size() && anchored->is_anchor[y];
+      if (mark && !next_mark) after_mark = (o + 1) % cycle_length;
+    }
+    if (after_mark >= 0) phases = {after_mark};
+  }
   std::sort(phases.begin(), phases.end());
   phases.erase(std::unique(phases.begin(), phases.end()), phases.end());
 
@@ -454,8 +188,11 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
     fit.loop.pattern_length = p.length;
     fit.loop.pattern_count = p.count;
     fit.loop.phase = phase;
-    fit.matches = match_cycle(target.symbols, fit.loop.cycle, k0, target.barrier,
-                              [&](int64_t j) { return gap_in(target, gap_before_ns, j); });
+    // Anchored at the optimizer step, the template starts right after one: ops before a later start
+    // that needs fewer extras (the tail of an evaluation pass that begins like the step) belong to the
+    // previous step whatever idle time precedes them, so the later-start correction ignores gaps.
+    fit.matches = detail::match_over(target, fit.loop.cycle, k0,
+                                     anchored != nullptr ? std::span<const int64_t>{} : gap_before_ns);
     // Most iterations, then the idle gap; without a gap to tell (a trace with no idle time between
     // iterations), the loop starts where its periodic region does: the earliest first iteration.
     const auto better = [&] {
@@ -468,84 +205,151 @@ std::optional<LoopFit> fit_loop(const Subsequence& sub, const SuffixIndex& index
   return best;
 }
 
-int64_t ops_inside(const std::vector<ApproximateMatch>& matches) {
-  int64_t ops = 0;
-  for (const auto& m : matches) ops += m.last - m.first + 1;
-  return ops;
-}
-
-// estimate() over the whole (sub)sequence, for pattern `p` (symbols of `sample`): its greedy
-// non-overlapping exact occurrences, found by a scan for its first op.
-Estimate estimate_over(const Subsequence& whole, const Subsequence& sample, const RepeatCandidate& c) {
-  const int32_t* p = sample.symbols.data() + c.position;
-  const int64_t m = c.length;
-  const int32_t* s = whole.symbols.data();
-  const int64_t n = whole.size();
-  int64_t count = 0;
-  for (int64_t i = 0; i + m <= n;) {
-    if (s[i] == p[0] && std::equal(p + 1, p + m, s + i + 1)) {
-      ++count;
-      i += m;
-    } else {
-      ++i;
-    }
-  }
-  return {count, static_cast<double>(count * m) / static_cast<double>(std::max<int64_t>(1, n))};
-}
-
 // `windows` windows of budget / windows ops each, centred at evenly spread points of `whole`, joined
 // by fresh separators; separators inside a window (stretch boundaries) are renumbered densely, so the
 // suffix array's alphabet stays the op alphabet plus a few.
-void make_sample(const Subsequence& whole, int64_t budget, int windows, int32_t op_alphabet,
-                 Subsequence* out) {
+void make_sample(const Subsequence& whole, int64_t budget, int windows, int32_t barrier, Subsequence* out) {
   const int64_t n = whole.size();
   const int64_t k = windows;
   const int64_t w = budget / k;
   out->storage.reserve(static_cast<size_t>(w * k + k));
   out->to_seq.reserve(static_cast<size_t>(w * k + k));
-  out->to_sampled.reserve(static_cast<size_t>(w * k + k));
-  int32_t separator = op_alphabet;
+  int32_t separator = barrier;
   int64_t prev_end = 0;
   for (int64_t p = 0; p < k; ++p) {
     const int64_t start = std::max(prev_end, std::min(n - w, (2 * p + 1) * n / (2 * k) - w / 2));
     if (p > 0) {
       out->storage.push_back(separator++);
       out->to_seq.push_back(-1);
-      out->to_sampled.push_back(-1);
     }
     for (int64_t q = start; q < start + w && q < n; ++q) {
       const int32_t symbol = whole.symbols[q];
-      out->storage.push_back(symbol >= op_alphabet ? separator++ : symbol);
-      out->to_seq.push_back(whole.at(q));
-      out->to_sampled.push_back(symbol >= op_alphabet ? -1 : q);
+      out->storage.push_back(symbol >= barrier ? separator++ : symbol);
+      out->to_seq.push_back(symbol >= barrier ? -1 : static_cast<int32_t>(whole.at(q)));
     }
     prev_end = std::min(n, start + w);
   }
   out->alphabet = separator;
-  out->barrier = op_alphabet;
+  out->barrier = barrier;
   out->symbols = out->storage;
 }
 
 struct Mined {
   RepeatCandidate pattern;
-  Detection detection;
+  int64_t estimated_iterations = 0;  // detection's reading over the sequence it was read from
+  double explained = 0;
+  std::optional<detail::Alternative> alternative;
+  bool borderline = false;
+  bool by_anchor = false;
+  double rest = -1;
   int64_t eps_used = 0;
-  LoopFit fit;             // matches in positions of the whole (sub)sequence
+  Loop loop;                          // cycle: the template's ops
+  std::vector<ApproximateMatch> raw;  // first, last: op indices; extra_ops: ops
+  int64_t cycle_ops = 0;
+  std::vector<detail::FoldedUnit> folded;
   int64_t sample_ops = 0;  // 0: mined on the whole (sub)sequence
 };
 
 enum class MineOutcome { kOk, kNoPattern, kNoFit };
 
+constexpr double kMinSampleShare = 0.3;
+
+// `whole` folded by each unit in turn, recording each run's copies: the sequence the final level's
+// cycle is matched over.
+struct FoldChain {
+  std::vector<std::unique_ptr<Subsequence>> levels;
+  std::vector<detail::FoldedUnit> units;
+  const Subsequence& last(const Subsequence& whole) const { return levels.empty() ? whole : *levels.back(); }
+};
+
+void fold_whole(const Subsequence& whole, const detail::StructureChoice& choice, int32_t op_alphabet,
+                std::span<const int32_t> ops, std::span<const int64_t> gap_before_ns,
+                const StepAnchors& anchors, FoldChain* chain) {
+  for (size_t l = 0; l < choice.units.size(); ++l) {
+    const Subsequence& in = chain->last(whole);
+    auto out = std::make_unique<Subsequence>();
+    std::vector<int32_t> copies;
+    detail::fold_runs(in, choice.units[l], op_alphabet + static_cast<int32_t>(l), gap_before_ns, out.get(),
+                      &copies, &anchors);
+    detail::FoldedUnit unit;
+    unit.unit = choice.units[l];
+    for (int32_t c : copies)
+      if (c > 0) {
+        unit.copies_min = unit.copies_min == 0 ? c : std::min<int64_t>(unit.copies_min, c);
+        unit.copies_max = std::max<int64_t>(unit.copies_max, c);
+      }
+    // One copy's ops: the unit itself when it holds no folded element, else a slice of the run with
+    // the least noise (its copies' ops divided evenly).
+    const auto& u = choice.units[l];
+    if (std::all_of(u.begin(), u.end(), [&](int32_t x) { return x < op_alphabet; })) {
+      unit.ops = u;
+    } else {
+      int64_t best = -1;
+      for (size_t j = 0; j < copies.size(); ++j)
+        if (copies[j] > 0 && (best < 0 || out->noise[j] < out->noise[static_cast<size_t>(best)]))
+          best = static_cast<int64_t>(j);
+      if (best >= 0) {
+        const int64_t b = out->at(best);
+        const int64_t each = (out->at_last(best) - b + 1 - out->noise[static_cast<size_t>(best)]) /
+                             copies[static_cast<size_t>(best)];
+        unit.ops.assign(ops.begin() + b, ops.begin() + b + each);
+      }
+    }
+    chain->units.push_back(std::move(unit));
+    chain->levels.push_back(std::move(out));
+  }
+}
+
+// Matches in `target` elements to op indices, extras as ops, and the template's ops (the first
+// iteration matched without extras, else the first). Folded runs may have absorbed noise (an op
+// inserted into a copy of the nested unit); noise found in every iteration (a copy that always
+// differs a little, like an RNN's first time step) is the template's own, so an iteration's extra
+// ops are its extra elements' ops plus the noise above the least any iteration has.
+void to_ops(const Subsequence& target, std::span<const int32_t> ops, const LoopFit& fit, Mined* out) {
+  out->raw.clear();
+  std::vector<int64_t> noise(fit.matches.size(), 0);
+  int64_t least_noise = std::numeric_limits<int64_t>::max();
+  for (size_t k = 0; k < fit.matches.size(); ++k) {
+    const ApproximateMatch& m = fit.matches[k];
+    detail::Walk w;  // replay Algorithm 1 (greedy) for the matched elements
+    if (!target.noise.empty() &&
+        detail::walk(target.symbols.first(static_cast<size_t>(m.last) + 1), fit.loop.cycle, m.first,
+                     std::numeric_limits<int64_t>::max() / 4, target.barrier, &target, &w))
+      noise[k] = w.noise;
+    least_noise = std::min(least_noise, noise[k]);
+  }
+  int64_t template_at = -1;
+  for (size_t k = 0; k < fit.matches.size(); ++k) {
+    const ApproximateMatch& m = fit.matches[k];
+    const int64_t first = target.at(m.first);
+    const int64_t last = target.at_last(m.last);
+    const int64_t matched = detail::ops_matched(target, fit.loop.cycle, {m});
+    const int64_t extra =
+        (last - first + 1) - matched - (least_noise == std::numeric_limits<int64_t>::max() ? 0 : least_noise);
+    out->raw.push_back({first, last, extra});
+    if (template_at < 0 && extra == 0) template_at = static_cast<int64_t>(k);
+  }
+  if (template_at < 0 && !out->raw.empty()) template_at = 0;
+  out->loop = fit.loop;
+  out->loop.cycle.clear();
+  if (template_at >= 0) {
+    const ApproximateMatch& t = out->raw[static_cast<size_t>(template_at)];
+    out->loop.cycle.assign(ops.begin() + t.first, ops.begin() + t.last + 1);
+  }
+  out->cycle_ops = static_cast<int64_t>(out->loop.cycle.size());
+}
+
 // Pattern (Criteria 2 and 3, or detection), cycle and matches for one loop over `whole`: on a sample
 // when `whole` is longer than the sample budget, growing the sample until it shows a loop that the
 // whole sequence confirms (see the header).
-constexpr double kMinSampleShare = 0.3;
-
-MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
-                      std::span<const int64_t> gap_before_ns, const MinerOptions& options, Mined* out) {
+MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet, std::span<const int32_t> ops,
+                      std::span<const int64_t> gap_before_ns, const MinerOptions& options,
+                      const StepAnchors& anchors, Mined* out) {
   const int64_t n = whole.size();
+  const int64_t whole_ops = std::max<int64_t>(1, whole.ops_in(0, n - 1));
   const int windows = std::max(1, options.sample_windows);
   const int64_t min_matches = paper ? 2 : options.min_repeats;
+  const int32_t barrier = op_alphabet + kMaxFoldLevels;
   // The sample's fixed costs (suffix array, shortlist) should stay a small part of mining a
   // sequence of a few million ops too: at most a sixteenth of it, but no fewer than 32Ki ops.
   constexpr int64_t kMinScaledSample = int64_t{1} << 15;
@@ -555,56 +359,59 @@ MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
   for (;;) {
     const bool exact = budget <= 0 || n <= budget || budget / windows < 2;
     Subsequence sample;
-    if (!exact) make_sample(whole, budget, windows, op_alphabet, &sample);
+    if (!exact) make_sample(whole, budget, windows, barrier, &sample);
     const Subsequence& sub = exact ? whole : sample;
-    const int64_t sub_n = sub.size();
-    std::optional<RepeatCandidate> pattern;
-    Detection detection;
-    int64_t eps_used = 0;
+    const int64_t piece = budget / windows;
+    // A window must hold a few iterations, or the sample's "cycle" may be a piece of one.
+    const int64_t max_cycle = exact ? std::numeric_limits<int64_t>::max() : piece / 4;
+    Mined mined;
     std::optional<LoopFit> fit;
-    {  // the index is only needed for the pattern and the cycle: freed before matching the whole
-      SuffixIndex index = build_index(sub.symbols, sub.alphabet);
-      if (paper && exact) {
-        pattern = select_for_count(index, sub_n, options.iterations, options.epsilon, &eps_used);
-      } else {
-        std::function<Estimate(const RepeatCandidate&)> over_whole;
-        if (!exact) over_whole = [&](const RepeatCandidate& c) { return estimate_over(whole, sub, c); };
-        detection = detect(sub.symbols, index, sub_n, std::max<int64_t>(2, options.min_repeats),
-                           options.count_preference, over_whole);
-        pattern = detection.chosen;
+    FoldChain chain;
+    detail::StructureChoice choice;  // owns the folded levels sub_level points into
+    const Subsequence* target = &whole;
+    const Subsequence* sub_level = &sub;
+    std::vector<ApproximateMatch> in_sample;
+    if (paper && exact) {
+      SuffixIndex index = detail::build_index(sub.symbols, sub.alphabet);
+      auto pattern = detail::select_for_count(index, n, options.iterations, options.epsilon, &mined.eps_used);
+      if (!pattern) return MineOutcome::kNoPattern;
+      mined.pattern = *pattern;
+      fit = fit_loop(sub, index, *pattern, {}, gap_before_ns, options, whole, max_cycle);
+    } else {
+      if (!detail::choose_structure(sub, op_alphabet, options, gap_before_ns, anchors, &choice)) {
+        if (exact) return MineOutcome::kNoPattern;
+        budget = budget > n / 2 ? n : 2 * budget;
+        continue;
       }
-      // A window must hold a few iterations, or the sample's "cycle" may be a piece of one.
-      const int64_t max_cycle = exact ? std::numeric_limits<int64_t>::max() : budget / windows / 4;
-      if (pattern) fit = fit_loop(sub, index, *pattern, gap_before_ns, options, whole, max_cycle);
+      // With step marks in the sequence, a cycle without one is nested structure: a sample whose
+      // windows hold too few steps for the enclosing cycle to repeat shows only the nested one.
+      if (!exact && anchors.present && choice.chosen.anchors == 0) {
+        budget = budget > n / 2 ? n : 2 * budget;
+        continue;
+      }
+      const detail::Level& level = choice.levels.back();
+      mined.pattern = choice.chosen.node;
+      mined.estimated_iterations = choice.chosen.iterations;
+      mined.explained = choice.chosen.explained;
+      mined.alternative = choice.alternative;
+      mined.borderline = choice.borderline;
+      mined.by_anchor = choice.by_anchor;
+      mined.rest = choice.rest;
+      fold_whole(whole, choice, op_alphabet, ops, gap_before_ns, anchors, &chain);
+      target = &chain.last(whole);
+      sub_level = level.seq;
+      fit = fit_loop(*level.seq, level.index, choice.chosen.node, {choice.chosen.begin, choice.chosen.length},
+                     gap_before_ns, options, *target, max_cycle, choice.by_anchor ? &anchors : nullptr);
+      if (fit && !exact) in_sample = detail::match_over(*level.seq, fit->loop.cycle, fit->k0, gap_before_ns);
     }
     if (exact) {
-      if (!pattern) return MineOutcome::kNoPattern;
       if (!fit) return MineOutcome::kNoFit;
-      *out = Mined{*pattern, std::move(detection), eps_used, std::move(*fit), 0};
-      return MineOutcome::kOk;
-    }
-    const int64_t piece = budget / windows;
-    if (pattern && fit) {
-      // A cycle that is k copies of a shorter one is the same loop read k iterations at a time; the
-      // whole-sequence detection prefers the finer reading (most iterations, same coverage), which a
-      // sample whose windows hold few iterations can miss.
-      const int64_t length = static_cast<int64_t>(fit->loop.cycle.size());
-      for (int64_t root = 1; root < length; ++root) {
-        if (length % root != 0) continue;
-        const auto& c = fit->loop.cycle;
-        if (!std::equal(c.begin() + root, c.end(), c.begin())) continue;
-        fit->loop.cycle.resize(static_cast<size_t>(root));
-        fit->k0 = options.max_extra_ops >= 0 ? options.max_extra_ops : std::max<int64_t>(1, root / 2);
-        fit->matches = match_cycle(whole.symbols, fit->loop.cycle, fit->k0, whole.barrier,
-                                   [&](int64_t j) { return gap_in(whole, gap_before_ns, j); });
-        break;
-      }
-      const std::vector<ApproximateMatch> in_sample =
-          match_cycle(sub.symbols, fit->loop.cycle, fit->k0, sub.barrier,
-                      [&](int64_t j) { return gap_in(sub, gap_before_ns, j); });
+    } else if (fit) {
+      const int64_t sample_ops = std::max<int64_t>(1, sub.ops_in(0, sub.size() - 1));
       const double sample_share =
-          static_cast<double>(ops_inside(in_sample)) / static_cast<double>(piece * windows);
-      const double share = static_cast<double>(ops_inside(fit->matches)) / static_cast<double>(n);
+          static_cast<double>(detail::ops_inside(*sub_level, in_sample)) / static_cast<double>(sample_ops);
+      const double share =
+          static_cast<double>(detail::ops_inside(*target, fit->matches)) / static_cast<double>(whole_ops);
       // A reading must explain a fair part of the sample (windows on a long set-up only show
       // incidental repeats), and the whole sequence must bear it out (windows that all fell on a
       // stretch unlike the rest, such as another loop): otherwise look at more of the sequence.
@@ -622,14 +429,21 @@ MineOutcome mine_loop(const Subsequence& whole, bool paper, int32_t op_alphabet,
           budget = n;
           continue;
         }
-        eps_used = eps;
+        mined.eps_used = eps;
       }
-      if (confirmed) {
-        *out = Mined{*pattern, std::move(detection), eps_used, std::move(*fit), piece * windows};
-        return MineOutcome::kOk;
-      }
+      if (!confirmed) fit.reset();
     }
-    budget = budget > n / 2 ? n : 2 * budget;
+    if (!fit) {
+      budget = budget > n / 2 ? n : 2 * budget;
+      continue;
+    }
+    to_ops(*target, ops, *fit, &mined);
+    mined.loop.fold_levels = static_cast<int>(chain.units.size());
+    mined.loop.by_anchor = mined.by_anchor;
+    mined.folded = std::move(chain.units);
+    mined.sample_ops = exact ? 0 : piece * windows;
+    *out = std::move(mined);
+    return MineOutcome::kOk;
   }
 }
 
@@ -668,41 +482,6 @@ void attach_between(std::span<const int32_t> seq, MiningResult* result,
 
 }  // namespace
 
-std::optional<RepeatCandidate> select_pattern_for_count(std::span<const int32_t> seq, int32_t alphabet_size,
-                                                        int64_t iterations, int64_t epsilon,
-                                                        int64_t* epsilon_used) {
-  if (seq.size() < 2) return std::nullopt;
-  SuffixIndex index = build_index(seq, alphabet_size);
-  return select_for_count(index, static_cast<int64_t>(seq.size()), iterations, epsilon, epsilon_used);
-}
-
-std::vector<RepeatCandidate> repeat_profile(std::span<const int32_t> seq, int32_t alphabet_size,
-                                            int64_t min_repeats) {
-  std::vector<RepeatCandidate> out;
-  if (seq.size() < 2) return out;
-  SuffixIndex index = build_index(seq, alphabet_size);
-  const int64_t n = static_cast<int64_t>(seq.size());
-  std::unordered_map<int64_t, RepeatCandidate> by_count;
-  for_each_lcp_interval(index.lcp, [&](int32_t node_lcp, int32_t lb, int32_t rb, int32_t parent_lcp) {
-    const int64_t count = rb - lb + 1;
-    if (count < std::max<int64_t>(2, min_repeats)) return;
-    const int64_t length = std::min<int64_t>(node_lcp, (n + count - 1) / count - 1);
-    if (length <= parent_lcp || length < 1) return;
-    auto [it, inserted] =
-        by_count.try_emplace(count, RepeatCandidate{count, length, index.sa[lb], lb, rb, n});
-    if (!inserted && length > it->second.length)
-      it->second = RepeatCandidate{count, length, index.sa[lb], lb, rb, n};
-  });
-  for (auto& [count, c] : by_count) out.push_back(c);
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.count < b.count; });
-  return out;
-}
-
-std::vector<ApproximateMatch> approximate_matches(std::span<const int32_t> seq,
-                                                  std::span<const int32_t> cycle, int64_t max_extra_ops) {
-  return match_cycle(seq, cycle, max_extra_ops, kNoBarrier, [](int64_t) { return int64_t{0}; });
-}
-
 MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64_t> gap_before_ns,
                              const MinerOptions& options, std::span<const int64_t> op_time_ns) {
   MiningResult result;
@@ -735,10 +514,22 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     return result;
   }
   const int32_t alphabet = highest + 1;
+  if (alphabet > std::numeric_limits<int32_t>::max() - 2 * kMaxFoldLevels - n) {
+    result.error = "op symbols too large for the miner's alphabet";
+    return result;
+  }
+  StepAnchors anchors;
+  anchors.ops = seq;
+  anchors.is_anchor.assign(static_cast<size_t>(alphabet), 0);
+  bool any_anchor = false;
+  for (int32_t a : options.step_anchor_symbols)
+    if (a >= 0 && a < alphabet) anchors.is_anchor[static_cast<size_t>(a)] = 1, any_anchor = true;
 
   std::vector<int64_t> match_last;
   std::vector<int64_t> attach_limits;
+  std::vector<std::vector<detail::FoldedUnit>> folded_per_loop;
   std::string notes;
+  double ambiguity = 0;
   for (int loop_index = 0; loop_index < std::max(1, options.max_loops); ++loop_index) {
     Subsequence sub;
     if (loop_index == 0) {
@@ -747,8 +538,8 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     } else {
       // Leftover stretches (not inside any iteration; iterations are ordered and disjoint) long
       // enough to hold a few iterations.
-      sub.barrier = alphabet;
-      int32_t separator = alphabet;
+      sub.barrier = alphabet + kMaxFoldLevels;
+      int32_t separator = sub.barrier;
       auto add_stretch = [&](int64_t begin, int64_t end) {
         if (end - begin < 2 * options.min_repeats) return;
         if (!sub.storage.empty()) {
@@ -756,7 +547,7 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
           sub.to_seq.push_back(-1);
         }
         sub.storage.insert(sub.storage.end(), seq.begin() + begin, seq.begin() + end);
-        for (int64_t q = begin; q < end; ++q) sub.to_seq.push_back(q);
+        for (int64_t q = begin; q < end; ++q) sub.to_seq.push_back(static_cast<int32_t>(q));
       };
       int64_t from = 0;
       for (const auto& it : result.iterations) {
@@ -770,8 +561,16 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     }
     if (sub.size() < 2) break;
     const bool paper = loop_index == 0 && options.iterations > 0;
+    // Anchors decide only where they recur: at least min_repeats of them in what is mined.
+    anchors.present = false;
+    if (any_anchor) {
+      int64_t count = 0;
+      for (int64_t j = 0; j < sub.size(); ++j)
+        count += sub.symbols[j] < sub.barrier && anchors.is_anchor[static_cast<size_t>(sub.symbols[j])];
+      anchors.present = count >= options.min_repeats;
+    }
     Mined mined;
-    const MineOutcome outcome = mine_loop(sub, paper, alphabet, gap_before_ns, options, &mined);
+    const MineOutcome outcome = mine_loop(sub, paper, alphabet, seq, gap_before_ns, options, anchors, &mined);
     if (outcome == MineOutcome::kNoPattern) {
       if (loop_index == 0)
         result.error =
@@ -783,21 +582,18 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
       break;
     }
     if (outcome != MineOutcome::kOk) break;
-    const RepeatCandidate* pattern = &mined.pattern;
-    const Detection& detection = mined.detection;
-    const int64_t eps_used = mined.eps_used;
-    LoopFit* fit = &mined.fit;
     const int64_t min_matches = paper ? 2 : options.min_repeats;
-    const int64_t ops_in = ops_inside(fit->matches);
-    if (static_cast<int64_t>(fit->matches.size()) < min_matches) break;
+    int64_t ops_in = 0;
+    for (const auto& m : mined.raw) ops_in += m.last - m.first + 1;
+    if (static_cast<int64_t>(mined.raw.size()) < min_matches) break;
     if (loop_index > 0 && (static_cast<double>(ops_in) < options.min_loop_share * static_cast<double>(n) ||
-                           static_cast<int64_t>(fit->loop.cycle.size()) < options.min_further_cycle_ops))
+                           mined.cycle_ops < options.min_further_cycle_ops))
       break;
     if (loop_index > 0 && total_time > 0) {
       double time_in = 0;
-      for (const auto& m : fit->matches)
+      for (const auto& m : mined.raw)
         for (int64_t q = m.first; q <= m.last; ++q)
-          if (sub.at(q) >= 0) time_in += static_cast<double>(std::max<int64_t>(0, op_time_ns[sub.at(q)]));
+          time_in += static_cast<double>(std::max<int64_t>(0, op_time_ns[q]));
       if (time_in < options.min_loop_time_share * total_time) break;
     }
     if (loop_index == 0) result.sampled_ops = mined.sample_ops;
@@ -807,50 +603,55 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
                     static_cast<long long>(mined.sample_ops), static_cast<long long>(sub.size()),
                     std::max(1, options.sample_windows));
 
-    fit->loop.epsilon = eps_used;
+    mined.loop.epsilon = mined.eps_used;
     const int32_t loop_id = static_cast<int32_t>(result.loops.size());
-    const int64_t cycle_length = static_cast<int64_t>(fit->loop.cycle.size());
-    attach_limits.push_back(options.attach_limit >= 0 ? options.attach_limit : 2 * cycle_length);
-    for (const auto& m : fit->matches) {
+    attach_limits.push_back(options.attach_limit >= 0 ? options.attach_limit : 2 * mined.cycle_ops);
+    for (const auto& m : mined.raw) {
       IterationMatch it;
-      it.first_op = sub.at(m.first);
-      it.last_op = sub.at(m.last);
+      it.first_op = m.first;
+      it.last_op = m.last;
       it.loop = loop_id;
       it.inner_extra_ops = m.extra_ops;
       result.iterations.push_back(it);
     }
+    char buf[400];
     if (loop_index == 0 && options.iterations <= 0) {
       result.detected = true;
-      char buf[320];
       std::snprintf(
           buf, sizeof buf,
-          "detected: a pattern of %lld ops occurring %lld times, read as ~%lld iterations explaining %.0f%% "
-          "of the ops",
-          static_cast<long long>(pattern->length), static_cast<long long>(pattern->count),
-          static_cast<long long>(detection.estimated_iterations), 100.0 * detection.explained);
+          "detected: a cycle of %lld ops (a pattern of %lld elements occurring %lld times), read as "
+          "~%lld iterations explaining %.0f%% of the ops",
+          static_cast<long long>(mined.cycle_ops), static_cast<long long>(mined.pattern.length),
+          static_cast<long long>(mined.pattern.count), static_cast<long long>(mined.estimated_iterations),
+          100.0 * mined.explained);
       notes += buf;
       notes += sample_note;
-      if (detection.alternative) {
-        std::snprintf(buf, sizeof buf, "; alternative reading: a pattern of %lld ops occurring %lld times",
-                      static_cast<long long>(detection.alternative->length),
-                      static_cast<long long>(detection.alternative->count));
+      if (mined.by_anchor)
+        notes +=
+            "; the iteration holds one training-step mark (optimizer step): nested cycles without one are "
+            "structure inside it";
+      if (mined.alternative) {
+        std::snprintf(buf, sizeof buf, "; alternative reading: a cycle of %lld ops read as %lld iterations%s",
+                      static_cast<long long>(mined.alternative->cycle_ops),
+                      static_cast<long long>(mined.alternative->iterations),
+                      mined.borderline
+                          ? " (whether the finer cycle is nested in the coarser one is a close call: "
+                            "give --iterations N to settle it)"
+                          : "");
         notes += buf;
       }
-      result.loops.push_back(std::move(fit->loop));
       // Stash the ambiguity for the confidence below: a genuine alternative halves it.
-      result.confidence = detection.alternative ? 0.5 : 0.0;
-    } else {
-      if (loop_index == 0) {
-        char buf[160];
-        std::snprintf(buf, sizeof buf,
-                      "iteration count given: pattern of %lld ops repeated %lld times (epsilon %lld)",
-                      static_cast<long long>(pattern->length), static_cast<long long>(pattern->count),
-                      static_cast<long long>(eps_used));
-        notes += buf;
-        notes += sample_note;
-      }
-      result.loops.push_back(std::move(fit->loop));
+      ambiguity = mined.alternative ? 0.5 : 0.0;
+    } else if (loop_index == 0) {
+      std::snprintf(buf, sizeof buf,
+                    "iteration count given: pattern of %lld ops repeated %lld times (epsilon %lld)",
+                    static_cast<long long>(mined.pattern.length), static_cast<long long>(mined.pattern.count),
+                    static_cast<long long>(mined.eps_used));
+      notes += buf;
+      notes += sample_note;
     }
+    result.loops.push_back(std::move(mined.loop));
+    folded_per_loop.push_back(std::move(mined.folded));
     std::sort(result.iterations.begin(), result.iterations.end(),
               [](const auto& a, const auto& b) { return a.first_op < b.first_op; });
     match_last.clear();
@@ -859,7 +660,6 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     attach_between(seq, &result, match_last, attach_limits);
   }
 
-  const double ambiguity = result.confidence;
   result.confidence = 0;
   if (result.iterations.empty()) {
     result.ops_before = n;
@@ -867,6 +667,8 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
     result.confidence_note = notes;
     return result;
   }
+  for (size_t l = 0; l < result.loops.size(); ++l)
+    result.loops[l].nested = detail::nested_structure(result.loops[l].cycle, folded_per_loop[l], alphabet);
   int64_t inside = 0;
   for (const auto& it : result.iterations) {
     inside += it.last_op - it.first_op + 1;

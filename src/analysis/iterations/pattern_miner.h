@@ -70,16 +70,40 @@ struct MinerOptions {
   // 0 = always mine the whole sequence.
   int64_t sample_ops = int64_t{1} << 17;
   int sample_windows = 8;
+  // Nested repetition (loop_structure.h): a finer cycle whose runs an enclosing cycle holds is nested
+  // structure when the enclosing cycle's other ops are at least this share of it; below it, the
+  // enclosing cycle is several iterations of the finer one with an extra block (an evaluation pass).
+  double nested_rest_share = 0.2;
+  // Op symbols that occur once per training step (the optimizer step): when the sequence holds them,
+  // a cycle without one is nested structure and a cycle with one is the step. Empty: structure only.
+  std::vector<int32_t> step_anchor_symbols;
+};
+
+// Repetition inside one iteration (RNN time steps, stacked blocks, micro-batches): `copies` copies
+// of a `unit_ops`-op unit starting at op `offset` of the iteration's template (Loop::cycle).
+struct NestedRepeat {
+  int64_t offset = 0;
+  int64_t unit_ops = 0;
+  int64_t copies = 0;         // in the template
+  int64_t copies_min = 0;     // over the loop's runs of this unit when the miner folded them (the count
+  int64_t copies_max = 0;     // may vary between iterations); else both = copies
+  int depth = 0;              // 0: directly in the iteration; d: inside a unit of depth d - 1
+  bool folded = false;        // a repetition the miner read and folded on its way to the iteration
+  std::vector<int32_t> unit;  // the unit's op symbols
 };
 
 struct Loop {
-  std::vector<int32_t> cycle;     // one iteration's ops, starting at the iteration boundary
-  int64_t pattern_length = 0;     // l_p of the mined substring P
+  std::vector<int32_t> cycle;     // one iteration's ops, starting at the iteration boundary (one clean
+                                  // iteration's when nested counts vary)
+  int64_t pattern_length = 0;     // l_p of the mined substring P (elements of the folded sequence)
   int64_t pattern_count = 0;      // c_p: its repetitions in the (sub)sequence or sample it was mined from
   int64_t epsilon = 0;            // epsilon that admitted P (paper mode), 0 in detection mode
   int64_t phase = 0;              // offset of the boundary inside P's cycle (largest idle gap)
   int64_t iterations = 0;         // iterations matched for this loop
   int64_t ops = 0;                // ops inside those iterations (extras included)
+  std::vector<NestedRepeat> nested;  // repetition inside the template, by where it starts
+  int fold_levels = 0;               // nested repetitions folded before the iteration's cycle was read
+  bool by_anchor = false;            // step anchors (the optimizer step) picked the level
 };
 
 struct IterationMatch {

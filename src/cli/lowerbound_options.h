@@ -1,0 +1,40 @@
+// Options shared by `strata model`, `strata bench` and `strata lowerbound`: models, database,
+// backend, data types, layouts, fusion. Parsing errors are one line naming the option. Argument
+// parsing belongs to the CLI; the lowerbound rooms take the parsed structs (BenchOptions,
+// MeasureOptions).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lowerbound/harness/backend.h"
+#include "lowerbound/harness/bench_plan.h"
+#include "lowerbound/ir/layer_ir.h"
+
+namespace strata::cli {
+
+struct CommandOptions {
+  std::vector<std::string> models;     // positional arguments
+  std::string db_url;                  // --db (default: default_perf_db_url())
+  lowerbound::BenchOptions bench;      // --backend --dtype --layout --fusion
+  lowerbound::MeasureOptions measure;  // --repetitions --min-time-ms --threads --max-spread --attempts
+  bool threads_given = false;          // --threads (else $OMP_NUM_THREADS, else 1)
+  std::string output;                  // -o / --output
+  std::string trace;                   // --trace
+  std::string dot, svg;                // --dot --svg
+  std::string format = "text";         // --format text|csv|json
+  size_t top = 10;                     // --top
+  bool layers = false;                 // --layers
+  bool help = false;
+};
+
+// Parses argv[first..argc). False with a one-line `error` for unknown options or bad values.
+bool parse_command_options(int argc, char** argv, int first, CommandOptions* out, std::string* error);
+
+// Loads every model; false with the first error (file + what is wrong).
+bool load_models(const std::vector<std::string>& paths, std::vector<lowerbound::LayerModel>* models,
+                 std::string* error);
+
+std::string join(const std::vector<std::string>& items, const std::string& sep);
+
+}  // namespace strata::cli
