@@ -7,7 +7,10 @@
  *                                 pointer) attributes the time to them
  *   burn_program loop SECONDS CODE  `callers` work, printing one numbered line per 50 ms of wall time,
  *                                 then exits with CODE (the attach tests check output and status)
- * SECONDS is CPU time for leaf/callers (the shares hold on a loaded machine), wall time for loop. */
+ * SECONDS is CPU time for leaf/callers (the shares hold on a loaded machine), wall time for loop.
+ * leaf/callers end with "cpu_ns: total=N sixty=N thirty=N ten=N" on stderr: the thread CPU time each
+ * function took, measured around every call. The tests compare the sampled shares with these (the
+ * split moves by a point or two from run to run on a shared VM, for perf as for Strata). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,16 +18,16 @@
 #include <time.h>
 
 static volatile uint64_t sink;
-/* Iterations per tenth of a round, drawn anew each round (1000-5000): a round lasts ~15-70 us, far
+/* Iterations per tenth of a round, drawn anew each round (4000-16000): a round lasts ~60-250 us, far
  * below the sampling period, and its varying length keeps the period from aliasing with the loop
  * (a fixed round near a rational fraction of the period would sample a few phases only). */
-static int unit = 3000;
+static int unit = 10000;
 static uint64_t next_unit(void) {
   static uint64_t state = 88172645463325252ull;
   state ^= state << 13;
   state ^= state >> 7;
   state ^= state << 17;
-  return 1000 + state % 4001;
+  return 4000 + state % 12001;
 }
 
 #define LCG(x) ((x) * 6364136223846793005ull + 1442695040888963407ull)
@@ -85,21 +88,23 @@ int main(int argc, char** argv) {
     return code;
   }
   const int leaf = strcmp(argv[1], "leaf") == 0;
+  void (*const functions[3])(void) = {leaf ? leaf_sixty : call_sixty, leaf ? leaf_thirty : call_thirty,
+                                      leaf ? leaf_ten : call_ten};
+  double spent[3] = {0, 0, 0};
   const double start = seconds_of(CLOCK_PROCESS_CPUTIME_ID);
   while (seconds_of(CLOCK_PROCESS_CPUTIME_ID) - start < seconds) {
     for (int k = 0; k < 10; ++k) {
       unit = (int)next_unit();
-      if (leaf) {
-        leaf_sixty();
-        leaf_thirty();
-        leaf_ten();
-      } else {
-        call_sixty();
-        call_thirty();
-        call_ten();
+      for (int f = 0; f < 3; ++f) {
+        const double before = seconds_of(CLOCK_THREAD_CPUTIME_ID);
+        functions[f]();
+        spent[f] += seconds_of(CLOCK_THREAD_CPUTIME_ID) - before;
       }
     }
   }
+  const double total = seconds_of(CLOCK_PROCESS_CPUTIME_ID) - start;
+  fprintf(stderr, "cpu_ns: total=%.0f sixty=%.0f thirty=%.0f ten=%.0f\n", total * 1e9, spent[0] * 1e9, spent[1] * 1e9,
+          spent[2] * 1e9);
   printf("done %d\n", (int)(sink & 1));
   return 0;
 }
