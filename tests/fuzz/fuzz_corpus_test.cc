@@ -22,6 +22,9 @@
 #endif
 #include "../test_util.h"
 #include "format/chunk_reader.h"
+#ifdef STRATA_REPLAY_DB_URL
+#include "../../fuzz/lowerbound/db_url_target.h"
+#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #define STRATA_UNDER_ASAN 1
@@ -48,6 +51,9 @@ const std::map<std::string, Runner>& runners() {
 #ifdef STRATA_HAVE_SAMPLE
       {"sample_chunks_fuzz", fuzz::run_sample_chunks},
       {"sample_unwind_fuzz", fuzz::run_sample_unwind},
+#endif
+#ifdef STRATA_REPLAY_DB_URL
+      {"db_url_fuzzer", fuzz::run_db_url},
 #endif
   };
   return map;
