@@ -4,11 +4,14 @@
 // and the time outside any op; as a table, CSV, JSON or folded stacks for flame graphs.
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/safe_files.h"
 #include "export/profile_formats.h"
+#include "export/profile_pprof.h"
 #include "export/text_escape.h"
 #include "model/trace_loader.h"
 #include "profile/profile.h"
@@ -18,7 +21,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: strata profile TRACE|DIR [--by function|op|layer|module|line] [--top N] [--event N]\n"
-    "                      [--format table|csv|json|collapsed]\n"
+    "                      [--format table|csv|json|collapsed|pprof] [-o FILE]\n"
     "  TRACE|DIR     a trace recorded with `strata record --sample`, or the directory `strata attach`\n"
     "                wrote (all its epochs are read together)\n"
     "  --by function self share (the sample's leaf) and total share (anywhere on the stack) per\n"
@@ -30,13 +33,15 @@ constexpr const char* kUsage =
     "  --by line     Python frames per file:line (native frames per function)\n"
     "  --top N       rows shown in the table (default 30; csv and json have every row)\n"
     "  --format F    table (default), csv, json, or collapsed: folded stacks \"root;...;leaf count\" for\n"
-    "                flame-graph tools, the layer spans open at the sample as \"[op] NAME\" root frames\n"
+    "                flame-graph tools, the layer spans open at the sample as \"[op] NAME\" root frames;\n"
+    "                pprof: gzip profile.proto (labels op, layer, thread), written to -o FILE\n"
+    "  -o FILE       write the output to FILE (a new file: not replaced, links not followed)\n"
     "  --event N     which sampled event (0: CPU time; more with a hardware PMU; see strata info)\n";
 
 }  // namespace
 
 int run_profile(int argc, char** argv) {
-  std::string path, by = "function", top = "30", event = "0", format = "table";
+  std::string path, by = "function", top = "30", event = "0", format = "table", output;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     bool missing = false;
@@ -46,7 +51,7 @@ int run_profile(int argc, char** argv) {
     }
     if (take_option(argc, argv, &i, "--by", &by, &missing) || take_option(argc, argv, &i, "--top", &top, &missing) ||
         take_option(argc, argv, &i, "--event", &event, &missing) ||
-        take_option(argc, argv, &i, "--format", &format, &missing)) {
+        take_option(argc, argv, &i, "--format", &format, &missing) || take_option(argc, argv, &i, "-o", &output, &missing)) {
       if (missing) return fail("profile", std::string(arg) + " needs a value\n" + kUsage);
       continue;
     }
@@ -62,8 +67,9 @@ int run_profile(int argc, char** argv) {
   profile::ProfileOptions options;
   if (!profile::parse_profile_by(by, &options.by))
     return fail("profile", "--by " + by + " is not function, op, layer, module or line");
-  if (format != "table" && format != "csv" && format != "json" && format != "collapsed")
-    return fail("profile", "--format " + format + " is not table, csv, json or collapsed");
+  if (format != "table" && format != "csv" && format != "json" && format != "collapsed" && format != "pprof")
+    return fail("profile", "--format " + format + " is not table, csv, json, collapsed or pprof");
+  if (format == "pprof" && output.empty()) return fail("profile", "--format pprof writes binary data: give -o FILE");
   char* end = nullptr;
   long n = std::strtol(top.c_str(), &end, 10);
   if (end == top.c_str() || *end != '\0' || n < 1 || n > 1000000) return fail("profile", "--top " + top + " is not a count");
@@ -74,15 +80,32 @@ int run_profile(int argc, char** argv) {
 
   model::Trace trace;
   std::string error;
+  if (!output.empty() && !check_output_target(output, false, &error)) return fail("profile", error, 1);
   if (!model::load_trace(path, &trace, &error)) return fail("profile", error, 1);
   symbolize::Symbolizer symbolizer;
   profile::FrameNamer namer(trace, &symbolizer);
   profile::Profile result = profile::build_profile(trace, options, namer);
-  if (format != "table") {  // machine-readable: written as is (consumers escape for display)
-    const std::string text = format == "csv"    ? exporter::format_profile_csv(result, options)
-                             : format == "json" ? exporter::format_profile_json(result, options)
-                                                : profile::format_collapsed(trace, options, namer);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+  if (format != "table" || !output.empty()) {  // machine-readable: written as is (consumers escape for display)
+    std::string text;
+    if (format == "pprof") {
+      text = exporter::format_profile_pprof(trace, options, namer, &error);
+      if (text.empty()) return fail("profile", error, 1);
+    } else {
+      text = format == "csv"         ? exporter::format_profile_csv(result, options)
+             : format == "json"      ? exporter::format_profile_json(result, options)
+             : format == "collapsed" ? profile::format_collapsed(trace, options, namer)
+                                     : profile::format_profile(result, options);
+    }
+    if (output.empty()) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    } else {
+      OutputFile target;
+      if (!target.begin(output, false, &error)) return fail("profile", error, 1);
+      std::ofstream file(target.temp_path(), std::ios::binary);
+      file.write(text.data(), static_cast<std::streamsize>(text.size()));
+      file.close();
+      if (!file || !target.commit(&error)) return fail("profile", file ? error : output + ": write failed", 1);
+    }
     for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", exporter::escape_terminal(note).c_str());
     for (const std::string& w : trace.report.warnings)
       std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());

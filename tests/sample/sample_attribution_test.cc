@@ -159,5 +159,70 @@ TEST_F(SampleSpans, CollapsedOutputRoundTrips) {
   EXPECT_GE(ops["main_op"], ops["inner"]);  // inner runs inside main_op: its samples are main_op's too
 }
 
+// pprof output decodes with protoc against the published profile.proto (Debian's
+// golang-github-google-pprof-dev) with the table's totals: every sample once, and per "op" label
+// the samples `--by op` gives the op.
+TEST_F(SampleSpans, PprofDecodesAgainstProfileProtoWithTheTableTotals) {
+  const std::string proto_dir = "/usr/share/gocode/src/github.com/google/pprof/proto";
+  if (access((proto_dir + "/profile.proto").c_str(), R_OK) != 0 || access("/usr/bin/protoc", X_OK) != 0)
+    GTEST_SKIP() << "protoc or profile.proto missing (apt-get install protobuf-compiler golang-github-google-pprof-dev)";
+  std::string output, decoded, csv;
+  const std::string pb = dir_->file("p.pb.gz");
+  ASSERT_EQ(run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format pprof -o " + pb, &output), 0)
+      << output;
+  ASSERT_EQ(run_command("gunzip -c " + pb + " | protoc --decode perftools.profiles.Profile -I " + proto_dir + " " +
+                            proto_dir + "/profile.proto 2>&1",
+                        &decoded),
+            0)
+      << decoded.substr(0, 2000);
+  // Text format: sample { location_id: .. value: COUNT value: NS label { key: K str: S } ... },
+  // then string_table: "..." lines in index order.
+  std::vector<std::string> table;
+  std::vector<std::pair<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>>> samples;  // count, labels (key, str)
+  std::istringstream in(decoded);
+  std::string line;
+  int depth = 0, values = 0;
+  uint64_t key = 0;
+  while (std::getline(in, line)) {
+    const std::string t = line.substr(line.find_first_not_of(' ') == std::string::npos ? 0 : line.find_first_not_of(' '));
+    if (depth == 0 && t == "sample {") {
+      samples.push_back({});
+      values = 0;
+    }
+    if (t.size() >= 1 && t.back() == '{') ++depth;
+    if (t == "}") --depth;
+    if (depth == 1 && !samples.empty() && t.rfind("value: ", 0) == 0 && values++ == 0) samples.back().first = std::stoull(t.substr(7));
+    if (depth == 2 && !samples.empty() && t.rfind("key: ", 0) == 0) key = std::stoull(t.substr(5));
+    if (depth == 2 && !samples.empty() && t.rfind("str: ", 0) == 0) samples.back().second.push_back({key, std::stoull(t.substr(5))});
+    if (depth == 0 && t.rfind("string_table: \"", 0) == 0) table.push_back(t.substr(15, t.size() - 16));
+  }
+  ASSERT_FALSE(samples.empty()) << decoded.substr(0, 2000);
+  uint64_t total = 0;
+  std::map<std::string, uint64_t> per_op;
+  for (const auto& [count, labels] : samples) {
+    total += count;
+    for (const auto& [k, v] : labels) {
+      ASSERT_LT(k, table.size());
+      ASSERT_LT(v, table.size());
+      if (table[k] == "op") per_op[table[v]] += count;
+    }
+  }
+  Shares s = function_shares(dir_->file("t.strata"));
+  EXPECT_EQ(total, s.samples);
+  ASSERT_EQ(run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --by op --format csv 2>/dev/null", &csv), 0);
+  std::istringstream rows(csv);
+  std::getline(rows, line);
+  size_t ops = 0;
+  while (std::getline(rows, line)) {
+    std::vector<std::string> cells;
+    std::istringstream cs(line);
+    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+    if (cells.size() < 7 || (cells.size() > 7 && !cells[7].empty()) || cells[1].front() == '(') continue;  // culprits, outside
+    EXPECT_EQ(per_op[cells[1]], std::stoull(cells[3])) << cells[1];
+    ++ops;
+  }
+  EXPECT_EQ(ops, 3u) << csv;
+}
+
 }  // namespace
 }  // namespace strata::testing
