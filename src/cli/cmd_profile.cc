@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: strata profile TRACE|DIR [--by function|op|layer|module|line] [--top N] [--event N]\n"
-    "                      [--format table|csv|json|collapsed|pprof] [-o FILE]\n"
+    "                      [--format table|csv|json|collapsed|pprof|speedscope] [-o FILE]\n"
     "  TRACE|DIR     a trace recorded with `strata record --sample`, or the directory `strata attach`\n"
     "                wrote (all its epochs are read together)\n"
     "  --by function self share (the sample's leaf) and total share (anywhere on the stack) per\n"
@@ -34,7 +34,8 @@ constexpr const char* kUsage =
     "  --top N       rows shown in the table (default 30; csv and json have every row)\n"
     "  --format F    table (default), csv, json, or collapsed: folded stacks \"root;...;leaf count\" for\n"
     "                flame-graph tools, the layer spans open at the sample as \"[op] NAME\" root frames;\n"
-    "                pprof: gzip profile.proto (labels op, layer, thread), written to -o FILE\n"
+    "                pprof: gzip profile.proto (labels op, layer, thread), written to -o FILE;\n"
+    "                speedscope: speedscope's JSON, one profile per thread\n"
     "  -o FILE       write the output to FILE (a new file: not replaced, links not followed)\n"
     "  --event N     which sampled event (0: CPU time; more with a hardware PMU; see strata info)\n";
 
@@ -67,8 +68,9 @@ int run_profile(int argc, char** argv) {
   profile::ProfileOptions options;
   if (!profile::parse_profile_by(by, &options.by))
     return fail("profile", "--by " + by + " is not function, op, layer, module or line");
-  if (format != "table" && format != "csv" && format != "json" && format != "collapsed" && format != "pprof")
-    return fail("profile", "--format " + format + " is not table, csv, json, collapsed or pprof");
+  if (format != "table" && format != "csv" && format != "json" && format != "collapsed" && format != "pprof" &&
+      format != "speedscope")
+    return fail("profile", "--format " + format + " is not table, csv, json, collapsed, pprof or speedscope");
   if (format == "pprof" && output.empty()) return fail("profile", "--format pprof writes binary data: give -o FILE");
   char* end = nullptr;
   long n = std::strtol(top.c_str(), &end, 10);
@@ -94,6 +96,7 @@ int run_profile(int argc, char** argv) {
       text = format == "csv"         ? exporter::format_profile_csv(result, options)
              : format == "json"      ? exporter::format_profile_json(result, options)
              : format == "collapsed" ? profile::format_collapsed(trace, options, namer)
+             : format == "speedscope" ? exporter::format_profile_speedscope(trace, options, namer)
                                      : profile::format_profile(result, options);
     }
     if (output.empty()) {

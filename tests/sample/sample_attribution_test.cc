@@ -224,5 +224,62 @@ TEST_F(SampleSpans, PprofDecodesAgainstProfileProtoWithTheTableTotals) {
   EXPECT_EQ(ops, 3u) << csv;
 }
 
+// The Chrome export draws every sample as an instant event on its thread, with its span.
+TEST_F(SampleSpans, ChromeExportHasEverySampleOnItsThread) {
+  std::string output;
+  const std::string json = dir_->file("t.json");
+  ASSERT_EQ(run_command(strata_tool() + " export " + dir_->file("t.strata") + " --format chrome -o " + json, &output), 0)
+      << output;
+  const std::string text = read_file(json);
+  model::Trace trace;
+  std::string error;
+  ASSERT_TRUE(model::load_trace(dir_->file("t.strata"), &trace, &error)) << error;
+  std::map<uint32_t, uint64_t> expected, got;  // samples per thread
+  uint64_t with_span = 0;
+  for (const model::SamplePoint& p : trace.samples.timeline) {
+    ++expected[p.tid];
+    with_span += p.span_id != 0;
+  }
+  uint64_t spans_seen = 0;
+  for (size_t at = text.find("\"cat\":\"cpu_sample\""); at != std::string::npos;
+       at = text.find("\"cat\":\"cpu_sample\"", at + 1)) {
+    const size_t tid = text.find("\"tid\":", at), end = text.find('\n', at);
+    ASSERT_LT(tid, end);
+    ++got[static_cast<uint32_t>(std::stoul(text.substr(tid + 6)))];
+    const size_t span = text.find("\"span_id\":", at);
+    spans_seen += span < end;
+  }
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(spans_seen, with_span);
+}
+
+// speedscope's JSON: read back with Python's json, the weights add up to every sample, each stack
+// indexes the shared frames, and the ops lead stacks as "[op] NAME" frames.
+TEST_F(SampleSpans, SpeedscopeJsonHoldsEverySample) {
+  std::string output, check;
+  const std::string out = dir_->file("s.speedscope.json");
+  ASSERT_EQ(run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format speedscope -o " + out, &output), 0)
+      << output;
+  const std::string script =
+      "import json,sys\n"
+      "d=json.load(open(sys.argv[1]))\n"
+      "n=len(d['shared']['frames'])\n"
+      "assert d['profiles'], 'no profile'\n"
+      "for p in d['profiles']:\n"
+      "  assert p['type']=='sampled' and len(p['samples'])==len(p['weights']), p['name']\n"
+      "  assert p['endValue']==sum(p['weights']), p['name']\n"
+      "  assert all(0<=i<n for s in p['samples'] for i in s), 'frame index out of range'\n"
+      "ops=sum(1 for f in d['shared']['frames'] if f['name'].startswith('[op] '))\n"
+      "print(sum(sum(p['weights']) for p in d['profiles']), len(d['profiles']), ops)\n";
+  write_file(dir_->file("check.py"), script);
+  ASSERT_EQ(run_command("/usr/bin/python3 " + dir_->file("check.py") + " " + out, &check), 0) << check;
+  std::istringstream in(check);
+  uint64_t weights = 0, profiles = 0, ops = 0;
+  in >> weights >> profiles >> ops;
+  EXPECT_EQ(weights, function_shares(dir_->file("t.strata")).samples);
+  EXPECT_GE(profiles, 2u);  // the main thread and the worker
+  EXPECT_EQ(ops, 3u);       // w_op, main_op, inner
+}
+
 }  // namespace
 }  // namespace strata::testing
