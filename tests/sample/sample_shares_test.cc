@@ -4,6 +4,9 @@
 // (seccomp) the timer fallback must be used and named by `record` and `strata info`.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "sample_test_util.h"
@@ -104,6 +107,46 @@ TEST(SampleShares, RecordAndInfoNameTheTimerFallbackWhenPerfEventIsRefused) {
   if (s.samples >= 250) {
     EXPECT_NEAR(s.self["leaf_sixty"], measured_share(output, "sixty"), 8) << s.samples << " samples";
     EXPECT_NEAR(s.self["leaf_ten"], measured_share(output, "ten"), 6) << s.samples << " samples";
+  }
+}
+
+// An unprivileged user (perf_event_paranoid 2 here): perf_event without kernel samples, and `record`
+// and `info` say so. With paranoid 3 (some distributions) the same run falls back to the timers,
+// which the seccomp test covers.
+TEST(SampleShares, UnprivilegedUserGetsUserSpaceOnlySamplingAndIsTold) {
+  if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "needs root and setpriv to drop to nobody";
+  TempDir dir;
+  ASSERT_EQ(chmod(dir.path().c_str(), 01777), 0);
+  std::string output, info;
+  const std::string as_nobody = "/usr/bin/setpriv --reuid=nobody --regid=nogroup --clear-groups ";
+  ASSERT_EQ(run_command(as_nobody + strata_tool() + " record --sample -o " + dir.file("u.strata") + " -- " +
+                            bin("strata_burn_fp") + " leaf 0.5",
+                        &output),
+            0)
+      << output;
+  ASSERT_EQ(run_command(as_nobody + strata_tool() + " info " + dir.file("u.strata"), &info), 0) << info;
+  const bool user_only = info.find("sampling: perf_event task-clock 999 Hz, frame-pointer callchains, user space only") !=
+                         std::string::npos;
+  const bool fallback = info.find("sampling: timer_create(CLOCK_THREAD_CPUTIME_ID)") != std::string::npos;
+  EXPECT_TRUE(user_only || fallback) << info;
+  EXPECT_NE(output.find(user_only ? "user space only" : "timer_create"), std::string::npos) << output;
+  EXPECT_GT(function_shares(dir.file("u.strata")).samples, 100u);
+}
+
+// The last fallback (setitimer, one process-wide timer) names itself and still splits the time.
+TEST(SampleShares, ItimerFallbackNamesItself) {
+  TempDir dir;
+  std::string output;
+  ASSERT_EQ(run_command("STRATA_SAMPLE_MODE=itimer " + strata_tool() + " record --sample -o " + dir.file("t.strata") +
+                            " -- " + bin("strata_burn_fp") + " leaf 1",
+                        &output),
+            0)
+      << output;
+  EXPECT_NE(output.find("sampling: setitimer(ITIMER_PROF)"), std::string::npos) << output;
+  Shares s = function_shares(dir.file("t.strata"));
+  ASSERT_GT(s.samples, 50u) << output;
+  if (s.samples >= 200) {
+    EXPECT_NEAR(s.self["leaf_sixty"], measured_share(output, "sixty"), 10) << s.samples;
   }
 }
 
