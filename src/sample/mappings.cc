@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,7 @@ MappingTable::MappingTable(int pid, std::string root) : pid_(pid), root_(std::mo
 
 bool MappingTable::load_proc_maps(std::string* error) {
   last_refresh_ns_ = monotonic_now_ns();
+  ++maps_reads_;
   const std::string maps = "/proc/" + std::to_string(pid_) + "/maps";
   FILE* f = std::fopen(maps.c_str(), "re");
   if (f == nullptr) {
@@ -126,11 +128,17 @@ const Mapping* MappingTable::find(uint64_t address) {
   if (const Mapping* m = find_no_refresh(address)) return m;
   // A mapping whose MMAP2 record we have not read yet (another CPU's ring), or made before the
   // records were on: read the maps again, at most every 50 ms.
+  // A refresh that still does not cover the address (a garbage return address from a frame-pointer
+  // walk through code without frame pointers, a JIT page gone again) doubles the wait before the
+  // next one, up to 2 s: re-reading a large process's maps 20 times a second cost more CPU than the
+  // sampling itself (PyTorch: ~2,000 lines per read). A refresh that finds it resets the wait.
   const int64_t now = monotonic_now_ns();
-  if (now - last_refresh_ns_ < 50'000'000) return nullptr;
+  if (now - last_refresh_ns_ < refresh_interval_ns_) return nullptr;
   std::string error;
   load_proc_maps(&error);
-  return find_no_refresh(address);
+  const Mapping* m = find_no_refresh(address);
+  refresh_interval_ns_ = m != nullptr ? kMinRefreshNs : std::min(refresh_interval_ns_ * 2, kMaxRefreshNs);
+  return m;
 }
 
 void MappingTable::take_new(std::vector<MappingDef>* out) {

@@ -36,7 +36,8 @@ class MappingTable {
   // A new executable mapping (MMAP2). `build_id` may be empty (read from the file then).
   void add(uint64_t start, uint64_t length, uint64_t pgoff, const std::string& path, std::string build_id,
            int64_t time_ns);
-  // The mapping holding `address`, or null. A miss re-reads /proc/PID/maps (at most every 50 ms).
+  // The mapping holding `address`, or null. A miss re-reads /proc/PID/maps: at most every 50 ms,
+  // backing off to every 2 s while the re-reads do not find the missed addresses.
   const Mapping* find(uint64_t address);
   const Mapping* find_no_refresh(uint64_t address) const;
   // The nearest mapping starting at or below / above `address` (a file's other segments lie there).
@@ -50,6 +51,7 @@ class MappingTable {
   bool load_bias(const Mapping& m, uint64_t* bias);
   int pid() const { return pid_; }
   uint64_t generation() const { return generation_; }  // bumped when the layout changes (unwind caches)
+  uint64_t maps_reads() const { return maps_reads_; }    // reads of /proc/PID/maps, the first included
 
  private:
   void insert(Mapping m);
@@ -64,6 +66,9 @@ class MappingTable {
   std::map<std::string, std::unique_ptr<symbolize::ElfImage>> images_;
   std::map<std::string, bool> image_failed_;
   int64_t last_refresh_ns_ = 0;
+  static constexpr int64_t kMinRefreshNs = 50'000'000, kMaxRefreshNs = 2'000'000'000;
+  int64_t refresh_interval_ns_ = kMinRefreshNs;
+  uint64_t maps_reads_ = 0;
   uint64_t generation_ = 0;
 };
 
