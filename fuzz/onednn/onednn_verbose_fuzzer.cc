@@ -55,6 +55,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)first_dtype(v.mds);
       if (shapes_from_desc(v.primitive, v.prop_kind, v.desc, &shapes)) check(!shapes.empty());
       else check(shapes.empty());
+      PrimitiveProblem problem;
+      if (problem_from_verbose(v, &problem)) {
+        PrimitiveCost cost = primitive_cost(problem);
+        if (cost.flops) check(*cost.flops >= 0);  // never NaN, never negative
+        if (cost.bytes) check(*cost.bytes > 0);
+      }
     }
   };
   if (cut == 0) {

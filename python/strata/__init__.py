@@ -9,8 +9,10 @@
 
 When the process is not being recorded (not started by ``strata record`` and no ``strata.start``),
 every call returns immediately. The native runtime (libstrata.so) is found in this order: the
-library already loaded into the process by ``strata record`` (LD_PRELOAD), ``$STRATA_LIB``, then
-the ``lib`` folder of the Strata installation this package belongs to.
+library already loaded into the process by ``strata record`` (LD_PRELOAD), ``$STRATA_LIB``, the
+``lib`` folder of the Strata installation or build tree this package belongs to
+(``<build>/lib/python/strata``), then, for the source checkout's ``python/strata``,
+``$STRATA_BUILD_DIR/lib`` and ``<repo>/build/lib``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sys
 from typing import Any, Dict, Optional
 
 __all__ = [
@@ -53,10 +56,20 @@ def _load_native() -> Optional[ctypes.CDLL]:
     if os.environ.get("STRATA_LIB"):
         candidates.append(os.environ["STRATA_LIB"])
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates.append(os.path.join(here, "..", "..", "libstrata.so"))  # <prefix>/lib/python/strata
+    # Installed tree and build tree: <prefix>/lib/python/strata next to <prefix>/lib/libstrata.so.
+    candidates.append(os.path.join(here, "..", "..", "libstrata.so"))
+    # The source checkout's python/strata: the build tree named by STRATA_BUILD_DIR, else <repo>/build.
+    if os.environ.get("STRATA_BUILD_DIR"):
+        candidates.append(os.path.join(os.environ["STRATA_BUILD_DIR"], "lib", "libstrata.so"))
+    candidates.append(os.path.join(here, "..", "..", "build", "lib", "libstrata.so"))
     for path in candidates:
         if os.path.exists(path):
-            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            return ctypes.CDLL(os.path.normpath(path), mode=ctypes.RTLD_GLOBAL)
+    if os.environ.get("STRATA_OUTPUT"):
+        # Asked to record, but nothing to record with: say so once instead of writing nothing.
+        sys.stderr.write("strata: STRATA_OUTPUT is set but libstrata.so was not found (looked in: " +
+                         ", ".join(os.path.normpath(p) for p in candidates) +
+                         "); set STRATA_LIB=/path/to/libstrata.so or STRATA_BUILD_DIR=<build dir>\n")
     return None
 
 

@@ -71,8 +71,14 @@ inline void add_common_notes(Table* table, const std::vector<std::string>& notes
   if (!param_error.empty()) table->notes.push_back(param_error);
 }
 
+// Length of the union of [start, end) intervals (sorted in place): the time at least one ran.
+int64_t union_ns(std::vector<std::pair<int64_t, int64_t>>& intervals);
+
 // Rows sorted by a numeric column, descending, and cut to --param top=N (0: all).
 void sort_rows_desc(Table* table, size_t column);
 void keep_top(Table* table, const Params& params, int64_t default_top);
+// --param top=N (default all) on a table kept in its own order (layers in execution order): the N
+// rows with the largest value in `column`, in their original order.
+void keep_largest(Table* table, const Params& params, size_t column);
 
 }  // namespace strata::analysis

@@ -129,6 +129,7 @@ class KernelsByLayer : public Analysis {
                         lr ? Cell::real(lr->latency, 4) : Cell::empty(), gflop(k.flops), mb(k.dram_read),
                         mb(k.dram_write), real_or_empty(k.intensity(), 3)});
     }
+    keep_largest(&t, input.params, 4);
     return finish(std::move(t), g, std::nullopt, true);
   }
 };
@@ -146,36 +147,57 @@ class KernelsByModel : public Analysis {
     std::string param_error;
     StatOptions opt = stat_options(input.params, &param_error);
     Table t = make_table("kernels_by_model", "Kernels aggregated by model evaluation",
-                         {"batch", "evaluations", "kernels", "kernel_ms", "model_ms", "kernel_pct", "gflop"});
+                         {"batch", "evaluations", "kernels", "kernel_ms", "kernel_sum_ms", "model_ms", "kernel_pct",
+                          "gflop"});
+    double outside_ms = 0;  // kernel time after (or before) the evaluation's span, over all rows
     for (const BatchRow& row : batch_rows(*w, opt)) {
-      std::vector<double> count, latency, flops;
+      std::vector<double> count, busy, summed, flops;
       bool any_flops = false;
       for (size_t e : row.evaluations) {
         const Evaluation& ev = w->evaluations()[e];
-        double lat = 0, fl = 0;
+        const int64_t lo = ev.start_ns, hi = ev.start_ns + ev.latency_ns;
+        double sum = 0, fl = 0;
+        std::vector<std::pair<int64_t, int64_t>> all, inside;
         for (uint32_t k : ev.kernels) {
+          const SpanRecord& s = w->trace().spans[k];
           KernelMetrics m = kernel_metrics(*w, k);
-          lat += m.latency_ms;
+          sum += m.latency_ms;
           if (m.flops) fl += *m.flops, any_flops = true;
+          all.emplace_back(s.start_ns, s.end_ns);
+          inside.emplace_back(std::max(s.start_ns, lo), std::min(s.end_ns, hi));
         }
+        const int64_t in = union_ns(inside);
+        outside_ms += ns_to_ms(union_ns(all) - in);
         count.push_back(static_cast<double>(ev.kernels.size()));
-        latency.push_back(lat);
+        busy.push_back(ns_to_ms(in));
+        summed.push_back(sum);
         flops.push_back(fl);
       }
-      double kernel_ms = pick(summarize(latency, opt.trim), opt.stat);
+      double kernel_ms = pick(summarize(busy, opt.trim), opt.stat);
       t.rows.push_back(
           {Cell::integer(row.batch), Cell::integer(static_cast<int64_t>(row.evaluations.size())),
            Cell::real(pick(summarize(count, opt.trim), opt.stat), 1), Cell::real(kernel_ms, 4),
-           Cell::real(row.latency, 4), Cell::real(percent(kernel_ms, row.latency), 2),
+           Cell::real(pick(summarize(summed, opt.trim), opt.stat), 4), Cell::real(row.latency, 4),
+           Cell::real(percent(kernel_ms, row.latency), 2),
            any_flops ? Cell::real(pick(summarize(flops, opt.trim), opt.stat) / 1e9, 3) : Cell::empty()});
+    }
+    t.notes.push_back(
+        "kernel_ms: time at least one kernel ran within the evaluation (the union of their intervals), so "
+        "kernel_pct <= 100; kernel_sum_ms adds their durations (more where kernels overlap on several streams "
+        "or threads)");
+    if (outside_ms > 0) {
+      char buf[200];
+      std::snprintf(buf, sizeof(buf),
+                    "%.4f ms of kernel time in all ran outside the evaluations' spans (asynchronous work not "
+                    "awaited before the span ended): not in kernel_ms",
+                    outside_ms);
+      t.notes.push_back(buf);
     }
     if (!w->has_model_spans())
       t.notes.push_back(
           "no model spans: one evaluation per process, lasting from its first to its last layer/kernel");
     if (w->kernel_role() == KernelRole::kLibrary)
       t.notes.push_back("CPU trace: library spans (e.g. oneDNN primitives) play the kernel role");
-    t.notes.push_back(
-        "kernel_ms sums kernel durations; kernels overlapping on several streams can exceed model_ms");
     if (!param_error.empty()) t.notes.push_back(param_error);
     AnalysisResult r;
     r.tables.push_back(std::move(t));
@@ -195,25 +217,42 @@ class LayerDeviceSplit : public Analysis {
     if (!w->has_kernels()) return missing(kNeedKernel);
     KernelGroups g = by_layer(*w, input.params);
     LayerStats layers = compute_layer_stats(*w, input.params);
-    std::map<int64_t, const KernelGroup*> kernels;
-    for (const KernelGroup& k : g.groups) kernels[k.key.first] = &k;
+    // Per layer and evaluation: the time at least one of the layer's kernels ran (their union).
+    const std::vector<size_t>& evals = layers.selection.evaluations;
+    AcrossEvaluations<int64_t> busy(evals.size());
+    for (size_t slot = 0; slot < evals.size(); ++slot) {
+      std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> by_layer_pos;
+      for (uint32_t k : w->evaluations()[evals[slot]].kernels) {
+        int32_t top = w->top_layer(k);
+        if (top < 0) continue;
+        const SpanRecord& s = w->trace().spans[k];
+        by_layer_pos[w->layer_position(static_cast<size_t>(top))].emplace_back(s.start_ns, s.end_ns);
+      }
+      for (auto& [pos, intervals] : by_layer_pos) busy.add(pos, slot, ns_to_ms(union_ns(intervals)));
+    }
     Table t =
         make_table("layer_device_split", "Kernel vs non-kernel latency per layer",
                    {"layer_index", "layer", "type", "layer_ms", "kernel_ms", "non_kernel_ms", "kernel_pct"});
-    int clamped = 0;
+    int beyond = 0;
     for (const LayerRow& r : layers.rows) {
-      auto it = kernels.find(static_cast<int64_t>(r.index));
-      double k = it == kernels.end() ? 0 : it->second->latency_ms;
+      double k = pick(busy.summary(static_cast<int64_t>(r.index), layers.options.trim), layers.options.stat);
       double rest = r.latency - k;
-      if (rest < 0) ++clamped, rest = 0;
+      if (rest < 0) ++beyond, rest = 0;
       t.rows.push_back({Cell::integer(static_cast<int64_t>(r.index)), Cell::text(r.name), Cell::text(r.type),
                         Cell::real(r.latency, 4), Cell::real(k, 4), Cell::real(rest, 4),
                         Cell::real(percent(k, r.latency), 2)});
     }
-    if (clamped)
-      t.notes.push_back(std::to_string(clamped) +
-                        " layers whose kernels ran longer than the layer (asynchronous launches): "
-                        "non_kernel_ms shown as 0");
+    keep_largest(&t, input.params, 3);
+    t.notes.push_back("kernel_ms: time at least one of the layer's kernels ran (the union of their intervals)");
+    if (beyond)
+      t.notes.push_back(
+          std::to_string(beyond) +
+          (w->kernel_role() == KernelRole::kDevice
+               ? " layers whose kernels ran longer than the layer's host-side span: device work is asynchronous, "
+                 "so it continues after the launching op returned; kernel_pct over 100 means the device, not "
+                 "the host, took longer (non_kernel_ms shown as 0)"
+               : " layers whose library calls ran outside the layer's span (other threads): non_kernel_ms shown "
+                 "as 0"));
     return finish(std::move(t), g, std::nullopt, false);
   }
 };

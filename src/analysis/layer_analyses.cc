@@ -28,6 +28,7 @@ void append_memory_cells(const LayerRow& r, std::vector<Cell>* row) {
 class LayerTable : public Analysis {
  public:
   std::string_view name() const override { return "layer_table"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "layer information table: index, name, type, shape, latency, memory: gross allocated, net "
            "(torch.profiler CPU Mem), self net, peak (--param sort=latency, top=N, batch=N)";
@@ -48,7 +49,7 @@ class LayerTable : public Analysis {
       append_memory_cells(r, &t.rows.back());
     }
     if (input.params.get("sort", "index") == "latency") sort_rows_desc(&t, 4);
-    keep_top(&t, input.params, 0);
+    keep_largest(&t, input.params, 4);
     for (std::string& note : memory_notes(s)) t.notes.push_back(std::move(note));
     add_common_notes(&t, s.selection.notes, s.param_error);
     return one_table(std::move(t));
@@ -58,6 +59,7 @@ class LayerTable : public Analysis {
 class LayerSequence : public Analysis {
  public:
   std::string_view name() const override { return "layer_sequence"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "layer latency and allocated memory in execution order (XSP Fig. 5)";
   }
@@ -72,6 +74,7 @@ class LayerSequence : public Analysis {
                         Cell::real(r.latency, 4), r.has_alloc ? Cell::real(r.alloc_mb, 3) : Cell::empty()});
       append_memory_cells(r, &t.rows.back());
     }
+    keep_largest(&t, input.params, 2);
     for (std::string& note : memory_notes(s)) t.notes.push_back(std::move(note));
     add_common_notes(&t, s.selection.notes, s.param_error);
     return one_table(std::move(t));
@@ -116,6 +119,7 @@ double percent(double part, double whole) { return whole > 0 ? 100.0 * part / wh
 class LayerTypeDistribution : public Analysis {
  public:
   std::string_view name() const override { return "layer_type_distribution"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "how many layers of each type one evaluation executes";
   }
@@ -132,6 +136,7 @@ class LayerTypeDistribution : public Analysis {
           {Cell::text(type), Cell::integer(tot.count),
            Cell::real(percent(static_cast<double>(tot.count), static_cast<double>(s.rows.size())), 2)});
     sort_rows_desc(&t, 1);
+    keep_top(&t, input.params, 0);
     add_common_notes(&t, s.selection.notes, s.param_error);
     return one_table(std::move(t));
   }
@@ -140,6 +145,7 @@ class LayerTypeDistribution : public Analysis {
 class LayerTypeAggregate : public Analysis {
  public:
   std::string_view name() const override { return "layer_type_aggregate"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "layer latency and allocated memory aggregated by type";
   }
@@ -161,6 +167,7 @@ class LayerTypeAggregate : public Analysis {
                         tot.has_net ? Cell::real(tot.self_net, 3) : Cell::empty(),
                         tot.has_net ? Cell::real(tot.peak, 3) : Cell::empty()});
     sort_rows_desc(&t, 2);
+    keep_top(&t, input.params, 0);
     for (std::string& note : memory_notes(s)) t.notes.push_back(std::move(note));
     add_common_notes(&t, s.selection.notes, s.param_error);
     return one_table(std::move(t));
@@ -170,6 +177,7 @@ class LayerTypeAggregate : public Analysis {
 class Stages : public Analysis {
  public:
   std::string_view name() const override { return "stages"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "latency and memory of the beginning, middle and end of an evaluation (layers split in equal "
            "thirds; "
@@ -221,6 +229,7 @@ class Stages : public Analysis {
 class ConvShare : public Analysis {
  public:
   std::string_view name() const override { return "conv_share"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kLayer; }
   std::string_view description() const override {
     return "share of layer latency spent in convolutions (type or name containing \"conv\")";
   }

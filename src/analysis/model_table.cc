@@ -10,6 +10,7 @@ namespace {
 class ModelTable : public Analysis {
  public:
   std::string_view name() const override { return "model_table"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kModel; }
   std::string_view description() const override {
     return "model latency and throughput per batch size over repeated evaluations, and the optimal batch "
            "size "
@@ -84,6 +85,7 @@ class ModelTable : public Analysis {
 class RunsTable : public Analysis {
  public:
   std::string_view name() const override { return "runs"; }
+  std::optional<Level> timed_level(const Params&) const override { return Level::kModel; }
   std::string_view description() const override {
     return "repeated runs: mean evaluation latency of each run per batch size, summarized across runs "
            "(trimmed mean, median, min, max, stddev)";

@@ -1,95 +1,177 @@
 // Zins & Dagenais III-F/G: per-op statistics over every instance in the trace (nested ops
-// included, as framework profilers count them): count, total, mean, standard deviation, top-N.
+// included, as framework profilers count them): count, total (inclusive) and self (exclusive)
+// time, their shares of the top-level op time, mean, standard deviation and percentiles; top N.
 #include <algorithm>
-#include <unordered_map>
 
 #include "analysis/analysis_util.h"
 
 namespace strata::analysis {
 namespace {
 
+constexpr uint8_t kDeviceLevel = static_cast<uint8_t>(Level::kDevice);
+
+// The level op_stats reads: --param level, else layers when recorded, else the kernel role.
+std::optional<Level> default_level(const model::Trace& trace) {
+  bool layers = false, library = false, device = false;
+  for (const SpanRecord& s : trace.spans) {
+    layers |= s.level == static_cast<uint8_t>(Level::kLayer);
+    library |= s.level == static_cast<uint8_t>(Level::kLibrary);
+    device |= s.level == kDeviceLevel;
+  }
+  if (layers) return Level::kLayer;
+  if (device) return Level::kDevice;
+  if (library) return Level::kLibrary;
+  return std::nullopt;
+}
+
+struct OpTimes {
+  uint32_t name = 0;
+  std::vector<double> total_ms;  // one per instance (inclusive)
+  double self_ms = 0;
+};
+
+struct Collected {
+  std::vector<OpTimes> ops;  // one per name, in first-seen order
+  double top_level_ms = 0;   // instances with no op of the same level around them
+  size_t skipped = 0;        // device spans that are not executions
+  size_t clamped = 0;        // instances whose nested ops ran past them (other threads)
+};
+
+Collected collect(const model::Trace& trace, const model::SpanTree& tree, uint8_t want) {
+  Collected c;
+  const size_t n = trace.spans.size();
+  auto counted = [&](size_t i) {
+    const SpanRecord& s = trace.spans[i];
+    if (s.level != want || s.kind == static_cast<uint8_t>(SpanKind::kCounter) ||
+        s.kind == static_cast<uint8_t>(SpanKind::kInstant))
+      return false;
+    // On the device only executions are ops: synchronization and annotation spans share the level.
+    return want != kDeviceLevel || s.kind == static_cast<uint8_t>(SpanKind::kExecution);
+  };
+  // Visit spans by start time (the loader's order; sorted here only if a builder left them unsorted),
+  // so each op's nested ops arrive in start order and the union of their intervals, clipped to the
+  // op, is one sweep: nested_ns[a] grows by the part of each nested op past reach[a].
+  std::vector<uint32_t> order;
+  const bool sorted = std::is_sorted(trace.spans.begin(), trace.spans.end(),
+                                     [](const SpanRecord& x, const SpanRecord& y) { return x.start_ns < y.start_ns; });
+  if (!sorted) {
+    order.resize(n);
+    for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t x, uint32_t y) { return trace.spans[x].start_ns < trace.spans[y].start_ns; });
+  }
+  std::vector<int64_t> nested_ns(n, 0), reach(n, INT64_MIN);
+  std::vector<uint8_t> is_top(n, 0), overrun(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = sorted ? k : order[k];
+    const SpanRecord& s = trace.spans[i];
+    if (!counted(i)) {
+      if (want == kDeviceLevel && s.level == want && s.kind != static_cast<uint8_t>(SpanKind::kCounter) &&
+          s.kind != static_cast<uint8_t>(SpanKind::kInstant))
+        ++c.skipped;
+      continue;
+    }
+    int32_t a = tree.parent(i);  // the nearest counted ancestor
+    while (a >= 0 && !counted(static_cast<size_t>(a))) a = tree.parent(static_cast<size_t>(a));
+    if (a < 0) {
+      is_top[i] = 1;
+      continue;
+    }
+    const size_t p = static_cast<size_t>(a);
+    const SpanRecord& outer = trace.spans[p];
+    if (s.end_ns > outer.end_ns || s.start_ns < outer.start_ns) overrun[p] = 1;
+    const int64_t from = std::max({s.start_ns, reach[p], outer.start_ns}), to = std::min(s.end_ns, outer.end_ns);
+    if (to > from) nested_ns[p] += to - from;
+    reach[p] = std::max(reach[p], to);
+  }
+  std::vector<int32_t> slot_of_name(trace.strings.size(), -1);
+  for (size_t i = 0; i < n; ++i) {
+    if (!counted(i)) continue;
+    const SpanRecord& s = trace.spans[i];
+    const int64_t duration = s.duration_ns();
+    if (s.name >= slot_of_name.size()) slot_of_name.resize(s.name + 1, -1);
+    int32_t& slot = slot_of_name[s.name];
+    if (slot < 0) {
+      slot = static_cast<int32_t>(c.ops.size());
+      c.ops.emplace_back().name = s.name;
+    }
+    OpTimes& op = c.ops[static_cast<size_t>(slot)];
+    op.total_ms.push_back(ns_to_ms(duration));
+    op.self_ms += ns_to_ms(std::max<int64_t>(0, duration - nested_ns[i]));
+    c.clamped += overrun[i];
+    if (is_top[i]) c.top_level_ms += ns_to_ms(duration);
+  }
+  return c;
+}
+
 class OpStats : public Analysis {
  public:
   std::string_view name() const override { return "op_stats"; }
   std::string_view description() const override {
-    return "per-op statistics over all instances: count, total, mean, stddev, min, max, share; top N by "
-           "total "
-           "(--param level=layer|library|device, top=20)";
+    return "per-op statistics over all instances: count, total (inclusive) and self (exclusive) time and "
+           "their share of top-level op time, mean, stddev, min, p50, p90, p99, max; top N (--param "
+           "level=layer|library|device, top=20, sort=total|self)";
+  }
+  std::optional<Level> timed_level(const Params& params) const override {
+    auto level = parse_level(params.get("level", ""));
+    return level ? level : std::optional<Level>(Level::kLayer);
   }
   AnalysisResult run(const AnalysisInput& input) const override {
     const model::Trace& trace = input.trace;
-    std::string level_text = input.params.get("level", "");
+    const std::string level_text = input.params.get("level", "");
+    const std::string sort = input.params.get("sort", "total");
+    if (sort != "total" && sort != "self")
+      return missing(("--param sort=" + sort + " is not one of total, self (op_stats sorts by them)").c_str());
     std::optional<Level> level;
     if (!level_text.empty()) {
       level = parse_level(level_text);
-      if (!level) {
-        AnalysisResult r;
-        r.missing_input =
-            "--param level=" + level_text + " is not a level name (model, layer, library, device, ...)";
-        return r;
-      }
+      if (!level)
+        return missing(
+            ("--param level=" + level_text + " is not a level name (model, layer, library, device, ...)").c_str());
     } else {
-      // Layers when recorded, else whatever plays the kernel role.
-      bool layers = false, library = false, device = false;
-      for (const SpanRecord& s : trace.spans) {
-        layers |= s.level == static_cast<uint8_t>(Level::kLayer);
-        library |= s.level == static_cast<uint8_t>(Level::kLibrary);
-        device |= s.level == static_cast<uint8_t>(Level::kDevice);
-      }
-      if (layers)
-        level = Level::kLayer;
-      else if (device)
-        level = Level::kDevice;
-      else if (library)
-        level = Level::kLibrary;
-      else
-        return missing(kNeedLayer);
+      level = default_level(trace);
+      if (!level) return missing(kNeedLayer);
     }
-    const uint8_t want = static_cast<uint8_t>(*level);
-    std::unordered_map<uint32_t, std::vector<double>> by_name;
-    double total = 0;
-    size_t skipped = 0;
-    constexpr uint8_t kDeviceLevel = static_cast<uint8_t>(Level::kDevice);
-    for (const SpanRecord& s : trace.spans) {
-      if (s.level != want || s.kind == static_cast<uint8_t>(SpanKind::kCounter) ||
-          s.kind == static_cast<uint8_t>(SpanKind::kInstant))
-        continue;
-      // On the device only executions are ops: synchronization and annotation spans share the level.
-      if (want == kDeviceLevel && s.kind != static_cast<uint8_t>(SpanKind::kExecution)) {
-        ++skipped;
-        continue;
-      }
-      double ms = ns_to_ms(s.duration_ns());
-      by_name[s.name].push_back(ms);
-      total += ms;
-    }
-    if (by_name.empty()) {
-      AnalysisResult r;
-      r.missing_input = "no spans at level " + level_name(*level) + " in the trace: record with --level " +
-                        level_name(*level) + " or deeper";
-      return r;
-    }
-    Table t = make_table(
-        "op_stats", "Per-op statistics (" + level_name(*level) + " spans)",
-        {"name", "count", "total_ms", "mean_ms", "stddev_ms", "min_ms", "median_ms", "max_ms", "total_pct"});
-    for (const auto& [name, values] : by_name) {
-      Summary s = summarize(values, 0);
-      t.rows.push_back({Cell::text(std::string(trace.strings.get(name))),
+    Collected c = collect(trace, input.tree, static_cast<uint8_t>(*level));
+    if (c.ops.empty())
+      return missing(("no spans at level " + level_name(*level) + " in the trace: record with --level " +
+                      level_name(*level) + " or deeper")
+                         .c_str());
+    Table t = make_table("op_stats", "Per-op statistics (" + level_name(*level) + " spans)",
+                         {"name", "count", "total_ms", "self_ms", "total_pct", "self_pct", "mean_ms", "stddev_ms",
+                          "min_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms"});
+    auto share = [&](double ms) { return Cell::real(c.top_level_ms > 0 ? 100 * ms / c.top_level_ms : 0, 2); };
+    for (OpTimes& op : c.ops) {
+      std::sort(op.total_ms.begin(), op.total_ms.end());
+      Summary s = summarize(op.total_ms, 0);
+      t.rows.push_back({Cell::text(std::string(trace.strings.get(op.name))),
                         Cell::integer(static_cast<int64_t>(s.count)), Cell::real(s.total, 4),
-                        Cell::real(s.mean, 4), Cell::real(s.stddev, 4), Cell::real(s.min, 4),
-                        Cell::real(s.median, 4), Cell::real(s.max, 4),
-                        Cell::real(total > 0 ? 100 * s.total / total : 0, 2)});
+                        Cell::real(op.self_ms, 4), share(s.total), share(op.self_ms), Cell::real(s.mean, 4),
+                        Cell::real(s.stddev, 4), Cell::real(s.min, 4),
+                        Cell::real(percentile_sorted(op.total_ms, 50), 4),
+                        Cell::real(percentile_sorted(op.total_ms, 90), 4),
+                        Cell::real(percentile_sorted(op.total_ms, 99), 4), Cell::real(s.max, 4)});
     }
-    // Total descending; ties by name so the output does not depend on hash order.
-    std::sort(t.rows.begin(), t.rows.end(), [](const auto& a, const auto& b) {
-      double x = std::get<double>(a[2].value), y = std::get<double>(b[2].value);
+    // Descending by the chosen time; ties by name so the output does not depend on hash order.
+    const size_t key = sort == "self" ? 3 : 2;
+    std::sort(t.rows.begin(), t.rows.end(), [key](const auto& a, const auto& b) {
+      double x = std::get<double>(a[key].value), y = std::get<double>(b[key].value);
       return x != y ? x > y : std::get<std::string>(a[0].value) < std::get<std::string>(b[0].value);
     });
     keep_top(&t, input.params, 20);
-    t.notes.push_back(
-        "nested ops are counted in their own row and in their caller's total (inclusive times)");
-    if (skipped)
-      t.notes.push_back(std::to_string(skipped) +
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "%.4f", c.top_level_ms);
+    t.notes.push_back(std::string("total_pct and self_pct are shares of the top-level op time, ") + buf +
+                      " ms (" + level_name(*level) +
+                      " spans with no other one around them); total includes nested ops, so total_pct sums "
+                      "past 100% where ops nest; self_pct sums to 100%");
+    t.notes.push_back("percentiles (p50, p90, p99) are over the instances' total times");
+    if (c.clamped)
+      t.notes.push_back(std::to_string(c.clamped) +
+                        " instances had nested ops running past their own end (another thread): their self time "
+                        "counts only the part inside them");
+    if (c.skipped)
+      t.notes.push_back(std::to_string(c.skipped) +
                         " device spans that are not executions (sync, annotations) left out");
     AnalysisResult r;
     r.tables.push_back(std::move(t));

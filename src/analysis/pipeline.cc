@@ -2,7 +2,10 @@
 
 #include <array>
 #include <cmath>
+#include <map>
+#include <set>
 
+#include "analysis/leveled_view.h"
 #include "analysis/stats.h"
 #include "analysis/workload.h"
 #include "model/span_tree.h"
@@ -36,14 +39,96 @@ std::optional<std::string> validate_params(const Params& params) {
   return std::nullopt;
 }
 
+ParamKeyCheck check_param_keys(const Params& params, std::span<const Analysis* const> analyses) {
+  ParamKeyCheck check;
+  auto reads = [](const Analysis* a, std::string_view key) {
+    for (std::string_view k : a->param_keys())
+      if (k == key) return true;
+    return false;
+  };
+  for (const auto& [key, value] : params.all()) {
+    std::string readers, others;
+    for (const Analysis* a : analyses) {
+      std::string& list = reads(a, key) ? readers : others;
+      list += (list.empty() ? "" : ", ") + std::string(a->name());
+    }
+    if (!readers.empty()) {
+      if (!others.empty()) check.notes.push_back("--param " + key + " does not apply to " + others);
+      continue;
+    }
+    std::string elsewhere, keys;
+    for (const auto& a : all_analyses())
+      if (reads(a.get(), key)) elsewhere += (elsewhere.empty() ? "" : ", ") + std::string(a->name());
+    std::set<std::string_view> known;
+    for (const Analysis* a : analyses)
+      for (std::string_view k : a->param_keys()) known.insert(k);
+    for (std::string_view k : known) keys += (keys.empty() ? "" : ", ") + std::string(k);
+    check.error = elsewhere.empty()
+                      ? "--param " + key + " is not a parameter of the chosen analyses (" + others +
+                            "); they read: " + (keys.empty() ? "none" : keys) +
+                            " (strata analyze --list shows each analysis's keys)"
+                      : "--param " + key + " is read only by " + elsewhere +
+                            ", not among the chosen analyses; add --analysis " + elsewhere.substr(0, elsewhere.find(','));
+    return check;
+  }
+  return check;
+}
+
+namespace {
+
+// The runs of a leveled trace traced down to one level, with their own tree and workload.
+struct RunView {
+  model::Trace trace;
+  int runs = 0;
+  std::optional<model::SpanTree> tree;
+  std::optional<Workload> workload;
+};
+
+void add_counts(model::CorrelationReport* total, const model::CorrelationReport& r) {
+  total->explicit_links += r.explicit_links;
+  total->missing_parents += r.missing_parents;
+  total->correlation_links += r.correlation_links;
+  total->external_links += r.external_links;
+  total->external_rejected += r.external_rejected;
+  total->reconstructed += r.reconstructed;
+  total->cross_thread += r.cross_thread;
+  total->ambiguous += r.ambiguous;
+  total->late_records += r.late_records;
+  total->cycles_broken += r.cycles_broken;
+  total->roots += r.roots;
+}
+
+}  // namespace
+
 PipelineResult run_pipeline(const model::Trace& trace, std::span<const Analysis* const> analyses,
                             const Params& params) {
   PipelineResult out;
-  model::SpanTree tree = model::build_span_tree(trace);
-  out.correlation = tree.report();
-  Workload workload(trace, tree);
-  AnalysisInput input{trace, tree, params, &workload};
-  for (const Analysis* a : analyses) out.results.emplace_back(a, a->run(input));
+  const std::vector<int> run_levels = leveled_run_levels(trace);
+  if (run_levels.empty()) {
+    model::SpanTree tree = model::build_span_tree(trace);
+    out.correlation = tree.report();
+    Workload workload(trace, tree);
+    AnalysisInput input{trace, tree, params, &workload};
+    for (const Analysis* a : analyses) out.results.emplace_back(a, a->run(input));
+    return out;
+  }
+  // A leveled trace: each analysis reads the runs where the level it times was the deepest traced.
+  std::map<int, RunView> views;
+  for (const Analysis* a : analyses) {
+    const std::optional<Level> wanted = a->timed_level(params);
+    const int level = choose_run_level(run_levels, wanted);
+    RunView& view = views[level];
+    if (!view.tree) {
+      view.trace = runs_traced_to(trace, level, &view.runs);
+      view.tree.emplace(model::build_span_tree(view.trace));
+      add_counts(&out.correlation, view.tree->report());
+      view.workload.emplace(view.trace, *view.tree);
+    }
+    AnalysisInput input{view.trace, *view.tree, params, &*view.workload};
+    AnalysisResult result = a->run(input);
+    for (Table& t : result.tables) t.notes.push_back(leveled_note(run_levels, level, view.runs, wanted));
+    out.results.emplace_back(a, std::move(result));
+  }
   return out;
 }
 

@@ -25,6 +25,15 @@ struct PipelineResult {
 // stat names, trim in [0, 0.5)); returns one line naming the key, the value and what is expected.
 std::optional<std::string> validate_params(const Params& params);
 
+// Which analyses read the --param keys given: a key that none of the chosen analyses reads is an
+// error (a typo, or a key of an analysis not chosen), named with the keys they do read; a key that
+// only some of them read gives a note naming the others.
+struct ParamKeyCheck {
+  std::optional<std::string> error;
+  std::vector<std::string> notes;
+};
+ParamKeyCheck check_param_keys(const Params& params, std::span<const Analysis* const> analyses);
+
 PipelineResult run_pipeline(const model::Trace& trace, std::span<const Analysis* const> analyses,
                             const Params& params);
 

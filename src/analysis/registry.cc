@@ -6,11 +6,13 @@
 namespace strata::analysis {
 
 std::string Params::get(std::string_view key, std::string_view fallback) const {
+  read_.emplace(key);
   auto it = values_.find(key);
   return it == values_.end() ? std::string(fallback) : it->second;
 }
 
 double Params::get_double(std::string_view key, double fallback) const {
+  read_.emplace(key);
   auto it = values_.find(key);
   if (it == values_.end()) return fallback;
   char* end = nullptr;
@@ -19,6 +21,7 @@ double Params::get_double(std::string_view key, double fallback) const {
 }
 
 int64_t Params::get_int(std::string_view key, int64_t fallback) const {
+  read_.emplace(key);
   auto it = values_.find(key);
   if (it == values_.end()) return fallback;
   int64_t v = 0;
@@ -82,6 +85,61 @@ const std::vector<std::unique_ptr<Analysis>>& all_analyses() {
     return v;
   }();
   return analyses;
+}
+
+namespace {
+
+struct ParamKeys {
+  std::string_view analysis;
+  std::vector<std::string_view> keys;
+};
+
+std::vector<std::string_view> join(std::initializer_list<std::vector<std::string_view>> parts) {
+  std::vector<std::string_view> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+const std::vector<ParamKeys>& param_key_table() {
+  // Evaluation choice (stat_options), per-layer selection (select_evaluations), device peaks.
+  const std::vector<std::string_view> eval = {"trim", "stat", "model"};
+  const std::vector<std::string_view> select = join({eval, {"batch", "threshold"}});
+  const std::vector<std::string_view> peaks = {"device", "peak_gflops", "peak_gbps"};
+  static const std::vector<ParamKeys> table = {
+      {"model_table", join({eval, {"threshold", "latency_target_ms"}})},
+      {"runs", eval},
+      {"layer_table", join({select, {"sort", "top"}})},
+      {"layer_sequence", join({select, {"top"}})},
+      {"layer_type_distribution", join({select, {"top"}})},
+      {"layer_type_aggregate", join({select, {"top"}})},
+      {"stages", join({select, {"stages"}})},
+      {"conv_share", select},
+      {"op_stats", {"level", "top", "sort"}},
+      {"kernel_table", join({select, {"top"}, peaks})},
+      {"kernels_by_name", join({select, {"top"}, peaks})},
+      {"kernels_by_layer", join({select, {"top"}})},
+      {"kernels_by_model", eval},
+      {"layer_device_split", join({select, {"top"}})},
+      {"metrics_by_layer", select},
+      {"kernel_roofline", join({select, {"top"}, peaks})},
+      {"layer_roofline", join({select, {"top"}, peaks})},
+      {"iterations",
+       {"iterations", "epsilon", "max_extra_ops", "min_repeats", "max_loops", "stream", "level", "sample_ops"}},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::span<const std::string_view> Analysis::param_keys() const {
+  for (const ParamKeys& p : param_key_table())
+    if (p.analysis == name()) return p.keys;
+  return {};
+}
+
+std::span<const std::string_view> analysis_param_keys(std::string_view name) {
+  const Analysis* a = find_analysis(name);
+  return a ? a->param_keys() : std::span<const std::string_view>{};
 }
 
 const Analysis* find_analysis(std::string_view name) {

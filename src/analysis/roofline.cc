@@ -2,6 +2,7 @@
 // memory-bandwidth roofs: attainable = min(peak GFLOP/s, intensity x peak GB/s).
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "analysis/kernel_stats.h"
 #include "analysis/layer_stats.h"
@@ -9,9 +10,19 @@
 namespace strata::analysis {
 namespace {
 
-constexpr const char* kNeedFlops =
-    "no kernel carries flops and bytes metrics: record device metrics (--level device with the CUPTI range "
-    "profiler) or import a trace with flops/dram bytes; on CPU record oneDNN spans with flops";
+// Why no kernel could be placed: which of flops and bytes is missing, and how to get it.
+std::string need_flops(const KernelGroups& g) {
+  bool flops = false, bytes = false;
+  for (const KernelGroup& k : g.groups) flops = flops || k.flops.has_value(), bytes = bytes || k.bytes.has_value();
+  if (flops && !bytes)
+    return "kernels carry flops but no bytes (e.g. a Kineto trace with SASS FLOP counters only): profile DRAM "
+           "traffic too (dram__bytes_read.sum, dram__bytes_write.sum; strata record --metrics flops,dram)";
+  if (bytes && !flops)
+    return "kernels carry bytes but no flops: profile FLOP counters too (strata record --metrics flops,dram)";
+  return "no kernel carries flops and bytes: on a GPU, strata record --level device --metrics flops,dram (or "
+         "import a Kineto trace with counters); on CPU, strata record --level library (oneDNN primitives carry "
+         "them)";
+}
 
 void roofline_row(Table* t, Cell label, double count, const std::optional<double>& flops,
                   const std::optional<double>& bytes, double latency_ms, const ResolvedPeaks& peaks) {
@@ -59,7 +70,7 @@ class KernelRoofline : public Analysis {
       if (!peaks) break;
       roofline_row(&t, Cell::text(k.key.second), k.count, k.flops, k.bytes, k.latency_ms, *peaks);
     }
-    if (without == g.groups.size()) return missing(kNeedFlops);
+    if (without == g.groups.size()) return missing(need_flops(g).c_str());
     if (!peaks) {
       AnalysisResult r;
       r.missing_input = why;
@@ -111,12 +122,13 @@ class LayerRoofline : public Analysis {
       roofline_row(&t, Cell::integer(k.key.first), k.count, k.flops, k.bytes, lr->latency, *peaks);
       t.rows.back().insert(t.rows.back().begin() + 1, {Cell::text(lr->name), Cell::text(lr->type)});
     }
-    if (without == g.groups.size()) return missing(kNeedFlops);
+    if (without == g.groups.size()) return missing(need_flops(g).c_str());
     if (!peaks) {
       AnalysisResult r;
       r.missing_input = why;
       return r;
     }
+    keep_largest(&t, input.params, 4);
     t.notes.push_back(peaks->description);
     t.notes.push_back(
         "count is the layer's kernels; latency_ms is the layer's latency (the roofline of the layer)");

@@ -37,6 +37,15 @@ Summary summarize(std::span<const double> values, double trim) {
   return s;
 }
 
+double percentile_sorted(std::span<const double> sorted, double q) {
+  if (sorted.empty()) return 0;
+  q = std::clamp(q, 0.0, 100.0);
+  const double rank = q / 100.0 * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
+}
+
 std::optional<Statistic> parse_statistic(std::string_view text) {
   if (text == "trimmed_mean" || text == "trimmed") return Statistic::kTrimmedMean;
   if (text == "mean") return Statistic::kMean;

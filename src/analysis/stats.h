@@ -28,6 +28,10 @@ struct Summary {
 // is used. An empty input gives an all-zero Summary with count 0.
 Summary summarize(std::span<const double> values, double trim = 0.1);
 
+// The q-th percentile (q in [0, 100]) of values sorted ascending, interpolating linearly between
+// the closest ranks (NumPy's default); 0 for an empty input.
+double percentile_sorted(std::span<const double> sorted, double q);
+
 // The statistic used as the headline value of repeated measurements (--param stat=...).
 enum class Statistic { kTrimmedMean, kMean, kMedian, kMin, kMax };
 std::optional<Statistic> parse_statistic(std::string_view text);

@@ -32,6 +32,8 @@ constexpr const char* kUsage =
     "threshold=0.05\n"
     "                     latency_target_ms=MS top=N sort=latency device=h100|a100|... peak_gflops=G "
     "peak_gbps=B\n"
+    "                     (each analysis reads its own keys, listed by --list; a key none of the chosen\n"
+    "                     analyses reads is an error)\n"
     "  --output DIR     write one file per table (NAME.csv / NAME.json / NAME.txt) instead of stdout\n"
     "  --list           name and describe every analysis\n";
 
@@ -89,8 +91,13 @@ int run_analyze(int argc, char** argv) {
     inputs.emplace_back(arg);
   }
   if (list) {
-    for (const auto& a : analysis::all_analyses())
-      std::printf("%-24s %s\n", std::string(a->name()).c_str(), std::string(a->description()).c_str());
+    for (const auto& a : analysis::all_analyses()) {
+      std::string keys;
+      for (std::string_view k : a->param_keys())
+        keys += (keys.empty() ? "" : ", ") + std::string(k);
+      std::printf("%-24s %s\n%-24s   --param keys: %s\n", std::string(a->name()).c_str(),
+                  std::string(a->description()).c_str(), "", keys.empty() ? "none" : keys.c_str());
+    }
     return 0;
   }
   exporter::TableFormat format;
@@ -115,6 +122,10 @@ int run_analyze(int argc, char** argv) {
       chosen.push_back(a);
     }
   }
+  // Every --param is read by a chosen analysis, or the command says which and stops.
+  analysis::ParamKeyCheck keys = analysis::check_param_keys(params, chosen);
+  if (keys.error) return fail("analyze", *keys.error);
+  for (const std::string& note : keys.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
 
   if (std::string error; !check_inputs(inputs, InputKind::kTrace, &error)) return fail("analyze", error, 1);
   model::Trace trace;

@@ -5,8 +5,8 @@
 // (OUT.parts.XXXXXX, mode 0700, created like mkdtemp); when CMD ends, the files of this run are
 // merged into OUT with a Record chunk describing the run, and a summary is printed. OUT is never
 // written through a symbolic link, and an existing OUT is replaced only with --force.
-// --runs N repeats the command; --leveled runs it once per level set (XSP III-C) and combines the
-// runs so every span is timed by the run where its level was the deepest one traced.
+// --runs N repeats the command; --leveled runs it once per level set (XSP III-C), keeps every run as
+// recorded and measures what tracing each level adds (src/runs/leveled.h).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -56,8 +56,9 @@ constexpr const char* kUsage =
     "  --onednn MODE  how --level library traces oneDNN: auto (default: interposer, and oneDNN's verbose\n"
     "                 output for what it cannot see, e.g. oneDNN linked statically), interpose, verbose, off\n"
     "  --runs N       run the command N times into one trace (processes tagged with property run=<index>)\n"
-    "  --leveled      run at each level from model down to LEVEL (N times each) and combine: every span is\n"
-    "                 timed by the run where its level was the deepest traced; prints each level's overhead\n"
+    "  --leveled      run at each level from model down to LEVEL (N times each; N >= 3 measures noise): every\n"
+    "                 run is kept as recorded, analyses time each level by the runs where it was the deepest\n"
+    "                 traced; prints what tracing each level adds, with its run-to-run spread\n"
     "  --serialize    run with OMP_NUM_THREADS=1, MKL_NUM_THREADS=1, CUDA_LAUNCH_BLOCKING=1 (no overlapping\n"
     "                 work, so parents are unambiguous)\n"
     "  --metrics LIST per-kernel GPU metrics with --level device: flops,dram,occupancy (CUPTI Range Profiler,\n"
@@ -397,8 +398,8 @@ bool finish_single(const RunOutcome& run, format::Properties record, OutputFile*
   return out->commit(error);
 }
 
-// Repeated or leveled runs: each run merged and loaded, then combined (repeated runs appended and
-// tagged, leveled runs re-timed) and saved.
+// Repeated or leveled runs: each run merged and loaded, then appended and tagged (leveled runs also
+// measured against each other, src/runs/leveled.h) and saved.
 bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
                  const std::vector<std::vector<RunOutcome>>& outcomes, bool failed, format::Properties record,
                  OutputFile* out, std::vector<std::string>* warnings, std::string* leveled_text,
@@ -462,9 +463,11 @@ void print_closing_summary(const RecordRequest& req, const RunOutcome& last, int
                  "setuid binary ignores LD_PRELOAD); the trace holds only the run record\n");
   model::TraceSummary summary;
   std::string error;
-  if (model::summarize_file(req.output, &summary, &error))
+  if (model::summarize_file(req.output, &summary, &error)) {
     print_summary(summary, stderr);
-  else
+    if (auto note = gpu_outcome_note(summary, static_cast<int>(req.opt.level)))
+      std::fprintf(stderr, "strata record: %s\n", note->c_str());
+  } else
     std::fprintf(stderr, "strata record: %s\n", error.c_str());
   if (!leveled_text.empty()) std::fputs(leveled_text.c_str(), stderr);
   for (size_t k = 0; k < warnings.size() && k < 5; ++k)
@@ -532,6 +535,17 @@ int run_record(int argc, char** argv) {
 
   install_signal_handling();
 
+  // GPU levels on a machine that cannot run GPU work: say so once, record the CPU levels.
+  std::string gpu_note;
+  if (static_cast<int>(opt.level) >= static_cast<int>(Level::kRuntimeApi) || !opt.gpu_metrics.empty()) {
+    if (auto why = gpu_unavailable_reason()) {
+      gpu_note = "--level " + req.level_text + (opt.gpu_metrics.empty() ? "" : " --metrics " + opt.gpu_metrics) +
+                 ": no GPU work can be recorded here: " + *why +
+                 "; only the CPU levels are recorded (run on a machine with an NVIDIA GPU and driver; on "
+                 "CPU, --level library traces oneDNN)";
+      std::fprintf(stderr, "strata record: %s\n", exporter::escape_terminal(gpu_note).c_str());
+    }
+  }
   const std::vector<Level> levels = req.leveled ? leveled_levels(opt.level) : std::vector<Level>{opt.level};
   if (req.leveled && levels.size() == 1 && !req.quiet)
     std::fprintf(stderr,
@@ -590,6 +604,7 @@ int run_record(int argc, char** argv) {
   record.set_int("level", static_cast<int>(opt.level));
   record.set("trace_id", context.trace_id_hex());
   if (opt.serialize) record.set("serialized", "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 CUDA_LAUNCH_BLOCKING=1");
+  if (!gpu_note.empty()) record.set("gpu.unavailable", gpu_note);
   std::vector<std::string> warnings;
   std::string leveled_text;
 

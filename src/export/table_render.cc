@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "export/shorten.h"
 #include "export/text_escape.h"
 
 namespace strata::exporter {
@@ -31,6 +32,8 @@ std::string format_cell(const table::Cell& cell) {
 
 namespace {
 
+constexpr size_t kMaxTextCell = 60;  // widest cell of the aligned text table
+
 bool numeric(const table::Cell& c) {
   return std::holds_alternative<int64_t>(c.value) || std::holds_alternative<double>(c.value);
 }
@@ -42,10 +45,22 @@ void render_text(const table::Table& t, std::ostream& out) {
   std::vector<std::vector<std::string>> cells;
   for (const auto& row : t.rows) {
     cells.emplace_back();
-    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c)
       cells.back().push_back(escape_terminal(format_cell(row[c])));
-      width[c] = std::max(width[c], std::min<size_t>(cells.back().back().size(), 60));
-    }
+  }
+  // Long names shortened per column so that different names never read the same (shorten.h).
+  size_t shortened = 0;
+  for (size_t c = 0; c < width.size(); ++c) {
+    std::vector<std::string> column;
+    for (const auto& row : cells) column.push_back(c < row.size() ? row[c] : std::string());
+    size_t n = 0;
+    column = shorten_column(column, kMaxTextCell, &n);
+    shortened += n;
+    for (size_t r = 0; r < cells.size(); ++r)
+      if (c < cells[r].size()) {
+        cells[r][c] = std::move(column[r]);
+        width[c] = std::max(width[c], cells[r][c].size());
+      }
   }
   out << "== " << escape_terminal(t.title) << " ==\n";
   std::string line;
@@ -58,8 +73,7 @@ void render_text(const table::Table& t, std::ostream& out) {
   for (size_t r = 0; r < cells.size(); ++r) {
     line.clear();
     for (size_t c = 0; c < cells[r].size(); ++c) {
-      std::string v = cells[r][c];
-      if (v.size() > 60) v = v.substr(0, 57) + "...";
+      const std::string& v = cells[r][c];
       std::string pad(width[c] > v.size() ? width[c] - v.size() : 0, ' ');
       line += (c ? "  " : "") + (numeric(t.rows[r][c]) ? pad + v : v + pad);
     }
@@ -67,6 +81,9 @@ void render_text(const table::Table& t, std::ostream& out) {
     out << line << "\n";
   }
   for (const auto& note : t.notes) out << "note: " << escape_terminal(note) << "\n";
+  if (shortened)
+    out << "note: " << shortened << " names longer than " << kMaxTextCell
+        << " characters shortened in the middle; --format csv or json has them in full\n";
   out << "\n";
 }
 

@@ -6,15 +6,6 @@
 namespace strata::exporter {
 
 namespace {
-// Length of a valid UTF-8 sequence starting at s[i], or 0.
-size_t utf8_length(std::string_view s, size_t i) {
-  auto c = static_cast<unsigned char>(s[i]);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
-  return n;
-}
 // A well-formed UTF-8 sequence at s[i] (no overlong form, no surrogate, at most U+10FFFF): its
 // length and code point; 0 when the bytes are not one.
 size_t decode_utf8_strict(std::string_view s, size_t i, uint32_t* code_point) {
@@ -35,6 +26,14 @@ size_t decode_utf8_strict(std::string_view s, size_t i, uint32_t* code_point) {
   if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
   *code_point = cp;
   return n;
+}
+
+// Length of a well-formed UTF-8 sequence at s[i], or 0: overlong forms (C0 80 for NUL), UTF-16
+// surrogates and code points above U+10FFFF are not, and strict decoders (Python's, browsers')
+// reject them; JSON and CSV outputs replace them with U+FFFD.
+size_t utf8_length(std::string_view s, size_t i) {
+  uint32_t code_point = 0;
+  return decode_utf8_strict(s, i, &code_point);
 }
 
 bool unsafe_on_terminal(uint32_t cp) {
@@ -121,16 +120,20 @@ void append_json_string(std::string* out, std::string_view text) {
 }
 
 void append_csv_field(std::string* out, std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
-    out->append(text);
-    return;
+  const bool quote = text.find_first_of(",\"\r\n") != std::string_view::npos;
+  if (quote) out->push_back('"');
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_length(text, i);
+    if (n == 0) {  // not well-formed UTF-8: U+FFFD, as in JSON
+      *out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    if (quote && text[i] == '"') out->push_back('"');
+    out->append(text.data() + i, n);
+    i += n;
   }
-  out->push_back('"');
-  for (char c : text) {
-    if (c == '"') out->push_back('"');
-    out->push_back(c);
-  }
-  out->push_back('"');
+  if (quote) out->push_back('"');
 }
 
 }  // namespace strata::exporter

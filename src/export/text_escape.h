@@ -6,10 +6,12 @@
 
 namespace strata::exporter {
 
-// Appends `text` as a JSON string literal (with quotes). Invalid UTF-8 bytes become U+FFFD so the
-// output always parses.
+// Appends `text` as a JSON string literal (with quotes). Bytes that are not well-formed UTF-8
+// (stray or truncated sequences, overlong forms, surrogates, > U+10FFFF) become U+FFFD, one per
+// byte, so the output always passes a strict UTF-8 decoder.
 void append_json_string(std::string* out, std::string_view text);
-// Appends a CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
+// Appends a CSV field, quoted when it holds a comma, quote or line break (RFC 4180); bytes that are
+// not well-formed UTF-8 become U+FFFD as in JSON.
 void append_csv_field(std::string* out, std::string_view text);
 
 // Text from a trace shown on a terminal (span names, host names, command lines, warnings): control

@@ -31,6 +31,7 @@
 
 #include "core/memory_keys.h"
 #include "import/converters.h"
+#include "import/sass_flops.h"
 
 namespace strata::import {
 namespace {
@@ -227,9 +228,13 @@ class KinetoConverter {
     }
     const bool metric_args = ev.cat == "cuda_profiler_range";  // CUPTI counter values
     if (metric_args) {
+      SassFlopCounter flops;  // SASS FP instruction counters -> "flops" (sass_flops.h)
       for (const ChromeArg& a : ev.args)
-        if (a.value.kind == JsonScalar::kInt || a.value.kind == JsonScalar::kDouble)
+        if (a.value.kind == JsonScalar::kInt || a.value.kind == JsonScalar::kDouble) {
           b_.add_attr(b_.trace().metric(a.key, a.value.d));
+          flops.add(a.key, a.value.d);
+        }
+      if (flops.flops() && !ev.arg("flops")) b_.add_attr(b_.trace().metric("flops", *flops.flops()));
     } else {
       b_.add_args(ev, "correlation");
     }

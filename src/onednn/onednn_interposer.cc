@@ -21,6 +21,7 @@
 #include <string>
 
 #include "onednn/onednn_tracer.h"
+#include "onednn/primitive_cost.h"
 #include "strata/strata.h"
 
 namespace {
@@ -96,6 +97,62 @@ void append_dims(std::string& out, const dnnl_memory_desc_t* md) {
   out.push_back(']');
 }
 
+// The md's dims and element size into a cost problem's tensor slot (nothing for an absent md).
+void take_md(const RealFunctions& f, const dnnl_memory_desc_t* md, strata::onednn::Dims* dims, int* size) {
+  if (md == nullptr || md->ndims <= 0) return;
+  *dims = strata::onednn::Dims();
+  for (int k = 0; k < md->ndims && k < DNNL_MAX_NDIMS; ++k) dims->push(md->dims[k]);
+  *size = f.dt_str != nullptr ? strata::onednn::dtype_size(f.dt_str(md->data_type)) : 0;
+}
+
+const dnnl_memory_desc_t* md_of(const RealFunctions& f, const_dnnl_primitive_desc_t pd, dnnl_query_t what,
+                                dnnl_query_t diff, int index) {
+  const dnnl_memory_desc_t* md = f.query_md(pd, what, index);
+  if (md == nullptr || md->ndims == 0) md = f.query_md(pd, diff, index);
+  return md != nullptr && md->ndims > 0 ? md : nullptr;
+}
+
+// FLOPs and bytes (primitive_cost.h) from the primitive descriptor: the attributes the rooflines
+// read. Kinds without a formula get neither.
+void set_cost(strata_span_id id, const RealFunctions& f, const_dnnl_primitive_desc_t pd, const char* kind_name,
+              const char* prop_name) {
+  using namespace strata::onednn;
+  PrimitiveProblem p;
+  p.kind = cost_kind(kind_name != nullptr ? kind_name : "");
+  if (p.kind == CostKind::kOther || f.query_md == nullptr) return;
+  set_prop_kind(prop_name != nullptr ? prop_name : "", &p);
+  take_md(f, md_of(f, pd, dnnl_query_src_md, dnnl_query_diff_src_md, 0), &p.src, &p.src_bytes);
+  take_md(f, md_of(f, pd, dnnl_query_dst_md, dnnl_query_diff_dst_md, 0), &p.dst, &p.dst_bytes);
+  if (p.kind == CostKind::kBatchNorm) {
+    const dnnl_batch_normalization_desc_t* bn = nullptr;
+    if (f.query(pd, dnnl_query_batch_normalization_d, 0, &bn) == dnnl_success && bn != nullptr) {
+      p.global_stats = (bn->flags & dnnl_use_global_stats) != 0;
+      p.scale_shift_arrays = (bn->flags & dnnl_use_scaleshift) != 0
+                                 ? 2
+                                 : ((bn->flags & dnnl_use_scale) != 0) + ((bn->flags & dnnl_use_shift) != 0);
+    }
+  } else if (p.kind == CostKind::kPooling) {
+    const dnnl_pooling_v2_desc_t* v2 = nullptr;
+    const dnnl_pooling_desc_t* v1 = nullptr;
+    const dnnl_dim_t* kernel = nullptr;
+    dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
+    if (f.query(pd, dnnl_query_pooling_v2_d, 0, &v2) == dnnl_success && v2 != nullptr) {
+      kernel = v2->kernel, alg = v2->alg_kind;
+    } else if (f.query(pd, dnnl_query_pooling_d, 0, &v1) == dnnl_success && v1 != nullptr) {
+      kernel = v1->kernel, alg = v1->alg_kind;
+    }
+    if (kernel == nullptr || p.src.n < 3) return;
+    for (int k = 0; k < p.src.n - 2; ++k) p.window.push(kernel[k]);
+    p.average = alg != dnnl_pooling_max;
+  } else if (p.kind != CostKind::kEltwise) {
+    take_md(f, md_of(f, pd, dnnl_query_weights_md, dnnl_query_diff_weights_md, 0), &p.weights, &p.weights_bytes);
+    take_md(f, md_of(f, pd, dnnl_query_weights_md, dnnl_query_diff_weights_md, 1), &p.bias, &p.bias_bytes);
+  }
+  PrimitiveCost cost = primitive_cost(p);
+  if (cost.flops) strata_span_set_metric(id, "flops", *cost.flops);
+  if (cost.bytes) strata_span_set_metric(id, "bytes", *cost.bytes);
+}
+
 // Names the span after the primitive kind ("onednn::convolution") and describes it with the
 // implementation oneDNN chose ("brgconv:avx512_core"), the src/weights/dst shapes, the first
 // tensor's data type and the propagation kind: the attributes the verbose capture also writes.
@@ -117,9 +174,12 @@ strata_span_id begin_primitive_span(const_dnnl_primitive_t primitive) {
   if (f.query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl != nullptr)
     strata_span_set_string(id, "impl", impl);
   dnnl_prop_kind_t prop = dnnl_prop_kind_undef;
+  const char* prop_name = nullptr;
   if (f.prop_str != nullptr && f.query(pd, dnnl_query_prop_kind, 0, &prop) == dnnl_success &&
-      prop != dnnl_prop_kind_undef)
-    strata_span_set_string(id, "prop_kind", f.prop_str(prop));
+      prop != dnnl_prop_kind_undef) {
+    prop_name = f.prop_str(prop);
+    strata_span_set_string(id, "prop_kind", prop_name);
+  }
   strata_span_set_string(id, "source", "interposer");
   if (f.query_md != nullptr) {
     // Forward primitives have src/weights/dst; backward ones diff_*; reorders src/dst. The shapes
@@ -144,6 +204,7 @@ strata_span_id begin_primitive_span(const_dnnl_primitive_t primitive) {
     if (!text.empty()) strata_span_set_string(id, "shapes", text.c_str());
     if (dtype != nullptr) strata_span_set_string(id, "dtype", dtype);
   }
+  set_cost(id, f, pd, kind_name, prop_name);
   return id;
 }
 

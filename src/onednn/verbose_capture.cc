@@ -140,7 +140,7 @@ void emit(ThreadCapture& c, const VerboseLine& v) {
   c.name.assign("onednn::");
   c.name.append(v.primitive);
   shapes_from_desc(v.primitive, v.prop_kind, v.desc, &c.shapes);
-  collect::AttrDraft attrs[10];
+  collect::AttrDraft attrs[12];
   size_t n = 0;
   auto add = [&](std::string_view key, std::string_view value) {
     if (!value.empty()) attrs[n++] = {key, AttrType::kString, 0, 0, value};
@@ -154,6 +154,13 @@ void emit(ThreadCapture& c, const VerboseLine& v) {
   add("aux", v.aux);
   add("desc", v.desc);
   add("source", "verbose");
+  // FLOPs and bytes from the line's descriptor (primitive_cost.h), as the interposer records them.
+  PrimitiveProblem problem;
+  if (problem_from_verbose(v, &problem)) {
+    PrimitiveCost cost = primitive_cost(problem);
+    if (cost.flops) attrs[n++] = {"flops", AttrType::kMetric, 0, *cost.flops, {}};
+    if (cost.bytes) attrs[n++] = {"bytes", AttrType::kMetric, 0, *cost.bytes, {}};
+  }
   session->emit_complete(r, c.name, std::span<const collect::AttrDraft>(attrs, n));
   g_counts.spans.fetch_add(1, std::memory_order_relaxed);
 }

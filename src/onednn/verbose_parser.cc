@@ -201,7 +201,11 @@ bool inner_product_shapes(const Labels& l, const KeyValues& kv, std::string* out
 }
 
 // v2.x: "SRC:WEI:DST"; v3.x: "SRC:WEI" (dst: broadcast batch dims, then M x N).
-bool matmul_shapes(string_view desc, std::string* out) {
+struct MatmulDims {
+  std::array<int64_t, 12> src{}, wei{}, dst{};
+  size_t ns = 0, nw = 0, nd = 0;
+};
+bool matmul_dims(string_view desc, MatmulDims* m) {
   std::array<string_view, 3> parts;
   size_t n = 0;
   while (n < 3) {
@@ -212,20 +216,23 @@ bool matmul_shapes(string_view desc, std::string* out) {
     if (n == 3) return false;  // a fourth part: not a matmul descriptor this knows
   }
   if (n < 2) return false;
-  std::array<int64_t, 12> src{}, wei{}, dst{};
-  size_t ns = 0, nw = 0, nd = 0;
-  if (!parse_x_dims(parts[0], &src, &ns) || !parse_x_dims(parts[1], &wei, &nw) || ns < 2 || ns != nw) return false;
-  if (n == 3) {
-    if (!parse_x_dims(parts[2], &dst, &nd)) return false;
-  } else {
-    nd = ns;
-    for (size_t i = 0; i + 2 < ns; ++i) dst[i] = std::max(src[i], wei[i]);
-    dst[ns - 2] = src[ns - 2];
-    dst[ns - 1] = wei[nw - 1];
-  }
-  append_dims(out, "src", src.data(), ns);
-  append_dims(out, "weights", wei.data(), nw);
-  append_dims(out, "dst", dst.data(), nd);
+  if (!parse_x_dims(parts[0], &m->src, &m->ns) || !parse_x_dims(parts[1], &m->wei, &m->nw) || m->ns < 2 ||
+      m->ns != m->nw)
+    return false;
+  if (n == 3) return parse_x_dims(parts[2], &m->dst, &m->nd);
+  m->nd = m->ns;
+  for (size_t i = 0; i + 2 < m->ns; ++i) m->dst[i] = std::max(m->src[i], m->wei[i]);
+  m->dst[m->ns - 2] = m->src[m->ns - 2];
+  m->dst[m->ns - 1] = m->wei[m->nw - 1];
+  return true;
+}
+
+bool matmul_shapes(string_view desc, std::string* out) {
+  MatmulDims m;
+  if (!matmul_dims(desc, &m)) return false;
+  append_dims(out, "src", m.src.data(), m.ns);
+  append_dims(out, "weights", m.wei.data(), m.nw);
+  append_dims(out, "dst", m.dst.data(), m.nd);
   return true;
 }
 
@@ -377,6 +384,157 @@ bool shapes_from_desc(string_view primitive, string_view prop_kind, string_view 
   }
   if (!ok) out->clear();
   return ok;
+}
+
+namespace {
+
+// MDS entries: "src_f32::blocked:abcd:f0" (v2.x) or "src:f32::blocked:abcd::f0" (v3.x) -> (label,
+// element size); the label is oneDNN's short name (src, diff_src, data, wei, bia, dst, diff_dst, ...).
+void element_sizes(string_view mds, PrimitiveProblem* p, bool* has_bias) {
+  *has_bias = false;
+  while (!mds.empty()) {
+    size_t space = mds.find(' ');
+    string_view entry = mds.substr(0, space);
+    mds.remove_prefix(space == string_view::npos ? mds.size() : space + 1);
+    size_t colon = entry.find(':');
+    string_view head = entry.substr(0, colon), label, dtype;
+    string_view second = colon == string_view::npos ? string_view() : entry.substr(colon + 1);
+    second = second.substr(0, second.find(':'));
+    if (is_dtype(second)) {
+      label = head, dtype = second;
+    } else if (size_t us = head.rfind('_'); us != string_view::npos && is_dtype(head.substr(us + 1))) {
+      label = head.substr(0, us), dtype = head.substr(us + 1);
+    } else {
+      continue;
+    }
+    if (dtype == "undef") continue;
+    const int size = dtype_size(dtype);
+    if (label == "src" || label == "diff_src" || label == "data") {
+      if (p->src_bytes == 0) p->src_bytes = size;
+      if (label == "data") p->dst_bytes = size;  // eltwise / batch norm: dst has data's type
+    } else if (label == "wei" || label == "diff_wei") {
+      p->weights_bytes = size;
+    } else if (label == "bia" || label == "diff_bia") {
+      p->bias_bytes = size;
+      *has_bias = true;
+    } else if (label == "dst" || label == "diff_dst") {
+      if (p->dst_bytes == 0 || label == "dst") p->dst_bytes = size;
+    }
+  }
+}
+
+void to_dims(std::initializer_list<std::optional<int64_t>> values, Dims* out) {
+  *out = Dims();
+  for (const auto& v : values)
+    if (v) out->push(*v);
+}
+
+bool conv_problem(const KeyValues& kv, PrimitiveProblem* p) {
+  auto mb = kv.get("mb"), ic = kv.get("ic"), oc = kv.get("oc"), iw = kv.get("iw"), ow = kv.get("ow"),
+       kw = kv.get("kw");
+  if (!mb || !ic || !oc || !iw || !ow || !kw) return false;
+  auto id = kv.get("id"), od = kv.get("od"), kd = kv.get("kd");
+  auto ih = kv.get("ih"), oh = kv.get("oh"), kh = kv.get("kh");
+  to_dims({mb, ic, id, ih, iw}, &p->src);
+  if (auto g = kv.get("g")) {
+    if (*g <= 0 || *oc % *g != 0 || *ic % *g != 0) return false;
+    to_dims({g, *oc / *g, *ic / *g, kd, kh, kw}, &p->weights);
+  } else {
+    to_dims({oc, ic, kd, kh, kw}, &p->weights);
+  }
+  to_dims({mb, oc, od, oh, ow}, &p->dst);
+  return true;
+}
+
+bool dims_of_tensor(string_view desc, Dims* out) {
+  std::array<int64_t, 12> dims{};
+  size_t n = 0;
+  *out = Dims();
+  if (parse_x_dims(desc, &dims, &n)) {
+    for (size_t i = 0; i < n; ++i) out->push(dims[i]);
+    return true;
+  }
+  KeyValues kv;
+  if (!parse_key_values(desc, &kv) || !kv.get("mb") || !kv.get("ic")) return false;
+  to_dims({kv.get("mb"), kv.get("ic"), kv.get("id"), kv.get("ih"), kv.get("iw")}, out);
+  return true;
+}
+
+bool matmul_problem(string_view desc, PrimitiveProblem* p) {
+  MatmulDims m;
+  if (!matmul_dims(desc, &m)) return false;
+  p->src = p->weights = p->dst = Dims();
+  for (size_t i = 0; i < m.ns; ++i) p->src.push(m.src[i]);
+  for (size_t i = 0; i < m.nw; ++i) p->weights.push(m.wei[i]);
+  for (size_t i = 0; i < m.nd; ++i) p->dst.push(m.dst[i]);
+  return true;
+}
+
+}  // namespace
+
+bool problem_from_verbose(const VerboseLine& line, PrimitiveProblem* out) {
+  PrimitiveProblem p;
+  p.kind = cost_kind(line.primitive);
+  if (p.kind == CostKind::kOther || line.event != VerboseEvent::kExec) return false;
+  set_prop_kind(line.prop_kind, &p);
+  bool has_bias = false;
+  element_sizes(line.mds, &p, &has_bias);
+  KeyValues kv;
+  switch (p.kind) {
+    case CostKind::kConvolution:
+    case CostKind::kDeconvolution:
+      if (!parse_key_values(line.desc, &kv) || !conv_problem(kv, &p)) return false;
+      if (has_bias) to_dims({kv.get("oc")}, &p.bias);
+      break;
+    case CostKind::kInnerProduct: {
+      if (!parse_key_values(line.desc, &kv)) return false;
+      auto mb = kv.get("mb"), ic = kv.get("ic"), oc = kv.get("oc");
+      if (!mb || !ic || !oc) return false;
+      auto id = kv.get("id"), ih = kv.get("ih"), iw = kv.get("iw");
+      to_dims({mb, ic, id, ih, iw}, &p.src);
+      to_dims({oc, ic, id, ih, iw}, &p.weights);
+      to_dims({mb, oc}, &p.dst);
+      if (has_bias) to_dims({oc}, &p.bias);
+      break;
+    }
+    case CostKind::kMatmul:
+      if (!matmul_problem(line.desc, &p)) return false;
+      if (has_bias) to_dims({p.dst.d[p.dst.n - 1]}, &p.bias);  // broadcast over rows: one value per column
+      break;
+    case CostKind::kEltwise:
+      if (!dims_of_tensor(line.desc, &p.src)) return false;
+      p.dst = p.src;
+      if (p.dst_bytes == 0) p.dst_bytes = p.src_bytes;
+      break;
+    case CostKind::kPooling: {
+      if (!parse_key_values(line.desc, &kv)) return false;
+      auto mb = kv.get("mb"), ic = kv.get("ic"), iw = kv.get("iw"), ow = kv.get("ow"), kw = kv.get("kw");
+      if (!mb || !ic || !iw || !ow || !kw) return false;
+      to_dims({mb, ic, kv.get("id"), kv.get("ih"), iw}, &p.src);
+      to_dims({mb, ic, kv.get("od"), kv.get("oh"), ow}, &p.dst);
+      to_dims({kv.get("kd"), kv.get("kh"), kw}, &p.window);
+      p.average = line.aux.find("pooling_avg") != string_view::npos;
+      break;
+    }
+    case CostKind::kBatchNorm: {
+      if (!dims_of_tensor(line.desc, &p.src)) return false;
+      p.dst = p.src;
+      if (p.dst_bytes == 0) p.dst_bytes = p.src_bytes;
+      // "flags:GS": G global stats; S scale and shift; C scale; H shift (R: fused ReLU).
+      size_t at = line.aux.find("flags:");
+      string_view flags = at == string_view::npos ? string_view() : line.aux.substr(at + 6);
+      flags = flags.substr(0, flags.find(' '));
+      p.global_stats = flags.find('G') != string_view::npos;
+      p.scale_shift_arrays = flags.find('S') != string_view::npos
+                                 ? 2
+                                 : (flags.find('C') != string_view::npos) + (flags.find('H') != string_view::npos);
+      break;
+    }
+    case CostKind::kOther:
+      return false;
+  }
+  *out = p;
+  return true;
 }
 
 Placement place_execution(const VerboseLine& line, int64_t now_mono_ns, int64_t now_real_ns) {

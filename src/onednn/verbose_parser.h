@@ -21,6 +21,8 @@
 #include <string_view>
 #include <utility>
 
+#include "onednn/primitive_cost.h"
+
 namespace strata::onednn {
 
 enum class VerboseEvent : uint8_t {
@@ -78,6 +80,11 @@ struct VerboseStats {
 // leaves `out` empty) for other kinds or a descriptor it cannot read.
 bool shapes_from_desc(std::string_view primitive, std::string_view prop_kind, std::string_view desc,
                       std::string* out);
+
+// The problem of an exec line for primitive_cost(): kind, propagation kind, tensor dims from DESC,
+// element sizes and bias presence from MDS, pooling algorithm and batch norm flags from AUX. False
+// for kinds without a cost formula or a descriptor it cannot read.
+bool problem_from_verbose(const VerboseLine& line, PrimitiveProblem* out);
 
 // The data type of the first memory descriptor in MDS ("src_f32::blocked:abcd:f0" in v2.x,
 // "src:f32::blocked:abcd::f0" in v3.x -> "f32"); empty when there is none.

@@ -120,5 +120,23 @@ TEST(AnalyzeCli, BadInputIsOneLineNamingTheFile) {
   EXPECT_EQ(bad_trim.code, 2);
 }
 
+TEST(AnalyzeCli, ParamKeysNoChosenAnalysisReadsAreRefused) {
+  TempDir dir;
+  Result typo = run("analyze " + kInputs + "/cpu_model.trace --param tpo=5", dir);
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_TRUE(typo.out.empty()) << typo.out;
+  EXPECT_NE(typo.err.find("--param tpo is not a parameter of the chosen analyses"), std::string::npos) << typo.err;
+  EXPECT_EQ(std::count(typo.err.begin(), typo.err.end(), '\n'), 1) << typo.err;
+  // top with an analysis that has no ranking: one note, the rest applies it.
+  Result top = run("analyze " + kInputs + "/cpu_model.trace -a model_table,layer_device_split --param top=2 "
+                   "--format csv",
+                   dir);
+  EXPECT_EQ(top.code, 0) << top.err;
+  EXPECT_NE(top.err.find("note: --param top does not apply to model_table"), std::string::npos) << top.err;
+  const size_t split = top.out.find("# layer_device_split\n");
+  ASSERT_NE(split, std::string::npos) << top.out;
+  EXPECT_EQ(std::count(top.out.begin() + static_cast<long>(split), top.out.end(), '\n'), 1 + 1 + 2) << top.out;
+}
+
 }  // namespace
 }  // namespace strata::testing

@@ -35,40 +35,67 @@ def record_value(info, key):
     for line in info.splitlines():
         parts = line.split()
         if len(parts) >= 2 and parts[0] == key:
-            return parts[1]
+            return " ".join(parts[1:])
     raise KeyError(key)
 
 
-def test_leveled_takes_each_span_from_the_run_where_its_level_was_deepest(tmp_path):
+def ms(s):
+    return (s["end_ns"] - s["start_ns"]) / 1e6
+
+
+def test_leveled_keeps_every_run_and_times_each_level_by_its_own_runs(tmp_path):
     spans, info, stderr = record(tmp_path, LEVEL_DEPENDENT, "--leveled", "--level", "layer", "--runs", "2")
     steps = [s for s in spans if s["name"] == "step"]
     ops = [s for s in spans if s["name"] == "op"]
-    assert len(steps) == 4 and len(ops) == 4  # 2 repetitions of the deepest run, 2 steps each
-    ms = lambda s: (s["end_ns"] - s["start_ns"]) / 1e6  # noqa: E731
-    # Steps timed by the model-only runs (~20 ms), ops by the layer runs (~110 ms).
-    assert all(15 <= ms(s) < 70 for s in steps), [ms(s) for s in steps]
-    assert all(ms(s) >= 105 for s in ops), [ms(s) for s in ops]
-    # Every op still points at its step (structure from the deepest run).
-    by_id = {s["span_id"]: s for s in spans}
-    assert all(by_id[s["parent_id"]]["name"] == "step" for s in ops)
+    # Every run as recorded: 2 model-only runs (steps only) and 2 layer runs (steps and ops).
+    assert len(steps) == 8 and len(ops) == 4
+    # Each run keeps its own timeline: every op lies inside its step, in the same process.
+    by_id = {(s["pid"], s["span_id"]): s for s in spans}
+    for op in ops:
+        step = by_id[(op["pid"], op["parent_id"])]
+        assert step["name"] == "step" and step["start_ns"] <= op["start_ns"] <= op["end_ns"] <= step["end_ns"]
+    # Model-only runs' steps take ~20 ms, the layer runs' ~120 ms: no span was re-timed.
+    pids_with_ops = {s["pid"] for s in ops}
+    model_only = [ms(s) for s in steps if s["pid"] not in pids_with_ops]
+    traced = [ms(s) for s in steps if s["pid"] in pids_with_ops]
+    assert len(model_only) == 4 and all(15 <= t < 70 for t in model_only), model_only
+    assert all(t >= 115 for t in traced), traced
     assert record_value(info, "leveled.levels") == "model,layer"
-    assert record_value(info, "leveled.model.matched") == "4"
-    assert record_value(info, "leveled.model.unmatched") == "0"
-    assert record_value(info, "leveled.model.unmatched_source") == "0"
-    # The layer level adds ~100 ms per step to the model spans: 2 x 100 ms over ~2 x 20 ms.
+    # The layer level's cost, on the 2 x 2 model spans matched between the model and layer runs.
+    assert record_value(info, "leveled.layer.on") == "model"
+    assert record_value(info, "leveled.layer.matched") == "4"
+    assert record_value(info, "leveled.layer.unmatched") == "0"
+    assert record_value(info, "leveled.layer.unmatched_source") == "0"
+    # ~100 ms per step, 2 steps per run: with its spread over the 2 repetitions and a verdict.
     overhead_ns = int(record_value(info, "leveled.layer.overhead_ns"))
     assert 180e6 <= overhead_ns <= 260e6, overhead_ns
+    assert int(record_value(info, "leveled.layer.overhead_min_ns")) <= overhead_ns
+    assert int(record_value(info, "leveled.layer.overhead_max_ns")) >= overhead_ns
     assert float(record_value(info, "leveled.layer.overhead_pct")) > 200
-    assert "overhead" in stderr and "layer" in stderr
+    assert record_value(info, "leveled.layer.verdict") == "above noise"
+    assert "above noise (run-to-run spread" in stderr
+    # Analyses read the runs where the level they time was the deepest: the model table the
+    # model-only runs (~20 ms steps), the layer table the layer runs (~110 ms ops).
+    tables = json.loads(run_strata("analyze", str(tmp_path / "out.strata"), "--analysis", "model_table,layer_table",
+                                   "--format", "json").stdout)
+    model = tables["model_table"]
+    latency = model["rows"][0][model["columns"].index("latency_ms")]
+    assert 15 <= latency < 70, latency
+    assert any("from the 2 runs traced down to model" in n for n in model["notes"])
+    layer = tables["layer_table"]
+    assert layer["rows"][0][layer["columns"].index("latency_ms")] >= 105
 
 
 def test_leveled_counts_spans_that_have_no_counterpart(tmp_path):
-    # The layer run does one more step than the model run: its step and op match nothing.
+    # The layer run does one more step than the model run: its step matches nothing.
     text = LEVEL_DEPENDENT.replace("for i in range(2):", "for i in range(3 if slow else 2):")
-    spans, info, _ = record(tmp_path, text, "--leveled", "--level", "layer")
-    assert len([s for s in spans if s["name"] == "step"]) == 3
-    assert record_value(info, "leveled.model.matched") == "2"
-    assert record_value(info, "leveled.model.unmatched") == "1"
+    spans, info, stderr = record(tmp_path, text, "--leveled", "--level", "layer")
+    assert len([s for s in spans if s["name"] == "step"]) == 2 + 3
+    assert record_value(info, "leveled.layer.matched") == "2"
+    assert record_value(info, "leveled.layer.unmatched") == "1"
+    # One run per level: the overhead is shown, and so is that its noise is unknown.
+    assert record_value(info, "leveled.layer.verdict") == "noise unknown"
+    assert "1 run: noise unknown (--runs 3 or more measures it)" in stderr
 
 
 def test_runs_repeats_the_command_into_one_trace(tmp_path):

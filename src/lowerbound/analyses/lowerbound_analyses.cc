@@ -89,6 +89,12 @@ class TensorCores final : public BoundAnalysis {
 
 }  // namespace
 
+std::span<const std::string_view> BoundAnalysis::param_keys() const {
+  static constexpr std::string_view kKeys[] = {"onnx", "db", "backend", "system_tag", "dtype",
+                                               "layout", "fusion", "threads", "top"};
+  return kKeys;
+}
+
 AnalysisResult BoundAnalysis::run(const AnalysisInput& input) const {
   const analysis::Params& p = input.params;
   BoundRequest request;

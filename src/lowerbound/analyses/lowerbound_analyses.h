@@ -9,6 +9,7 @@
 // MODEL.onnx --trace TRACE` passes what it has loaded already (run_bound).
 #pragma once
 
+#include <span>
 #include <string>
 
 #include "analysis/analysis.h"
@@ -33,6 +34,7 @@ class BoundAnalysis : public analysis::Analysis {
   // False for an analysis that needs the model's layers but no benchmark (tensor_cores): run() then
   // opens no database.
   virtual bool needs_measurements() const { return true; }
+  std::span<const std::string_view> param_keys() const override;
 };
 
 // The registered analysis NAME as a BoundAnalysis; nullptr when it is not one.
