@@ -33,7 +33,8 @@ std::vector<Range> executable_ranges() {
     in >> range >> perms;
     if (perms.size() < 3 || perms[2] != 'x') continue;
     const size_t dash = range.find('-');
-    out.push_back({std::stoull(range.substr(0, dash), nullptr, 16), std::stoull(range.substr(dash + 1), nullptr, 16)});
+    out.push_back(
+        {std::stoull(range.substr(0, dash), nullptr, 16), std::stoull(range.substr(dash + 1), nullptr, 16)});
   }
   return out;
 }
@@ -42,9 +43,10 @@ std::vector<Range> executable_ranges() {
 void run_sample_chunks(std::string_view bytes) {
   const uint8_t* data = reinterpret_cast<const uint8_t*>(bytes.data());
   const size_t size = bytes.size();
-  static const format::ChunkType kTypes[] = {format::ChunkType::kSampleConfig, format::ChunkType::kSampleMappings,
-                                             format::ChunkType::kSampleFrames, format::ChunkType::kSampleStacks,
-                                             format::ChunkType::kSampleCounts, format::ChunkType::kSampleTimeline};
+  static const format::ChunkType kTypes[] = {
+      format::ChunkType::kSampleConfig, format::ChunkType::kSampleMappings,
+      format::ChunkType::kSampleFrames, format::ChunkType::kSampleStacks,
+      format::ChunkType::kSampleCounts, format::ChunkType::kSampleTimeline};
   model::SampleData samples;
   model::SampleChunkLoader loader(&samples);
   size_t pos = 0;
@@ -60,8 +62,8 @@ void run_sample_chunks(std::string_view bytes) {
     chunk.payload = std::string_view(reinterpret_cast<const char*>(data + pos), length);
     pos += length;
     std::string error;
-    const bool ok = loader.handle(chunk, static_cast<uint16_t>(selector >> 7),
-                                  [](uint32_t id) { return id % 64; }, &error);
+    const bool ok = loader.handle(
+        chunk, static_cast<uint16_t>(selector >> 7), [](uint32_t id) { return id % 64; }, &error);
     if (!ok && error.empty()) __builtin_trap();  // a skipped chunk always says why
   }
   // Everything the loader kept must be self-consistent: stacks within the frame table.

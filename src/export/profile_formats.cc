@@ -14,17 +14,23 @@ namespace {
 
 const char* by_name(profile::ProfileBy by) {
   switch (by) {
-    case profile::ProfileBy::kOp: return "op";
-    case profile::ProfileBy::kLayer: return "layer";
-    case profile::ProfileBy::kModule: return "module";
-    case profile::ProfileBy::kLine: return "line";
-    default: return "function";
+    case profile::ProfileBy::kOp:
+      return "op";
+    case profile::ProfileBy::kLayer:
+      return "layer";
+    case profile::ProfileBy::kModule:
+      return "module";
+    case profile::ProfileBy::kLine:
+      return "line";
+    default:
+      return "function";
   }
 }
 
 std::string percent(uint64_t n, uint64_t total) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.4f", total ? 100.0 * static_cast<double>(n) / static_cast<double>(total) : 0.0);
+  std::snprintf(buf, sizeof(buf), "%.4f",
+                total ? 100.0 * static_cast<double>(n) / static_cast<double>(total) : 0.0);
   return buf;
 }
 
@@ -32,8 +38,8 @@ std::string percent(uint64_t n, uint64_t total) {
 
 std::string format_profile_csv(const profile::Profile& p, const profile::ProfileOptions&) {
   std::string out = "rank,name,where,self,total,self_pct,total_pct,parent\n";
-  auto line = [&](size_t rank, const std::string& name, const std::string& where, uint64_t self, uint64_t total,
-                  const std::string& parent) {
+  auto line = [&](size_t rank, const std::string& name, const std::string& where, uint64_t self,
+                  uint64_t total, const std::string& parent) {
     out += std::to_string(rank) + ",";
     append_csv_field(&out, name);
     out += ",";
@@ -52,16 +58,18 @@ std::string format_profile_csv(const profile::Profile& p, const profile::Profile
 }
 
 std::string format_profile_json(const profile::Profile& p, const profile::ProfileOptions& options) {
-  std::string out = "{\"by\":\"" + std::string(by_name(options.by)) + "\",\"samples\":" + std::to_string(p.samples) +
-                    ",\"period_ns\":" + std::to_string(p.period_ns) + ",\"outside_ops\":" + std::to_string(p.outside_ops) +
-                    ",\"no_span\":" + std::to_string(p.no_span) + ",\"rows\":[";
+  std::string out =
+      "{\"by\":\"" + std::string(by_name(options.by)) + "\",\"samples\":" + std::to_string(p.samples) +
+      ",\"period_ns\":" + std::to_string(p.period_ns) + ",\"outside_ops\":" + std::to_string(p.outside_ops) +
+      ",\"no_span\":" + std::to_string(p.no_span) + ",\"rows\":[";
   for (size_t i = 0; i < p.rows.size(); ++i) {
     const profile::ProfileRow& r = p.rows[i];
     out += i ? ",\n{\"name\":" : "\n{\"name\":";
     append_json_string(&out, r.name);
     out += ",\"where\":";
     append_json_string(&out, r.where);
-    out += ",\"self\":" + std::to_string(r.self) + ",\"total\":" + std::to_string(r.total) + ",\"culprits\":[";
+    out +=
+        ",\"self\":" + std::to_string(r.self) + ",\"total\":" + std::to_string(r.total) + ",\"culprits\":[";
     for (size_t k = 0; k < r.culprits.size(); ++k) {
       out += k ? ",{\"function\":" : "{\"function\":";
       append_json_string(&out, r.culprits[k].first);
@@ -122,13 +130,15 @@ std::string format_profile_speedscope(const model::Trace& trace, const profile::
     std::span<const uint32_t> frames = data.stack(c.stack);
     for (size_t i = frames.size(); i-- > 0;) {
       const profile::FrameName& n = namer.name(frames[i]);
-      stack.push_back(frame(n.python ? n.function : namer.function_key(frames[i]), n.python ? n.file : n.module, n.line));
+      stack.push_back(
+          frame(n.python ? n.function : namer.function_key(frames[i]), n.python ? n.file : n.module, n.line));
     }
     Thread& t = threads[{c.process, c.tid}];
     t.stacks.push_back(stack);
     t.weights.push_back(c.count);
   }
-  std::string out = "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"strata\",";
+  std::string out =
+      "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"strata\",";
   out += "\"name\":\"strata profile\",\"activeProfileIndex\":0,\"shared\":{\"frames\":[";
   for (size_t i = 0; i < frames_json.size(); ++i) out += (i ? ",\n" : "\n") + frames_json[i];
   out += "]},\"profiles\":[";
@@ -139,7 +149,8 @@ std::string format_profile_speedscope(const model::Trace& trace, const profile::
     const int64_t pid = key.first < trace.processes.size() ? trace.processes[key.first].pid : 0;
     out += first ? "\n" : ",\n";
     first = false;
-    out += "{\"type\":\"sampled\",\"name\":\"pid " + std::to_string(pid) + " tid " + std::to_string(key.second) +
+    out += "{\"type\":\"sampled\",\"name\":\"pid " + std::to_string(pid) + " tid " +
+           std::to_string(key.second) +
            "\",\"unit\":\"none\",\"startValue\":0,\"endValue\":" + std::to_string(total) + ",\"samples\":[";
     for (size_t i = 0; i < t.stacks.size(); ++i) {
       out += i ? ",[" : "[";

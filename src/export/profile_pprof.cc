@@ -18,7 +18,9 @@ void put_varint(std::string* out, uint64_t v) {
   }
   out->push_back(static_cast<char>(v));
 }
-void put_tag(std::string* out, int field, int wire_type) { put_varint(out, static_cast<uint64_t>(field) << 3 | wire_type); }
+void put_tag(std::string* out, int field, int wire_type) {
+  put_varint(out, static_cast<uint64_t>(field) << 3 | wire_type);
+}
 void put_int(std::string* out, int field, uint64_t v) {
   if (v == 0) return;  // proto3: zero is the default, not written
   put_tag(out, field, 0);
@@ -88,7 +90,8 @@ std::string format_profile_pprof(const model::Trace& trace, const profile::Profi
   }
   // (process, span id) -> (level, (name, parent)).
   std::map<std::pair<uint16_t, uint64_t>, std::pair<uint8_t, std::pair<uint32_t, uint64_t>>> all_spans;
-  for (const SpanRecord& s : trace.spans) all_spans[{s.process, s.span_id}] = {s.level, {s.name, s.parent_id}};
+  for (const SpanRecord& s : trace.spans)
+    all_spans[{s.process, s.span_id}] = {s.level, {s.name, s.parent_id}};
   std::unordered_map<std::string, uint64_t> function_ids;
   std::string functions, locations;
   std::unordered_map<uint32_t, uint64_t> location_ids;  // frame id -> location id
@@ -117,7 +120,8 @@ std::string format_profile_pprof(const model::Trace& trace, const profile::Profi
     put_bytes(&locations, 4, loc);
     return it->second;
   };
-  const uint64_t op_key = strings.index("op"), layer_key = strings.index("layer"), thread_key = strings.index("thread");
+  const uint64_t op_key = strings.index("op"), layer_key = strings.index("layer"),
+                 thread_key = strings.index("thread");
   std::vector<uint64_t> ids;
   for (const model::SampleCount& c : data.counts) {
     if (static_cast<int>(c.event) != options.event || c.count == 0) continue;

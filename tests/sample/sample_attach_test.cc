@@ -16,10 +16,12 @@ namespace {
 
 // Starts `burn_program loop SECONDS CODE` with stdout and stderr to files.
 pid_t start_loop(const TempDir& dir, const char* seconds, const char* code) {
-  const std::string program = bin("strata_burn_fp"), out = dir.file("target.out"), err = dir.file("target.err");
+  const std::string program = bin("strata_burn_fp"), out = dir.file("target.out"),
+                    err = dir.file("target.err");
   pid_t pid = fork();
   if (pid == 0) {
-    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644),
+        e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(o, 1);
     dup2(e, 2);
     execl(program.c_str(), program.c_str(), "loop", seconds, code, static_cast<char*>(nullptr));
@@ -68,8 +70,9 @@ TEST(SampleAttach, EpochsRotateTargetUnchangedAndEpochsLoadTogether) {
   usleep(200 * 1000);  // the target has started its loop (attaching to a process still in exec is fine too)
   std::string output;
   const std::string out_dir = dir.file("epochs");
-  const int rc = run_command(strata_tool() + " attach " + std::to_string(pid) + " --hz 499 --unwind dwarf --epoch 1 --duration 3 -o " +
-                                 out_dir, &output);
+  const int rc = run_command(strata_tool() + " attach " + std::to_string(pid) +
+                                 " --hz 499 --unwind dwarf --epoch 1 --duration 3 -o " + out_dir,
+                             &output);
   EXPECT_EQ(rc, 0) << output;
   EXPECT_NE(output.find("duration reached"), std::string::npos) << output;
   // The target outlives the attach and finishes normally.
@@ -111,8 +114,8 @@ TEST(SampleAttach, TargetExitingMidAttachEndsItCleanly) {
   // exited for the attach: it is not alive any more).
   const std::string out_dir = dir.file("epochs"), log = dir.file("attach.log");
   std::string output;
-  ASSERT_EQ(run_command(strata_tool() + " attach " + std::to_string(pid) + " --epoch 1 --duration 60 -o " + out_dir +
-                            " > " + log + " 2>&1 & echo $!",
+  ASSERT_EQ(run_command(strata_tool() + " attach " + std::to_string(pid) + " --epoch 1 --duration 60 -o " +
+                            out_dir + " > " + log + " 2>&1 & echo $!",
                         &output),
             0);
   EXPECT_EQ(wait_exit_code(pid), 3);
@@ -136,8 +139,8 @@ TEST(SampleAttach, DiskBudgetRemovesOldestEpochsAndCountsThem) {
   std::string output;
   const std::string out_dir = dir.file("epochs");
   // A budget smaller than two epoch files: only the newest stays.
-  EXPECT_EQ(run_command(strata_tool() + " attach " + std::to_string(pid) + " --epoch 0.5 --duration 1.6 --max-disk 0.001 -o " +
-                            out_dir,
+  EXPECT_EQ(run_command(strata_tool() + " attach " + std::to_string(pid) +
+                            " --epoch 0.5 --duration 1.6 --max-disk 0.001 -o " + out_dir,
                         &output),
             0)
       << output;

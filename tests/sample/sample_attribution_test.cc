@@ -79,18 +79,23 @@ TEST_F(SampleSpans, SamplesCarryTheSpanOpenOnTheirThreadAsAnOfflineJoinFindsIt) 
     const SpanRecord* inner = nullptr;
     int64_t edge_distance = INT64_MAX;
     for (const SpanRecord* s : by_thread[{p.process, p.tid}]) {
-      edge_distance = std::min<int64_t>({edge_distance, std::abs(p.time_ns - s->start_ns), std::abs(p.time_ns - s->end_ns)});
-      if (s->start_ns <= p.time_ns && p.time_ns < s->end_ns && (inner == nullptr || s->start_ns >= inner->start_ns))
+      edge_distance = std::min<int64_t>(
+          {edge_distance, std::abs(p.time_ns - s->start_ns), std::abs(p.time_ns - s->end_ns)});
+      if (s->start_ns <= p.time_ns && p.time_ns < s->end_ns &&
+          (inner == nullptr || s->start_ns >= inner->start_ns))
         inner = s;
     }
     const uint64_t expected = inner ? inner->span_id : 0;
     per_span[p.span_id ? names[p.span_id] : "(none)"] += p.weight;
-    if (expected == p.span_id) ++agree;
-    else if (edge_distance < 50'000) ++near_edge;  // within 50 us of a span's edge: clock conversion
+    if (expected == p.span_id)
+      ++agree;
+    else if (edge_distance < 50'000)
+      ++near_edge;  // within 50 us of a span's edge: clock conversion
     else {
       ++disagree;
-      ADD_FAILURE() << "sample at " << p.time_ns << " on thread " << p.tid << " carries span " << std::hex << p.span_id
-                    << " (" << names[p.span_id] << "), the join finds " << expected << " (" << names[expected] << ")";
+      ADD_FAILURE() << "sample at " << p.time_ns << " on thread " << p.tid << " carries span " << std::hex
+                    << p.span_id << " (" << names[p.span_id] << "), the join finds " << expected << " ("
+                    << names[expected] << ")";
       if (disagree > 5) break;
     }
   }
@@ -107,8 +112,13 @@ TEST_F(SampleSpans, SamplesCarryTheSpanOpenOnTheirThreadAsAnOfflineJoinFindsIt) 
 // self (leaf) and total (anywhere on the stack) count per function, the ops as root frames.
 TEST_F(SampleSpans, CollapsedOutputRoundTrips) {
   std::string collapsed, csv;
-  ASSERT_EQ(run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format collapsed 2>/dev/null", &collapsed), 0);
-  ASSERT_EQ(run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format csv 2>/dev/null", &csv), 0);
+  ASSERT_EQ(
+      run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format collapsed 2>/dev/null",
+                  &collapsed),
+      0);
+  ASSERT_EQ(
+      run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format csv 2>/dev/null", &csv),
+      0);
   std::map<std::string, uint64_t> self, total, ops;
   uint64_t samples = 0;
   std::istringstream in(collapsed);
@@ -165,35 +175,42 @@ TEST_F(SampleSpans, CollapsedOutputRoundTrips) {
 TEST_F(SampleSpans, PprofDecodesAgainstProfileProtoWithTheTableTotals) {
   const std::string proto_dir = "/usr/share/gocode/src/github.com/google/pprof/proto";
   if (access((proto_dir + "/profile.proto").c_str(), R_OK) != 0 || access("/usr/bin/protoc", X_OK) != 0)
-    GTEST_SKIP() << "protoc or profile.proto missing (apt-get install protobuf-compiler golang-github-google-pprof-dev)";
+    GTEST_SKIP() << "protoc or profile.proto missing (apt-get install protobuf-compiler "
+                    "golang-github-google-pprof-dev)";
   std::string output, decoded, csv;
   const std::string pb = dir_->file("p.pb.gz");
-  ASSERT_EQ(run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format pprof -o " + pb, &output), 0)
+  ASSERT_EQ(
+      run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format pprof -o " + pb, &output),
+      0)
       << output;
-  ASSERT_EQ(run_command("gunzip -c " + pb + " | protoc --decode perftools.profiles.Profile -I " + proto_dir + " " +
-                            proto_dir + "/profile.proto 2>&1",
+  ASSERT_EQ(run_command("gunzip -c " + pb + " | protoc --decode perftools.profiles.Profile -I " + proto_dir +
+                            " " + proto_dir + "/profile.proto 2>&1",
                         &decoded),
             0)
       << decoded.substr(0, 2000);
   // Text format: sample { location_id: .. value: COUNT value: NS label { key: K str: S } ... },
   // then string_table: "..." lines in index order.
   std::vector<std::string> table;
-  std::vector<std::pair<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>>> samples;  // count, labels (key, str)
+  std::vector<std::pair<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>>>
+      samples;  // count, labels (key, str)
   std::istringstream in(decoded);
   std::string line;
   int depth = 0, values = 0;
   uint64_t key = 0;
   while (std::getline(in, line)) {
-    const std::string t = line.substr(line.find_first_not_of(' ') == std::string::npos ? 0 : line.find_first_not_of(' '));
+    const std::string t =
+        line.substr(line.find_first_not_of(' ') == std::string::npos ? 0 : line.find_first_not_of(' '));
     if (depth == 0 && t == "sample {") {
       samples.push_back({});
       values = 0;
     }
     if (t.size() >= 1 && t.back() == '{') ++depth;
     if (t == "}") --depth;
-    if (depth == 1 && !samples.empty() && t.rfind("value: ", 0) == 0 && values++ == 0) samples.back().first = std::stoull(t.substr(7));
+    if (depth == 1 && !samples.empty() && t.rfind("value: ", 0) == 0 && values++ == 0)
+      samples.back().first = std::stoull(t.substr(7));
     if (depth == 2 && !samples.empty() && t.rfind("key: ", 0) == 0) key = std::stoull(t.substr(5));
-    if (depth == 2 && !samples.empty() && t.rfind("str: ", 0) == 0) samples.back().second.push_back({key, std::stoull(t.substr(5))});
+    if (depth == 2 && !samples.empty() && t.rfind("str: ", 0) == 0)
+      samples.back().second.push_back({key, std::stoull(t.substr(5))});
     if (depth == 0 && t.rfind("string_table: \"", 0) == 0) table.push_back(t.substr(15, t.size() - 16));
   }
   ASSERT_FALSE(samples.empty()) << decoded.substr(0, 2000);
@@ -209,7 +226,10 @@ TEST_F(SampleSpans, PprofDecodesAgainstProfileProtoWithTheTableTotals) {
   }
   Shares s = function_shares(dir_->file("t.strata"));
   EXPECT_EQ(total, s.samples);
-  ASSERT_EQ(run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --by op --format csv 2>/dev/null", &csv), 0);
+  ASSERT_EQ(
+      run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --by op --format csv 2>/dev/null",
+                  &csv),
+      0);
   std::istringstream rows(csv);
   std::getline(rows, line);
   size_t ops = 0;
@@ -217,7 +237,8 @@ TEST_F(SampleSpans, PprofDecodesAgainstProfileProtoWithTheTableTotals) {
     std::vector<std::string> cells;
     std::istringstream cs(line);
     for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
-    if (cells.size() < 7 || (cells.size() > 7 && !cells[7].empty()) || cells[1].front() == '(') continue;  // culprits, outside
+    if (cells.size() < 7 || (cells.size() > 7 && !cells[7].empty()) || cells[1].front() == '(')
+      continue;  // culprits, outside
     EXPECT_EQ(per_op[cells[1]], std::stoull(cells[3])) << cells[1];
     ++ops;
   }
@@ -228,7 +249,9 @@ TEST_F(SampleSpans, PprofDecodesAgainstProfileProtoWithTheTableTotals) {
 TEST_F(SampleSpans, ChromeExportHasEverySampleOnItsThread) {
   std::string output;
   const std::string json = dir_->file("t.json");
-  ASSERT_EQ(run_command(strata_tool() + " export " + dir_->file("t.strata") + " --format chrome -o " + json, &output), 0)
+  ASSERT_EQ(run_command(strata_tool() + " export " + dir_->file("t.strata") + " --format chrome -o " + json,
+                        &output),
+            0)
       << output;
   const std::string text = read_file(json);
   model::Trace trace;
@@ -258,7 +281,10 @@ TEST_F(SampleSpans, ChromeExportHasEverySampleOnItsThread) {
 TEST_F(SampleSpans, SpeedscopeJsonHoldsEverySample) {
   std::string output, check;
   const std::string out = dir_->file("s.speedscope.json");
-  ASSERT_EQ(run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format speedscope -o " + out, &output), 0)
+  ASSERT_EQ(
+      run_command(strata_tool() + " profile " + dir_->file("t.strata") + " --format speedscope -o " + out,
+                  &output),
+      0)
       << output;
   const std::string script =
       "import json,sys\n"

@@ -3,7 +3,6 @@
 // unwinding (the program built with and without frame pointers), and when perf_event is refused
 // (seccomp) the timer fallback must be used and named by `record` and `strata info`.
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,7 +21,7 @@ constexpr uint64_t kMinSamples = 1500;
 
 struct Expect {
   const char* function;
-  double share;  // nominal; the program's measured share replaces it where given
+  double share;                    // nominal; the program's measured share replaces it where given
   const char* measured = nullptr;  // key in the program's "cpu_ns:" line
 };
 
@@ -39,8 +38,10 @@ double measured_share(const std::string& output, const char* key) {
   return total > 0 && part >= 0 ? 100.0 * part / total : -1;
 }
 
-void record(const std::string& args, const std::string& program, const std::string& out_path, std::string* output) {
-  const std::string cmd = strata_tool() + " record --quiet " + args + " -o " + out_path + " -- " + bin(program);
+void record(const std::string& args, const std::string& program, const std::string& out_path,
+            std::string* output) {
+  const std::string cmd =
+      strata_tool() + " record --quiet " + args + " -o " + out_path + " -- " + bin(program);
   ASSERT_EQ(run_command(cmd, output), 0) << cmd << "\n" << *output;
 }
 
@@ -114,7 +115,8 @@ TEST(SampleShares, RecordAndInfoNameTheTimerFallbackWhenPerfEventIsRefused) {
 // and `info` say so. With paranoid 3 (some distributions) the same run falls back to the timers,
 // which the seccomp test covers.
 TEST(SampleShares, UnprivilegedUserGetsUserSpaceOnlySamplingAndIsTold) {
-  if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "needs root and setpriv to drop to nobody";
+  if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "needs root and setpriv to drop to nobody";
   TempDir dir;
   ASSERT_EQ(chmod(dir.path().c_str(), 01777), 0);
   std::string output, info;
@@ -125,8 +127,9 @@ TEST(SampleShares, UnprivilegedUserGetsUserSpaceOnlySamplingAndIsTold) {
             0)
       << output;
   ASSERT_EQ(run_command(as_nobody + strata_tool() + " info " + dir.file("u.strata"), &info), 0) << info;
-  const bool user_only = info.find("sampling: perf_event task-clock 999 Hz, frame-pointer callchains, user space only") !=
-                         std::string::npos;
+  const bool user_only =
+      info.find("sampling: perf_event task-clock 999 Hz, frame-pointer callchains, user space only") !=
+      std::string::npos;
   const bool fallback = info.find("sampling: timer_create(CLOCK_THREAD_CPUTIME_ID)") != std::string::npos;
   EXPECT_TRUE(user_only || fallback) << info;
   EXPECT_NE(output.find(user_only ? "user space only" : "timer_create"), std::string::npos) << output;
@@ -137,8 +140,8 @@ TEST(SampleShares, UnprivilegedUserGetsUserSpaceOnlySamplingAndIsTold) {
 TEST(SampleShares, ItimerFallbackNamesItself) {
   TempDir dir;
   std::string output;
-  ASSERT_EQ(run_command("STRATA_SAMPLE_MODE=itimer " + strata_tool() + " record --sample -o " + dir.file("t.strata") +
-                            " -- " + bin("strata_burn_fp") + " leaf 1",
+  ASSERT_EQ(run_command("STRATA_SAMPLE_MODE=itimer " + strata_tool() + " record --sample -o " +
+                            dir.file("t.strata") + " -- " + bin("strata_burn_fp") + " leaf 1",
                         &output),
             0)
       << output;

@@ -6,10 +6,10 @@
 #include <map>
 #include <string>
 
+#include "../test_util.h"
 #include "model/trace.h"
 #include "model/trace_loader.h"
 #include "profile/profile.h"
-#include "../test_util.h"
 
 namespace strata::testing {
 
