@@ -37,6 +37,9 @@ phase "C++ tests"
 phase "Python tests"
 STRATA_BUILD_DIR="$root/build" /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/python"
 
+phase "install test (.deb unpacked into a clean root: --version, find_package, pkg-config, import strata)"
+bash "$root/scripts/install_test.sh" "$root/build"
+
 phase "build with ASan+UBSan"
 STRATA_BUILD_TYPE=Debug bash "$root/scripts/build.sh" "$root/build-asan" -DSTRATA_SANITIZE=ON -DSTRATA_BUILD_BENCHMARKS=OFF
 

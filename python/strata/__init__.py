@@ -10,9 +10,10 @@
 When the process is not being recorded (not started by ``strata record`` and no ``strata.start``),
 every call returns immediately. The native runtime (libstrata.so) is found in this order: the
 library already loaded into the process by ``strata record`` (LD_PRELOAD), ``$STRATA_LIB``, the
-``lib`` folder of the Strata installation or build tree this package belongs to
-(``<build>/lib/python/strata``), then, for the source checkout's ``python/strata``,
-``$STRATA_BUILD_DIR/lib`` and ``<repo>/build/lib``.
+library folder of the Strata installation or build tree this package belongs to
+(``_install_layout.py``, written by ``cmake --install``, says where it is relative to this package;
+the build tree's ``lib/python/strata`` has it two folders up), then, for the source checkout's
+``python/strata``, ``$STRATA_BUILD_DIR/lib`` and ``<repo>/build/lib``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,17 @@ def _level(level: Any) -> int:
         raise ValueError(f"unknown level {level!r}; one of {', '.join(LEVELS)}") from None
 
 
+def _library_dir() -> str:
+    """The folder of this installation's native libraries (libstrata.so and the tracers)."""
+    # realpath: `strata record` reaches the installed package through a link (lib/strata/python).
+    here = os.path.dirname(os.path.realpath(__file__))
+    try:
+        from ._install_layout import LIBDIR_FROM_PACKAGE  # installed tree
+    except ImportError:
+        LIBDIR_FROM_PACKAGE = os.path.join("..", "..")  # build tree: <build>/lib/python/strata
+    return os.path.normpath(os.path.join(here, LIBDIR_FROM_PACKAGE))
+
+
 def _load_native() -> Optional[ctypes.CDLL]:
     candidates = []
     # Already in the process (preloaded by `strata record`): use that instance, not a second copy.
@@ -55,10 +67,9 @@ def _load_native() -> Optional[ctypes.CDLL]:
         pass
     if os.environ.get("STRATA_LIB"):
         candidates.append(os.environ["STRATA_LIB"])
-    here = os.path.dirname(os.path.abspath(__file__))
-    # Installed tree and build tree: <prefix>/lib/python/strata next to <prefix>/lib/libstrata.so.
-    candidates.append(os.path.join(here, "..", "..", "libstrata.so"))
+    candidates.append(os.path.join(_library_dir(), "libstrata.so"))
     # The source checkout's python/strata: the build tree named by STRATA_BUILD_DIR, else <repo>/build.
+    here = os.path.dirname(os.path.abspath(__file__))
     if os.environ.get("STRATA_BUILD_DIR"):
         candidates.append(os.path.join(os.environ["STRATA_BUILD_DIR"], "lib", "libstrata.so"))
     candidates.append(os.path.join(here, "..", "..", "build", "lib", "libstrata.so"))

@@ -73,8 +73,7 @@ def _library_path() -> Optional[str]:
         candidates.append(os.environ["STRATA_TORCH_LIB"])
     if os.environ.get("STRATA_LIB"):
         candidates.append(os.path.join(os.path.dirname(os.environ["STRATA_LIB"]), "libstrata_torch.so"))
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates.append(os.path.join(here, "..", "..", "libstrata_torch.so"))  # <prefix>/lib/python/strata
+    candidates.append(os.path.join(strata._library_dir(), "libstrata_torch.so"))
     for path in candidates:
         if os.path.exists(path):
             return os.path.abspath(path)

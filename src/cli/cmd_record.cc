@@ -28,6 +28,7 @@
 #include "cli/gpu_record_env.h"
 #include "cli/safe_files.h"
 #include "collect/clock.h"
+#include "strata_install_layout.h"
 #include "collect/trace_context.h"
 #include "core/level.h"
 #include "export/text_escape.h"
@@ -135,17 +136,22 @@ std::string default_output() {
   return name;
 }
 
-// libstrata.so next to the tool: installed tree (bin/../lib) or build tree (same layout).
+// libstrata.so next to the tool: installed tree (bin/<libdir>), build tree (bin/../lib) or a flat
+// copy (same folder).
 std::string find_runtime_library() {
   std::string dir = executable_dir();
-  for (const std::string& candidate : {dir + "/../lib/libstrata.so", dir + "/libstrata.so"})
+  for (const std::string& candidate : {dir + "/" STRATA_LIBDIR_FROM_BINDIR "/libstrata.so",
+                                       dir + "/../lib/libstrata.so", dir + "/libstrata.so"})
     if (access(candidate.c_str(), R_OK) == 0) return fs::weakly_canonical(candidate).string();
   return "";
 }
 
 std::string find_python_package_dir() {
   std::string dir = executable_dir();
-  for (const std::string& candidate : {dir + "/../lib/python", dir + "/../python"})
+  // Installed tree (a folder holding only a link to the package in dist-packages: the recorded
+  // program's PYTHONPATH gets nothing else), then the build tree's lib/python.
+  for (const std::string& candidate :
+       {dir + "/" STRATA_PYTHONDIR_FROM_BINDIR, dir + "/../lib/python", dir + "/../python"})
     if (access((candidate + "/strata/__init__.py").c_str(), R_OK) == 0)
       return fs::weakly_canonical(candidate).string();
   return "";

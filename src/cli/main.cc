@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/version.h"
 
 namespace {
 
@@ -29,7 +30,7 @@ constexpr Command kCommands[] = {
 };
 
 void usage(FILE* out) {
-  std::fprintf(out, "usage: strata COMMAND [ARGS...]\n\ncommands:\n");
+  std::fprintf(out, "usage: strata COMMAND [ARGS...]\n       strata --version\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
   std::fprintf(out, "\n'strata COMMAND --help' describes a command.\n");
 }
@@ -44,6 +45,10 @@ int main(int argc, char** argv) {
   std::string_view name = argv[1];
   if (name == "-h" || name == "--help" || name == "help") {
     usage(stdout);
+    return 0;
+  }
+  if (name == "--version" || name == "-V") {
+    std::printf("strata %s\n", strata::cli::version_text());
     return 0;
   }
   for (const Command& c : kCommands)

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "lowerbound/harness/backend.h"
+#include "strata_install_layout.h"
 
 namespace strata::lowerbound {
 namespace {
@@ -28,7 +29,7 @@ std::string plugin_path() {
   if (n <= 0) return "libstrata_lowerbound_cuda.so";
   std::string dir(exe, static_cast<size_t>(n));
   dir.resize(dir.find_last_of('/'));
-  return dir + "/../lib/libstrata_lowerbound_cuda.so";
+  return dir + "/" STRATA_LIBDIR_FROM_BINDIR "/libstrata_lowerbound_cuda.so";
 }
 
 const Plugin& plugin() {
