@@ -33,6 +33,7 @@ const char* drop_cause_name(int cause) {
 namespace {
 thread_local ThreadState* tls_state = nullptr;
 std::atomic<void (*)()> g_thread_registered_hook{nullptr};
+std::atomic<void (*)(Session*)> g_session_start_hook{nullptr};
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
 
@@ -111,8 +112,11 @@ bool Session::start() {
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   writer_ = std::thread([this] { writer_loop(); });
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (auto hook = g_session_start_hook.load(std::memory_order_acquire)) hook(this);
   return true;
 }
+
+void Session::set_start_hook(void (*hook)(Session*)) { g_session_start_hook.store(hook, std::memory_order_release); }
 
 void Session::write_header() {
   format::Properties p;

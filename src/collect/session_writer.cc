@@ -1,5 +1,8 @@
 // The writer thread of a session (consumer side): drains the threads' event blocks, pairs begins and
 // ends, assigns ids and parents, and appends chunks to the process's trace file.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -14,6 +17,7 @@ std::string_view bytes(const detail::Slot* p, size_t n) { return {reinterpret_ca
 }  // namespace
 
 void Session::writer_loop() {
+  writer_tid_.store(static_cast<uint32_t>(::syscall(SYS_gettid)), std::memory_order_release);
   std::unique_lock<std::mutex> lock(wake_mu_);
   for (;;) {
     wake_cv_.wait_for(lock, std::chrono::milliseconds(config_.drain_interval_ms), [&] {
@@ -28,6 +32,7 @@ void Session::writer_loop() {
     bool flush_now = stopping || requested > flushes_done_ ||
                      now - last_flush_ns_ >= int64_t{config_.flush_interval_ms} * 1'000'000;
     if (flush_now) {
+      if (WriterPlugin* plugin = plugin_.load(std::memory_order_acquire)) plugin->write(*stream_, false);
       stream_->flush();
       write_stats();
       // A (monotonic, realtime, ticks) reading now and then lets the loader correct the start-up
@@ -48,6 +53,8 @@ void Session::writer_loop() {
 }
 
 void Session::drain_all() {
+  // Every event stamped before this instant is committed (a thread stamps, then commits at once).
+  const int64_t complete_before = clock_.to_ns(detail::now_ticks());
   std::vector<ThreadState*> threads;
   {
     std::lock_guard<std::mutex> lock(threads_mu_);
@@ -98,6 +105,18 @@ void Session::drain_all() {
     t->read_block = nullptr;
     return true;
   });
+  if (plugin_.load(std::memory_order_relaxed) != nullptr) plugin_after_drain(complete_before);
+}
+
+void Session::plugin_after_drain(int64_t complete_before_ns) {
+  WriterPlugin* plugin = plugin_.load(std::memory_order_acquire);
+  if (plugin == nullptr) return;
+  std::vector<SpanTimes> open;
+  for (ThreadState* t : threads_)  // the writer's own list (threads_mu_ held by the caller or final)
+    for (const OpenSpan& o : t->open) open.push_back({t->tid, o.start_ns, INT64_MAX, o.id});
+  const int64_t to_monotonic = monotonic_ns() - clock_.to_ns(detail::now_ticks());
+  plugin->after_drain(plugin_closed_, open, complete_before_ns, to_monotonic);
+  plugin_closed_.clear();
 }
 
 void Session::drain_thread(ThreadState& t, const Block* limit, uint32_t limit_pos) {
@@ -183,6 +202,7 @@ void Session::emit_open(const ThreadState& owner, const OpenSpan& o, int64_t end
   r.activity = o.activity;
   r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
   r.flags = static_cast<uint8_t>(kSpanFlagFromTicks | flags);
+  note_closed(r.tid, r.start_ns, r.end_ns, r.span_id);
   stream_->add_span(r, o.attrs);
   spans_written_.fetch_add(1, std::memory_order_relaxed);
   if (flags & kSpanFlagUnfinished) ++unfinished_spans_;
@@ -397,6 +417,9 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
             a.value.u = stream_->intern(bytes(p + 1 + slots_for_bytes(key_len), str_len));
           p += 1 + slots_for_bytes(key_len) + slots_for_bytes(str_len);
         }
+        if (r.kind == static_cast<uint8_t>(SpanKind::kSpan) && r.clock == static_cast<uint8_t>(ClockDomain::kMonotonic) &&
+            r.device == kNoDevice)
+          note_closed(r.tid, r.start_ns, r.end_ns, r.span_id);
         stream_->add_span(r, attrs);
         ++*emitted;
         break;
@@ -428,6 +451,7 @@ void Session::append_span(uint64_t id, uint64_t parent, int64_t start, int64_t e
   r.activity = static_cast<uint8_t>(activity);
   r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
   r.flags = kSpanFlagFromTicks;
+  if (kind == static_cast<uint8_t>(SpanKind::kSpan)) note_closed(tid, start, end, id);
   stream_->add_span(r, attrs);
 }
 
@@ -497,6 +521,13 @@ void Session::stop() {
   }
   consumer_drops_[kDropUnmatchedEnd].fetch_add(early_ends_.size(), std::memory_order_relaxed);
   early_ends_.clear();
+  if (WriterPlugin* plugin = plugin_.load(std::memory_order_acquire)) {
+    {
+      std::lock_guard<std::mutex> lock(threads_mu_);
+      plugin_after_drain(INT64_MAX);  // the last spans (those closed unfinished included)
+    }
+    plugin->write(*stream_, true);
+  }
   stream_->flush();
   write_clock_snapshot();
   write_stats();

@@ -12,6 +12,7 @@
 
 #include "core/activity_type.h"
 #include "core/level.h"
+#include "export/sample_events.h"
 #include "export/text_escape.h"
 
 namespace strata::exporter {
@@ -127,7 +128,8 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
   std::string& b = w.buf();
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (const SpanRecord& s : trace.spans) origin = std::min(origin, s.start_ns);
-  if (trace.spans.empty()) origin = 0;
+  origin = std::min(origin, first_sample_ns(trace));  // CPU samples may precede the first span
+  if (trace.spans.empty() && trace.samples.timeline.empty()) origin = 0;
 
   b += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"strata\"";
   if (auto cmd = trace.record.get("command")) {
@@ -253,6 +255,7 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
     }
     w.maybe_flush();
   }
+  append_sample_events(trace, origin, tracks, &b, &first, [&] { w.maybe_flush(); });  // CPU samples on their threads
   b += "\n]}\n";
 }
 

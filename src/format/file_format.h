@@ -40,6 +40,14 @@ enum class ChunkType : uint16_t {
   kStats = 5,          // cumulative counters (dropped events by cause, ...); the last one wins
   kEnd = 6,            // clean end of a stream
   kRecord = 7,         // written by `strata record`: the command, exit status, wall time
+  // CPU sampling (src/sample; payloads in format/sample_payloads.h). Chunks of a stream refer to
+  // ids defined by earlier chunks of the same stream, as span names refer to Strings entries.
+  kSampleConfig = 16,    // property list: mode, rate, unwinding, events, what Python frames need
+  kSampleMappings = 17,  // executable mappings: address range, file offset, path, build id
+  kSampleFrames = 18,    // frames: (mapping, offset), a Python (function, file, line), or an address
+  kSampleStacks = 19,    // stacks: frame ids, leaf first, interned by content
+  kSampleCounts = 20,    // per-epoch counts keyed by (thread, stack, span, event) (DCPI aggregation)
+  kSampleTimeline = 21,  // each sample's time, thread, stack and span (the timeline exports draw)
 };
 
 enum ChunkFlags : uint16_t {

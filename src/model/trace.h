@@ -13,6 +13,7 @@
 #include "core/level.h"
 #include "core/span_record.h"
 #include "format/properties.h"
+#include "model/samples.h"
 #include "model/string_pool.h"
 
 namespace strata::model {
@@ -68,6 +69,7 @@ class Trace {
   std::vector<AttrRecord> attrs;
   std::vector<uint32_t> attr_begin{0};  // attrs of span i: [attr_begin[i], attr_begin[i+1])
   format::Properties record;            // what `strata record` wrote (command, exit status, ...)
+  SampleData samples;                   // CPU samples (`strata record --sample`, `strata attach`)
   LoadReport report;
 
   std::string_view name(const SpanRecord& span) const { return strings.get(span.name); }

@@ -13,6 +13,7 @@
 #include "core/activity_type.h"
 #include "format/payloads.h"
 #include "model/activity_upgrade.h"
+#include "model/sample_loader.h"
 
 namespace strata::model {
 namespace {
@@ -27,7 +28,7 @@ struct StreamState {
 class Loader {
  public:
   Loader(Trace* trace, format::ChunkReader* reader)
-      : trace_(trace), reader_(reader), first_span_(trace->spans.size()) {}
+      : trace_(trace), reader_(reader), first_span_(trace->spans.size()), samples_(&trace->samples) {}
 
   bool run(std::string* error) {
     // Reserve for the most spans the file can hold: no reallocation (and no 2x peak while one
@@ -102,6 +103,12 @@ class Loader {
     using format::ChunkType;
     std::string error;
     if (chunk.type != static_cast<uint16_t>(ChunkType::kRecord) && over_stream_limit(chunk)) return;
+    if (SampleChunkLoader::is_sample_chunk(chunk.type)) {  // CPU samples: model/sample_loader.cc
+      StreamState& s = stream(chunk.stream_id);
+      if (!samples_.handle(chunk, s.process, [&](uint32_t id) { return map_string(s, id); }, &error))
+        warn(chunk, error + "; sample chunk skipped");
+      return;
+    }
     switch (static_cast<ChunkType>(chunk.type)) {
       case ChunkType::kProcess:
         return handle_process(chunk);
@@ -161,6 +168,8 @@ class Loader {
         for (const auto& [key, value] : props.entries()) trace_->record.set(key, value);
         return;
       }
+      default:
+        break;
     }
     ++unknown_chunks_;  // a newer minor version's chunk: skipped on purpose
   }
@@ -306,6 +315,7 @@ class Loader {
   std::unordered_map<uint64_t, StreamState> streams_;
   std::vector<format::StringEntry> entries_;
   uint64_t unknown_chunks_ = 0;
+  SampleChunkLoader samples_;
 };
 
 }  // namespace

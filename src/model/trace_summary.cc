@@ -14,10 +14,17 @@
 #include "core/level.h"
 #include "format/chunk_reader.h"
 #include "format/payloads.h"
+#include "format/sample_payloads.h"
+#include "model/sample_loader.h"
 #include "model/trace_loader.h"
 
 namespace strata::model {
 namespace {
+
+void add_sample_mode(TraceSummary* s, const std::string& mode) {
+  if (!mode.empty() && std::find(s->sample_modes.begin(), s->sample_modes.end(), mode) == s->sample_modes.end())
+    s->sample_modes.push_back(mode);
+}
 
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::max();
 
@@ -159,6 +166,7 @@ class FileSummarizer {
   void handle(const format::Chunk& chunk);
   void handle_process(const format::Chunk& chunk, StreamState& s);
   void handle_stats(const format::Chunk& chunk, StreamState& s);
+  void handle_samples(const format::Chunk& chunk);
   void handle_spans(const format::Chunk& chunk, StreamState& s);
   void check_string(const StreamState& s, uint32_t id) {
     if (!s.strings.contains(id)) ++out_->report.unknown_strings;
@@ -225,6 +233,7 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
     for (const auto& [key, value] : props.entries()) out_->record.set(key, value);
     return;
   }
+  if (SampleChunkLoader::is_sample_chunk(chunk.type)) return handle_samples(chunk);
   if (chunk.type < static_cast<uint16_t>(ChunkType::kProcess) ||
       chunk.type > static_cast<uint16_t>(ChunkType::kEnd)) {
     ++unknown_chunks_;  // a newer minor version's chunk: skipped on purpose
@@ -275,6 +284,21 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
     }
     default:
       return;
+  }
+}
+
+// CPU samples: their total and how they were taken (the counts chunks and the configuration).
+void FileSummarizer::handle_samples(const format::Chunk& chunk) {
+  std::string error;
+  if (chunk.type == static_cast<uint16_t>(format::ChunkType::kSampleCounts)) {
+    format::SampleCountsHeader h;
+    std::vector<format::SampleCount> counts;
+    if (!format::decode_sample_counts(chunk.payload, &h, &counts, &error)) return warn(chunk, error + "; chunk skipped");
+    for (const auto& c : counts) out_->samples += c.count;
+  } else if (chunk.type == static_cast<uint16_t>(format::ChunkType::kSampleConfig)) {
+    format::Properties props;
+    if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error + "; chunk skipped");
+    add_sample_mode(out_, std::string(props.get("mode").value_or("")));
   }
 }
 
@@ -412,6 +436,9 @@ TraceSummary summarize(const Trace& trace) {
   }
   for (const Process& p : trace.processes)
     for (const auto& [cause, count] : p.drops) s.drops[cause] += count;
+  s.samples = trace.samples.total();
+  for (const auto& [process, config] : trace.samples.config)
+    add_sample_mode(&s, std::string(config.get("mode").value_or("")));
   return s;
 }
 
@@ -464,7 +491,11 @@ bool summarize_chunks(format::ChunkReader& reader, TraceSummary* out, std::strin
   return true;
 }
 
-bool drop_keeps_event(std::string_view cause) { return cause == "end_lost" || cause == "string_truncated"; }
+bool drop_keeps_event(std::string_view cause) {
+  // sample_unwind_failed / sample_python_stack: the sample is kept with the frames that were found.
+  return cause == "end_lost" || cause == "string_truncated" || cause == "sample_unwind_failed" ||
+         cause == "sample_python_stack";
+}
 
 std::vector<BufferLoss> buffer_losses(const TraceSummary& summary) {
   std::vector<BufferLoss> out;

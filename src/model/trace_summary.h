@@ -34,6 +34,8 @@ struct TraceSummary {
   std::map<std::pair<int64_t, uint8_t>, uint64_t> spans_per_process_level;  // (pid, level)
   std::map<std::string, uint64_t> drops;  // cause -> count, over all processes
   uint64_t unfinished = 0;
+  uint64_t samples = 0;                    // CPU samples (weighted counts)
+  std::vector<std::string> sample_modes;   // how they were taken (one per distinct mode)
   int64_t first_ns = 0;
   int64_t last_ns = 0;
 };
