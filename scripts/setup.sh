@@ -17,6 +17,8 @@ packages=(
   patchelf                               # scripts/bundle.sh: RUNPATH $ORIGIN on bundled libraries
   zlib1g-dev                             # strata import: .json.gz traces
   libtorch-dev                           # src/torch: PyTorch layer tracer (RecordFunction callbacks)
+  libunwind-dev                          # src/sample: DWARF unwinding of CPU samples (--sample, attach)
+  golang-github-google-pprof-dev         # tests/sample: profile.proto, to decode `strata profile --format pprof`
 )
 missing=()
 for p in "${packages[@]}"; do

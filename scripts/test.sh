@@ -9,6 +9,8 @@ phase() { echo; echo "=== $* ($(date -u +%H:%M:%S)) ==="; }
 phase "setup"
 bash "$root/scripts/setup.sh"
 
+phase "include check (docs/architecture.md module map)"; /usr/bin/python3 "$root/scripts/check_includes.py" "$root"
+
 phase "build"
 bash "$root/scripts/build.sh" "$root/build"
 

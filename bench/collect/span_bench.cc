@@ -86,6 +86,17 @@ void BM_CApiSpan(benchmark::State& state) {
 }
 BENCHMARK(BM_CApiSpan)->Iterations(2'000'000);
 
+// What the PyTorch layer tracer does per op: a typed begin (the activity travels in the begin event).
+void BM_CApiSpanTyped(benchmark::State& state) {
+  start(STRATA_LEVEL_LAYER);
+  for (auto _ : state) {
+    strata_span_end(strata_span_begin_as("aten::conv2d", 12, STRATA_LEVEL_LAYER, STRATA_ACTIVITY_CPU_OP));
+  }
+  stop();
+  state.SetLabel("strata_span_begin_as/end (activity type given)");
+}
+BENCHMARK(BM_CApiSpanTyped)->Iterations(2'000'000);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -8,12 +8,15 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "collect/runtime.h"
+#include "core/crc32c.h"
 #include "model/trace_loader.h"
+#include "model/trace_saver.h"
 #include "strata/strata.hpp"
 
 namespace {
@@ -109,6 +112,66 @@ void BM_ReaderSpansPerSecond(benchmark::State& state) {
   unlink(path.c_str());
 }
 BENCHMARK(BM_ReaderSpansPerSecond)->Arg(5'000'000)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// Loading a format 1.0 file, whose spans the loader types and whose keys it renames
+// (model/activity_upgrade.h), against the same spans written as 1.1: arg 0 = 1.1, 1 = 1.0. Half
+// the spans are PyTorch ops with a "shape" (renamed to "shapes" in 1.0), the rest device work and
+// launches, six names in all.
+void BM_ReaderFormat10Upgrade(benchmark::State& state) {
+  using namespace strata;
+  const bool old_format = state.range(0) == 1;
+  const std::string path = path_for(old_format ? "format-1-0" : "format-1-1");
+  {
+    model::Trace t;
+    t.add_process(model::Process{});
+    const char* names[] = {"aten::conv2d", "aten::relu", "aten::to", "volta_sgemm",
+                           "Memcpy HtoD (Pageable -> Device)", "cudaLaunchKernel"};
+    const Level levels[] = {Level::kLayer, Level::kLayer, Level::kLayer, Level::kDevice, Level::kDevice,
+                            Level::kRuntimeApi};
+    const ActivityType types[] = {ActivityType::kCpuOp,  ActivityType::kCpuOp,      ActivityType::kTensorCopy,
+                                  ActivityType::kKernel, ActivityType::kMemcpyHtoD, ActivityType::kRuntimeCall};
+    for (int64_t i = 0; i < 2'000'000; ++i) {
+      const int k = static_cast<int>(i % 6);
+      SpanRecord r;
+      r.span_id = static_cast<uint64_t>(i + 1);
+      r.start_ns = i * 10;
+      r.end_ns = r.start_ns + 5;
+      r.name = t.strings.intern(names[k]);
+      r.level = static_cast<uint8_t>(levels[k]);
+      r.kind = static_cast<uint8_t>(levels[k] == Level::kDevice ? SpanKind::kExecution : SpanKind::kSpan);
+      r.activity = old_format ? 0 : static_cast<uint8_t>(types[k]);
+      std::vector<AttrRecord> a;
+      if (levels[k] == Level::kLayer) a.push_back(t.string_attr(old_format ? "shape" : "shapes", "[[1,2]]"));
+      t.add_span(r, a);
+    }
+    std::string error;
+    model::save_trace(t, path, &error);
+    if (old_format) {  // the header of a 1.0 writer: minor version 0 (header CRC over bytes 0..27)
+      std::FILE* f = std::fopen(path.c_str(), "r+b");
+      unsigned char h[32];
+      if (f == nullptr || std::fread(h, 1, 32, f) != 32) state.SkipWithError("cannot rewrite the header");
+      h[10] = h[11] = 0;
+      uint32_t crc = crc32c(h, 28);
+      std::memcpy(h + 28, &crc, 4);
+      std::fseek(f, 0, SEEK_SET);
+      std::fwrite(h, 1, 32, f);
+      std::fclose(f);
+    }
+  }
+  uint64_t spans = 0;
+  for (auto _ : state) {
+    model::Trace t;
+    std::string error;
+    model::load_trace(path, &t, &error);
+    spans = t.spans.size();
+    benchmark::DoNotOptimize(t.spans.data());
+  }
+  std::remove(path.c_str());
+  state.counters["spans_per_s"] =
+      benchmark::Counter(static_cast<double>(spans) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(old_format ? "format 1.0 (upgraded at load)" : "format 1.1");
+}
+BENCHMARK(BM_ReaderFormat10Upgrade)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 }  // namespace
 

@@ -32,6 +32,26 @@ extern "C" {
 #define STRATA_KIND_COUNTER 5
 #define STRATA_KIND_SAMPLE 6
 
+/* Activity types: what work a span is (strata::ActivityType; stable numbers written into trace
+ * files, docs/trace-format.md). Spans begun with strata_span_begin are annotations. */
+#define STRATA_ACTIVITY_KERNEL 1
+#define STRATA_ACTIVITY_MEMCPY_HTOD 2
+#define STRATA_ACTIVITY_MEMCPY_DTOH 3
+#define STRATA_ACTIVITY_MEMCPY_DTOD 4
+#define STRATA_ACTIVITY_MEMCPY_HTOH 5
+#define STRATA_ACTIVITY_MEMCPY_PTOP 6
+#define STRATA_ACTIVITY_MEMCPY_OTHER 7
+#define STRATA_ACTIVITY_MEMSET 8
+#define STRATA_ACTIVITY_SYNC 9
+#define STRATA_ACTIVITY_COLLECTIVE 10
+#define STRATA_ACTIVITY_RUNTIME_CALL 40
+#define STRATA_ACTIVITY_DRIVER_CALL 41
+#define STRATA_ACTIVITY_LIBRARY_CALL 42
+#define STRATA_ACTIVITY_CPU_OP 60
+#define STRATA_ACTIVITY_TENSOR_COPY 61
+#define STRATA_ACTIVITY_PYTHON_FUNCTION 62
+#define STRATA_ACTIVITY_ANNOTATION 63
+
 /* 0 means "no span" (not recording, gated by level, or dropped): every call accepts it and does nothing. */
 typedef uint64_t strata_span_id;
 
@@ -39,6 +59,9 @@ typedef uint64_t strata_span_id;
  * the span named by the inherited TRACEPARENT. The name is copied. */
 strata_span_id strata_span_begin(const char* name, int level);
 strata_span_id strata_span_begin_n(const char* name, size_t name_len, int level);
+/* The same for a tracer that says what activity the span is (STRATA_ACTIVITY_*): a framework op, a
+ * library call, ... An activity outside 0-255 is recorded as 0 (unknown). */
+strata_span_id strata_span_begin_as(const char* name, size_t name_len, int level, int activity);
 /* Ends a span begun on any thread (ends may come out of order). */
 void strata_span_end(strata_span_id span);
 

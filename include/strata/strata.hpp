@@ -31,6 +31,12 @@ inline constexpr uint8_t runtime_api = STRATA_LEVEL_RUNTIME_API;
 inline constexpr uint8_t device = STRATA_LEVEL_DEVICE;
 }  // namespace level
 
+namespace activity {
+inline constexpr uint8_t annotation = STRATA_ACTIVITY_ANNOTATION;
+inline constexpr uint8_t cpu_op = STRATA_ACTIVITY_CPU_OP;
+inline constexpr uint8_t library_call = STRATA_ACTIVITY_LIBRARY_CALL;
+}  // namespace activity
+
 // RAII scope for a static span site. Remembers whether its begin was recorded so a begin dropped
 // (gated or buffer full) never leaves an orphan end behind.
 class ScopedSpan {
@@ -70,11 +76,17 @@ class Span {
 
 #define STRATA_CONCAT_INNER(a, b) a##b
 #define STRATA_CONCAT(a, b) STRATA_CONCAT_INNER(a, b)
-#define STRATA_SPAN(name, lvl)                                                                      \
+// STRATA_SPAN_AS(name, level, activity): the same, for a site whose spans are another activity than
+// a program annotation (e.g. a library's own calls: STRATA_SPAN_AS("gemm", library, library_call)).
+// The activity lives in the static site, so the hot path is unchanged.
+#define STRATA_SPAN_AS(name, lvl, act)                                                              \
   static constexpr ::strata::detail::SourceLocation STRATA_CONCAT(strata_loc_, __LINE__){          \
-      name, __func__, __FILE__, static_cast<uint32_t>(__LINE__), ::strata::level::lvl};            \
+      name, __func__, __FILE__, static_cast<uint32_t>(__LINE__), ::strata::level::lvl,             \
+      ::strata::activity::act};                                                                     \
   ::strata::ScopedSpan STRATA_CONCAT(strata_scope_, __LINE__)(&STRATA_CONCAT(strata_loc_, __LINE__))
+#define STRATA_SPAN(name, lvl) STRATA_SPAN_AS(name, lvl, annotation)
 #else
+#define STRATA_SPAN_AS(name, lvl, act) static_cast<void>(0)
 #define STRATA_SPAN(name, lvl) static_cast<void>(0)
 #endif
 

@@ -47,24 +47,33 @@ def _mark_atexit() -> None:
     _atexit_registered = True
 
 
+def _canonical(attributes: dict) -> dict:
+    # batch_size=... is these helpers' spelling of the batch; traces store the canonical key "batch"
+    # (src/core/attr_keys.h), the one the analyses read.
+    if "batch_size" in attributes and "batch" not in attributes:
+        attributes["batch"] = attributes.pop("batch_size")
+    return attributes
+
+
 def step(kind: str, level: Any = "model", **attributes: Any) -> strata.span:
     """A span for one step of a model (``kind`` is its name: predict, train_step, ...)."""
-    return strata.span(kind, level=level, **attributes)
+    return strata.span(kind, level=level, **_canonical(attributes))
 
 
 def predict_step(**attributes: Any) -> strata.span:
-    """Marks one inference call (model level). Pass batch_size=... so analyses can compare batches."""
-    return strata.span("predict", level="model", **attributes)
+    """Marks one inference call (model level). Pass batch_size=... so analyses can compare batches
+    (stored as the attribute "batch")."""
+    return strata.span("predict", level="model", **_canonical(attributes))
 
 
 def train_step(**attributes: Any) -> strata.span:
     """Marks one training iteration (forward, backward, optimizer step): a model-level span."""
-    return strata.span("train_step", level="model", **attributes)
+    return strata.span("train_step", level="model", **_canonical(attributes))
 
 
 def eval_step(**attributes: Any) -> strata.span:
     """Marks one evaluation pass inside a training loop: a model-level span."""
-    return strata.span("eval_step", level="model", **attributes)
+    return strata.span("eval_step", level="model", **_canonical(attributes))
 
 
 def _library_path() -> Optional[str]:

@@ -8,11 +8,11 @@ KernelMetrics kernel_metrics(const Workload& w, uint32_t span) {
   KernelMetrics m;
   m.latency_ms = ns_to_ms(w.trace().spans[span].duration_ns());
   m.flops = w.number(span, attr_keys::kFlops);
-  m.dram_read = w.number(span, attr_keys::kDramRead);
-  m.dram_write = w.number(span, attr_keys::kDramWrite);
+  m.dram_read = w.number(span, attr_keys::kDramReadBytes);
+  m.dram_write = w.number(span, attr_keys::kDramWriteBytes);
   m.bytes = w.number(span, attr_keys::kBytes);
   if (!m.bytes && (m.dram_read || m.dram_write)) m.bytes = m.dram_read.value_or(0) + m.dram_write.value_or(0);
-  m.occupancy_pct = w.number(span, attr_keys::kOccupancy);
+  m.occupancy_pct = w.number(span, attr_keys::kAchievedOccupancy);
   return m;
 }
 

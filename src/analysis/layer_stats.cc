@@ -7,10 +7,10 @@
 
 namespace strata::analysis {
 namespace {
-// Memory keys of the producers (core/memory_keys.h), one alias each.
-constexpr std::string_view kNetKey[] = {memory_keys::kNetAllocBytes};
-constexpr std::string_view kSelfNetKey[] = {memory_keys::kSelfNetAllocBytes};
-constexpr std::string_view kPeakKey[] = {memory_keys::kPeakAllocBytes};
+// Memory keys of the producers (core/memory_keys.h).
+constexpr std::string_view kNetKey = memory_keys::kNetAllocBytes;
+constexpr std::string_view kSelfNetKey = memory_keys::kSelfNetAllocBytes;
+constexpr std::string_view kPeakKey = memory_keys::kPeakAllocBytes;
 }  // namespace
 
 LayerStats compute_layer_stats(const Workload& w, const Params& params) {

@@ -215,40 +215,36 @@ std::vector<std::string> Workload::evaluation_notes() const {
   return notes;
 }
 
-std::optional<double> Workload::number(size_t i, std::span<const std::string_view> keys) const {
-  for (std::string_view key : keys) {
-    uint32_t id = trace_.strings.find(key);
-    if (id == UINT32_MAX) continue;
-    for (const AttrRecord& a : trace_.attributes(i))
-      if (a.key == id)
-        if (auto v = attr_number(trace_, a)) return v;
-  }
+std::optional<double> Workload::number(size_t i, std::string_view key) const {
+  uint32_t id = trace_.strings.find(key);
+  if (id == UINT32_MAX) return std::nullopt;
+  for (const AttrRecord& a : trace_.attributes(i))
+    if (a.key == id)
+      if (auto v = attr_number(trace_, a)) return v;
   return std::nullopt;
 }
 
 namespace {
-std::string first_string(const model::Trace& trace, size_t i, std::span<const std::string_view> keys) {
-  for (std::string_view key : keys) {
-    uint32_t id = trace.strings.find(key);
-    if (id == UINT32_MAX) continue;
-    for (const AttrRecord& a : trace.attributes(i))
-      if (a.key == id) return trace.attr_value_string(a);
-  }
+std::string string_value(const model::Trace& trace, size_t i, std::string_view key) {
+  uint32_t id = trace.strings.find(key);
+  if (id == UINT32_MAX) return {};
+  for (const AttrRecord& a : trace.attributes(i))
+    if (a.key == id) return trace.attr_value_string(a);
   return {};
 }
 }  // namespace
 
 std::string Workload::layer_type(size_t i) const {
-  std::string t = first_string(trace_, i, attr_keys::kLayerType);
+  std::string t = string_value(trace_, i, attr_keys::kOpType);
   return t.empty() ? std::string(trace_.name(trace_.spans[i])) : t;
 }
 
 std::string Workload::layer_name(size_t i) const {
-  std::string t = first_string(trace_, i, attr_keys::kLayerName);
+  std::string t = string_value(trace_, i, attr_keys::kModule);
   return t.empty() ? std::string(trace_.name(trace_.spans[i])) : t;
 }
 
-std::string Workload::shape(size_t i) const { return first_string(trace_, i, attr_keys::kShape); }
+std::string Workload::shape(size_t i) const { return string_value(trace_, i, attr_keys::kShapes); }
 
 std::vector<std::pair<uint32_t, double>> Workload::metrics(size_t i) const {
   std::vector<std::pair<uint32_t, double>> out;

@@ -2,7 +2,8 @@
 // model spans were recorded), their top-level layers in execution order, and the spans playing the
 // kernel role (device executions; oneDNN/library calls on CPU-only traces). Built once per
 // `strata analyze` run and shared by every analysis; it never looks at which tracer wrote a span,
-// only at levels, kinds, the span tree and attribute keys (listed in attr_keys below).
+// only at levels, kinds, activity types, the span tree and the canonical attribute keys
+// (core/attr_keys.h: tracers and importers write them, the loader renames the spellings of old files).
 #pragma once
 
 #include <cmath>
@@ -14,27 +15,9 @@
 
 #include "analysis/analysis.h"
 #include "analysis/stats.h"
+#include "core/attr_keys.h"
 
 namespace strata::analysis {
-
-// Attribute keys the analyses read, with the aliases other tracers and importers use. The first
-// key present on a span wins.
-namespace attr_keys {
-inline constexpr std::string_view kBatch[] = {"batch", "batch_size"};
-// A model span that is one step of the program's loop (a train or predict step; importers set it
-// from the framework's own step markers, e.g. Kineto's ProfilerStep#N).
-inline constexpr std::string_view kStep = "step";
-inline constexpr std::string_view kLayerType[] = {"type", "op_type", "layer_type"};
-inline constexpr std::string_view kLayerName[] = {"module", "scope", "layer_name"};
-inline constexpr std::string_view kShape[] = {"shape", "shapes", "input_shapes", "Input Dims", "input_dims"};
-inline constexpr std::string_view kAllocBytes[] = {"alloc_bytes", "allocated_bytes", "memory_bytes",
-                                                   "cpu_memory_usage", "cuda_memory_usage"};
-inline constexpr std::string_view kFlops[] = {"flops", "flop_count"};
-inline constexpr std::string_view kDramRead[] = {"dram_read_bytes", "dram_bytes_read"};
-inline constexpr std::string_view kDramWrite[] = {"dram_write_bytes", "dram_bytes_write"};
-inline constexpr std::string_view kBytes[] = {"bytes", "dram_bytes", "memory_bytes_accessed"};
-inline constexpr std::string_view kOccupancy[] = {"achieved_occupancy", "est. achieved occupancy %"};
-}  // namespace attr_keys
 
 enum class KernelRole { kNone, kDevice, kLibrary };
 
@@ -75,11 +58,13 @@ class Workload {
   // Position of a top-level layer span within its evaluation's layers, -1 for other spans.
   int32_t layer_position(size_t i) const { return layer_pos_[i]; }
 
-  // Attribute readers (aliases above).
+  // Attribute readers (canonical keys): the op type (attr_keys::kOpType, else the span's name), the
+  // layer's name (kModule, else the span's name), its input shapes (kShapes).
   std::string layer_type(size_t i) const;
   std::string layer_name(size_t i) const;
   std::string shape(size_t i) const;
-  std::optional<double> number(size_t i, std::span<const std::string_view> keys) const;
+  // A numeric attribute (int, double, metric, or a string holding a number) under `key`.
+  std::optional<double> number(size_t i, std::string_view key) const;
   // All numeric attributes of kind "metric" on span i: (key id, value).
   std::vector<std::pair<uint32_t, double>> metrics(size_t i) const;
 

@@ -163,6 +163,11 @@ void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings)
                static_cast<unsigned long long>(s.spans), s.processes.size(),
                format_duration_ns(elapsed_ns(s.first_ns, s.last_ns)).c_str());
   print_level_table(s, out);
+  if (s.samples > 0 || !s.sample_modes.empty()) {
+    std::fprintf(out, "CPU samples: %llu\n", static_cast<unsigned long long>(s.samples));
+    for (const std::string& mode : s.sample_modes)
+      std::fprintf(out, "  sampling: %s\n", exporter::escape_terminal(mode).c_str());
+  }
   print_drops(s, out);
   using stats::Stat;
   const uint64_t truncated = s.stats.get(Stat::kLoadTruncatedFiles), corrupt = s.stats.get(Stat::kLoadCorruptChunks),

@@ -7,6 +7,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "core/activity_type.h"
 #include "core/level.h"
 #include "core/stats.h"
 #include "export/text_escape.h"
@@ -123,7 +124,14 @@ int run_info(int argc, char** argv) {
   std::printf("kinds:");
   for (const auto& [kind, count] : summary.spans_per_kind)
     std::printf(" %s=%llu", kind_name(kind).c_str(), static_cast<unsigned long long>(count));
+  std::printf("\nactivities:");
+  for (const auto& [activity, count] : summary.spans_per_activity)
+    std::printf(" %s=%llu", activity_name(activity).c_str(), static_cast<unsigned long long>(count));
   std::printf("\n");
+  if (summary.format_1_0_spans)
+    std::printf("format 1.0: %llu spans stored without an activity type (typed and their attribute keys renamed "
+                "when loaded: analyze, export, iterations)\n",
+                static_cast<unsigned long long>(summary.format_1_0_spans));
   print_summary(summary, stdout, 64);
   print_stats(summary.stats, summary.processes, stdout);
   for (const auto& [key, value] : summary.record.entries())

@@ -46,7 +46,8 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
     "usage: strata record [-o OUT] [--force] [--level LEVEL] [--runs N] [--leveled] [--serialize]\n"
-    "                     [--buffer-mb N] [--compress N] [--keep-parts] -- CMD [ARGS...]\n"
+    "                     [--buffer-mb N] [--compress N] [--keep-parts] [--sample[=HZ]] [--unwind fp|dwarf]\n"
+    "                     -- CMD [ARGS...]\n"
     "  -o OUT         trace file to write (default: strata-<date>-<time>.strata); never written through a\n"
     "                 symbolic link\n"
     "  --force        replace OUT if it exists (only a regular file of yours)\n"
@@ -66,6 +67,11 @@ constexpr const char* kUsage =
     "  --buffer-mb N  event buffer budget per process in MiB, fixed; overflow is dropped and counted\n"
     "                 (default: 64, growing under bursts up to 1/16 of memory, at most 512)\n"
     "  --compress N   zstd level for chunks (default 0: uncompressed)\n"
+    "  --sample[=HZ]  sample CPU stacks (default 999 Hz per thread of CPU time), each attributed to the span\n"
+    "                 open on its thread; Python frames for CPython 3.11. Read with `strata profile`\n"
+    "  --unwind MODE  stacks of --sample: fp (frame pointers, the kernel's callchain; default) or dwarf\n"
+    "                 (registers and 16 KiB of stack copied per sample, unwound with the binaries' CFI:\n"
+    "                 code without frame pointers and system libraries unwind fully)\n"
     "  --keep-parts   keep the per-process files (in OUT.parts.XXXXXX/, a private directory)\n"
     "  --quiet        no summary\n"
     "Ctrl-C reaches CMD as it would without strata; the trace is still written. If the recorder is\n"
@@ -169,7 +175,9 @@ struct RecordOptions {
   std::string gpu_metrics;  // --metrics: read by the CUPTI collector (STRATA_GPU_METRICS)
   std::string onednn_mode;  // --onednn: read by libstrata_onednn.so (STRATA_ONEDNN_MODE)
   bool serialize = false;
-  std::string runtime, onednn_tracer, python_dir;
+  int sample_hz = 0;        // --sample: CPU sampling rate (0: off)
+  std::string unwind = "fp";
+  std::string runtime, onednn_tracer, sampler, python_dir;
   std::string traceparent;
 };
 
@@ -188,6 +196,13 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
   // Library level: the oneDNN interposer rides along (it must precede libdnnl in lookup order).
   if (lv >= static_cast<int>(Level::kLibrary) && !opt.onednn_tracer.empty())
     prepend_env("LD_PRELOAD", opt.onednn_tracer, ':');
+  if (opt.sample_hz > 0) {  // the sampler rides on the runtime's session (loaded after it)
+    prepend_env("LD_PRELOAD", opt.sampler, ':');
+    setenv("STRATA_SAMPLE", std::to_string(opt.sample_hz).c_str(), 1);
+    setenv("STRATA_SAMPLE_UNWIND", opt.unwind.c_str(), 1);
+  } else {
+    unsetenv("STRATA_SAMPLE");
+  }
   prepend_env("LD_PRELOAD", opt.runtime, ':');
   setenv("STRATA_OUTPUT_DIR", parts.c_str(), 1);
   unsetenv("STRATA_OUTPUT");
@@ -317,7 +332,19 @@ int parse_record_args(int argc, char** argv, RecordRequest* req) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    if (arg == "--sample" || arg.rfind("--sample=", 0) == 0) {
+      opt.sample_hz = 999;
+      if (arg.size() > 9) {
+        char* end = nullptr;
+        long hz = std::strtol(argv[i] + 9, &end, 10);
+        if (end == argv[i] + 9 || *end != '\0' || hz < 1 || hz > 10000)
+          return fail("record", std::string(arg) + ": the rate must be a number of samples per second from 1 to 10000");
+        opt.sample_hz = static_cast<int>(hz);
+      }
+      continue;
+    }
     if (take_option(argc, argv, &i, "-o", &req->output, &missing) ||
+        take_option(argc, argv, &i, "--unwind", &opt.unwind, &missing) ||
         take_option(argc, argv, &i, "--output", &req->output, &missing) ||
         take_option(argc, argv, &i, "--level", &req->level_text, &missing) ||
         take_option(argc, argv, &i, "--runs", &runs_text, &missing) ||
@@ -356,6 +383,10 @@ int parse_record_args(int argc, char** argv, RecordRequest* req) {
     return fail("record", "--onednn " + opt.onednn_mode + " is not auto, interpose, verbose or off");
   if (!parse_count(runs_text, &req->runs))
     return fail("record", "--runs " + runs_text + " is not a count from 1 to 10000");
+  if (opt.unwind != "fp" && opt.unwind != "dwarf")
+    return fail("record", "--unwind " + opt.unwind + " is not fp or dwarf");
+  if (opt.sample_hz > 0 && (req->runs > 1 || req->leveled))
+    return fail("record", "--sample records one run: combining the samples of --runs/--leveled runs is not supported");
   return -1;
 }
 
@@ -467,6 +498,14 @@ bool locate_runtime(RecordRequest* req) {
                  "will not be traced (build Strata with libdnnl-dev installed)\n",
                  opt.runtime.c_str());
   opt.python_dir = find_python_package_dir();
+  if (opt.sample_hz > 0) {
+    opt.sampler = sibling_library(opt.runtime, "libstrata_sample.so");
+    if (opt.sampler.empty()) {
+      fail("record", "--sample: libstrata_sample.so not found next to " + opt.runtime +
+                         " (build Strata with libunwind-dev installed)");
+      return false;
+    }
+  }
   return true;
 }
 

@@ -13,5 +13,7 @@ int run_iterations(int argc, char** argv);
 int run_model(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_lowerbound(int argc, char** argv);
+int run_profile(int argc, char** argv);
+int run_attach(int argc, char** argv);
 
 }  // namespace strata::cli

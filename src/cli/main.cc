@@ -24,6 +24,8 @@ constexpr Command kCommands[] = {
     {"iterations", "find training iterations without step markers; per-iteration metrics and diagnosis", strata::cli::run_iterations},
     {"model", "load ONNX models: layer IR, shapes, unique layers per model and across models", strata::cli::run_model},
     {"bench", "generate or run per-layer library benchmarks (oneDNN, cuDNN/cuBLAS) into the perf database", strata::cli::run_bench},
+    {"profile", "CPU profile from a trace's samples: shares by function or by op (record with --sample)", strata::cli::run_profile},
+    {"attach", "sample a running process's CPU stacks (no restart), one trace file per epoch", strata::cli::run_attach},
     {"lowerbound", "sequential/parallel lower-bound latency of an ONNX model; compare with a framework trace", strata::cli::run_lowerbound},
 };
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/activity_type.h"
 #include "strata/detail/hot_path.h"
 
 namespace strata::collect {
@@ -19,7 +20,7 @@ using detail::Slot;
 enum EventTag : uint64_t {
   kTagBeginStatic = 0,
   kTagEnd = detail::kTagEnd,  // ends the innermost static span of the thread
-  kTagBegin = 2,              // extra: {span id, 0} + name; aux: level | name_len << 8
+  kTagBegin = 2,              // extra: {span id, 0} + name; aux: level | name_len << 8 | activity << 24
   kTagEndId = 3,              // extra: {span id, 0}
   kTagAttr = 4,               // ts slot holds the value; extra: {span id, AttrType | value_len<<8} + key + string value
   kTagInstant = 5,            // extra: name; aux: level | name_len << 8
@@ -37,9 +38,17 @@ inline constexpr uint64_t tag_of(uint64_t word) { return word & 0xF; }
 inline constexpr uint32_t extra_of(uint64_t word) { return static_cast<uint32_t>((word >> 4) & 0xFFFF); }
 inline constexpr uint32_t aux_of(uint64_t word) { return static_cast<uint32_t>(word >> 32); }
 
+// A begin's or instant's aux word: level (bits 0-7), name length (8-23), ActivityType (24-31).
+inline constexpr uint32_t begin_aux(int level, size_t name_len, ActivityType activity) {
+  return static_cast<uint32_t>(level & 0xFF) | static_cast<uint32_t>(name_len & 0xFFFF) << 8 |
+         static_cast<uint32_t>(activity) << 24;
+}
+inline constexpr uint32_t aux_name_len(uint32_t aux) { return (aux >> 8) & 0xFFFF; }
+
 inline constexpr uint32_t slots_for_bytes(size_t n) { return static_cast<uint32_t>((n + sizeof(Slot) - 1) / sizeof(Slot)); }
 
 // Longest string carried in one event; longer names are cut (and counted).
 inline constexpr size_t kMaxEventString = 4096;
+static_assert(kMaxEventString <= 0xFFFF, "name lengths travel in 16 bits of an event's aux word");
 
 }  // namespace strata::collect

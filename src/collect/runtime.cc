@@ -21,6 +21,28 @@
 #include "core/level.h"
 #include "strata/strata.h"
 
+// The C header's activity numbers are the core enum's (both are written into trace files).
+#define STRATA_CHECK_ACTIVITY(macro, value) \
+  static_assert((macro) == static_cast<int>(strata::ActivityType::value), #macro " disagrees with ActivityType")
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_KERNEL, kKernel);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_MEMCPY_HTOD, kMemcpyHtoD);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_MEMCPY_DTOH, kMemcpyDtoH);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_MEMCPY_DTOD, kMemcpyDtoD);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_MEMCPY_HTOH, kMemcpyHtoH);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_MEMCPY_PTOP, kMemcpyPtoP);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_MEMCPY_OTHER, kMemcpyOther);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_MEMSET, kMemset);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_SYNC, kSync);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_COLLECTIVE, kCollective);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_RUNTIME_CALL, kRuntimeCall);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_DRIVER_CALL, kDriverCall);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_LIBRARY_CALL, kLibraryCall);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_CPU_OP, kCpuOp);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_TENSOR_COPY, kTensorCopy);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_PYTHON_FUNCTION, kPythonFunction);
+STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_ANNOTATION, kAnnotation);
+#undef STRATA_CHECK_ACTIVITY
+
 extern "C" {
 __attribute__((visibility("default"))) std::atomic<int> strata_level_gate{0};
 }
@@ -128,6 +150,13 @@ strata_span_id strata_span_begin_n(const char* name, size_t len, int level) {
   if (gated(level) || name == nullptr) return 0;
   auto* s = current_session();
   return s ? s->begin(std::string_view(name, len), level) : 0;
+}
+
+strata_span_id strata_span_begin_as(const char* name, size_t len, int level, int activity) {
+  if (gated(level) || name == nullptr) return 0;
+  auto* s = current_session();
+  const auto type = static_cast<strata::ActivityType>(activity >= 0 && activity < 256 ? activity : 0);
+  return s ? s->begin(std::string_view(name, len), level, type) : 0;
 }
 
 void strata_span_end(strata_span_id span) {

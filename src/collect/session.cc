@@ -33,6 +33,7 @@ const char* drop_cause_name(int cause) {
 namespace {
 thread_local ThreadState* tls_state = nullptr;
 std::atomic<void (*)()> g_thread_registered_hook{nullptr};
+std::atomic<void (*)(Session*)> g_session_start_hook{nullptr};
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
 
@@ -111,8 +112,11 @@ bool Session::start() {
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   writer_ = std::thread([this] { writer_loop(); });
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (auto hook = g_session_start_hook.load(std::memory_order_acquire)) hook(this);
   return true;
 }
+
+void Session::set_start_hook(void (*hook)(Session*)) { g_session_start_hook.store(hook, std::memory_order_release); }
 
 void Session::write_header() {
   format::Properties p;
@@ -364,7 +368,7 @@ std::string_view clip(std::string_view text, ThreadState* t) {
 }
 }  // namespace
 
-uint64_t Session::begin(std::string_view name, int level) {
+uint64_t Session::begin(std::string_view name, int level, ActivityType activity) {
   uint64_t ts = detail::now_ticks();
   ThreadState* t = thread_state();
   if (t == nullptr) return 0;
@@ -375,8 +379,7 @@ uint64_t Session::begin(std::string_view name, int level) {
   if (s == nullptr) return 0;
   uint64_t id = new_api_id(t);
   s[0].ts = ts;
-  s[0].word = event_word(kTagBegin, extra, static_cast<uint32_t>(level & 0xFF) |
-                                               (static_cast<uint32_t>(name.size()) << 8));
+  s[0].word = event_word(kTagBegin, extra, begin_aux(level, name.size(), activity));
   s[1].ts = id;
   s[1].word = 0;
   commit(t, put_bytes(s + 2, name));

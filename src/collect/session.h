@@ -19,6 +19,7 @@
 #include "collect/clock.h"
 #include "collect/events.h"
 #include "collect/trace_context.h"
+#include "core/activity_type.h"
 #include "core/span_record.h"
 #include "format/chunk_writer.h"
 #include "format/stream_writer.h"
@@ -61,6 +62,29 @@ const char* drop_cause_name(int cause);
 struct ThreadState;
 struct OpenSpan;
 
+// A span's times as a collector riding on the writer thread sees them (the CPU sampler joins its
+// samples with them by thread and time). Times on the writer's ns scale.
+struct SpanTimes {
+  uint32_t tid = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;  // INT64_MAX while open
+  uint64_t span_id = 0;
+};
+
+// A collector that works on the writer thread (src/sample's CPU sampler): it sees the spans the
+// writer pairs, to attribute its samples to the span open on their thread, and appends its own
+// chunks to the stream. Collectors never include the model or analyses; this is their only view.
+class WriterPlugin {
+ public:
+  virtual ~WriterPlugin() = default;
+  // After each drain: spans closed since the last call and those open now; every thread's events
+  // before `complete_before_ns` have been read; monotonic = writer ns + `to_monotonic`.
+  virtual void after_drain(std::span<const SpanTimes> closed, std::span<const SpanTimes> open,
+                           int64_t complete_before_ns, int64_t to_monotonic) = 0;
+  // At every flush (every 100 ms), and once more when the session stops (`final`).
+  virtual void write(format::StreamWriter& stream, bool final) = 0;
+};
+
 // One attribute or metric handed over by a collector with a complete span.
 struct AttrDraft {
   std::string_view key;
@@ -85,7 +109,7 @@ class Session {
   void flush();
 
   // Producer side (any thread).
-  uint64_t begin(std::string_view name, int level);
+  uint64_t begin(std::string_view name, int level, ActivityType activity = ActivityType::kAnnotation);
   void end(uint64_t span_id);
   void set_attr(uint64_t span_id, std::string_view key, AttrType type, int64_t i, double d, std::string_view s);
   // Several integer attributes of one span with one buffer reservation (tracers that set many).
@@ -121,6 +145,15 @@ class Session {
   uint64_t drops(int cause) const;
   uint64_t spans_written() const { return spans_written_.load(std::memory_order_relaxed); }
 
+  // The writer thread's plugin (null: none). Set from any thread; the writer picks it up at its next
+  // drain. The plugin must outlive the session's writer (it is called until stop() returns).
+  void set_writer_plugin(WriterPlugin* plugin) { plugin_.store(plugin, std::memory_order_release); }
+  // The writer thread's id (0 before it runs): samplers leave the recorder's own threads out.
+  uint32_t writer_tid() const { return writer_tid_.load(std::memory_order_acquire); }
+  // Called with every session that starts (after its writer runs): the sampler starts with the
+  // session of a forked child that way. One hook per process.
+  static void set_start_hook(void (*hook)(Session*));
+
   // Test hook: while paused the writer does not drain buffers (to force buffer exhaustion).
   void pause_writer_for_testing(bool paused);
 
@@ -152,7 +185,7 @@ class Session {
   bool process_other_event(ThreadState& t, uint64_t tag, const detail::Slot& head, const detail::Slot* x,
                            uint32_t extra, uint32_t aux, uint64_t* emitted);
   void append_span(uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, uint8_t level,
-                   uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid);
+                   uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid, ActivityType activity);
   uint64_t parent_of_new(const ThreadState& t) const;
   void emit_open(const ThreadState& owner, const OpenSpan& o, int64_t end_ns, uint8_t flags);
   void close_innermost_static(ThreadState& t, int64_t end_ns, uint8_t flags);
@@ -209,6 +242,13 @@ class Session {
   int64_t last_snapshot_ns_ = 0;
   uint64_t stats_written_hash_ = 0;
   uint64_t unfinished_spans_ = 0;
+  std::atomic<WriterPlugin*> plugin_{nullptr};
+  std::atomic<uint32_t> writer_tid_{0};
+  std::vector<SpanTimes> plugin_closed_;  // writer thread: spans closed since the plugin's last drain
+  void note_closed(uint32_t tid, int64_t start, int64_t end, uint64_t id) {
+    if (plugin_.load(std::memory_order_relaxed) != nullptr) plugin_closed_.push_back({tid, start, end, id});
+  }
+  void plugin_after_drain(int64_t complete_before_ns);
   std::mutex collector_mu_;  // collectors report from their own threads
   std::vector<std::pair<std::string, uint64_t>> collector_drops_;
   std::vector<std::pair<std::string, std::string>> collector_properties_;

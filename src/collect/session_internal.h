@@ -44,6 +44,7 @@ struct OpenSpan {
   int64_t known_end;  // kNoKnownEnd, or the end another thread recorded (applied in time order)
   uint32_t name;
   uint8_t level;
+  uint8_t activity;  // ActivityType
   bool api;  // ended by id (on any thread); static spans end with kTagEnd, innermost static first
   std::vector<AttrRecord> attrs;
 };

@@ -1,5 +1,8 @@
 // The writer thread of a session (consumer side): drains the threads' event blocks, pairs begins and
 // ends, assigns ids and parents, and appends chunks to the process's trace file.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -14,6 +17,7 @@ std::string_view bytes(const detail::Slot* p, size_t n) { return {reinterpret_ca
 }  // namespace
 
 void Session::writer_loop() {
+  writer_tid_.store(static_cast<uint32_t>(::syscall(SYS_gettid)), std::memory_order_release);
   std::unique_lock<std::mutex> lock(wake_mu_);
   for (;;) {
     wake_cv_.wait_for(lock, std::chrono::milliseconds(config_.drain_interval_ms), [&] {
@@ -28,6 +32,7 @@ void Session::writer_loop() {
     bool flush_now = stopping || requested > flushes_done_ ||
                      now - last_flush_ns_ >= int64_t{config_.flush_interval_ms} * 1'000'000;
     if (flush_now) {
+      if (WriterPlugin* plugin = plugin_.load(std::memory_order_acquire)) plugin->write(*stream_, false);
       stream_->flush();
       write_stats();
       // A (monotonic, realtime, ticks) reading now and then lets the loader correct the start-up
@@ -48,6 +53,8 @@ void Session::writer_loop() {
 }
 
 void Session::drain_all() {
+  // Every event stamped before this instant is committed (a thread stamps, then commits at once).
+  const int64_t complete_before = clock_.to_ns(detail::now_ticks());
   std::vector<ThreadState*> threads;
   {
     std::lock_guard<std::mutex> lock(threads_mu_);
@@ -98,6 +105,18 @@ void Session::drain_all() {
     t->read_block = nullptr;
     return true;
   });
+  if (plugin_.load(std::memory_order_relaxed) != nullptr) plugin_after_drain(complete_before);
+}
+
+void Session::plugin_after_drain(int64_t complete_before_ns) {
+  WriterPlugin* plugin = plugin_.load(std::memory_order_acquire);
+  if (plugin == nullptr) return;
+  std::vector<SpanTimes> open;
+  for (ThreadState* t : threads_)  // the writer's own list (threads_mu_ held by the caller or final)
+    for (const OpenSpan& o : t->open) open.push_back({t->tid, o.start_ns, INT64_MAX, o.id});
+  const int64_t to_monotonic = monotonic_ns() - clock_.to_ns(detail::now_ticks());
+  plugin->after_drain(plugin_closed_, open, complete_before_ns, to_monotonic);
+  plugin_closed_.clear();
 }
 
 void Session::drain_thread(ThreadState& t, const Block* limit, uint32_t limit_pos) {
@@ -180,8 +199,10 @@ void Session::emit_open(const ThreadState& owner, const OpenSpan& o, int64_t end
   r.tid = owner.tid;  // the span belongs to the thread that began it, even when another ended it
   r.level = o.level;
   r.kind = static_cast<uint8_t>(SpanKind::kSpan);
+  r.activity = o.activity;
   r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
   r.flags = static_cast<uint8_t>(kSpanFlagFromTicks | flags);
+  note_closed(r.tid, r.start_ns, r.end_ns, r.span_id);
   stream_->add_span(r, o.attrs);
   spans_written_.fetch_add(1, std::memory_order_relaxed);
   if (flags & kSpanFlagUnfinished) ++unfinished_spans_;
@@ -263,8 +284,10 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
       }
       int64_t ns = clock_.to_ns(head.ts);
       if (__builtin_expect(t.open_with_known_end > 0, 0)) close_known_ends(t, ns);
+      // Sites compiled before SourceLocation had the field read 0 (zero-filled padding): annotation.
+      const uint8_t activity = loc->activity != 0 ? loc->activity : static_cast<uint8_t>(ActivityType::kAnnotation);
       t.open.push_back({make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(t), ns,
-                        OpenSpan::kNoKnownEnd, last_loc_name, loc->level, false, {}});
+                        OpenSpan::kNoKnownEnd, last_loc_name, loc->level, activity, false, {}});
       t.last_ns = ns;
       i += 1;
       continue;
@@ -275,7 +298,8 @@ void Session::process_events(ThreadState& t, const detail::Slot* slots, uint32_t
       i += 1;
       if (__builtin_expect(!t.open.empty() && !t.open.back().api, 1)) {
         ThreadState::Open& o = t.open.back();
-        append_span(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs, t.tid);
+        append_span(o.id, o.parent, o.start_ns, ns, o.name, o.level, static_cast<uint8_t>(SpanKind::kSpan), o.attrs, t.tid,
+                    static_cast<ActivityType>(o.activity));
         ++emitted;
         t.open.pop_back();
       } else {
@@ -302,7 +326,8 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
   switch (tag) {
       case kTagBegin: {
         uint64_t id = x[0].ts;
-        std::string_view name = bytes(x + 1, aux >> 8);
+        std::string_view name = bytes(x + 1, aux_name_len(aux));
+        const auto activity = static_cast<uint8_t>(aux >> 24);
         int64_t ns = clock_.to_ns(head.ts);
         t.last_ns = ns;
         if (t.open_with_known_end > 0) close_known_ends(t, ns);
@@ -314,7 +339,7 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
           early_ends_.erase(early);
         }
         t.open.push_back({id, parent_of_new(t), ns, known_end, stream_->intern(name), static_cast<uint8_t>(aux & 0xFF),
-                          true, {}});
+                          activity, true, {}});
         open_api_spans_[id] = {&t};
         break;
       }
@@ -354,8 +379,8 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
         int64_t ns = clock_.to_ns(head.ts);
         if (t.open_with_known_end > 0) close_known_ends(t, ns);
         append_span(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), parent_of_new(t), ns, ns,
-             stream_->intern(bytes(x, aux >> 8)), static_cast<uint8_t>(aux & 0xFF),
-             static_cast<uint8_t>(SpanKind::kInstant), {}, t.tid);
+             stream_->intern(bytes(x, aux_name_len(aux))), static_cast<uint8_t>(aux & 0xFF),
+             static_cast<uint8_t>(SpanKind::kInstant), {}, t.tid, ActivityType::kAnnotation);
         ++*emitted;
         break;
       }
@@ -369,7 +394,8 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
         a.value.d = value;
         append_span(make_span_id(id_salt_, t.index, true, t.next_writer_counter++), 0, ns, ns,
              stream_->intern(bytes(x + 1, aux)), static_cast<uint8_t>(Level::kApplication),
-             static_cast<uint8_t>(SpanKind::kCounter), std::span<const AttrRecord>(&a, 1), t.tid);
+             static_cast<uint8_t>(SpanKind::kCounter), std::span<const AttrRecord>(&a, 1), t.tid,
+             ActivityType::kCounter);
         ++*emitted;
         break;
       }
@@ -391,6 +417,9 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
             a.value.u = stream_->intern(bytes(p + 1 + slots_for_bytes(key_len), str_len));
           p += 1 + slots_for_bytes(key_len) + slots_for_bytes(str_len);
         }
+        if (r.kind == static_cast<uint8_t>(SpanKind::kSpan) && r.clock == static_cast<uint8_t>(ClockDomain::kMonotonic) &&
+            r.device == kNoDevice)
+          note_closed(r.tid, r.start_ns, r.end_ns, r.span_id);
         stream_->add_span(r, attrs);
         ++*emitted;
         break;
@@ -409,7 +438,7 @@ bool Session::process_other_event(ThreadState& t, uint64_t tag, const detail::Sl
 }
 
 void Session::append_span(uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, uint8_t level,
-                          uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid) {
+                          uint8_t kind, std::span<const AttrRecord> attrs, uint32_t tid, ActivityType activity) {
   SpanRecord r;
   r.span_id = id;
   r.parent_id = parent;
@@ -419,8 +448,10 @@ void Session::append_span(uint64_t id, uint64_t parent, int64_t start, int64_t e
   r.tid = tid;
   r.level = level;
   r.kind = kind;
+  r.activity = static_cast<uint8_t>(activity);
   r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
   r.flags = kSpanFlagFromTicks;
+  if (kind == static_cast<uint8_t>(SpanKind::kSpan)) note_closed(tid, start, end, id);
   stream_->add_span(r, attrs);
 }
 
@@ -490,6 +521,13 @@ void Session::stop() {
   }
   consumer_drops_[kDropUnmatchedEnd].fetch_add(early_ends_.size(), std::memory_order_relaxed);
   early_ends_.clear();
+  if (WriterPlugin* plugin = plugin_.load(std::memory_order_acquire)) {
+    {
+      std::lock_guard<std::mutex> lock(threads_mu_);
+      plugin_after_drain(INT64_MAX);  // the last spans (those closed unfinished included)
+    }
+    plugin->write(*stream_, true);
+  }
   stream_->flush();
   write_clock_snapshot();
   write_stats();

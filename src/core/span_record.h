@@ -2,8 +2,11 @@
 // trace is a checksum and a copy, and memory stays close to the file size.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
+
+#include "core/activity_type.h"
 
 namespace strata {
 
@@ -80,12 +83,15 @@ struct SpanRecord {
   uint8_t kind = 0;             // strata::SpanKind value
   uint8_t clock = 0;            // strata::ClockDomain value
   uint8_t flags = 0;            // SpanFlags
-  uint16_t reserved = 0;
+  uint8_t activity = 0;         // strata::ActivityType value; 0 (unknown) in files before format 1.1
+  uint8_t reserved = 0;
 
   // Saturates instead of overflowing (loaded spans keep times within kMaxTimeNs, so it is exact).
   int64_t duration_ns() const { return elapsed_ns(start_ns, end_ns); }
+  ActivityType activity_type() const { return static_cast<ActivityType>(activity); }
 };
 static_assert(sizeof(SpanRecord) == 64);
+static_assert(offsetof(SpanRecord, activity) == 62);  // docs/trace-format.md
 
 // Moves a span's times into [kMinTimeNs, kMaxTimeNs]; true when one was outside (forged or corrupt).
 inline bool clamp_span_times(SpanRecord& span) {

@@ -34,7 +34,10 @@ std::optional<Stat> find(std::string_view name_or_disk_key) {
   return std::nullopt;
 }
 
-bool keeps_event(Stat stat) { return stat == Stat::kCollectorEndLost || stat == Stat::kCollectorStringTruncated; }
+bool keeps_event(Stat stat) {
+  return stat == Stat::kCollectorEndLost || stat == Stat::kCollectorStringTruncated ||
+         stat == Stat::kCollectorSampleUnwindFailed || stat == Stat::kCollectorSamplePythonStack;
+}
 
 std::string_view severity_name(Severity severity) {
   switch (severity) {

@@ -91,6 +91,30 @@ enum class Disk : uint8_t {
   F(kCollectorOnednnVerboseEmptyPrimitive, "collector.onednn_verbose_empty_primitive", kStats,            \
     "dropped.onednn_verbose_empty_primitive", kProcess, kDataLoss, kCollector,                           \
     "oneDNN exec lines with an empty primitive kind")                                                    \
+  F(kCollectorSampleRingOverflow, "collector.sample_ring_overflow", kStats,                              \
+    "dropped.sample_ring_overflow", kProcess, kDataLoss, kCollector,                                     \
+    "CPU samples lost: the kernel ring buffer was full (PERF_RECORD_LOST)")                              \
+  F(kCollectorSampleThrottled, "collector.sample_throttled", kStats,                                     \
+    "dropped.sample_throttled", kProcess, kDataLoss, kCollector,                                         \
+    "CPU samples not taken: the kernel throttled sampling (estimated)")                                  \
+  F(kCollectorSampleUnwindFailed, "collector.sample_unwind_failed", kStats,                              \
+    "dropped.sample_unwind_failed", kProcess, kDataLoss, kCollector,                                     \
+    "CPU samples whose DWARF unwinding stopped early: kept with the frames found")                       \
+  F(kCollectorSampleEvictionOverflow, "collector.sample_eviction_overflow", kStats,                      \
+    "dropped.sample_eviction_overflow", kProcess, kDataLoss, kCollector,                                 \
+    "CPU sample counts evicted from a full table that could not be written")                             \
+  F(kCollectorSampleSignalBufferFull, "collector.sample_signal_buffer_full", kStats,                     \
+    "dropped.sample_signal_buffer_full", kProcess, kDataLoss, kCollector,                                \
+    "CPU samples lost in fallback mode: the thread's sample buffer was full")                            \
+  F(kCollectorSampleNoThreadBuffer, "collector.sample_no_thread_buffer", kStats,                         \
+    "dropped.sample_no_thread_buffer", kProcess, kDataLoss, kCollector,                                  \
+    "CPU samples lost in fallback mode: a signal on a thread not set up yet")                            \
+  F(kCollectorSamplePythonStack, "collector.sample_python_stack", kStats,                                \
+    "dropped.sample_python_stack", kProcess, kDataLoss, kCollector,                                      \
+    "CPU samples whose Python stack could not be read: kept with their native frames")                   \
+  F(kCollectorSampleBadRecord, "collector.sample_bad_record", kStats,                                    \
+    "dropped.sample_bad_record", kProcess, kError, kCollector,                                           \
+    "malformed kernel sample records: skipped")                                                          \
   F(kLoadFiles, "load.files", kNone, "", kTrace, kInfo, kLoader, "files read into the trace")            \
   F(kLoadBytes, "load.bytes", kNone, "", kTrace, kInfo, kLoader, "bytes of the files read")              \
   F(kLoadCorruptChunks, "load.corrupt_chunks", kNone, "", kTrace, kDataLoss, kFormat,                    \
@@ -109,6 +133,12 @@ enum class Disk : uint8_t {
     "string ids referenced but never defined (shown as <unknown string N>)")                             \
   F(kLoadUnknownLevels, "load.unknown_levels", kNone, "", kTrace, kInfo, kLoader,                        \
     "spans with a level this version does not know (kept, shown as level(N))")                           \
+  F(kLoadUnknownActivities, "load.unknown_activities", kNone, "", kTrace, kInfo, kLoader,                \
+    "spans with an activity type this version does not know (kept, shown as activity(N))")               \
+  F(kLoadActivityUpgraded, "load.activity_upgraded", kNone, "", kTrace, kInfo, kLoader,                  \
+    "spans of format 1.0 files given an activity type at load (model/activity_upgrade.h)")               \
+  F(kLoadLegacyKeysRenamed, "load.legacy_keys_renamed", kNone, "", kTrace, kInfo, kLoader,               \
+    "attributes of format 1.0 files whose key was renamed to the canonical one (core/attr_keys.h)")      \
   F(kLoadClampedTimes, "load.clamped_times", kNone, "", kTrace, kError, kLoader,                         \
     "spans with a time beyond +-2^62 ns (corrupt or forged): kept, moved to that bound")                 \
   F(kLoadStreamLimitChunks, "load.stream_limit_chunks", kNone, "", kTrace, kError, kLoader,              \
@@ -262,7 +292,8 @@ const StatInfo& info(Stat stat);
 // By name ("collector.buffer_full") or on-disk key ("dropped.buffer_full"); nullopt when unknown.
 std::optional<Stat> find(std::string_view name_or_disk_key);
 // Drops whose event is not lost: collector.end_lost (the span is kept, marked unfinished, and counted
-// among the spans) and collector.string_truncated (the event is kept with its string cut). A total of
+// among the spans), collector.string_truncated (the event is kept with its string cut) and
+// collector.sample_unwind_failed / sample_python_stack (the sample is kept with the frames found). A total of
 // lost events leaves them out, or a span whose end was lost counts once as a span and once as lost.
 bool keeps_event(Stat stat);
 std::string_view severity_name(Severity severity);  // "info", "data-loss", "error"

@@ -6,10 +6,13 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 
+#include "core/activity_type.h"
 #include "core/level.h"
+#include "export/sample_events.h"
 #include "export/text_escape.h"
 #include "model/span_tree.h"
 #include "model/tracks.h"
@@ -241,7 +244,8 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
   std::string& b = w.buf();
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (const SpanRecord& s : trace.spans) origin = std::min(origin, s.start_ns);
-  if (trace.spans.empty()) origin = 0;
+  origin = std::min(origin, first_sample_ns(trace));  // CPU samples may precede the first span
+  if (trace.spans.empty() && trace.samples.timeline.empty()) origin = 0;
 
   b += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"strata\"";
   if (auto cmd = trace.record.get("command")) {
@@ -317,12 +321,21 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
     }
     b += ",\"kind\":";
     append_json_string(&b, kind_name(s.kind));
+    b += ",\"activity\":";
+    append_json_string(&b, activity_name(s.activity));
     if (s.flags & kSpanFlagUnfinished) b += ",\"unfinished\":true";
     append_attr_members(trace, i, &b, true);
     b += "}}";
     append_parent_flow(trace, track_table, i, parent, origin, &b, sep);
     w.maybe_flush();
   }
+  std::set<std::pair<int64_t, int64_t>> named_tracks;  // (pid, Chrome tid) named above
+  for (uint32_t t = 0; t < track_table.size(); ++t) {
+    const model::TrackKey& k = track_table[t].key;
+    named_tracks.insert({trace.processes[k.process].pid, chrome_tid(k)});
+  }
+  // CPU samples on their threads (threads without spans get their names there).
+  append_sample_events(trace, origin, named_tracks, &b, &first, [&] { w.maybe_flush(); });
   b += "\n]}\n";
 }
 
@@ -358,6 +371,8 @@ void write_spans_json(const model::Trace& trace, std::ostream& out) {
     append_json_string(&b, level_name(s.level));
     b += ",\"kind\":";
     append_json_string(&b, kind_name(s.kind));
+    b += ",\"activity\":";
+    append_json_string(&b, activity_name(s.activity));
     b += ",\"name\":";
     append_json_string(&b, trace.name(s));
     b += ",\"start_ns\":";
@@ -392,9 +407,8 @@ void write_spans_json(const model::Trace& trace, std::ostream& out) {
 void write_spans_csv(const model::Trace& trace, std::ostream& out) {
   Buffered w(out);
   std::string& b = w.buf();
-  b += "span_id,parent_id,parent_link,remote_parent_id,trace_id,level,kind,name,start_ns,end_ns,duration_ns,"
-       "pid,"
-       "tid,device,stream,correlation_id,clock,flags,attributes\n";
+  b += "span_id,parent_id,parent_link,remote_parent_id,trace_id,level,kind,activity,name,start_ns,end_ns,"
+       "duration_ns,pid,tid,device,stream,correlation_id,clock,flags,attributes\n";
   const Parents parents(trace, trace.tree());
   char hex[24];
   for (size_t i = 0; i < trace.spans.size(); ++i) {
@@ -423,6 +437,8 @@ void write_spans_csv(const model::Trace& trace, std::ostream& out) {
     b += level_name(s.level);
     b += ',';
     b += kind_name(s.kind);
+    b += ',';
+    b += activity_name(s.activity);
     b += ',';
     append_csv_field(&b, trace.name(s));
     b += ',';

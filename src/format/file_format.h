@@ -15,7 +15,9 @@ namespace strata::format {
 
 inline constexpr char kFileMagic[8] = {'\x89', 'S', 'T', 'R', 'A', 'T', 'A', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;  // readers refuse a larger major version
-inline constexpr uint16_t kVersionMinor = 0;  // readers accept any minor version (unknown chunks skipped)
+// Readers accept any minor version (unknown chunks skipped). 1: SpanRecord byte 62 holds the activity
+// type (0 in 1.0 files: the loader types those spans, model/activity_upgrade.h).
+inline constexpr uint16_t kVersionMinor = 1;
 inline constexpr uint32_t kChunkMagic = 0x4B484353u;  // "SCHK" little-endian
 
 struct FileHeader {
@@ -38,6 +40,14 @@ enum class ChunkType : uint16_t {
   kStats = 5,          // cumulative counters (dropped events by cause, ...); the last one wins
   kEnd = 6,            // clean end of a stream
   kRecord = 7,         // written by `strata record`: the command, exit status, wall time
+  // CPU sampling (src/sample; payloads in format/sample_payloads.h). Chunks of a stream refer to
+  // ids defined by earlier chunks of the same stream, as span names refer to Strings entries.
+  kSampleConfig = 16,    // property list: mode, rate, unwinding, events, what Python frames need
+  kSampleMappings = 17,  // executable mappings: address range, file offset, path, build id
+  kSampleFrames = 18,    // frames: (mapping, offset), a Python (function, file, line), or an address
+  kSampleStacks = 19,    // stacks: frame ids, leaf first, interned by content
+  kSampleCounts = 20,    // per-epoch counts keyed by (thread, stack, span, event) (DCPI aggregation)
+  kSampleTimeline = 21,  // each sample's time, thread, stack and span (the timeline exports draw)
 };
 
 enum ChunkFlags : uint16_t {

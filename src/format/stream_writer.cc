@@ -73,6 +73,12 @@ bool StreamWriter::write_properties(ChunkType type, const Properties& props) {
   return !failed_;
 }
 
+bool StreamWriter::write_payload(ChunkType type, std::string_view payload) {
+  if (!flush_strings()) return false;
+  if (!out_->write_chunk(type, stream_id_, payload, compression_level_)) failed_ = true;
+  return !failed_;
+}
+
 bool StreamWriter::write_clock_snapshot(std::span<const ClockReading> readings) {
   payload_.clear();
   encode_clock_snapshot(readings, &payload_);

@@ -33,6 +33,9 @@ class StreamWriter {
 
   bool write_properties(ChunkType type, const Properties& props);
   bool write_clock_snapshot(std::span<const ClockReading> readings);
+  // A chunk of another type (the sampler's) whose payload may name interned strings: the strings
+  // pending so far are written first, so a reader that stops after it has every name it uses.
+  bool write_payload(ChunkType type, std::string_view payload);
   // Writes pending strings and spans as chunks now.
   bool flush();
 

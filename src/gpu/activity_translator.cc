@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/activity_type.h"
+#include "core/attr_keys.h"
 #include "core/level.h"
 #include "gpu/gpu_metrics.h"
 
@@ -154,7 +156,7 @@ bool ActivityTranslator::translate(const CUpti_Activity* record) {
 }
 
 SpanRecord ActivityTranslator::base(uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
-                                    uint32_t correlation) {
+                                    uint32_t correlation, ActivityType activity) {
   SpanRecord r;
   r.start_ns = static_cast<int64_t>(start);
   r.end_ns = static_cast<int64_t>(end);
@@ -163,12 +165,13 @@ SpanRecord ActivityTranslator::base(uint64_t start, uint64_t end, uint32_t devic
   r.correlation_id = correlation;
   r.level = static_cast<uint8_t>(Level::kDevice);
   r.kind = static_cast<uint8_t>(SpanKind::kExecution);
+  r.activity = static_cast<uint8_t>(activity);
   r.clock = static_cast<uint8_t>(options_.clock);
   if (correlation != 0) {
     auto it = external_by_correlation_.find(correlation);
     if (it != external_by_correlation_.end()) {
       ++stats_.external_links;
-      attrs_.add_int("external_id", static_cast<int64_t>(it->second));
+      attrs_.add_int(attr_keys::kIssuingSpanId, static_cast<int64_t>(it->second));
       if (options_.parent_is_external) r.parent_id = it->second;
     }
   }
@@ -190,19 +193,19 @@ bool ActivityTranslator::kernel(const CUpti_ActivityKernel10& k) {
     return false;
   }
   attrs_.clear();
-  SpanRecord r = base(k.start, k.end, k.deviceId, k.streamId, k.correlationId);
-  attrs_.add_string("category", "kernel");
-  attrs_.add_int("grid_x", k.gridX);
-  attrs_.add_int("grid_y", k.gridY);
-  attrs_.add_int("grid_z", k.gridZ);
-  attrs_.add_int("block_x", k.blockX);
-  attrs_.add_int("block_y", k.blockY);
-  attrs_.add_int("block_z", k.blockZ);
-  attrs_.add_int("registers_per_thread", k.registersPerThread);
+  std::string_view name = k.name != nullptr ? std::string_view(k.name) : std::string_view("<unnamed kernel>");
+  SpanRecord r = base(k.start, k.end, k.deviceId, k.streamId, k.correlationId, kernel_activity(name));
+  attrs_.add_int(attr_keys::kGridX, k.gridX);
+  attrs_.add_int(attr_keys::kGridY, k.gridY);
+  attrs_.add_int(attr_keys::kGridZ, k.gridZ);
+  attrs_.add_int(attr_keys::kBlockX, k.blockX);
+  attrs_.add_int(attr_keys::kBlockY, k.blockY);
+  attrs_.add_int(attr_keys::kBlockZ, k.blockZ);
+  attrs_.add_int(attr_keys::kRegistersPerThread, k.registersPerThread);
   attrs_.add_int("shared_memory_static", k.staticSharedMemory);
   attrs_.add_int("shared_memory_dynamic", k.dynamicSharedMemory);
   attrs_.add_int("local_memory_per_thread", k.localMemoryPerThread);
-  attrs_.add_int("context", k.contextId);
+  attrs_.add_int(attr_keys::kContext, k.contextId);
   if (k.clusterX > 1 || k.clusterY > 1 || k.clusterZ > 1) {
     attrs_.add_int("cluster_x", k.clusterX);
     attrs_.add_int("cluster_y", k.clusterY);
@@ -213,7 +216,6 @@ bool ActivityTranslator::kernel(const CUpti_ActivityKernel10& k) {
     attrs_.add_int("graph_node_id", static_cast<int64_t>(k.graphNodeId));
   }
   if (k.isDeviceLaunched) attrs_.add_int("device_launched", 1);
-  std::string_view name = k.name != nullptr ? std::string_view(k.name) : std::string_view("<unnamed kernel>");
   if (options_.joiner != nullptr) {
     options_.joiner->hold(r, name, attrs_.view());
     ++stats_.spans;
@@ -229,13 +231,12 @@ bool ActivityTranslator::memcpy(const CUpti_ActivityMemcpy6& m) {
     return false;
   }
   attrs_.clear();
-  SpanRecord r = base(m.start, m.end, m.deviceId, m.streamId, m.correlationId);
   const char* kind = memcpy_kind_name(m.copyKind);
-  attrs_.add_string("category", "memcpy");
-  attrs_.add_int("bytes", static_cast<int64_t>(m.bytes));
-  attrs_.add_string("copy_kind", kind);
-  attrs_.add_string("src_kind", memory_kind_name(m.srcKind));
-  attrs_.add_string("dst_kind", memory_kind_name(m.dstKind));
+  // The direction is the activity type; the name keeps CUPTI's exact kind (HtoA, AtoD, ...).
+  SpanRecord r = base(m.start, m.end, m.deviceId, m.streamId, m.correlationId, memcpy_activity(kind));
+  attrs_.add_int(attr_keys::kBytes, static_cast<int64_t>(m.bytes));
+  attrs_.add_string(attr_keys::kSrcKind, memory_kind_name(m.srcKind));
+  attrs_.add_string(attr_keys::kDstKind, memory_kind_name(m.dstKind));
   attrs_.add_int("async", (m.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0);
   if (m.graphId != 0) attrs_.add_int("graph_id", m.graphId);
   char name[32];
@@ -250,10 +251,8 @@ bool ActivityTranslator::memcpy_p2p(const CUpti_ActivityMemcpyPtoP4& m) {
     return false;
   }
   attrs_.clear();
-  SpanRecord r = base(m.start, m.end, m.deviceId, m.streamId, m.correlationId);
-  attrs_.add_string("category", "memcpy");
-  attrs_.add_int("bytes", static_cast<int64_t>(m.bytes));
-  attrs_.add_string("copy_kind", "PtoP");
+  SpanRecord r = base(m.start, m.end, m.deviceId, m.streamId, m.correlationId, ActivityType::kMemcpyPtoP);
+  attrs_.add_int(attr_keys::kBytes, static_cast<int64_t>(m.bytes));
   attrs_.add_int("src_device", m.srcDeviceId);
   attrs_.add_int("dst_device", m.dstDeviceId);
   emit(r, "memcpy PtoP");
@@ -266,9 +265,8 @@ bool ActivityTranslator::memset(const CUpti_ActivityMemset4& m) {
     return false;
   }
   attrs_.clear();
-  SpanRecord r = base(m.start, m.end, m.deviceId, m.streamId, m.correlationId);
-  attrs_.add_string("category", "memset");
-  attrs_.add_int("bytes", static_cast<int64_t>(m.bytes));
+  SpanRecord r = base(m.start, m.end, m.deviceId, m.streamId, m.correlationId, ActivityType::kMemset);
+  attrs_.add_int(attr_keys::kBytes, static_cast<int64_t>(m.bytes));
   attrs_.add_int("value", m.value);
   attrs_.add_string("memory_kind", memory_kind_name(m.memoryKind));
   emit(r, "memset");
@@ -282,9 +280,8 @@ bool ActivityTranslator::synchronization(const CUpti_ActivitySynchronization2& s
   }
   attrs_.clear();
   // Synchronization is host time spent waiting: a device-level span on the stream it waited for.
-  SpanRecord r = base(s.start, s.end, kNoDevice, s.streamId, s.correlationId);
-  attrs_.add_string("category", "sync");
-  attrs_.add_int("context", s.contextId);
+  SpanRecord r = base(s.start, s.end, kNoDevice, s.streamId, s.correlationId, ActivityType::kSync);
+  attrs_.add_int(attr_keys::kContext, s.contextId);
   if (s.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
       s.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT)
     attrs_.add_int("event", s.cudaEventId);
@@ -298,11 +295,11 @@ bool ActivityTranslator::memory(const CUpti_ActivityMemory4& m) {
     return false;
   }
   attrs_.clear();
-  SpanRecord r = base(m.timestamp, m.timestamp, m.deviceId, m.streamId, m.correlationId);
+  SpanRecord r =
+      base(m.timestamp, m.timestamp, m.deviceId, m.streamId, m.correlationId, ActivityType::kMemoryEvent);
   r.kind = static_cast<uint8_t>(SpanKind::kInstant);
   r.correlation_id = 0;  // an instant is not the execution of a launch
-  attrs_.add_string("category", "memory");
-  attrs_.add_int("bytes", static_cast<int64_t>(m.bytes));
+  attrs_.add_int(attr_keys::kBytes, static_cast<int64_t>(m.bytes));
   attrs_.add_int("address", static_cast<int64_t>(m.address));
   attrs_.add_string("memory_kind", memory_kind_name(m.memoryKind));
   attrs_.add_int("api_correlation_id", m.correlationId);
@@ -318,10 +315,9 @@ bool ActivityTranslator::overhead(const CUpti_ActivityOverhead3& o) {
     return false;
   }
   attrs_.clear();
-  SpanRecord r = base(o.start, o.end, kNoDevice, kNoStream, 0);
+  SpanRecord r = base(o.start, o.end, kNoDevice, kNoStream, 0, ActivityType::kOverhead);
   r.level = static_cast<uint8_t>(Level::kRuntimeApi);
   r.kind = static_cast<uint8_t>(SpanKind::kSpan);
-  attrs_.add_string("category", "overhead");
   if (o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD) r.tid = o.objectId.pt.threadId;
   emit(r, overhead_kind_name(o.overheadKind));
   return true;
@@ -333,8 +329,7 @@ bool ActivityTranslator::graph(const CUpti_ActivityGraphTrace2& g) {
     return false;
   }
   attrs_.clear();
-  SpanRecord r = base(g.start, g.end, g.deviceId, g.streamId, g.correlationId);
-  attrs_.add_string("category", "graph");
+  SpanRecord r = base(g.start, g.end, g.deviceId, g.streamId, g.correlationId, ActivityType::kGraph);
   attrs_.add_int("graph_id", g.graphId);
   if (g.endDeviceId != g.deviceId) attrs_.add_int("end_device", g.endDeviceId);
   emit(r, "cudaGraph");

@@ -1,8 +1,10 @@
 // CUPTI activity records -> Strata spans. Kernels, copies, memsets, synchronizations and graph
 // launches become execution spans (device level) on their device and stream, linked to their launch
 // by CUPTI's correlation id; memory allocations become instants; CUPTI overhead becomes a runtime
-// span. External-correlation records map a correlation id to the Strata span that was open when the
-// API was called (pushed by the callback side), attached to the execution as `external_id`.
+// span. Each span's activity type (kernel, collective, memcpy by direction, memset, sync, graph,
+// memory event, overhead) is set here, from the record's kind and fields. External-correlation
+// records map a correlation id to the Strata span that was open when the API was called (pushed by
+// the callback side), attached to the execution as `issuing_span_id` (attr_keys::kIssuingSpanId).
 #pragma once
 
 #include <cupti.h>
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <unordered_map>
 
+#include "core/activity_type.h"
 #include "core/span_record.h"
 #include "gpu/span_sink.h"
 
@@ -47,7 +50,8 @@ class ActivityTranslator {
   void set_options(TranslatorOptions options) { options_ = options; }
 
  private:
-  SpanRecord base(uint64_t start, uint64_t end, uint32_t device, uint32_t stream, uint32_t correlation);
+  SpanRecord base(uint64_t start, uint64_t end, uint32_t device, uint32_t stream, uint32_t correlation,
+                  ActivityType activity);
   void emit(SpanRecord& r, std::string_view name);
   bool kernel(const CUpti_ActivityKernel10& k);
   bool memcpy(const CUpti_ActivityMemcpy6& m);

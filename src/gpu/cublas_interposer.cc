@@ -5,6 +5,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
+#include "core/attr_keys.h"
 #include "gpu/library_span.h"
 
 namespace strata::gpu {
@@ -153,7 +154,7 @@ cublasStatus_t CUBLASWINAPI cublasSgemmStridedBatched(cublasHandle_t handle, cub
   LibrarySpan span("cublasSgemmStridedBatched", kLib);
   gemm_shape(span, transa, transb, m, n, k);
   types(span, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F);
-  span.set_int("batch", batchCount);
+  span.set_int(strata::attr_keys::kBatchCount.data(), batchCount);
   return call(span, STRATA_REAL(cublasSgemmStridedBatched), handle, transa, transb, m, n, k, alpha, A, lda,
               strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
 }
@@ -166,7 +167,7 @@ cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(
   LibrarySpan span("cublasGemmStridedBatchedEx", kLib);
   gemm_shape(span, transa, transb, m, n, k);
   types(span, Atype, Btype, Ctype, computeType);
-  span.set_int("batch", batchCount);
+  span.set_int(strata::attr_keys::kBatchCount.data(), batchCount);
   span.set_int("algorithm", static_cast<int>(algo));
   return call(span, STRATA_REAL_AS(cublasGemmStridedBatchedEx, GemmStridedBatchedExFn), handle, transa,
               transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc,
@@ -206,7 +207,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasL
     gemm_shape(span, op_a, static_cast<cublasOperation_t>(tb), static_cast<int64_t>(d_rows),
                static_cast<int64_t>(d_cols), k);
     types(span, static_cast<int>(a_type), static_cast<int>(b_type), static_cast<int>(d_type), compute);
-    span.set_int("batch", batch);
+    span.set_int(strata::attr_keys::kBatchCount.data(), batch);
   }
   span.set_int("workspace_bytes", static_cast<int64_t>(workspaceSizeInBytes));
   return call(span, STRATA_REAL(cublasLtMatmul), lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C,

@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "collect/clock.h"
+#include "core/activity_type.h"
+#include "core/attr_keys.h"
 #include "core/level.h"
 
 namespace strata::gpu {
@@ -167,6 +169,7 @@ void CuptiCollector::emit_session_instant(const char* name) {
   r.start_ns = r.end_ns = collect::monotonic_ns();
   r.level = static_cast<uint8_t>(Level::kRuntimeApi);
   r.kind = static_cast<uint8_t>(SpanKind::kInstant);
+  r.activity = static_cast<uint8_t>(ActivityType::kAnnotation);  // a mark the profiler made
   r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
   CollectorStats s = stats();
   std::string unsupported;
@@ -240,6 +243,7 @@ void CuptiCollector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId i
   r.end_ns = end;
   r.parent_id = sink_->current_api_span();
   r.level = static_cast<uint8_t>(Level::kRuntimeApi);
+  r.activity = static_cast<uint8_t>(runtime ? ActivityType::kRuntimeCall : ActivityType::kDriverCall);
   r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
   if (produces_device_work(c)) {
     r.kind = static_cast<uint8_t>(SpanKind::kLaunch);
@@ -248,8 +252,7 @@ void CuptiCollector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId i
     r.kind = static_cast<uint8_t>(SpanKind::kSpan);
   }
   AttrList a;
-  a.add_string("category", api_class_name(c));
-  a.add_string("api", runtime ? "runtime" : "driver");
+  a.add_string(attr_keys::kApiClass, api_class_name(c));
   if (data->symbolName != nullptr && c == ApiClass::kLaunch) a.add_string("kernel", data->symbolName);
   if (data->functionReturnValue != nullptr) {
     int status = 0;

@@ -1,5 +1,9 @@
 #include "gpu/library_span.h"
 
+#include <cstring>
+
+#include "core/attr_keys.h"
+
 namespace strata::gpu {
 namespace {
 thread_local int tl_depth = 0;
@@ -13,8 +17,8 @@ LibrarySpan::LibrarySpan(const char* name, const char* library) {
     return;
   }
   tl_nested = 0;
-  id_ = strata_span_begin(name, STRATA_LEVEL_LIBRARY);
-  if (id_ != 0) strata_span_set_string(id_, "library", library);
+  id_ = strata_span_begin_as(name, std::strlen(name), STRATA_LEVEL_LIBRARY, STRATA_ACTIVITY_LIBRARY_CALL);
+  if (id_ != 0) strata_span_set_string(id_, attr_keys::kLibrary.data(), library);
 }
 
 LibrarySpan::~LibrarySpan() {

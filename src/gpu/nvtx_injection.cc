@@ -114,7 +114,7 @@ void annotate(strata_span_id span, nvtxDomainHandle_t domain, const nvtxEventAtt
 
 strata_span_id start_span(nvtxDomainHandle_t domain, const std::string& name,
                           const nvtxEventAttributes_t* a) {
-  strata_span_id span = strata_span_begin_n(name.data(), name.size(), kLayer);
+  strata_span_id span = strata_span_begin_as(name.data(), name.size(), kLayer, STRATA_ACTIVITY_ANNOTATION);
   annotate(span, domain, a);
   g_ranges.fetch_add(1, std::memory_order_relaxed);
   return span;

@@ -92,10 +92,24 @@ std::optional<AttrRecord> ImportBuilder::arg_attr(const ChromeArg& arg) {
   return std::nullopt;
 }
 
+const std::vector<AttrRecord>& ImportBuilder::arg_attrs(const ChromeArg& arg) {
+  arg_scratch_.clear();
+  if (arg_translation_ != nullptr && arg_translation_(arg, *trace_, &arg_scratch_)) return arg_scratch_;
+  arg_scratch_.clear();
+  if (std::optional<AttrRecord> attr = arg_attr(arg)) arg_scratch_.push_back(*attr);
+  return arg_scratch_;
+}
+
 void ImportBuilder::add_args(const ChromeEvent& event, std::string_view skip_key) {
   for (const ChromeArg& arg : event.args) {
     if (!skip_key.empty() && arg.key == skip_key) continue;
-    if (std::optional<AttrRecord> attr = arg_attr(arg)) add_attr(*attr);
+    // Most args keep their key: converted straight, without the translation's scratch list.
+    arg_scratch_.clear();
+    if (arg_translation_ != nullptr && arg_translation_(arg, *trace_, &arg_scratch_)) {
+      for (const AttrRecord& attr : arg_scratch_) add_attr(attr);
+    } else if (std::optional<AttrRecord> attr = arg_attr(arg)) {
+      add_attr(*attr);
+    }
   }
 }
 
@@ -103,21 +117,21 @@ void ImportBuilder::merge_args(size_t span_index, const ChromeEvent& event, std:
   PendingSpan& span = spans_[span_index];
   for (const ChromeArg& arg : event.args) {
     if (!skip_key.empty() && arg.key == skip_key) continue;
-    std::optional<AttrRecord> attr = arg_attr(arg);
-    if (!attr) continue;
-    // The span's own attributes are still contiguous in attrs_: a key the "B" had is overwritten.
-    bool replaced = false;
-    for (uint32_t k = span.attr_first; k < span.attr_first + span.attr_count && !replaced; ++k)
-      if (attrs_[k].key == attr->key) {
-        attrs_[k] = *attr;
-        replaced = true;
+    for (const AttrRecord& attr : arg_attrs(arg)) {
+      // The span's own attributes are still contiguous in attrs_: a key the "B" had is overwritten.
+      bool replaced = false;
+      for (uint32_t k = span.attr_first; k < span.attr_first + span.attr_count && !replaced; ++k)
+        if (attrs_[k].key == attr.key) {
+          attrs_[k] = attr;
+          replaced = true;
+        }
+      if (replaced) continue;
+      if (span.attr_count >= UINT16_MAX - 8) {
+        drops_["import.attribute_limit"] += 1;
+        continue;
       }
-    if (replaced) continue;
-    if (span.attr_count >= UINT16_MAX - 8) {
-      drops_["import.attribute_limit"] += 1;
-      continue;
+      add_late_attr(span_index, attr);
     }
-    add_late_attr(span_index, *attr);
   }
 }
 
@@ -148,7 +162,7 @@ void ImportBuilder::add_counter(const ChromeEvent& event, int64_t host_pid) {
     if (arg.key != "value" && arg.key != "metric.value" && arg.key != event.name)
       name += (name.empty() ? "" : " ") + std::string(arg.key);
     PendingSpan& span = begin_span(event, static_cast<uint8_t>(Level::kApplication),
-                                   static_cast<uint8_t>(SpanKind::kCounter), name);
+                                   static_cast<uint8_t>(SpanKind::kCounter), name, ActivityType::kCounter);
     span.record.end_ns = span.record.start_ns;  // a sample, whatever dur the event carried
     span.host_pid = host_pid;
     add_attr(trace_->metric("value", arg.value.d));
@@ -188,7 +202,7 @@ void ImportBuilder::add_device_properties(format::Properties* properties) {
 }
 
 PendingSpan& ImportBuilder::begin_span(const ChromeEvent& event, uint8_t level, uint8_t kind,
-                                       std::string_view name) {
+                                       std::string_view name, ActivityType activity) {
   PendingSpan& span = spans_.emplace_back();
   span.record.start_ns = event.ts_ns.value_or(0);
   span.record.end_ns = span.record.start_ns;
@@ -198,6 +212,7 @@ PendingSpan& ImportBuilder::begin_span(const ChromeEvent& event, uint8_t level, 
     span.record.end_ns += *event.dur_ns;
   span.record.level = level;
   span.record.kind = kind;
+  span.record.activity = static_cast<uint8_t>(activity);
   span.record.clock = static_cast<uint8_t>(ClockDomain::kImported);
   span.record.name = trace_->strings.intern(name);
   span.record.tid = thread_id(event.tid);

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/activity_type.h"
 #include "core/level.h"
 #include "core/span_record.h"
 #include "import/chrome_json.h"
@@ -61,13 +62,21 @@ class ImportBuilder {
   // event as dropped by cause and returns false otherwise.
   bool check_times(const ChromeEvent& event, bool instant);
 
-  // Converts every JSON arg into an attribute of the span being built (after begin_span()).
+  // How a format's args become canonical attributes (core/attr_keys.h), set once by the converter:
+  // appends the attributes one arg becomes to *out (renamed, or split, e.g. a [x, y, z] array into
+  // three) and returns true; false keeps the arg as it is, under its own key.
+  using ArgTranslation = bool (*)(const ChromeArg& arg, model::Trace& trace, std::vector<AttrRecord>* out);
+  void set_arg_translation(ArgTranslation translation) { arg_translation_ = translation; }
+
+  // Converts every JSON arg into attributes of the span being built (after begin_span()).
   void add_args(const ChromeEvent& event, std::string_view skip_key = {});
   // Merges an "E" event's args into the span its "B" opened (Chrome semantics: on a key both carry,
   // the "E" value wins).
   void merge_args(size_t span_index, const ChromeEvent& event, std::string_view skip_key = {});
   void add_attr(const AttrRecord& attr);
-  PendingSpan& begin_span(const ChromeEvent& event, uint8_t level, uint8_t kind, std::string_view name);
+  // `activity`: what the span is, decided by the converter from the format's own fields.
+  PendingSpan& begin_span(const ChromeEvent& event, uint8_t level, uint8_t kind, std::string_view name,
+                          ActivityType activity);
   std::vector<PendingSpan>& spans() { return spans_; }
   std::vector<AttrRecord>& attrs() { return attrs_; }
   // Attributes added after the fact (e.g. flow bindings), merged when the spans are written.
@@ -143,7 +152,11 @@ class ImportBuilder {
   std::map<std::pair<int64_t, uint32_t>, std::string> thread_names_;
   std::vector<std::pair<std::string, std::string>> metadata_;
 
+  ArgTranslation arg_translation_ = nullptr;
+  std::vector<AttrRecord> arg_scratch_;
   std::optional<AttrRecord> arg_attr(const ChromeArg& arg);
+  // The attributes one arg becomes (translated), in arg_scratch_.
+  const std::vector<AttrRecord>& arg_attrs(const ChromeArg& arg);
   void add_device_properties(format::Properties* properties);
   // finish(), after the processes exist: the spans (with their late attributes) into the trace, and
   // the import's counts into the main process's stats.

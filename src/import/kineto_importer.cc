@@ -1,19 +1,34 @@
 // PyTorch profiler (Kineto) Chrome trace JSON -> spans.
 //
-// Category mapping (the reference for it; tests/python/test_import_kineto.py checks it independently):
-//   Trace (the profiler's own window)        -> application, span
+// Category mapping (the reference for it; tests/python/test_import_kineto.py checks it independently),
+// level and kind, then the activity type:
+//   Trace (the profiler's own window)        -> application, span; annotation
 //   python_function (Python stack frames)    -> application, span: user code above the framework ops,
-//                                               kept out of the layer level so layer counts equal ops
-//   user_annotation (record_function, ProfilerStep#N) -> model, span; ProfilerStep#N also gets
-//                                               the attribute step=N (one step of the loop)
-//   cpu_op / operator                        -> layer, span
+//                                               kept out of the layer level so layer counts equal ops;
+//                                               python_function
+//   user_annotation (record_function, ProfilerStep#N) -> model, span; annotation. ProfilerStep#N
+//                                               also gets the attribute step=N (one step of the loop)
+//   cpu_op / operator                        -> layer, span; cpu_op, or tensor_copy for PyTorch's
+//                                               copying ops (framework_op_activity)
 //   cuda_runtime / cuda_driver               -> runtime_api, launch (kernel launches, memcpy/memset
 //                                               calls, and any call a device activity correlates to)
-//                                               or span (everything else)
-//   kernel / gpu_memcpy / gpu_memset / cuda_profiler_range -> device, execution
-//   gpu_user_annotation, cuda_sync           -> device, span (on the device stream's track)
-//   instants ("i"/"I")                       -> application, instant
-//   anything else                            -> application span, counted in import.unmapped_category.*
+//                                               or span (everything else); runtime_call / driver_call
+//   kernel                                   -> device, execution; kernel (collective for NCCL/RCCL)
+//   gpu_memcpy                               -> device, execution; memcpy by direction: args.kind
+//                                               (ROCm) or Kineto's name "Memcpy HtoD (Pinned -> Device)"
+//                                               (its src/dst memory kinds become src_kind/dst_kind)
+//   gpu_memset                               -> device, execution; memset
+//   cuda_profiler_range (a kernel's counters) -> device, execution; kernel
+//   gpu_user_annotation                      -> device, span (on the device stream's track); device_range
+//   cuda_sync                                -> device, span; sync
+//   instants ("i"/"I")                       -> application, instant; memory_event for "[memory]",
+//                                               annotation otherwise
+//   anything else                            -> application span, unknown activity, counted in
+//                                               import.unmapped_category.*
+// Args keep their names except where Kineto spells a canonical fact its own way (kineto_key):
+// "Input Dims" -> shapes, "Input type" -> input_types, "External id" -> external_correlation_id,
+// "est. achieved occupancy %" -> achieved_occupancy, "registers per thread" -> registers_per_thread,
+// "shared memory" -> shared_memory, "grid"/"block" [x, y, z] -> grid_x.. / block_x...
 //
 // Phases: "X" complete events; "B"/"E" duration events, paired per JSON pid/tid as a stack (an "E"
 // closes the innermost open "B" of its track, as Chrome's viewer does; its args merge into the
@@ -29,6 +44,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "core/attr_keys.h"
 #include "core/memory_keys.h"
 #include "import/converters.h"
 #include "import/sass_flops.h"
@@ -36,33 +52,129 @@
 namespace strata::import {
 namespace {
 
+// How a category's activity type is found: fixed, or from the event.
+enum class ActivityFrom : uint8_t { kFixed, kOpName, kKernelName, kCopy };
+
 struct CategoryRule {
   std::string_view category;
   Level level;
   SpanKind kind;
   bool device_side;
+  ActivityType activity;
+  ActivityFrom from = ActivityFrom::kFixed;
 };
 
 constexpr CategoryRule kRules[] = {
-    {"Trace", Level::kApplication, SpanKind::kSpan, false},
-    {"python_function", Level::kApplication, SpanKind::kSpan, false},
-    {"user_annotation", Level::kModel, SpanKind::kSpan, false},
-    {"cpu_op", Level::kLayer, SpanKind::kSpan, false},
-    {"operator", Level::kLayer, SpanKind::kSpan, false},
-    {"Operator", Level::kLayer, SpanKind::kSpan, false},
-    {"cuda_runtime", Level::kRuntimeApi, SpanKind::kSpan, false},
-    {"cuda_driver", Level::kRuntimeApi, SpanKind::kSpan, false},
-    {"Runtime", Level::kRuntimeApi, SpanKind::kSpan, false},
-    {"kernel", Level::kDevice, SpanKind::kExecution, true},
-    {"Kernel", Level::kDevice, SpanKind::kExecution, true},
-    {"gpu_memcpy", Level::kDevice, SpanKind::kExecution, true},
-    {"Memcpy", Level::kDevice, SpanKind::kExecution, true},
-    {"gpu_memset", Level::kDevice, SpanKind::kExecution, true},
-    {"Memset", Level::kDevice, SpanKind::kExecution, true},
-    {"cuda_profiler_range", Level::kDevice, SpanKind::kExecution, true},
-    {"gpu_user_annotation", Level::kDevice, SpanKind::kSpan, true},
-    {"cuda_sync", Level::kDevice, SpanKind::kSpan, true},
+    {"Trace", Level::kApplication, SpanKind::kSpan, false, ActivityType::kAnnotation},
+    {"python_function", Level::kApplication, SpanKind::kSpan, false, ActivityType::kPythonFunction},
+    {"user_annotation", Level::kModel, SpanKind::kSpan, false, ActivityType::kAnnotation},
+    {"cpu_op", Level::kLayer, SpanKind::kSpan, false, ActivityType::kCpuOp, ActivityFrom::kOpName},
+    {"operator", Level::kLayer, SpanKind::kSpan, false, ActivityType::kCpuOp, ActivityFrom::kOpName},
+    {"Operator", Level::kLayer, SpanKind::kSpan, false, ActivityType::kCpuOp, ActivityFrom::kOpName},
+    {"cuda_runtime", Level::kRuntimeApi, SpanKind::kSpan, false, ActivityType::kRuntimeCall},
+    {"cuda_driver", Level::kRuntimeApi, SpanKind::kSpan, false, ActivityType::kDriverCall},
+    {"Runtime", Level::kRuntimeApi, SpanKind::kSpan, false, ActivityType::kRuntimeCall},
+    {"kernel", Level::kDevice, SpanKind::kExecution, true, ActivityType::kKernel, ActivityFrom::kKernelName},
+    {"Kernel", Level::kDevice, SpanKind::kExecution, true, ActivityType::kKernel, ActivityFrom::kKernelName},
+    {"gpu_memcpy", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemcpyOther, ActivityFrom::kCopy},
+    {"Memcpy", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemcpyOther, ActivityFrom::kCopy},
+    {"gpu_memset", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemset},
+    {"Memset", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemset},
+    {"cuda_profiler_range", Level::kDevice, SpanKind::kExecution, true, ActivityType::kKernel,
+     ActivityFrom::kKernelName},
+    {"gpu_user_annotation", Level::kDevice, SpanKind::kSpan, true, ActivityType::kDeviceRange},
+    {"cuda_sync", Level::kDevice, SpanKind::kSpan, true, ActivityType::kSync},
 };
+
+// "[4, 1, 1]" -> {4, 1, 1}; false unless three integers.
+bool parse_triple(std::string_view text, int64_t out[3]) {
+  size_t at = 0, n = 0;
+  auto skip = [&] {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '[' || text[at] == ',')) ++at;
+  };
+  for (; n < 3; ++n) {
+    skip();
+    size_t begin = at;
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) ++at;
+    if (at == begin || at - begin > 12) return false;
+    out[n] = std::stoll(std::string(text.substr(begin, at - begin)));
+  }
+  while (at < text.size() && text[at] == ' ') ++at;
+  return at + 1 == text.size() && text[at] == ']';
+}
+
+// Kineto's spellings of canonical facts (see the header comment): renamed, and "grid"/"block"
+// [x, y, z] split into three integers like CUPTI's own record (kept as they are otherwise).
+bool kineto_arg(const ChromeArg& arg, model::Trace& t, std::vector<AttrRecord>* out) {
+  namespace k = attr_keys;
+  static constexpr std::pair<std::string_view, std::string_view> kRenames[] = {
+      {"Input Dims", k::kShapes},
+      {"Input type", k::kInputTypes},
+      {"External id", k::kExternalCorrelationId},
+      {"est. achieved occupancy %", k::kAchievedOccupancy},
+      {"registers per thread", k::kRegistersPerThread},
+      {"shared memory", k::kSharedMemoryBytes},
+  };
+  static constexpr std::string_view kDims[2][4] = {{"grid", k::kGridX, k::kGridY, k::kGridZ},
+                                                   {"block", k::kBlockX, k::kBlockY, k::kBlockZ}};
+  // Every key handled here is 4, 5, 10, 11, 13, 20 or 25 bytes long: most args leave at once.
+  const size_t n = arg.key.size();
+  if (n != 4 && n != 5 && n != 10 && n != 11 && n != 13 && n != 20 && n != 25) return false;
+  const JsonScalar& v = arg.value;
+  for (const auto& [from, to] : kRenames) {
+    if (arg.key != from) continue;
+    switch (v.kind) {
+      case JsonScalar::kInt:
+      case JsonScalar::kBool:
+        out->push_back(t.int_attr(to, v.i));
+        return true;
+      case JsonScalar::kDouble:
+        out->push_back(t.double_attr(to, v.d));
+        return true;
+      case JsonScalar::kString:
+      case JsonScalar::kRaw:
+        out->push_back(t.string_attr(to, v.text));
+        return true;
+      default:
+        return true;  // null: nothing to keep, as for any other arg
+    }
+  }
+  for (const auto& keys : kDims) {
+    int64_t d[3];
+    if (arg.key != keys[0] || v.kind != JsonScalar::kRaw || !parse_triple(v.text, d)) continue;
+    for (int i = 0; i < 3; ++i) out->push_back(t.int_attr(keys[1 + i], d[i]));
+    return true;
+  }
+  return false;
+}
+
+// Kineto names copies "Memcpy <kind> (<src memory> -> <dst memory>)", with CUPTI's kind code
+// ("HtoD", "DtoD", ...) and memory kinds ("Pageable", "Pinned", "Device"). ROCm traces also give the
+// kind as args.kind.
+struct CopyName {
+  std::string_view code, src, dst;
+};
+CopyName parse_copy_name(std::string_view name) {
+  CopyName c;
+  size_t space = name.find(' ');
+  if (space == std::string_view::npos) return c;
+  std::string_view rest = name.substr(space + 1);
+  size_t end = rest.find(' ');
+  c.code = rest.substr(0, end);
+  if (end == std::string_view::npos) return c;
+  rest = rest.substr(end + 1);
+  size_t arrow = rest.find(" -> ");
+  if (rest.size() < 2 || rest.front() != '(' || rest.back() != ')' || arrow == std::string_view::npos) return c;
+  c.src = rest.substr(1, arrow - 1);
+  c.dst = rest.substr(arrow + 4, rest.size() - arrow - 5);
+  return c;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
 
 bool looks_like_launch(std::string_view name) {
   std::string lower(name);
@@ -199,7 +311,19 @@ class KinetoConverter {
     if (!rule && !instant) b_.note("unmapped_category." + std::string(ev.cat.empty() ? "(none)" : ev.cat));
     if (level == Level::kRuntimeApi && looks_like_launch(ev.name)) kind = SpanKind::kLaunch;
 
-    PendingSpan& span = b_.begin_span(ev, static_cast<uint8_t>(level), static_cast<uint8_t>(kind), ev.name);
+    ActivityType activity = rule ? rule->activity : ActivityType::kUnknown;
+    if (instant) activity = ev.name == "[memory]" ? ActivityType::kMemoryEvent : ActivityType::kAnnotation;
+    else if (rule && rule->from == ActivityFrom::kOpName) activity = framework_op_activity(ev.name);
+    else if (rule && rule->from == ActivityFrom::kKernelName) activity = kernel_activity(ev.name);
+    CopyName copy;
+    if (!instant && rule && rule->from == ActivityFrom::kCopy) {
+      copy = parse_copy_name(ev.name);
+      const JsonScalar* k = ev.arg("kind");
+      activity = memcpy_activity(k != nullptr && k->kind == JsonScalar::kString ? k->text : copy.code);
+    }
+
+    PendingSpan& span =
+        b_.begin_span(ev, static_cast<uint8_t>(level), static_cast<uint8_t>(kind), ev.name, activity);
     if (const JsonScalar* corr = ev.arg("correlation"); corr && corr->as_int() && *corr->as_int() > 0)
       span.record.correlation_id = static_cast<uint64_t>(*corr->as_int());
     const bool device_side = rule ? rule->device_side : false;
@@ -237,11 +361,15 @@ class KinetoConverter {
       if (flops.flops() && !ev.arg("flops")) b_.add_attr(b_.trace().metric("flops", *flops.flops()));
     } else {
       b_.add_args(ev, "correlation");
+      if (!copy.src.empty()) {
+        b_.add_attr(b_.trace().string_attr(attr_keys::kSrcKind, lower(copy.src)));
+        b_.add_attr(b_.trace().string_attr(attr_keys::kDstKind, lower(copy.dst)));
+      }
     }
     if (instant && ev.name == "[memory]") note_memory(ev, span);
     if (level == Level::kModel && !instant)
       if (std::optional<int64_t> step = profiler_step(ev.name))
-        b_.add_attr(b_.trace().int_attr("step", *step));
+        b_.add_attr(b_.trace().int_attr(attr_keys::kStep, *step));
     return b_.spans().size() - 1;
   }
 
@@ -288,6 +416,7 @@ class KinetoConverter {
       PendingSpan counter = b_.spans()[m.instant];
       counter.record.level = static_cast<uint8_t>(Level::kApplication);
       counter.record.kind = static_cast<uint8_t>(SpanKind::kCounter);
+      counter.record.activity = static_cast<uint8_t>(ActivityType::kCounter);
       counter.record.name = b_.trace().strings.intern(memory_keys::counter_name(allocator, device));
       counter.record.correlation_id = 0;
       counter.attr_first = static_cast<uint32_t>(b_.attrs().size());
@@ -558,6 +687,7 @@ std::vector<size_t> bind_flows(const std::vector<PendingSpan>& spans, const std:
 
 bool convert_kineto(std::string_view json, ImportBuilder& builder, ImportStats* stats, std::string* error) {
   KinetoConverter converter(builder);
+  builder.set_arg_translation(kineto_arg);
   ChromeDocument doc;
   if (!parse_chrome_trace(
           json, builder.source(), &doc, [&](const ChromeEvent& ev) { converter.on_event(ev); }, error))

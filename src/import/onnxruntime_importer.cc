@@ -1,14 +1,17 @@
 // ONNX Runtime profile JSON (SessionOptions.enable_profiling) -> spans.
 //
-// The file is a bare array of Chrome "X" events. Mapping:
-//   cat Session: model_run, SequentialExecutor::Execute  -> model, span (one inference)
-//   cat Session: anything else (model_loading_uri, session_initialization) -> application, span
-//   cat Node: "<node>_kernel_time"                        -> layer, span named <node>; args.op_name,
+// The file is a bare array of Chrome "X" events. Mapping (level, kind; activity type):
+//   cat Session: model_run, SequentialExecutor::Execute  -> model, span (one inference); annotation
+//   cat Session: anything else (model_loading_uri, session_initialization) -> application, span;
+//                                                            annotation
+//   cat Node: "<node>_kernel_time"                        -> layer, span named <node>; cpu_op; args.op_name,
 //                                                            provider, shapes and sizes kept
 //   cat Node: "<node>_fence_before" / "_fence_after"      -> dropped, counted (zero-work markers)
-//   cat Kernel (CUDA/ROCm EP kernel records)              -> device, execution (args.stream, grid...)
-//   cat Api                                               -> runtime_api, span
-//   other categories                                      -> application span, counted as unmapped
+//   cat Kernel (CUDA/ROCm EP kernel records)              -> device, execution (args.stream, grid...);
+//                                                            kernel (collective for NCCL/RCCL names)
+//   cat Api                                               -> runtime_api, span; runtime_call
+//   other categories                                      -> application span, unknown activity,
+//                                                            counted as unmapped
 #include "import/converters.h"
 
 namespace strata::import {
@@ -32,9 +35,11 @@ class OrtConverter {
 
     Level level = Level::kApplication;
     SpanKind kind = SpanKind::kSpan;
+    ActivityType activity = ActivityType::kUnknown;
     std::string_view name = ev.name;
     bool device = false;
     if (ev.cat == "Session") {
+      activity = ActivityType::kAnnotation;
       level = (ev.name == "model_run" || ev.name == "SequentialExecutor::Execute" ||
                ev.name == "ParallelExecutor::Execute")
                   ? Level::kModel
@@ -43,17 +48,21 @@ class OrtConverter {
       if (ends_with(ev.name, "_fence_before") || ends_with(ev.name, "_fence_after"))
         return b_.drop("fence_marker", ev, "ONNX Runtime fence marker (no work of its own)");
       level = Level::kLayer;
+      activity = ActivityType::kCpuOp;
       if (ends_with(ev.name, "_kernel_time")) name = ev.name.substr(0, ev.name.size() - 12);
     } else if (ev.cat == "Kernel") {
       level = Level::kDevice;
       kind = SpanKind::kExecution;
+      activity = kernel_activity(ev.name);
       device = true;
     } else if (ev.cat == "Api") {
       level = Level::kRuntimeApi;
+      activity = ActivityType::kRuntimeCall;
     } else {
       b_.note("unmapped_category." + std::string(ev.cat.empty() ? "(none)" : ev.cat));
     }
-    PendingSpan& span = b_.begin_span(ev, static_cast<uint8_t>(level), static_cast<uint8_t>(kind), name);
+    PendingSpan& span =
+        b_.begin_span(ev, static_cast<uint8_t>(level), static_cast<uint8_t>(kind), name, activity);
     if (const JsonScalar* corr = ev.arg("correlation"); corr && corr->as_int() && *corr->as_int() > 0)
       span.record.correlation_id = static_cast<uint64_t>(*corr->as_int());
     if (device) {

@@ -8,12 +8,15 @@
 //   * the TF2 profiler's trace viewer: pids named "/host:CPU", "/device:GPU:0", threads such as
 //     "TensorFlow Ops", "Stream #N(...)"; "X" events with args like long_name.
 // Mapping: events on a GPU stream track -> device, execution (device from the name, stream from
-// "stream:N" or the tid); the "stream:all" track repeats every stream's ops and is dropped (counted);
-// everything on host/device "Compute" tracks -> layer spans (the op kernels, with op type kept);
+// "stream:N" or the tid); activity: a copy by direction for TF's copy ops (op type "MEMCPYHtoD" in
+// timelines, "MemcpyH2D" from the TF2 profiler), memset for "MEMSET...", else kernel;
+// the "stream:all" track repeats every stream's ops and is dropped (counted);
+// everything on host/device "Compute" tracks -> layer spans, cpu_op (the op kernels, op type kept);
 // allocator counters ("C", bytes in use per allocator) -> counter records (ImportBuilder::add_counter);
 // object and dataflow events are not imported (counted).
 #include <cctype>
 
+#include "core/attr_keys.h"
 #include "import/converters.h"
 
 namespace strata::import {
@@ -58,6 +61,20 @@ TrackInfo classify(std::string_view process_name) {
       process_name.find(" Memory") != std::string_view::npos)
     info.not_ops = true;
   return info;
+}
+
+bool starts_with_ci(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
+  return true;
+}
+
+// TF names its device copies by op type: "MEMCPYHtoD" (timeline), "MemcpyH2D" (TF2 profiler).
+ActivityType device_activity(std::string_view op_type, std::string_view node) {
+  if (starts_with_ci(op_type, "memcpy")) return memcpy_activity(op_type.substr(6));
+  if (starts_with_ci(op_type, "memset")) return ActivityType::kMemset;
+  return kernel_activity(node);
 }
 
 class TfConverter {
@@ -108,7 +125,9 @@ class TfConverter {
     const bool device = info.device_stream;
     Level level = device ? Level::kDevice : Level::kLayer;
     SpanKind kind = device ? SpanKind::kExecution : SpanKind::kSpan;
-    PendingSpan& span = b_.begin_span(ev, static_cast<uint8_t>(level), static_cast<uint8_t>(kind), node);
+    const ActivityType activity = device ? device_activity(op_type, node) : ActivityType::kCpuOp;
+    PendingSpan& span =
+        b_.begin_span(ev, static_cast<uint8_t>(level), static_cast<uint8_t>(kind), node, activity);
     if (device) {
       span.host_pid = kResolveByCorrelation;
       span.record.device = static_cast<uint16_t>(info.device >= 0 ? info.device : 0);
@@ -122,7 +141,7 @@ class TfConverter {
       span.record.tid = static_cast<uint32_t>((pid_key & 0xFFFF) << 16) ^ span.record.tid;
       if (info.device >= 0) span.record.device = kNoDevice;
     }
-    b_.add_attr(b_.trace().string_attr("op_type", op_type));
+    b_.add_attr(b_.trace().string_attr(attr_keys::kOpType, op_type));
     if (info.device >= 0 && !device) b_.add_attr(b_.trace().int_attr("tf.device", info.device));
     b_.add_args(ev);
   }

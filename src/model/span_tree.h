@@ -4,8 +4,9 @@
 //
 // Known links win, in this order: an explicit parent id; a correlation id (device work -> the
 // runtime call with the same id in the same process: the launch for kernels and copies, the sync
-// call for sync records); an external correlation id (attribute kExternalCorrelationKey: a runtime
-// call, or device work without a launch, hangs under the framework op that carries the same id).
+// call for sync records); an external correlation id (attribute attr_keys::kExternalCorrelationId,
+// Kineto's "External id" after import: a runtime call, or device work without a launch, hangs under
+// the framework op that carries the same id).
 //
 // Spans without a known link get a parent reconstructed by containment, level-aware: among the spans
 // on the same track (process+thread; device work: device+stream) that contain it, the one at the
@@ -31,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/attr_keys.h"
 #include "core/stats.h"
 #include "model/trace.h"
 #include "model/tracks.h"
@@ -38,10 +40,6 @@
 namespace strata::model {
 
 inline constexpr int32_t kNoParent = -1;
-
-// Attribute holding an external correlation id (an int): Kineto's name for it, kept verbatim so
-// imported traces need no renaming; Strata's own tracers use the same key.
-inline constexpr std::string_view kExternalCorrelationKey = "External id";
 
 // How a span's parent was established. Stable names (exports write them).
 enum class LinkKind : uint8_t {

@@ -162,7 +162,7 @@ void link_correlation_ids(TreeBuild& b) {
 void link_external_ids(TreeBuild& b) {
   const auto& spans = b.spans;
   const size_t n = spans.size();
-  const uint32_t ext_key = b.trace.strings.find(kExternalCorrelationKey);
+  const uint32_t ext_key = b.trace.strings.find(attr_keys::kExternalCorrelationId);
   if (ext_key == UINT32_MAX) return;
   b.external_owner.assign(n, kNoParent);
   // The spans carrying an (integer) external id, and the owner of each id: the framework op (layer

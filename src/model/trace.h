@@ -15,6 +15,7 @@
 #include "core/span_record.h"
 #include "core/stats.h"
 #include "format/properties.h"
+#include "model/samples.h"
 #include "model/string_pool.h"
 
 namespace strata::model {
@@ -58,6 +59,7 @@ class Trace {
   format::Properties record;            // what `strata record` wrote (command, exit status, ...)
   stats::StatSet stats;                 // trace-wide counters: reading (load.*), the span tree (tree.*)
   std::vector<std::string> warnings;    // what went wrong while reading, one line each (file, offset)
+  SampleData samples;                   // CPU samples (`strata record --sample`, `strata attach`)
 
   std::string_view name(const SpanRecord& span) const { return strings.get(span.name); }
   std::span<const AttrRecord> attributes(size_t span_index) const {

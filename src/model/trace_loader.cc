@@ -10,7 +10,10 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/activity_type.h"
 #include "format/payloads.h"
+#include "model/activity_upgrade.h"
+#include "model/sample_loader.h"
 #include "model/trace_reader.h"
 
 namespace strata::model {
@@ -28,7 +31,11 @@ using stats::Stat;
 class Loader {
  public:
   Loader(TraceBuilder* builder, format::ChunkReader* reader)
-      : builder_(builder), trace_(&builder->trace()), reader_(reader), first_span_(trace_->spans.size()) {}
+      : builder_(builder),
+        trace_(&builder->trace()),
+        reader_(reader),
+        first_span_(trace_->spans.size()),
+        samples_(&trace_->samples) {}
 
   bool run(std::string* error) {
     // Reserve for the most spans the file can hold: no reallocation (and no 2x peak while one
@@ -49,6 +56,12 @@ class Loader {
       handle(chunk);
     }
     refine_tick_clocks();
+    if (reader_->version_minor() < 1) {
+      // Format 1.0 has no activity types and older attribute spellings: upgraded here, once.
+      UpgradeCounts up = upgrade_untyped_spans(trace_, first_span_);
+      builder_->count(Stat::kLoadActivityUpgraded, up.spans_typed);
+      builder_->count(Stat::kLoadLegacyKeysRenamed, up.keys_renamed);
+    }
     builder_->count(Stat::kLoadFiles);
     builder_->count(Stat::kLoadBytes, reader_->file_size());
     builder_->count(Stat::kLoadCorruptChunks, reader_->corrupt_chunks());
@@ -107,6 +120,12 @@ class Loader {
     using format::ChunkType;
     std::string error;
     if (chunk.type != static_cast<uint16_t>(ChunkType::kRecord) && over_stream_limit(chunk)) return;
+    if (SampleChunkLoader::is_sample_chunk(chunk.type)) {  // CPU samples: model/sample_loader.cc
+      StreamState& s = stream(chunk.stream_id);
+      if (!samples_.handle(chunk, s.process, [&](uint32_t id) { return map_string(s, id); }, &error))
+        skip(chunk, error);  // counted (load.undecodable_chunks) and said why
+      return;
+    }
     switch (static_cast<ChunkType>(chunk.type)) {
       case ChunkType::kProcess:
         return handle_process(chunk);
@@ -156,6 +175,8 @@ class Loader {
         for (const auto& [key, value] : props.entries()) trace_->record.set(key, value);
         return;
       }
+      default:
+        break;
     }
     ++unknown_chunks_;  // a newer minor version's chunk: skipped on purpose
   }
@@ -264,6 +285,7 @@ class Loader {
       }
       span.name = last_global;
       if (!is_known_level(span.level)) builder_->count(Stat::kLoadUnknownLevels);
+      if (!is_known_activity(span.activity)) builder_->count(Stat::kLoadUnknownActivities);
       if (clamp_span_times(span)) ++clamped;
       attr_pos += span.attr_count;
       trace_->attr_begin.push_back(attr_pos);
@@ -293,6 +315,7 @@ class Loader {
   std::vector<format::StringEntry> entries_;
   std::vector<std::string> problems_;
   uint64_t unknown_chunks_ = 0;
+  SampleChunkLoader samples_;
 };
 
 // A stored counter's value: an event count (format::Properties::get_count: an integer from 0 to 2^48,

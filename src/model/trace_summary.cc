@@ -10,14 +10,22 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/activity_type.h"
 #include "core/level.h"
 #include "format/chunk_reader.h"
 #include "format/payloads.h"
+#include "format/sample_payloads.h"
+#include "model/sample_loader.h"
 #include "model/trace_builder.h"
 #include "model/trace_loader.h"
 
 namespace strata::model {
 namespace {
+
+void add_sample_mode(TraceSummary* s, const std::string& mode) {
+  if (!mode.empty() && std::find(s->sample_modes.begin(), s->sample_modes.end(), mode) == s->sample_modes.end())
+    s->sample_modes.push_back(mode);
+}
 
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::max();
 
@@ -175,6 +183,7 @@ class FileSummarizer {
   void handle(const format::Chunk& chunk);
   void handle_process(const format::Chunk& chunk, StreamState& s);
   void handle_stats(const format::Chunk& chunk, StreamState& s);
+  void handle_samples(const format::Chunk& chunk);
   void handle_spans(const format::Chunk& chunk, StreamState& s);
   void check_string(const StreamState& s, uint32_t id) {
     if (!s.strings.contains(id)) out_->stats.add(stats::Stat::kLoadUnknownStrings);
@@ -246,6 +255,7 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
     for (const auto& [key, value] : props.entries()) out_->record.set(key, value);
     return;
   }
+  if (SampleChunkLoader::is_sample_chunk(chunk.type)) return handle_samples(chunk);
   if (chunk.type < static_cast<uint16_t>(ChunkType::kProcess) ||
       chunk.type > static_cast<uint16_t>(ChunkType::kEnd)) {
     ++unknown_chunks_;  // a newer minor version's chunk: skipped on purpose
@@ -299,6 +309,21 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
   }
 }
 
+// CPU samples: their total and how they were taken (the counts chunks and the configuration).
+void FileSummarizer::handle_samples(const format::Chunk& chunk) {
+  std::string error;
+  if (chunk.type == static_cast<uint16_t>(format::ChunkType::kSampleCounts)) {
+    format::SampleCountsHeader h;
+    std::vector<format::SampleCount> counts;
+    if (!format::decode_sample_counts(chunk.payload, &h, &counts, &error)) return skip(chunk, error);
+    for (const auto& c : counts) out_->samples += c.count;
+  } else if (chunk.type == static_cast<uint16_t>(format::ChunkType::kSampleConfig)) {
+    format::Properties props;
+    if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
+    add_sample_mode(out_, std::string(props.get("mode").value_or("")));
+  }
+}
+
 void FileSummarizer::handle_process(const format::Chunk& chunk, StreamState& s) {
   format::Properties props;
   std::string error;
@@ -335,6 +360,7 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
     return skip(chunk, "spans chunk attribute counts (" + std::to_string(attr_total) +
                            ") disagree with its attribute area (" + std::to_string(decoded.attr_count) + ")");
   }
+  if (reader_->version_minor() < 1) out_->format_1_0_spans += decoded.span_count;
   uint32_t last_name = UINT32_MAX;  // names are checked when they change, as the loader counts them
   uint64_t clamped = 0;
   for (uint32_t i = 0; i < decoded.span_count; ++i) {
@@ -345,8 +371,10 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
       check_string(s, span.name);
     }
     if (!is_known_level(span.level)) out_->stats.add(stats::Stat::kLoadUnknownLevels);
+    if (!is_known_activity(span.activity)) out_->stats.add(stats::Stat::kLoadUnknownActivities);
     ++s.level_count(span.level);
     ++out_->spans_per_kind[span.kind];
+    ++out_->spans_per_activity[span.activity];
     if (span.flags & kSpanFlagUnfinished) ++out_->unfinished;
     if (clamp_span_times(span)) ++clamped;  // as the loader keeps them
     (span.flags & kSpanFlagFromTicks ? s.from_ticks : s.plain).add(span);
@@ -401,6 +429,7 @@ TraceSummary summarize(const Trace& trace) {
   for (const SpanRecord& span : trace.spans) {
     s.spans_per_level[span.level] += 1;
     s.spans_per_kind[span.kind] += 1;
+    s.spans_per_activity[span.activity] += 1;
     s.spans_per_process_level[{trace.process(span).pid, span.level}] += 1;
     if (span.flags & kSpanFlagUnfinished) s.unfinished += 1;
     range.add(span);
@@ -410,6 +439,9 @@ TraceSummary summarize(const Trace& trace) {
     s.last_ns = range.last;
   }
   for (const Process& p : trace.processes) add_drops(p, &s.drops);
+  s.samples = trace.samples.total();
+  for (const auto& [process, config] : trace.samples.config)
+    add_sample_mode(&s, std::string(config.get("mode").value_or("")));
   return s;
 }
 

@@ -30,11 +30,17 @@ struct TraceSummary {
   uint64_t spans = 0;
   std::map<uint8_t, uint64_t> spans_per_level;
   std::map<uint8_t, uint64_t> spans_per_kind;
+  std::map<uint8_t, uint64_t> spans_per_activity;  // ActivityType value -> spans, as stored
+  // Spans of format 1.0 files (summarize_file): stored without an activity type; the loader types
+  // them (model/activity_upgrade.h), a streamed summary does not.
+  uint64_t format_1_0_spans = 0;
   std::map<std::pair<int64_t, uint8_t>, uint64_t> spans_per_process_level;  // (pid, level)
   // Dropped events and records by stat name (collector.buffer_full, import.malformed_event, or the
   // on-disk key of a cause the stats registry does not know), summed over processes.
   std::map<std::string, uint64_t> drops;
   uint64_t unfinished = 0;
+  uint64_t samples = 0;                    // CPU samples (weighted counts)
+  std::vector<std::string> sample_modes;   // how they were taken (one per distinct mode)
   int64_t first_ns = 0;
   int64_t last_ns = 0;
 };

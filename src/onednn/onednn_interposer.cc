@@ -161,14 +161,14 @@ strata_span_id begin_primitive_span(const_dnnl_primitive_t primitive) {
   const_dnnl_primitive_desc_t pd = nullptr;
   if (!f.describe || f.get_pd == nullptr || f.query == nullptr || f.get_pd(primitive, &pd) != dnnl_success ||
       pd == nullptr)
-    return strata_span_begin("onednn::primitive", STRATA_LEVEL_LIBRARY);
+    return strata_span_begin_as("onednn::primitive", 17, STRATA_LEVEL_LIBRARY, STRATA_ACTIVITY_LIBRARY_CALL);
   dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
   f.query(pd, dnnl_query_primitive_kind, 0, &kind);
   const char* kind_name = f.kind_str != nullptr ? f.kind_str(kind) : nullptr;
   thread_local std::string text;
   text.assign("onednn::");
   text += kind_name != nullptr ? kind_name : "primitive";
-  strata_span_id id = strata_span_begin_n(text.data(), text.size(), STRATA_LEVEL_LIBRARY);
+  strata_span_id id = strata_span_begin_as(text.data(), text.size(), STRATA_LEVEL_LIBRARY, STRATA_ACTIVITY_LIBRARY_CALL);
   if (id == 0) return 0;
   const char* impl = nullptr;
   if (f.query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl != nullptr)

@@ -136,6 +136,7 @@ void emit(ThreadCapture& c, const VerboseLine& v) {
   r.end_ns = at.end_ns;
   r.level = static_cast<uint8_t>(Level::kLibrary);
   r.kind = static_cast<uint8_t>(SpanKind::kSpan);
+  r.activity = static_cast<uint8_t>(ActivityType::kLibraryCall);
   r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
   c.name.assign("onednn::");
   c.name.append(v.primitive);

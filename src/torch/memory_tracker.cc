@@ -10,6 +10,8 @@
 // ops. The per-op sums are thread-local and take no lock.
 #include "torch/memory_tracker.h"
 
+#include "core/activity_type.h"
+
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <pthread.h>
@@ -77,6 +79,7 @@ void emit_sample(Tracker& t, const Sample& s) {
   r.start_ns = r.end_ns = session->ticks_to_ns(s.ticks);
   r.level = static_cast<uint8_t>(Level::kApplication);
   r.kind = static_cast<uint8_t>(SpanKind::kCounter);
+  r.activity = static_cast<uint8_t>(ActivityType::kCounter);
   r.clock = static_cast<uint8_t>(ClockDomain::kMonotonic);
   r.flags = kSpanFlagFromTicks;
   collect::AttrDraft attrs[3];

@@ -11,10 +11,13 @@
 #include <atomic>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "core/activity_type.h"
+#include "core/attr_keys.h"
 #include "core/memory_keys.h"
 #include "strata/strata.h"
 #include "torch/memory_tracker.h"
@@ -132,14 +135,17 @@ void format_shapes(const at::RecordFunction& fn, std::string& out) {
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   if (strata_level_enabled(STRATA_LEVEL_LAYER) == 0) return nullptr;
   const char* name = fn.name();
-  strata_span_id id = strata_span_begin(name, STRATA_LEVEL_LAYER);
+  const size_t len = std::strlen(name);
+  // Ops that copy tensor data are typed apart from compute ops here, where the name is PyTorch's.
+  const auto activity = strata::framework_op_activity(std::string_view(name, len));
+  strata_span_id id = strata_span_begin_as(name, len, STRATA_LEVEL_LAYER, static_cast<int>(activity));
   if (id == 0) return nullptr;
   if (g_record_shapes.load(std::memory_order_relaxed) && fn.num_inputs() > 0) {
     thread_local std::string shapes;
     format_shapes(fn, shapes);
-    strata_span_set_string(id, "shapes", shapes.c_str());
+    strata_span_set_string(id, strata::attr_keys::kShapes.data(), shapes.c_str());
   }
-  if (!t_module.empty()) strata_span_set_string(id, "module", t_module.c_str());
+  if (!t_module.empty()) strata_span_set_string(id, strata::attr_keys::kModule.data(), t_module.c_str());
   g_ops_recorded.fetch_add(1, std::memory_order_relaxed);
   auto ctx = std::make_unique<SpanContext>(id);
   ctx->depth = torch_tracer::push_op(id);

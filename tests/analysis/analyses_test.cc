@@ -221,7 +221,7 @@ TEST(Runs, SummarizedAcrossRuns) {
       s.level = static_cast<uint8_t>(Level::kModel);
       s.kind = static_cast<uint8_t>(SpanKind::kSpan);
       s.process = proc;
-      std::vector<AttrRecord> a = {t.int_attr("batch_size", 1)};
+      std::vector<AttrRecord> a = {t.int_attr(attr_keys::kBatch, 1)};
       t.add_span(s, a);
       at = s.end_ns + 1000;
     }

@@ -9,8 +9,9 @@ constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kUs = 1'000;
 
 SpanRecord span(uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32_t name, Level level,
-                SpanKind kind = SpanKind::kSpan) {
+                ActivityType activity, SpanKind kind = SpanKind::kSpan) {
   SpanRecord s;
+  s.activity = static_cast<uint8_t>(activity);
   s.span_id = id;
   s.parent_id = parent;
   s.start_ns = start;
@@ -53,23 +54,29 @@ model::Trace cpu_model_trace() {
       const int64_t latency = base_ms[b] * kMs * (e == 4 ? 5 : 1);
       const int64_t s = latency / 20;
       const uint64_t model_id = next_id++;
-      std::vector<AttrRecord> model_attrs = {t.int_attr("batch", batches[b])};
-      t.add_span(span(model_id, 0, clock, clock + latency, predict, Level::kModel), model_attrs);
+      std::vector<AttrRecord> model_attrs = {t.int_attr(attr_keys::kBatch, batches[b])};
+      t.add_span(span(model_id, 0, clock, clock + latency, predict, Level::kModel, ActivityType::kAnnotation),
+                 model_attrs);
       int64_t at = clock + latency / 4;  // layers run in the middle half of the evaluation
       for (int k = 0; k < 5; ++k) {
         const LayerDef& def = layers[k];
         const int64_t dur = def.weight * s;
         const uint64_t layer_id = next_id++;
-        std::vector<AttrRecord> attrs = {t.string_attr("type", def.type),
-                                         t.string_attr("shape", "[1,64,56,56]"),
-                                         t.int_attr("alloc_bytes", 1'000'000 * batches[b] * (k + 1))};
-        t.add_span(span(layer_id, model_id, at, at + dur, t.strings.intern(def.name), Level::kLayer), attrs);
+        std::vector<AttrRecord> attrs = {t.string_attr(attr_keys::kOpType, def.type),
+                                         t.string_attr(attr_keys::kShapes, "[1,64,56,56]"),
+                                         t.int_attr(attr_keys::kAllocBytes, 1'000'000 * batches[b] * (k + 1))};
+        t.add_span(span(layer_id, model_id, at, at + dur, t.strings.intern(def.name), Level::kLayer,
+                        ActivityType::kCpuOp),
+                   attrs);
         if (std::string_view(def.type) == "aten::conv2d") {
           const uint64_t conv_id = next_id++;
-          t.add_span(span(conv_id, layer_id, at, at + dur * 9 / 10, convolution, Level::kLayer));
-          std::vector<AttrRecord> lib = {t.metric("flops", 4e6 * static_cast<double>(batches[b])),
-                                         t.metric("bytes", 1e6 * static_cast<double>(batches[b]))};
-          t.add_span(span(next_id++, conv_id, at, at + dur * 8 / 10, onednn, Level::kLibrary), lib);
+          t.add_span(
+              span(conv_id, layer_id, at, at + dur * 9 / 10, convolution, Level::kLayer, ActivityType::kCpuOp));
+          std::vector<AttrRecord> lib = {t.metric(attr_keys::kFlops, 4e6 * static_cast<double>(batches[b])),
+                                         t.metric(attr_keys::kBytes, 1e6 * static_cast<double>(batches[b]))};
+          t.add_span(
+              span(next_id++, conv_id, at, at + dur * 8 / 10, onednn, Level::kLibrary, ActivityType::kLibraryCall),
+              lib);
         }
         at += dur;
       }
@@ -103,26 +110,28 @@ model::Trace gpu_model_trace() {
   for (int e = 0; e < 3; ++e) {
     const int64_t base = e * 20 * kMs;
     const uint64_t model_id = next_id++;
-    std::vector<AttrRecord> model_attrs = {t.int_attr("batch", 2)};
-    t.add_span(span(model_id, 0, base, base + 10 * kMs, predict, Level::kModel), model_attrs);
+    std::vector<AttrRecord> model_attrs = {t.int_attr(attr_keys::kBatch, 2)};
+    t.add_span(span(model_id, 0, base, base + 10 * kMs, predict, Level::kModel, ActivityType::kAnnotation),
+               model_attrs);
     for (const LayerDef& def : layers) {
       const int64_t start = base + def.start_us * kUs, end = base + def.end_us * kUs;
-      std::vector<AttrRecord> attrs = {t.string_attr("type", def.type)};
+      std::vector<AttrRecord> attrs = {t.string_attr(attr_keys::kOpType, def.type)};
       // No explicit parent: the correlation engine finds the model span by containment.
-      t.add_span(span(next_id++, 0, start, end, t.strings.intern(def.name), Level::kLayer), attrs);
+      t.add_span(span(next_id++, 0, start, end, t.strings.intern(def.name), Level::kLayer, ActivityType::kCpuOp),
+                 attrs);
       SpanRecord l = span(next_id++, 0, start + 100 * kUs, start + 150 * kUs, launch, Level::kRuntimeApi,
-                          SpanKind::kLaunch);
+                          ActivityType::kRuntimeCall, SpanKind::kLaunch);
       l.correlation_id = correlation;
       t.add_span(l);
       SpanRecord k = span(next_id++, 0, start + 200 * kUs, start + 200 * kUs + def.kernel_us * kUs,
-                          t.strings.intern(def.kernel), Level::kDevice, SpanKind::kExecution);
+                          t.strings.intern(def.kernel), Level::kDevice, ActivityType::kKernel, SpanKind::kExecution);
       k.correlation_id = correlation++;
       k.stream = 7;
       k.device = 0;
       k.tid = 0;
-      std::vector<AttrRecord> metrics = {t.metric("flops", def.flops), t.metric("dram_read_bytes", def.read),
-                                         t.metric("dram_write_bytes", def.write),
-                                         t.metric("achieved_occupancy", def.occupancy)};
+      std::vector<AttrRecord> metrics = {
+          t.metric(attr_keys::kFlops, def.flops), t.metric(attr_keys::kDramReadBytes, def.read),
+          t.metric(attr_keys::kDramWriteBytes, def.write), t.metric(attr_keys::kAchievedOccupancy, def.occupancy)};
       t.add_span(k, metrics);
     }
   }

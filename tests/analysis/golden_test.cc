@@ -99,7 +99,54 @@ TEST(Golden, GpuModelFixture) {
   if (!updating()) check_all(built, "gpu_model");
 }
 
+// Files written before format 1.1 (tests/data/format_1_0, README there): no activity types, the 1.0
+// attribute spellings. Loaded today, the loader types their spans and renames their keys once
+// (model/activity_upgrade.h), and every analysis gives what the 1.0 analyses gave: the goldens of
+// these inputs were first written by the 1.0 build (commit 4ced071), which found copies and memsets
+// by name and read the 1.0 attribute spellings.
+model::Trace load_format_1_0(const std::string& file) {
+  model::Trace t;
+  std::string error;
+  EXPECT_TRUE(model::load_trace(std::string(STRATA_SOURCE_DIR) + "/tests/data/format_1_0/" + file, &t, &error))
+      << error;
+  EXPECT_EQ(t.stats.get(stats::Stat::kLoadActivityUpgraded), t.spans.size()) << file << ": every span typed at load";
+  for (const SpanRecord& s : t.spans) EXPECT_NE(s.activity_type(), ActivityType::kUnknown) << file;
+  return t;
+}
+
+// A real 1.0 recording: `strata record --level library` of examples/pytorch/infer.py (resnet18,
+// batch 2, 2 iterations, 32x32 images) by the 1.0 build: PyTorch ops with shapes, module paths and
+// alloc_bytes, oneDNN primitives, predict spans with batch_size (now the canonical batch).
+TEST(Golden, Format10RecordedResnet18) {
+  model::Trace t = load_format_1_0("resnet18_library.trace");
+  EXPECT_GT(t.stats.get(stats::Stat::kLoadLegacyKeysRenamed), 0u);
+  check_all(t, "resnet18_library");
+}
+
+TEST(Golden, Format10Fixtures) {
+  check_all(load_format_1_0("cpu_model.trace"), "cpu_model");
+  check_all(load_format_1_0("gpu_model.trace"), "gpu_model");
+}
+
 #ifdef STRATA_GOLDEN_KINETO
+// The same Kineto trace imported today and imported by 1.0 (saved as a 1.0 file) give the same
+// analyses.
+TEST(Golden, Format10ImportedKineto) {
+  check_all(load_format_1_0("a100_alexnet_train.trace"), "a100_alexnet_train");
+  check_all(load_format_1_0("multirank_rank0.trace"), "multirank_rank0");
+}
+
+// Rank 0 of a multi-rank job (memcpy in three directions, memsets, NCCL kernels, Input Dims): its
+// goldens were first written by the 1.0 build, which found copies and memsets by name.
+TEST(Golden, KinetoMultirankRank0) {
+  model::Trace t;
+  std::string error;
+  ASSERT_TRUE(import::import_trace(std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/multirank_rank0.json.gz",
+                                   &t, &error))
+      << error;
+  check_all(t, "multirank_rank0");
+}
+
 TEST(Golden, KinetoA100AlexNet) {
   model::Trace t;
   std::string error;

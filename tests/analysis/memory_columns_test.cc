@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis_test_util.h"
+#include "core/attr_keys.h"
 #include "core/memory_keys.h"
 
 namespace strata::testing {
@@ -54,7 +55,7 @@ model::Trace memory_trace(bool with_net) {
       s.end_ns = at + 1'000'000;
       s.level = static_cast<uint8_t>(Level::kLayer);
       s.name = t.strings.intern(op.name);
-      std::vector<AttrRecord> attrs = {t.string_attr("type", op.type),
+      std::vector<AttrRecord> attrs = {t.string_attr(attr_keys::kOpType, op.type),
                                        t.int_attr(mk::kAllocBytes, op.alloc * scale)};
       if (with_net && (op.alloc != 0 || op.freed != 0)) {
         attrs.push_back(t.int_attr(mk::kFreedBytes, op.freed * scale));

@@ -23,7 +23,7 @@ LinkCounts check_links(const std::string& relative) {
   std::string error;
   EXPECT_TRUE(import::import_trace(path, &t, &error)) << error;
   SpanTree tree = build_span_tree(t);
-  const uint32_t ext_key = t.strings.find(kExternalCorrelationKey);
+  const uint32_t ext_key = t.strings.find(attr_keys::kExternalCorrelationId);
   LinkCounts c;
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const SpanRecord& s = t.spans[i];
@@ -41,8 +41,8 @@ LinkCounts check_links(const std::string& relative) {
       if (op != kNoParent) {
         const SpanRecord& o = t.spans[op];
         EXPECT_EQ(o.level, static_cast<uint8_t>(Level::kLayer));
-        auto kernel_ext = t.find_attr(i, kExternalCorrelationKey);
-        auto op_ext = t.find_attr(op, kExternalCorrelationKey);
+        auto kernel_ext = t.find_attr(i, attr_keys::kExternalCorrelationId);
+        auto op_ext = t.find_attr(op, attr_keys::kExternalCorrelationId);
         EXPECT_TRUE(kernel_ext && op_ext && kernel_ext->value.i == op_ext->value.i);
         EXPECT_TRUE(o.start_ns <= call.start_ns && call.end_ns <= o.end_ns) << "the op was running at launch";
         ++c.with_op;
@@ -106,8 +106,8 @@ TEST(KinetoCorrelation, RuntimeCallParentsAreConsistent) {
     if (p == kNoParent) continue;
     const SpanRecord& parent = t.spans[p];
     // Linked by External id (ids agree) or by containment (the parent covers the call).
-    auto mine = t.find_attr(i, kExternalCorrelationKey);
-    auto theirs = t.find_attr(p, kExternalCorrelationKey);
+    auto mine = t.find_attr(i, attr_keys::kExternalCorrelationId);
+    auto theirs = t.find_attr(p, attr_keys::kExternalCorrelationId);
     bool same_id = mine && theirs && mine->value.i == theirs->value.i;
     bool covers = parent.start_ns <= s.start_ns && s.end_ns <= parent.end_ns;
     EXPECT_TRUE(same_id || covers) << t.name(s);

@@ -95,7 +95,7 @@ TEST(SpanTree, ExplicitParentBeatsEverything) {
 TEST(SpanTree, ExternalIdLinksRuntimeCallsAndRejectsStaleIds) {
   Builder b;
   auto ext = [&](int64_t id) {
-    return std::vector<AttrRecord>{b.trace.int_attr(kExternalCorrelationKey, id)};
+    return std::vector<AttrRecord>{b.trace.int_attr(attr_keys::kExternalCorrelationId, id)};
   };
   size_t old_op = b.span("aten::empty", Level::kLayer, 0, 5, 1, SpanKind::kSpan, ext(9));
   size_t op = b.span("aten::mm", Level::kLayer, 100, 200, 1, SpanKind::kSpan, ext(3));
@@ -105,7 +105,7 @@ TEST(SpanTree, ExternalIdLinksRuntimeCallsAndRejectsStaleIds) {
   size_t stale = b.span("cudaMalloc", Level::kRuntimeApi, 150, 160, 1, SpanKind::kSpan, ext(9));
   b.trace.spans[call].correlation_id = 44;
   size_t kernel = b.device("gemm", 300, 400, 44);
-  b.trace.attrs.push_back(b.trace.int_attr(kExternalCorrelationKey, 3));
+  b.trace.attrs.push_back(b.trace.int_attr(attr_keys::kExternalCorrelationId, 3));
   b.trace.attr_begin.back() += 1;
   b.trace.spans[kernel].attr_count = 1;
   SpanTree t = build_span_tree(b.trace);

@@ -17,6 +17,9 @@
 
 #include "../../fuzz/format/trace_fuzz_targets.h"
 #include "../../fuzz/import/import_fuzz_target.h"
+#ifdef STRATA_HAVE_SAMPLE
+#include "../../fuzz/sample/sample_fuzz_targets.h"
+#endif
 #include "../test_util.h"
 #include "format/chunk_reader.h"
 #ifdef STRATA_REPLAY_DB_URL
@@ -45,6 +48,10 @@ const std::map<std::string, Runner>& runners() {
       {"fuzz_import_onnxruntime", [](std::string_view b) { fuzz::run_import(b, "onnxruntime"); }},
       {"fuzz_import_tensorflow", [](std::string_view b) { fuzz::run_import(b, "tensorflow"); }},
       {"fuzz_import_auto", [](std::string_view b) { fuzz::run_import(b, "auto"); }},
+#ifdef STRATA_HAVE_SAMPLE
+      {"sample_chunks_fuzz", fuzz::run_sample_chunks},
+      {"sample_unwind_fuzz", fuzz::run_sample_unwind},
+#endif
 #ifdef STRATA_REPLAY_DB_URL
       {"db_url_fuzzer", fuzz::run_db_url},
 #endif
@@ -85,6 +92,9 @@ TEST(FuzzCorpus, EveryKeptInputRunsCleanly) {
   for (const auto& dir : fs::directory_iterator(root)) {
     if (!dir.is_directory()) continue;
     const std::string name = dir.path().filename();
+#ifndef STRATA_HAVE_SAMPLE
+    if (name.rfind("sample_", 0) == 0) continue;  // sampling not built here (no libunwind)
+#endif
     auto runner = runners().find(name);
     ASSERT_NE(runner, runners().end()) << "fuzz/corpus/" << name << ": no replay for this fuzzer here";
     std::vector<fs::path> files;

@@ -61,8 +61,9 @@ TEST(ActivityTranslator, KernelBecomesDeviceExecutionWithLaunchGeometry) {
   EXPECT_EQ(s.int_attr("registers_per_thread"), 40);
   EXPECT_EQ(s.int_attr("shared_memory_static"), 4096);
   EXPECT_EQ(s.int_attr("shared_memory_dynamic"), 8192);
-  EXPECT_EQ(s.string_attr("category"), "kernel");
-  EXPECT_EQ(s.attr("external_id"), nullptr);  // no external correlation seen
+  EXPECT_EQ(s.record.activity_type(), ActivityType::kKernel);
+  EXPECT_EQ(s.attr("category"), nullptr);  // the activity type is the record's, not an attribute
+  EXPECT_EQ(s.attr(attr_keys::kIssuingSpanId), nullptr);  // no external correlation seen
 }
 
 TEST(ActivityTranslator, CopiesMemsetsSyncsAndMemory) {
@@ -121,27 +122,67 @@ TEST(ActivityTranslator, CopiesMemsetsSyncsAndMemory) {
   ASSERT_EQ(sink.spans.size(), 6u);
   const auto* copy = sink.find("memcpy HtoD");
   ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->record.activity_type(), ActivityType::kMemcpyHtoD);
   EXPECT_EQ(copy->int_attr("bytes"), 1 << 20);
   EXPECT_EQ(copy->string_attr("src_kind"), "pinned");
   EXPECT_EQ(copy->int_attr("async"), 1);
   EXPECT_EQ(copy->record.correlation_id, 9u);
   const auto* set = sink.find("memset");
   ASSERT_NE(set, nullptr);
+  EXPECT_EQ(set->record.activity_type(), ActivityType::kMemset);
   EXPECT_EQ(set->int_attr("bytes"), 512);
   const auto* sync = sink.find("cudaStreamSynchronize");
   ASSERT_NE(sync, nullptr);
   EXPECT_EQ(sync->record.end_ns - sync->record.start_ns, 50);
+  EXPECT_EQ(sync->record.activity_type(), ActivityType::kSync);
   const auto* alloc = sink.find("memory.allocation");
   ASSERT_NE(alloc, nullptr);
   EXPECT_EQ(alloc->record.kind, static_cast<uint8_t>(SpanKind::kInstant));
   EXPECT_EQ(alloc->record.correlation_id, 0u);
   EXPECT_EQ(alloc->int_attr("api_correlation_id"), 3);
+  EXPECT_EQ(alloc->record.activity_type(), ActivityType::kMemoryEvent);
   const auto* graph = sink.find("cudaGraph");
   ASSERT_NE(graph, nullptr);
   EXPECT_EQ(graph->int_attr("graph_id"), 4);
+  EXPECT_EQ(graph->record.activity_type(), ActivityType::kGraph);
   const auto* overhead = sink.find("overhead.cupti_buffer_flush");
   ASSERT_NE(overhead, nullptr);
   EXPECT_EQ(overhead->record.level, static_cast<uint8_t>(Level::kRuntimeApi));
+  EXPECT_EQ(overhead->record.activity_type(), ActivityType::kOverhead);
+}
+
+// The copy kind of every CUPTI copy record becomes the span's activity type (a CUDA array is device
+// memory); peer copies come as MEMCPY2 records; NCCL kernels are collectives.
+TEST(ActivityTranslator, CopyKindsAndCollectivesBecomeActivityTypes) {
+  RecordingSink sink;
+  ActivityTranslator t(&sink, {});
+  const std::pair<CUpti_ActivityMemcpyKind, ActivityType> kinds[] = {
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, ActivityType::kMemcpyHtoD}, {CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, ActivityType::kMemcpyHtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, ActivityType::kMemcpyDtoH}, {CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, ActivityType::kMemcpyDtoH},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, ActivityType::kMemcpyDtoD}, {CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, ActivityType::kMemcpyDtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_ATOD, ActivityType::kMemcpyDtoD}, {CUPTI_ACTIVITY_MEMCPY_KIND_DTOA, ActivityType::kMemcpyDtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, ActivityType::kMemcpyHtoH}, {CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, ActivityType::kMemcpyPtoP},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN, ActivityType::kMemcpyOther},
+  };
+  for (const auto& [kind, type] : kinds) {
+    CUpti_ActivityMemcpy6 m{};
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m.copyKind = static_cast<uint8_t>(kind);
+    m.start = 1;
+    m.end = 2;
+    ASSERT_TRUE(t.translate(as_activity(m)));
+    EXPECT_EQ(sink.spans.back().record.activity_type(), type) << sink.spans.back().name;
+  }
+  CUpti_ActivityMemcpyPtoP4 p2p{};
+  p2p.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  p2p.start = 3;
+  p2p.end = 4;
+  ASSERT_TRUE(t.translate(as_activity(p2p)));
+  EXPECT_EQ(sink.spans.back().record.activity_type(), ActivityType::kMemcpyPtoP);
+  CUpti_ActivityKernel10 nccl = make_kernel(1, 5, 6);
+  nccl.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  ASSERT_TRUE(t.translate(as_activity(nccl)));
+  EXPECT_EQ(sink.spans.back().record.activity_type(), ActivityType::kCollective);
 }
 
 TEST(ActivityTranslator, ExternalCorrelationLinksKernelToStrataSpan) {
@@ -158,9 +199,9 @@ TEST(ActivityTranslator, ExternalCorrelationLinksKernelToStrataSpan) {
   ASSERT_TRUE(t.translate(as_activity(k)));
   CUpti_ActivityKernel10 other = make_kernel(78, 3, 4);
   ASSERT_TRUE(t.translate(as_activity(other)));
-  EXPECT_EQ(sink.spans[0].int_attr("external_id"), 0xABCDEF);
+  EXPECT_EQ(sink.spans[0].int_attr(attr_keys::kIssuingSpanId), 0xABCDEF);
   EXPECT_EQ(sink.spans[0].record.parent_id, 0u);  // the launch span is the parent (by correlation)
-  EXPECT_EQ(sink.spans[1].attr("external_id"), nullptr);
+  EXPECT_EQ(sink.spans[1].attr(attr_keys::kIssuingSpanId), nullptr);
   EXPECT_EQ(t.stats().external_links, 1u);
 
   // Without launch spans (callback API off) the external span becomes the explicit parent.

@@ -123,7 +123,9 @@ TEST(CuptiCollector, LaunchSpanCarriesCorrelationAndPushesEnclosingSpan) {
   EXPECT_EQ(s.record.kind, static_cast<uint8_t>(SpanKind::kSpan));
   EXPECT_EQ(s.record.correlation_id, 0u);
   EXPECT_EQ(s.int_attr("status"), 700);
-  EXPECT_EQ(sink.spans[2].string_attr("api"), "driver");
+  EXPECT_EQ(sink.spans[2].record.activity_type(), ActivityType::kDriverCall);
+  EXPECT_EQ(sink.spans[0].record.activity_type(), ActivityType::kRuntimeCall);
+  EXPECT_EQ(sink.spans[0].string_attr(attr_keys::kApiClass), "launch");
   EXPECT_EQ(sink.spans[2].record.correlation_id, 45u);
   EXPECT_EQ(c.stats().nested_driver_calls, 1u);
   c.stop();
@@ -152,7 +154,7 @@ TEST(CuptiCollector, BuffersBecomeSpansAndDropsAreReported) {
   c.flush();
   const auto* kernel = sink.find("relu_kernel");
   ASSERT_NE(kernel, nullptr);
-  EXPECT_EQ(kernel->int_attr("external_id"), 0x99);
+  EXPECT_EQ(kernel->int_attr(attr_keys::kIssuingSpanId), 0x99);
   EXPECT_EQ(kernel->record.correlation_id, 42u);
 
   // A buffer whose walk fails half way: the loss is counted.

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/attr_keys.h"
 #include "gpu/cupti_interface.h"
 #include "gpu/span_sink.h"
 
@@ -25,16 +26,16 @@ struct RecordedSpan {
   std::string name;
   std::vector<RecordedAttr> attrs;
 
-  const RecordedAttr* attr(const std::string& key) const {
+  const RecordedAttr* attr(std::string_view key) const {
     for (const auto& a : attrs)
       if (a.key == key) return &a;
     return nullptr;
   }
-  int64_t int_attr(const std::string& key) const {
+  int64_t int_attr(std::string_view key) const {
     const RecordedAttr* a = attr(key);
     return a != nullptr ? a->i : -999999;
   }
-  std::string string_attr(const std::string& key) const {
+  std::string string_attr(std::string_view key) const {
     const RecordedAttr* a = attr(key);
     return a != nullptr ? a->s : "<missing>";
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "../test_util.h"
+#include "core/attr_keys.h"
 #include "collect/runtime.h"
 #include "core/level.h"
 #include "fake_cupti.h"
@@ -87,7 +88,7 @@ TEST(SessionLink, KernelAttributedToLayerThroughLaunch) {
   EXPECT_EQ(tree.parent(launch), layer_index);
   EXPECT_FALSE(tree.reconstructed(kernel));
   EXPECT_EQ(tree.ancestor_at_level(t, kernel, static_cast<uint8_t>(Level::kLayer)), layer_index);
-  auto ext = t.find_attr(kernel, "external_id");
+  auto ext = t.find_attr(kernel, attr_keys::kIssuingSpanId);
   ASSERT_TRUE(ext.has_value());
   EXPECT_EQ(static_cast<uint64_t>(ext->value.i), layer);
 }

@@ -237,7 +237,7 @@ TEST(ChromePhases, KinetoShapedFixtureNestsAndLinks) {
   EXPECT_EQ(t.spans[step].level, static_cast<uint8_t>(Level::kModel));
   EXPECT_EQ(t.spans[step].end_ns, 200000);
   EXPECT_EQ(t.spans[linear].end_ns, 140000);
-  EXPECT_TRUE(t.find_attr(linear, "Input Dims"));
+  EXPECT_TRUE(t.find_attr(linear, attr_keys::kShapes));  // Kineto's "Input Dims"
   EXPECT_TRUE(t.find_attr(linear, "Output Dims"));
   EXPECT_EQ(t.spans[cut].end_ns, 200000);  // the latest time in the file
   EXPECT_NE(t.spans[cut].flags & kSpanFlagUnfinished, 0);

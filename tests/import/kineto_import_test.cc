@@ -69,7 +69,7 @@ TEST(KinetoImport, FieldsLevelsAndAttributes) {
   EXPECT_EQ(o.start_ns, 1010500);
   EXPECT_EQ(o.end_ns, 1010500 + 100250);
   EXPECT_EQ(o.clock, static_cast<uint8_t>(ClockDomain::kImported));
-  auto dims = t.find_attr(op, "Input Dims");
+  auto dims = t.find_attr(op, attr_keys::kShapes);  // Kineto's "Input Dims", translated at import
   ASSERT_TRUE(dims);
   EXPECT_EQ(t.attr_value_string(*dims), "[[4, 8], [4, 16], [16, 8]]");
   EXPECT_EQ(t.spans[step].level, static_cast<uint8_t>(Level::kModel));
@@ -84,8 +84,23 @@ TEST(KinetoImport, FieldsLevelsAndAttributes) {
   EXPECT_EQ(k.stream, 7u);
   EXPECT_EQ(k.correlation_id, 77u);
   EXPECT_EQ(k.process, o.process);  // device work joins the process that launched it
-  EXPECT_TRUE(t.find_attr(kernel, "registers per thread"));
+  // Kineto's spellings become the canonical keys (core/attr_keys.h), its [x, y, z] arrays integers.
+  auto registers = t.find_attr(kernel, attr_keys::kRegistersPerThread);
+  ASSERT_TRUE(registers);
+  EXPECT_EQ(registers->value.i, 64);
+  EXPECT_FALSE(t.find_attr(kernel, "registers per thread"));
+  EXPECT_EQ(t.find_attr(kernel, attr_keys::kGridX)->value.i, 4);
+  EXPECT_EQ(t.find_attr(kernel, attr_keys::kGridY)->value.i, 1);
+  EXPECT_EQ(t.find_attr(kernel, attr_keys::kBlockX)->value.i, 128);
+  EXPECT_FALSE(t.find_attr(kernel, "grid"));
+  EXPECT_EQ(t.find_attr(kernel, attr_keys::kExternalCorrelationId)->value.i, 2);
+  EXPECT_EQ(t.find_attr(op, attr_keys::kInputTypes)->type, static_cast<uint8_t>(AttrType::kString));
   EXPECT_FALSE(t.find_attr(kernel, "correlation"));  // kept in the record, not duplicated
+  // Activity types, set at import from Kineto's categories.
+  EXPECT_EQ(o.activity_type(), ActivityType::kCpuOp);
+  EXPECT_EQ(l.activity_type(), ActivityType::kRuntimeCall);
+  EXPECT_EQ(k.activity_type(), ActivityType::kKernel);
+  EXPECT_EQ(t.spans[step].activity_type(), ActivityType::kAnnotation);
 
   model::SpanTree tree = model::build_span_tree(t);
   EXPECT_EQ(tree.parent(kernel), launch);

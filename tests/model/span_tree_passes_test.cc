@@ -47,7 +47,7 @@ class Generator {
               t.strings.intern("gemm"),
               t.strings.intern("mark"),
               t.strings.intern("loss")};
-    ext_key_ = t.strings.intern(kExternalCorrelationKey);
+    ext_key_ = t.strings.intern(attr_keys::kExternalCorrelationId);
     while (t.spans.size() < o_.target_spans) {
       const uint16_t p = static_cast<uint16_t>(pick(o_.processes));
       const uint32_t tid = 1000 + static_cast<uint32_t>(pick(o_.threads));

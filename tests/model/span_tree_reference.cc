@@ -99,7 +99,7 @@ ReferenceTree reference_span_tree(const Trace& trace, const SpanTreeOptions& opt
 
   // 3. External correlation: the owner of an id is the framework op (layer level or shallower, on the
   //    host) that carries it; runtime calls and unlinked device work with that id hang under it.
-  const uint32_t ext_key = trace.strings.find(kExternalCorrelationKey);
+  const uint32_t ext_key = trace.strings.find(attr_keys::kExternalCorrelationId);
   if (ext_key != UINT32_MAX) {
     tree.external_owner.assign(n, kNoParent);
     std::vector<int64_t> ext(n, 0);

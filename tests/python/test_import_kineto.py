@@ -22,6 +22,28 @@ LEVEL_OF_CATEGORY = {
     "gpu_user_annotation": "device", "cuda_sync": "device",
 }
 DEVICE_WORK = {"kernel", "gpu_memcpy", "gpu_memset"}
+# The documented category -> activity table; copies by Kineto's name "Memcpy <kind> (...)" or ROCm's
+# args.kind, PyTorch's copying ops apart from other ops.
+ACTIVITY_OF_CATEGORY = {
+    "Trace": "annotation", "python_function": "python_function", "user_annotation": "annotation",
+    "cpu_op": "cpu_op", "cuda_runtime": "runtime_call", "cuda_driver": "driver_call", "kernel": "kernel",
+    "gpu_memset": "memset", "cuda_profiler_range": "kernel", "gpu_user_annotation": "device_range",
+    "cuda_sync": "sync",
+}
+TENSOR_COPIES = {"aten::copy_", "aten::to", "aten::_to_copy", "aten::clone", "aten::contiguous"}
+
+
+def expected_activity(e):
+    if e.get("ph") in ("i", "I"):
+        return "memory_event" if e.get("name") == "[memory]" else "annotation"
+    cat, name = e.get("cat"), e.get("name", "")
+    if cat == "gpu_memcpy":
+        return "memcpy_" + e.get("args", {}).get("kind", name.split(" ")[1]).lower()
+    if cat == "cpu_op" and name in TENSOR_COPIES:
+        return "tensor_copy"
+    if cat == "kernel" and name.startswith("nccl"):
+        return "collective"
+    return ACTIVITY_OF_CATEGORY.get(cat, "unknown")
 
 
 def load_events(name):
@@ -96,6 +118,16 @@ def test_import_counts_match_python_json(strata_bin, tmp_path, name):
     for s in spans:
         got[s["level"]] = got.get(s["level"], 0) + 1
     assert got == expected
+    # Activity types per (name, type), from the JSON's categories.
+    want_types = {}
+    for e in events:
+        if e.get("ph") in ("X", "i", "I"):
+            key = (e["name"], expected_activity(e))
+            want_types[key] = want_types.get(key, 0) + 1
+    got_types = {}
+    for s in spans:
+        got_types[(s["name"], s["activity"])] = got_types.get((s["name"], s["activity"]), 0) + 1
+    assert got_types == want_types
     # Every event accounted for: spans + metadata + flows (bound or counted as dropped) = events read.
     m = re.search(r"(\d+) events read, (\d+) spans written", r.stdout)
     assert m and int(m.group(1)) == len(events) and int(m.group(2)) == len(spans)
@@ -125,8 +157,13 @@ def test_kernel_attributes_and_exact_times(strata_bin, tmp_path):
         assert s["name"] == k["name"]
         assert s["start_ns"] == k["ts"] * 1000 and s["end_ns"] - s["start_ns"] == k["dur"] * 1000
         assert s["device"] == k["args"]["device"] and s["stream"] == k["args"]["stream"]
-        assert s["attributes"]["registers per thread"] == k["args"]["registers per thread"]
-        assert s["attributes"]["grid"].replace(" ", "") == json.dumps(k["args"]["grid"]).replace(" ", "")
+        # Kineto's spellings become the canonical keys, its [x, y, z] arrays integers.
+        assert s["attributes"]["registers_per_thread"] == k["args"]["registers per thread"]
+        assert [s["attributes"]["grid_" + a] for a in "xyz"] == k["args"]["grid"]
+        assert [s["attributes"]["block_" + a] for a in "xyz"] == k["args"]["block"]
+        assert s["attributes"]["achieved_occupancy"] == k["args"]["est. achieved occupancy %"]
+        assert s["attributes"]["external_correlation_id"] == k["args"]["External id"]
+        assert s["activity"] == "kernel"
 
 
 def test_imported_trace_works_with_info_and_export(strata_bin, tmp_path):

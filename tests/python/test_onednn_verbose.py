@@ -55,7 +55,7 @@ def test_executions_the_interposer_cannot_see_come_from_verbose_output(tmp_path)
     by_id = {s["span_id"]: s for s in spans}
     for s in lib:
         a = s["attributes"]
-        assert s["name"] == "onednn::eltwise"
+        assert s["name"] == "onednn::eltwise" and s["activity"] == "library_call"
         assert a["source"] == "verbose"
         assert a["shapes"] == "src:[1,8,16,16] dst:[1,8,16,16]"
         assert a["dtype"] == "f32" and a["prop_kind"] == "forward_inference" and a["impl"]
@@ -75,7 +75,7 @@ def test_executions_through_the_interposer_are_recorded_once(tmp_path):
     assert len(lib) == N
     for s in lib:
         a = s["attributes"]
-        assert a["source"] == "interposer"
+        assert a["source"] == "interposer" and s["activity"] == "library_call"
         assert a["shapes"] == "src:[1,8,16,16] dst:[1,8,16,16]"
         assert a["dtype"] == "f32" and a["prop_kind"] == "forward_inference"
         # What only the verbose line knows is added to the interposer's span.

@@ -149,7 +149,9 @@ def test_layer_spans_carry_shapes_module_paths_and_nest_under_predict(tmp_path):
         tmp_path, [SYSTEM_PYTHON, os.path.join(REPO_ROOT, "examples/pytorch/infer.py"), "--model", "resnet18",
                    "--batch", "2", "--iterations", "1", "--warmup", "0", "--image-size", "64"], "library")
     predicts = [s for s in spans if s["name"] == "predict"]
-    assert len(predicts) == 1 and predicts[0]["attributes"]["batch_size"] == 2
+    # predict_step(batch_size=2) is stored under the canonical key the analyses read.
+    assert len(predicts) == 1 and predicts[0]["attributes"]["batch"] == 2
+    assert "batch_size" not in predicts[0]["attributes"] and predicts[0]["activity"] == "annotation"
     inside = descendants(spans, predicts[0])
     layers = [s for s in inside if s["level"] == "layer"]
     first_conv = min((s for s in layers if s["name"] == "aten::conv2d"), key=lambda s: s["start_ns"])
@@ -166,6 +168,14 @@ def test_layer_spans_carry_shapes_module_paths_and_nest_under_predict(tmp_path):
     convs = [s for s in library if s["name"] == "onednn::convolution"]
     assert any("src:[2,3,64,64] weights:[64,3,7,7]" in s["attributes"]["shapes"] for s in convs)
     assert all(by_id[s["parent_id"]]["name"] == "aten::mkldnn_convolution" for s in convs)
+    # Activity types, set by the tracers: oneDNN primitives are library calls; PyTorch ops are CPU
+    # ops, and the ops that copy tensor data (infer.py's aten::to, aten::copy_) tensor copies.
+    assert {s["activity"] for s in library} == {"library_call"}
+    copies = {"aten::copy_", "aten::to", "aten::_to_copy", "aten::clone", "aten::contiguous"}
+    ops = [s for s in spans if s["level"] == "layer"]
+    assert {s["activity"] for s in ops if s["name"] in copies} == {"tensor_copy"}
+    assert {s["activity"] for s in ops if s["name"] not in copies} == {"cpu_op"}
+    assert any(s["name"] in copies for s in ops)
 
 
 def test_model_level_installs_no_layer_tracer(tmp_path):

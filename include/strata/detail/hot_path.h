@@ -23,6 +23,7 @@ struct alignas(16) SourceLocation {
   const char* file;
   uint32_t line;
   uint8_t level;
+  uint8_t activity;  // STRATA_ACTIVITY_* (strata::ActivityType); 0 is read as an annotation
 };
 
 // One 16-byte event slot. For a static begin, `word` is the SourceLocation pointer (16-aligned, so

@@ -154,8 +154,9 @@ Diagnosis diagnose(const model::Trace& trace, const Classification& classes, con
                 "larger batch, CUDA graphs) or less Python per op";
       if (d.gap_spans.empty())
         d.next_step +=
-            "; no span was recorded inside the intervals, so that time is untraced host code: wrap the "
-            "loop's data loading/logging code in strata.span(...) (or a sampling profiler) to see it";
+            "; no span was recorded inside the intervals, so that time is untraced host code: record with "
+            "--sample (CPU stacks at the deepest level; `strata profile --by op` shows the time outside any "
+            "op by function), or wrap the loop's data loading/logging code in strata.span(...)";
       break;
     case Verdict::kCopyBound:
       d.next_step =

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "core/activity_type.h"
 #include "lowerbound/harness/bench_plan.h"
 
 namespace strata::lowerbound {
@@ -30,13 +31,12 @@ bool is_layout_kernel(std::string_view name) {
 }
 
 std::string device_category(const model::Trace& trace, size_t i) {
-  if (auto c = trace.find_attr(i, "category")) {
-    std::string v = trace.attr_value_string(*c);
-    if (!v.empty()) return v;
-  }
-  std::string n = lower(trace.name(trace.spans[i]));
-  if (starts_with(n, "memcpy")) return "memcpy";
-  if (starts_with(n, "memset")) return "memset";
+  // By the activity type the tracer or importer set (core/activity_type.h), never by the name.
+  const ActivityType a = trace.spans[i].activity_type();
+  if (is_memcpy(a)) return "memcpy";
+  if (a == ActivityType::kMemset) return "memset";
+  if (a == ActivityType::kSync) return "sync";
+  if (a == ActivityType::kGraph) return "graph";
   return "kernel";
 }
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <unordered_map>
 
+#include "core/activity_type.h"
 #include "core/level.h"
 #include "lowerbound/analyses/call_params.h"
 #include "lowerbound/analyses/iteration.h"
@@ -68,7 +69,12 @@ std::string mma_tile_token(const std::string& n) {
   return "";
 }
 
-bool is_copy_or_memset(const model::Trace& trace, size_t i) { return device_category(trace, i) != "kernel"; }
+// Device executions that are kernels (not copies, memsets, syncs or graph records); an execution
+// whose source gave no type counts as a kernel.
+bool is_kernel(const SpanRecord& s) {
+  const auto a = static_cast<ActivityType>(s.activity);
+  return a == ActivityType::kKernel || a == ActivityType::kCollective || a == ActivityType::kUnknown;
+}
 
 }  // namespace
 
@@ -97,7 +103,7 @@ TensorCoreUsage tensor_core_usage(const LayerModel& model, const Iteration& iter
   std::vector<size_t> kernels;
   for (size_t i = 0; i < trace.spans.size(); ++i)
     if (trace.spans[i].level == device_level &&
-        trace.spans[i].kind == static_cast<uint8_t>(SpanKind::kExecution) && !is_copy_or_memset(trace, i))
+        trace.spans[i].kind == static_cast<uint8_t>(SpanKind::kExecution) && is_kernel(trace.spans[i]))
       kernels.push_back(i);
   if (kernels.empty()) return u;
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "core/attr_keys.h"
 #include "core/level.h"
 #include "lowerbound/analyses/iteration.h"
 #include "lowerbound/harness/bench_plan.h"
@@ -90,7 +91,6 @@ int64_t Iteration::owner(size_t i) const {
 namespace {
 
 // The framework's intra-op thread count, on the model span (run_torch_model.py sets it).
-constexpr std::string_view kThreadsKey[] = {"threads", "num_threads"};
 
 // The evaluation to compare: the last (steady state) of those with framework ops, model-level ones
 // first. Sets the comparison's window, end-to-end time and source.
@@ -110,7 +110,7 @@ const analysis::Evaluation* choose_evaluation(const analysis::Workload& w, Trace
   out->window_end_ns = chosen->start_ns + chosen->latency_ns;
   out->end_to_end_ns = static_cast<double>(chosen->latency_ns);
   if (chosen->model_span >= 0) {
-    if (std::optional<double> t = w.number(static_cast<size_t>(chosen->model_span), kThreadsKey);
+    if (std::optional<double> t = w.number(static_cast<size_t>(chosen->model_span), attr_keys::kThreads);
         t && *t >= 1)
       out->framework_threads = static_cast<int>(*t);
     out->iterations_seen = with_model_span;

@@ -1,0 +1,77 @@
+// Canonical attribute keys: one key per fact, the same whichever tracer or importer recorded it.
+// Tracers write these keys; importers translate foreign spellings into them on the way in (Kineto's
+// "Input Dims" becomes kShapes, "External id" kExternalCorrelationId); analyses read these keys
+// only. Files written before format 1.1 used other spellings for some facts: the loader renames
+// them once (model/activity_upgrade.h), so nothing downstream knows the old names.
+//
+// Units are part of the fact: bytes are bytes, times are ns, percentages are 0-100.
+// docs/trace-format.md lists every key with its writers.
+#pragma once
+
+#include <string_view>
+
+#include "core/memory_keys.h"
+
+namespace strata::attr_keys {
+
+// --- Model and step -------------------------------------------------------------------------
+inline constexpr std::string_view kBatch = "batch";  // int: inputs per evaluation (model spans)
+// int: the span is one step of the program's loop, numbered (torch.profiler's ProfilerStep#N).
+inline constexpr std::string_view kStep = "step";
+// int: the framework's intra-op thread count during the evaluation (model spans; torch.get_num_threads()).
+inline constexpr std::string_view kThreads = "threads";
+
+// --- Framework ops (layers) -------------------------------------------------------------------
+inline constexpr std::string_view kOpType = "op_type";  // string: operator type when the name is not it
+inline constexpr std::string_view kModule = "module";   // string: nn.Module path ("layer1.0.conv1")
+// string: input shapes, "[[2,3,64,64],[64,3,7,7],[]]" (one list per input, [] for non-tensors).
+inline constexpr std::string_view kShapes = "shapes";
+inline constexpr std::string_view kInputTypes = "input_types";  // string: input dtypes (Kineto "Input type")
+// Memory per op (alloc, freed, net, self, peak; device_ variants) and the memory counter tracks:
+// core/memory_keys.h.
+inline constexpr std::string_view kAllocBytes = memory_keys::kAllocBytes;  // int: bytes allocated while the op ran
+
+// --- Work and traffic (metrics) -----------------------------------------------------------------
+inline constexpr std::string_view kFlops = "flops";  // floating-point operations (all precisions)
+inline constexpr std::string_view kFlopsSingle = "flops_sp";
+inline constexpr std::string_view kFlopsDouble = "flops_dp";
+inline constexpr std::string_view kFlopsHalf = "flops_hp";
+// Bytes moved: a copy's or memset's size; a kernel's or op's memory traffic when read and write are
+// not given apart.
+inline constexpr std::string_view kBytes = "bytes";
+inline constexpr std::string_view kDramReadBytes = "dram_read_bytes";
+inline constexpr std::string_view kDramWriteBytes = "dram_write_bytes";
+inline constexpr std::string_view kAchievedOccupancy = "achieved_occupancy";  // percent of peak warps
+
+// --- Kernels ----------------------------------------------------------------------------------
+inline constexpr std::string_view kGridX = "grid_x";
+inline constexpr std::string_view kGridY = "grid_y";
+inline constexpr std::string_view kGridZ = "grid_z";
+inline constexpr std::string_view kBlockX = "block_x";
+inline constexpr std::string_view kBlockY = "block_y";
+inline constexpr std::string_view kBlockZ = "block_z";
+inline constexpr std::string_view kRegistersPerThread = "registers_per_thread";
+inline constexpr std::string_view kSharedMemoryBytes = "shared_memory";  // static + dynamic, per block
+inline constexpr std::string_view kContext = "context";                   // CUDA context id
+
+// --- Copies -------------------------------------------------------------------------------------
+// (direction: the activity type) memory kinds at both ends: "pageable", "pinned", "device", ...
+inline constexpr std::string_view kSrcKind = "src_kind";
+inline constexpr std::string_view kDstKind = "dst_kind";
+
+// --- Links ----------------------------------------------------------------------------------------
+// int: an id shared by a framework op and the runtime calls and device work it issued (Kineto's
+// "External id"); the span tree hangs such work under the op that carries the same id.
+inline constexpr std::string_view kExternalCorrelationId = "external_correlation_id";
+// int: span id of the Strata span that was open when the API call enqueued this device work (CUPTI
+// external correlation pushed by the collector).
+inline constexpr std::string_view kIssuingSpanId = "issuing_span_id";
+
+// --- Libraries and calls --------------------------------------------------------------------------
+inline constexpr std::string_view kLibrary = "library";     // "cudnn", "cublas", "onednn"
+inline constexpr std::string_view kApiClass = "api_class";  // runtime call's class: launch, memcpy, sync, ...
+inline constexpr std::string_view kBatchCount = "batch_count";  // batched GEMM's batch count
+inline constexpr std::string_view kDtype = "dtype";              // element type of the call's data
+inline constexpr std::string_view kSource = "source";  // which of a tracer's sources made the span
+
+}  // namespace strata::attr_keys

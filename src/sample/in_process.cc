@@ -1,0 +1,228 @@
+// libstrata_sample.so: CPU sampling inside a recorded process (`strata record --sample`, which
+// preloads it after libstrata.so and sets STRATA_SAMPLE=HZ). A sampling thread reads the samples
+// (perf_event rings, or the fallback's buffers), unwinds them and reads Python stacks; the session's
+// writer thread attributes them to spans, aggregates and writes them (SampleStore), as a plugin.
+//
+// Environment: STRATA_SAMPLE=HZ (on), STRATA_SAMPLE_UNWIND=fp|dwarf, STRATA_SAMPLE_STACK_BYTES,
+// STRATA_SAMPLE_EPOCH_MS (default 1000), STRATA_SAMPLE_PYTHON=0 (no Python frames),
+// STRATA_SAMPLE_MODE=timer|itimer (skip perf_event: tests of the fallback).
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "collect/session.h"
+#include "sample/collector.h"
+#include "sample/sample_store.h"
+
+namespace strata::sample {
+namespace {
+
+struct Settings {
+  int hz = 999;
+  bool dwarf = false;
+  uint32_t stack_bytes = 16384;
+  int64_t epoch_ns = 1'000'000'000;
+  bool python = true;
+  std::string force_fallback;
+};
+
+bool settings_from_env(Settings* s) {
+  const char* on = secure_getenv("STRATA_SAMPLE");
+  if (on == nullptr || *on == '\0' || std::strcmp(on, "0") == 0) return false;
+  s->hz = std::atoi(on) > 0 ? std::atoi(on) : 999;
+  if (const char* u = secure_getenv("STRATA_SAMPLE_UNWIND")) s->dwarf = std::strcmp(u, "dwarf") == 0;
+  if (const char* b = secure_getenv("STRATA_SAMPLE_STACK_BYTES"); b != nullptr && std::atoi(b) > 0)
+    s->stack_bytes = static_cast<uint32_t>(std::atoi(b));
+  if (const char* e = secure_getenv("STRATA_SAMPLE_EPOCH_MS"); e != nullptr && std::atoi(e) > 0)
+    s->epoch_ns = int64_t{std::atoi(e)} * 1'000'000;
+  if (const char* p = secure_getenv("STRATA_SAMPLE_PYTHON")) s->python = std::strcmp(p, "0") != 0;
+  if (const char* m = secure_getenv("STRATA_SAMPLE_MODE")) s->force_fallback = m;
+  return true;
+}
+
+class InProcessSampler : public collect::WriterPlugin {
+ public:
+  explicit InProcessSampler(const Settings& settings)
+      : settings_(settings), store_(StoreOptions{settings.epoch_ns, true, true, 256, 65536, 2'000'000'000}) {}
+
+  // Starts the sampling thread, which starts sampling (so that it is itself left out); false when no
+  // sampling mode could start (a line on stderr says why).
+  bool start(collect::Session* session) {
+    session_ = session;
+    for (int k = 0; k < 1000 && session->writer_tid() == 0; ++k) usleep(100);
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);  // the program's signals go to its own threads
+    thread_ = std::thread([this] { run(); });
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    std::unique_lock<std::mutex> lock(mu_);
+    started_cv_.wait(lock, [&] { return state_ != State::kStarting; });
+    if (state_ == State::kFailed) {
+      lock.unlock();
+      thread_.join();
+      std::fprintf(stderr, "strata: CPU sampling disabled: %s\n", error_.c_str());
+      session->set_collector_property("sample.mode", "off: " + error_);
+      return false;
+    }
+    session->set_collector_property("sample.mode", collector_.mode());
+    if (collector_.mode().rfind("perf_event", 0) != 0)
+      std::fprintf(stderr, "strata: CPU sampling: %s\n", collector_.mode().c_str());
+    if (settings_.python && collector_.python_note().find("only") != std::string::npos)
+      std::fprintf(stderr, "strata: CPU sampling: %s\n", collector_.python_note().c_str());
+    store_.set_config(collector_.config_properties());
+    session->set_writer_plugin(this);
+    return true;
+  }
+
+  void after_drain(std::span<const collect::SpanTimes> closed, std::span<const collect::SpanTimes> open,
+                   int64_t complete_before_ns, int64_t to_monotonic) override {
+    take_batch();
+    std::vector<SpanInterval> c, o;
+    c.reserve(closed.size());
+    for (const auto& s : closed) c.push_back({s.tid, s.start_ns + to_monotonic, s.end_ns + to_monotonic, s.span_id});
+    for (const auto& s : open) o.push_back({s.tid, s.start_ns + to_monotonic, INT64_MAX, s.span_id});
+    const int64_t complete = complete_before_ns == INT64_MAX ? INT64_MAX : complete_before_ns + to_monotonic;
+    store_.add_spans(c, o, complete);
+    store_.aggregate(false);
+  }
+
+  void write(format::StreamWriter& stream, bool final) override {
+    if (final) stop_thread();
+    take_batch();
+    if (final) store_.aggregate(true);
+    store_.write(stream, monotonic_now_ns(), final);
+    publish_losses();
+  }
+
+  // A forked child: the sampling thread and the session were the parent's.
+  void abandon_in_child() { collector_.abandon(); }
+
+ private:
+  enum class State { kStarting, kRunning, kFailed };
+
+  void run() {
+    CollectorConfig config;
+    config.pid = static_cast<int>(getpid());
+    config.hz = settings_.hz;
+    config.dwarf = settings_.dwarf;
+    config.stack_bytes = settings_.stack_bytes;
+    config.python = settings_.python;
+    config.force_fallback = settings_.force_fallback;
+    config.skip_tids = {static_cast<uint32_t>(syscall(SYS_gettid)), session_->writer_tid()};
+    std::string error;
+    const bool ok = collector_.start(config, &error);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      state_ = ok ? State::kRunning : State::kFailed;
+      error_ = error;
+    }
+    started_cv_.notify_all();
+    if (!ok) return;
+    SampleBatch batch;
+    while (!stop_.load(std::memory_order_acquire)) {
+      collector_.poll(10);
+      collector_.take(&batch);
+      hand_over(&batch);
+    }
+    collector_.stop();
+    collector_.poll(0);  // what the rings still hold
+    collector_.take(&batch);
+    hand_over(&batch);
+  }
+
+  void hand_over(SampleBatch* batch) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int c = 0; c < kLossCount; ++c) losses_[c] = collector_.lost(c);
+    if (batch->empty()) return;
+    auto append = [](auto& to, auto& from) {
+      to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+    };
+    append(shared_.mappings, batch->mappings);
+    append(shared_.frames, batch->frames);
+    append(shared_.stacks, batch->stacks);
+    append(shared_.samples, batch->samples);
+    append(shared_.thread_names, batch->thread_names);
+    batch->clear();
+  }
+
+  void take_batch() {
+    SampleBatch batch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::swap(batch, shared_);
+    }
+    store_.add_batch(std::move(batch));
+  }
+
+  void stop_thread() {
+    stop_.store(true, std::memory_order_release);
+    if (thread_.joinable()) thread_.join();
+  }
+
+  void publish_losses() {
+    uint64_t losses[kLossCount];
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::copy(losses_, losses_ + kLossCount, losses);
+    }
+    losses[kLossEvictionOverflow] += store_.lost_eviction_overflow();
+    for (int c = 0; c < kLossCount; ++c)
+      if (losses[c] > 0 || c == kLossRingOverflow)
+        session_->set_collector_drops(std::string("sample_") + loss_name(c), losses[c]);
+    session_->set_collector_property("sample.samples", std::to_string(store_.samples_counted()));
+  }
+
+  Settings settings_;
+  collect::Session* session_ = nullptr;
+  SampleCollector collector_;  // the sampling thread's
+  SampleStore store_;          // the writer thread's
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable started_cv_;
+  State state_ = State::kStarting;
+  std::string error_;
+  SampleBatch shared_;
+  uint64_t losses_[kLossCount] = {};
+  std::atomic<bool> stop_{false};
+};
+
+// Samplers are never freed: the writer may call a stopped session's plugin until the session's
+// stop returns, and a forked child abandons its parent's.
+std::atomic<InProcessSampler*> g_sampler{nullptr};
+
+void start_for(collect::Session* session) {
+  Settings settings;
+  if (session == nullptr || !settings_from_env(&settings)) return;
+  auto* sampler = new InProcessSampler(settings);
+  if (sampler->start(session)) g_sampler.store(sampler);
+}
+
+// A forked child (multiprocessing, DataLoader workers) samples from the fork on: its session starts
+// now rather than at its first span (a worker that records no span still burns CPU). libstrata's
+// own fork handler ran first (handlers run in registration order) and left the session pending.
+void in_forked_child() {
+  InProcessSampler* parent = g_sampler.exchange(nullptr);
+  if (parent == nullptr) return;
+  parent->abandon_in_child();
+  collect::Session* session = collect::current_session();  // starts the child's session (and, through
+  if (session != nullptr && g_sampler.load() == nullptr) start_for(session);  // the start hook, sampling)
+}
+
+__attribute__((constructor)) void start_sampling_from_env() {
+  collect::Session::set_start_hook(&start_for);  // sessions started later (a forked child's)
+  pthread_atfork(nullptr, nullptr, in_forked_child);
+  if (g_sampler.load() == nullptr) start_for(collect::current_session());
+}
+
+}  // namespace
+}  // namespace strata::sample

@@ -1,0 +1,291 @@
+#include "sample/python_reader.h"
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "sample/python311_layout.h"
+
+namespace strata::sample {
+
+namespace {
+const struct strata_py311_layout& L = ::strata_py311_layout;
+constexpr int kMaxFrames = 512;
+constexpr int kMaxThreads = 4096;
+
+bool basename_starts(const std::string& path, const char* prefix) {
+  size_t slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  return base.rfind(prefix, 0) == 0;
+}
+
+uint32_t scan_varint(const std::string& t, size_t* pos) {
+  uint32_t value = 0, shift = 0;
+  while (*pos < t.size()) {
+    uint8_t b = static_cast<uint8_t>(t[(*pos)++]);
+    value |= static_cast<uint32_t>(b & 63) << shift;
+    if (!(b & 64) || shift > 24) break;
+    shift += 6;
+  }
+  return value;
+}
+
+int32_t scan_signed_varint(const std::string& t, size_t* pos) {
+  uint32_t v = scan_varint(t, pos);
+  return (v & 1) ? -static_cast<int32_t>(v >> 1) : static_cast<int32_t>(v >> 1);
+}
+
+void append_utf8(std::string* out, uint32_t c) {
+  if (c < 0x80) {
+    out->push_back(static_cast<char>(c));
+  } else if (c < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (c >> 6)));
+    out->push_back(static_cast<char>(0x80 | (c & 63)));
+  } else if (c < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (c >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 63)));
+    out->push_back(static_cast<char>(0x80 | (c & 63)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | ((c >> 18) & 7)));
+    out->push_back(static_cast<char>(0x80 | ((c >> 12) & 63)));
+    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 63)));
+    out->push_back(static_cast<char>(0x80 | (c & 63)));
+  }
+}
+
+template <typename T>
+T at(const uint8_t* p, size_t offset) {
+  T v;
+  std::memcpy(&v, p + offset, sizeof(T));
+  return v;
+}
+}  // namespace
+
+uint32_t python311_line(const std::string& t, uint32_t first_line, uint64_t offset) {
+  // Entries: a first byte with bit 7 set, code = bits 3-6, length = bits 0-2 + 1 code units, then
+  // the code's data. 15: no location; 14: long form; 13: no columns (both start with a signed line
+  // delta); 10-12: one-line forms (delta code-10); 0-9: short forms (same line).
+  int64_t line = first_line;
+  uint64_t addr = 0;
+  size_t pos = 0;
+  while (pos < t.size()) {
+    const uint8_t first = static_cast<uint8_t>(t[pos]);
+    if (!(first & 0x80)) return 0;  // not at an entry: damaged table
+    const int code = (first >> 3) & 15;
+    const uint64_t length = (first & 7) + 1;
+    size_t data = pos + 1;
+    int delta = 0;
+    if (code == 13 || code == 14) delta = scan_signed_varint(t, &data);
+    else if (code >= 10 && code <= 12) delta = code - 10;
+    line += delta;
+    if (offset < addr + length) return code == 15 || line < 0 ? 0 : static_cast<uint32_t>(line);
+    addr += length;
+    // The next entry starts at the next byte with bit 7 set.
+    size_t next = pos + 1;
+    while (next < t.size() && !(static_cast<uint8_t>(t[next]) & 0x80)) ++next;
+    pos = next;
+  }
+  return 0;
+}
+
+std::unique_ptr<PythonReader> PythonReader::find(MappingTable& mappings, std::string* why) {
+  std::string error;
+  if (!mappings.load_proc_maps(&error)) {
+    *why = error;
+    return nullptr;
+  }
+  // Candidates: executables and libraries named python3* / libpython3*.
+  std::vector<const Mapping*> candidates;
+  for (uint64_t address = 0;;) {
+    const Mapping* m = mappings.above(address);
+    if (m == nullptr) break;
+    address = m->start;
+    if (m->file_backed() && (basename_starts(m->path, "python3") || basename_starts(m->path, "libpython3")))
+      candidates.push_back(m);
+  }
+  if (candidates.empty()) {
+    *why = "not a Python process";
+    return nullptr;
+  }
+  for (const Mapping* m : candidates) {
+    const symbolize::ElfImage* image = mappings.image(*m);
+    uint64_t bias = 0;
+    if (image == nullptr || !mappings.load_bias(*m, &bias)) continue;
+    auto runtime = image->find_symbol("_PyRuntime");
+    auto version = image->find_symbol("Py_Version");
+    auto code_type = image->find_symbol("PyCode_Type");
+    auto eval = image->find_symbol("_PyEval_EvalFrameDefault");
+    if (!runtime || !code_type || !eval) continue;
+    std::unique_ptr<PythonReader> reader(new PythonReader());
+    reader->pid_ = mappings.pid();
+    reader->runtime_ = runtime->address + bias;
+    reader->code_type_ = code_type->address + bias;
+    reader->eval_start_ = eval->address + bias;
+    reader->eval_end_ = eval->address + bias + std::max<uint64_t>(eval->size, 1);
+    uint32_t hex = 0;
+    if (!version || !reader->read(version->address + bias, &hex, 4)) {
+      *why = m->path + ": a Python older than 3.11 (no Py_Version): Python frames are read for CPython 3.11 only; "
+                       "samples keep their native frames";
+      return nullptr;
+    }
+    const int major = static_cast<int>(hex >> 24), minor = static_cast<int>((hex >> 16) & 0xFF);
+    reader->version_ = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string((hex >> 8) & 0xFF);
+    if (major != L.version_major || minor != L.version_minor) {
+      *why = "Python " + reader->version_ + ": Python frames are read for CPython " + std::to_string(L.version_major) +
+             "." + std::to_string(L.version_minor) + " only; samples keep their native frames";
+      return nullptr;
+    }
+    return reader;
+  }
+  *why = "Python found but its symbols (_PyRuntime, _PyEval_EvalFrameDefault) are not: Python frames not read";
+  return nullptr;
+}
+
+bool PythonReader::read(uint64_t address, void* out, size_t size) {
+  ++reads_;
+  iovec local{out, size};
+  iovec remote{reinterpret_cast<void*>(address), size};
+  return process_vm_readv(pid_, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+}
+
+bool PythonReader::find_thread_state(uint32_t tid, uint64_t* tstate) {
+  auto cached = tstates_.find(tid);
+  if (cached != tstates_.end()) {
+    uint64_t native = 0;
+    if (read(cached->second + L.tstate_native_thread_id, &native, 8) && native == tid) {
+      *tstate = cached->second;
+      return true;
+    }
+    tstates_.erase(cached);
+  }
+  uint64_t interp = 0, t = 0;
+  if (!read(runtime_ + L.runtime_interpreters_head, &interp, 8) || interp == 0) return false;
+  if (!read(interp + L.interp_threads_head, &t, 8)) return false;
+  for (int k = 0; t != 0 && k < kMaxThreads; ++k) {
+    uint64_t native = 0, next = 0;
+    if (!read(t + L.tstate_native_thread_id, &native, 8) || !read(t + L.tstate_next, &next, 8)) return false;
+    tstates_[static_cast<uint32_t>(native)] = t;
+    if (native == tid) {
+      *tstate = t;
+      return true;
+    }
+    t = next;
+  }
+  return false;
+}
+
+bool PythonReader::read_unicode(uint64_t address, std::string* out) {
+  uint8_t head[80];
+  if (address == 0 || !read(address, head, L.unicode_compact_data)) return false;
+  const int64_t length = at<int64_t>(head, L.unicode_length);
+  const uint32_t state = at<uint32_t>(head, L.unicode_state);
+  const unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+  if (!compact || length < 0 || length > 4096) return false;
+  const size_t char_size = ascii ? 1 : kind;
+  if (char_size != 1 && char_size != 2 && char_size != 4) return false;
+  std::string raw(static_cast<size_t>(length) * char_size, '\0');
+  if (!raw.empty() && !read(address + (ascii ? L.unicode_ascii_data : L.unicode_compact_data), raw.data(), raw.size()))
+    return false;
+  out->clear();
+  if (ascii) {
+    *out = std::move(raw);
+    return true;
+  }
+  for (int64_t i = 0; i < length; ++i) {
+    uint32_t c = 0;
+    std::memcpy(&c, raw.data() + i * static_cast<int64_t>(char_size), char_size);
+    append_utf8(out, c);
+  }
+  return true;
+}
+
+bool PythonReader::read_bytes_object(uint64_t address, std::string* out) {
+  int64_t size = 0;
+  if (address == 0 || !read(address + L.bytes_size, &size, 8) || size < 0 || size > (1 << 20)) return false;
+  out->resize(static_cast<size_t>(size));
+  return size == 0 || read(address + L.bytes_data, out->data(), out->size());
+}
+
+// `header`: the code object's first code_adaptive bytes, read just now.
+const PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) {
+  if (at<uint64_t>(header, L.object_type) != code_type_) return nullptr;  // not a code object (anymore)
+  const uint64_t name = at<uint64_t>(header, L.code_name), file = at<uint64_t>(header, L.code_filename);
+  const uint64_t qualname = at<uint64_t>(header, L.code_qualname), table = at<uint64_t>(header, L.code_linetable);
+  auto it = codes_.find(code);
+  if (it != codes_.end() && it->second->name_ptr == name && it->second->file_ptr == file &&
+      it->second->qualname_ptr == qualname && it->second->linetable_ptr == table)
+    return it->second.get();
+  auto info = std::make_unique<PyCodeInfo>();
+  info->id = next_code_id_++;
+  info->name_ptr = name;
+  info->file_ptr = file;
+  info->qualname_ptr = qualname;
+  info->linetable_ptr = table;
+  info->first_line = static_cast<uint32_t>(std::max(0, at<int32_t>(header, L.code_firstlineno)));
+  info->code_start = code + L.code_adaptive;
+  if (!read_unicode(qualname, &info->function) && !read_unicode(name, &info->function)) info->function = "<unknown>";
+  if (!read_unicode(file, &info->file)) info->file = "<unknown>";
+  read_bytes_object(table, &info->linetable);
+  const PyCodeInfo* out = info.get();
+  codes_[code] = std::move(info);
+  return out;
+}
+
+bool PythonReader::read_stack(uint32_t tid, std::vector<PyFrameRef>* out) {
+  out->clear();
+  last_failed_ = false;
+  uint64_t tstate = 0, cframe = 0, frame = 0;
+  if (!find_thread_state(tid, &tstate)) return false;  // not a Python thread (or not yet)
+  if (!read(tstate + L.tstate_cframe, &cframe, 8) || cframe == 0 ||
+      !read(cframe + L.cframe_current_frame, &frame, 8)) {
+    last_failed_ = true;
+    return false;
+  }
+  // The frame chain first (the frames' code pointers), then every code object's header in one
+  // vectored read.
+  struct Raw {
+    uint64_t code, prev_instr;
+    bool entry;
+  };
+  std::vector<Raw> raw;
+  uint8_t buf[128];
+  for (int k = 0; frame != 0 && k < kMaxFrames; ++k) {
+    if (L.frame_size > sizeof(buf) || !read(frame, buf, L.frame_size)) {
+      last_failed_ = true;
+      break;
+    }
+    raw.push_back({at<uint64_t>(buf, L.frame_code), at<uint64_t>(buf, L.frame_prev_instr), buf[L.frame_is_entry] != 0});
+    frame = at<uint64_t>(buf, L.frame_previous);
+  }
+  if (raw.empty()) return false;
+  const size_t header = L.code_adaptive;
+  std::vector<uint8_t> headers(raw.size() * header);
+  std::vector<iovec> local(raw.size()), remote(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    local[i] = {headers.data() + i * header, header};
+    remote[i] = {reinterpret_cast<void*>(raw[i].code), header};
+  }
+  ++reads_;
+  ssize_t got = process_vm_readv(pid_, local.data(), local.size(), remote.data(), remote.size(), 0);
+  const size_t complete = got > 0 ? static_cast<size_t>(got) / header : 0;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const PyCodeInfo* info = i < complete ? code_info(raw[i].code, headers.data() + i * header) : nullptr;
+    if (info == nullptr) {
+      last_failed_ = true;
+      break;
+    }
+    PyFrameRef ref;
+    ref.code = info;
+    ref.entry = raw[i].entry;
+    // prev_instr: the last instruction started (its code unit); before the first one, the function's line.
+    ref.line = raw[i].prev_instr >= info->code_start
+                   ? python311_line(info->linetable, info->first_line, (raw[i].prev_instr - info->code_start) / 2)
+                   : info->first_line;
+    if (ref.line == 0) ref.line = info->first_line;
+    out->push_back(ref);
+  }
+  return !out->empty();
+}
+
+}  // namespace strata::sample
