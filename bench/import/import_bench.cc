@@ -47,7 +47,7 @@ void run_import(benchmark::State& state, const std::string& bytes) {
       state.SkipWithError(error.c_str());
       return;
     }
-    events = stats.events_read;
+    events = stats.get(strata::stats::Stat::kImportEventsRead);
     benchmark::DoNotOptimize(trace.spans.data());
   }
   state.counters["events"] = static_cast<double>(events);

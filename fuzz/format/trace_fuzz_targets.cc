@@ -13,6 +13,7 @@
 #include "format/chunk_reader.h"
 #include "format/chunk_writer.h"
 #include "model/span_tree.h"
+#include "model/trace_builder.h"
 #include "model/trace_loader.h"
 #include "model/trace_summary.h"
 
@@ -39,7 +40,9 @@ bool load_and_summarize(std::string_view bytes, model::Trace* trace, model::Trac
     check(!reader.error().empty() && reader.error().find('\n') == std::string::npos);
     return false;
   }
-  const bool loaded = model::load_chunks(reader, trace, &error);
+  model::TraceBuilder builder(trace);
+  const bool loaded = model::load_chunks(reader, builder, &error);
+  if (loaded) builder.finish();  // as open_trace: one sort, the tracks table and the span tree
   format::ChunkReader again;
   *summarized = again.open(format::memory_source(bytes), "fuzz-input") &&
                 model::summarize_chunks(again, summary, &error);
@@ -58,13 +61,20 @@ void check_loaded(const model::Trace& trace) {
   for (const AttrRecord& a : trace.attrs) check(a.key < trace.strings.size());
 }
 
-// `strata info` streams what `strata analyze` loads: the two must count alike.
+// `strata info` streams what `strata analyze` loads: the two must count alike, every stat of what
+// reading found (load.*: the tree's counters are the loaded trace's alone, and so are the upgrade's
+// of format 1.0 spans, which only loading does; a streamed summary counts those spans instead).
 void check_agree(const model::Trace& trace, const model::TraceSummary& summary) {
   check(summary.spans == trace.spans.size());
-  check(summary.report.unknown_strings == trace.report.unknown_strings);
-  check(summary.report.clamped_times == trace.report.clamped_times);
-  check(summary.report.corrupt_chunks == trace.report.corrupt_chunks);
-  check(summary.report.stream_limit_chunks == trace.report.stream_limit_chunks);
+  for (const stats::StatInfo& info : stats::all_stats()) {
+    if (info.id == stats::Stat::kLoadActivityUpgraded || info.id == stats::Stat::kLoadLegacyKeysRenamed) {
+      check(info.id != stats::Stat::kLoadActivityUpgraded ||
+            trace.stats.get(info.id) <= summary.format_1_0_spans);
+      continue;
+    }
+    if (info.scope == stats::Scope::kTrace && info.source != stats::Source::kCorrelation)
+      check(summary.stats.get(info.id) == trace.stats.get(info.id));
+  }
 }
 
 }  // namespace
@@ -76,8 +86,8 @@ void run_trace_reader(std::string_view bytes) {
   if (!load_and_summarize(bytes, &trace, &summary, &summarized)) return;
   check(summarized);
   check_agree(trace, summary);
-  model::sort_spans(&trace);
   check_loaded(trace);
+  check(trace.tree().size() == trace.spans.size());
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     (void)trace.name(trace.spans[i]);
     for (const auto& a : trace.attributes(i)) (void)trace.attr_value_string(a);
@@ -135,10 +145,8 @@ void run_trace_chunks(std::string_view bytes) {
   check(load_and_summarize(file, &trace, &summary, &summarized));
   check(summarized);
   check_agree(trace, summary);
-  model::sort_spans(&trace);
   check_loaded(trace);
-  model::SpanTree tree = model::build_span_tree(trace);
-  check(tree.size() == trace.spans.size());
+  check(trace.tree().size() == trace.spans.size());
   model::TraceSummary in_memory = model::summarize(trace);
   check(in_memory.spans == summary.spans);
   DiscardBuffer discard;

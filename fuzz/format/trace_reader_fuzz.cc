@@ -1,6 +1,7 @@
-// libFuzzer target: arbitrary bytes through the chunk reader, the trace loader and the streamed
-// summary. Must never crash, hang or allocate without bound; every failure is an error line or a
-// counted warning (fuzz/format/trace_fuzz_targets.h).
+// libFuzzer target: arbitrary bytes through the chunk reader, the native reader, the TraceBuilder
+// (one sort, the tracks table and every pass of the span tree) and the streamed summary. Must never
+// crash, hang or allocate without bound; every failure is an error line or a counted warning
+// (fuzz/format/trace_fuzz_targets.h).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -35,7 +35,10 @@ model::Trace runs_traced_to(const model::Trace& trace, int run_level, int* runs)
   // Same ids: the pool holds each string once, so interning them in id order reproduces it.
   for (uint32_t id = 1; id < trace.strings.size(); ++id) out.strings.intern(trace.strings.get(id));
   out.record = trace.record;
-  out.report = trace.report;
+  // What reading found (load.*) and its warnings; the tree's counters are the view's own.
+  for (const auto& [stat, value] : trace.stats.nonzero())
+    if (stats::info(stat).source != stats::Source::kCorrelation) out.stats.set(stat, value);
+  out.warnings = trace.warnings;
   std::vector<int32_t> process_map(trace.processes.size(), -1);
   std::set<std::string> run_tags;
   for (size_t p = 0; p < trace.processes.size(); ++p) {

@@ -48,45 +48,53 @@ Collected collect(const model::Trace& trace, const model::SpanTree& tree, uint8_
     // On the device only executions are ops: synchronization and annotation spans share the level.
     return want != kDeviceLevel || s.kind == static_cast<uint8_t>(SpanKind::kExecution);
   };
-  // Visit spans by start time (the loader's order; sorted here only if a builder left them unsorted),
-  // so each op's nested ops arrive in start order and the union of their intervals, clipped to the
-  // op, is one sweep: nested_ns[a] grows by the part of each nested op past reach[a].
+  // State is kept for the counted spans only (ids: their indexes, ascending; slot k of ids[k]), not
+  // for every span of the trace: at the peak of `strata analyze` this is memory beside the trace.
+  std::vector<uint32_t> ids;
+  for (size_t i = 0; i < n; ++i) {
+    if (counted(i)) {
+      ids.push_back(static_cast<uint32_t>(i));
+      continue;
+    }
+    const SpanRecord& s = trace.spans[i];
+    if (want == kDeviceLevel && s.level == want && s.kind != static_cast<uint8_t>(SpanKind::kCounter) &&
+        s.kind != static_cast<uint8_t>(SpanKind::kInstant))
+      ++c.skipped;
+  }
+  const size_t m = ids.size();
+  auto slot_of = [&](uint32_t i) { return static_cast<size_t>(std::lower_bound(ids.begin(), ids.end(), i) - ids.begin()); };
+  // Visit counted spans by start time (the loader's order; sorted here only if a builder left them
+  // unsorted), so each op's nested ops arrive in start order and the union of their intervals, clipped
+  // to the op, is one sweep: nested_ns[a] grows by the part of each nested op past reach[a].
   std::vector<uint32_t> order;
   const bool sorted = std::is_sorted(trace.spans.begin(), trace.spans.end(),
                                      [](const SpanRecord& x, const SpanRecord& y) { return x.start_ns < y.start_ns; });
   if (!sorted) {
-    order.resize(n);
-    for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+    order = ids;
     std::stable_sort(order.begin(), order.end(),
                      [&](uint32_t x, uint32_t y) { return trace.spans[x].start_ns < trace.spans[y].start_ns; });
   }
-  std::vector<int64_t> nested_ns(n, 0), reach(n, INT64_MIN);
-  std::vector<uint8_t> is_top(n, 0), overrun(n, 0);
-  for (size_t k = 0; k < n; ++k) {
-    const size_t i = sorted ? k : order[k];
+  std::vector<int64_t> nested_ns(m, 0), reach(m, INT64_MIN);
+  std::vector<uint8_t> is_top(m, 0), overrun(m, 0);
+  for (size_t k = 0; k < m; ++k) {
+    const uint32_t i = sorted ? ids[k] : order[k];
     const SpanRecord& s = trace.spans[i];
-    if (!counted(i)) {
-      if (want == kDeviceLevel && s.level == want && s.kind != static_cast<uint8_t>(SpanKind::kCounter) &&
-          s.kind != static_cast<uint8_t>(SpanKind::kInstant))
-        ++c.skipped;
-      continue;
-    }
     int32_t a = tree.parent(i);  // the nearest counted ancestor
     while (a >= 0 && !counted(static_cast<size_t>(a))) a = tree.parent(static_cast<size_t>(a));
     if (a < 0) {
-      is_top[i] = 1;
+      is_top[sorted ? k : slot_of(i)] = 1;
       continue;
     }
-    const size_t p = static_cast<size_t>(a);
-    const SpanRecord& outer = trace.spans[p];
+    const size_t p = slot_of(static_cast<uint32_t>(a));
+    const SpanRecord& outer = trace.spans[static_cast<size_t>(a)];
     if (s.end_ns > outer.end_ns || s.start_ns < outer.start_ns) overrun[p] = 1;
     const int64_t from = std::max({s.start_ns, reach[p], outer.start_ns}), to = std::min(s.end_ns, outer.end_ns);
     if (to > from) nested_ns[p] += to - from;
     reach[p] = std::max(reach[p], to);
   }
   std::vector<int32_t> slot_of_name(trace.strings.size(), -1);
-  for (size_t i = 0; i < n; ++i) {
-    if (!counted(i)) continue;
+  for (size_t k = 0; k < m; ++k) {
+    const size_t i = ids[k];
     const SpanRecord& s = trace.spans[i];
     const int64_t duration = s.duration_ns();
     if (s.name >= slot_of_name.size()) slot_of_name.resize(s.name + 1, -1);
@@ -97,9 +105,9 @@ Collected collect(const model::Trace& trace, const model::SpanTree& tree, uint8_
     }
     OpTimes& op = c.ops[static_cast<size_t>(slot)];
     op.total_ms.push_back(ns_to_ms(duration));
-    op.self_ms += ns_to_ms(std::max<int64_t>(0, duration - nested_ns[i]));
-    c.clamped += overrun[i];
-    if (is_top[i]) c.top_level_ms += ns_to_ms(duration);
+    op.self_ms += ns_to_ms(std::max<int64_t>(0, duration - nested_ns[k]));
+    c.clamped += overrun[k];
+    if (is_top[k]) c.top_level_ms += ns_to_ms(duration);
   }
   return c;
 }

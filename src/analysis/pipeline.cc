@@ -76,27 +76,13 @@ ParamKeyCheck check_param_keys(const Params& params, std::span<const Analysis* c
 
 namespace {
 
-// The runs of a leveled trace traced down to one level, with their own tree and workload.
+// The runs of a leveled trace traced down to one level, with their workload (their span tree is
+// built with the view's trace, once, on first use).
 struct RunView {
   model::Trace trace;
   int runs = 0;
-  std::optional<model::SpanTree> tree;
   std::optional<Workload> workload;
 };
-
-void add_counts(model::CorrelationReport* total, const model::CorrelationReport& r) {
-  total->explicit_links += r.explicit_links;
-  total->missing_parents += r.missing_parents;
-  total->correlation_links += r.correlation_links;
-  total->external_links += r.external_links;
-  total->external_rejected += r.external_rejected;
-  total->reconstructed += r.reconstructed;
-  total->cross_thread += r.cross_thread;
-  total->ambiguous += r.ambiguous;
-  total->late_records += r.late_records;
-  total->cycles_broken += r.cycles_broken;
-  total->roots += r.roots;
-}
 
 }  // namespace
 
@@ -105,8 +91,7 @@ PipelineResult run_pipeline(const model::Trace& trace, std::span<const Analysis*
   PipelineResult out;
   const std::vector<int> run_levels = leveled_run_levels(trace);
   if (run_levels.empty()) {
-    model::SpanTree tree = model::build_span_tree(trace);
-    out.correlation = tree.report();
+    const model::SpanTree& tree = trace.tree();  // built once, when the trace was opened
     Workload workload(trace, tree);
     AnalysisInput input{trace, tree, params, &workload};
     for (const Analysis* a : analyses) out.results.emplace_back(a, a->run(input));
@@ -118,13 +103,11 @@ PipelineResult run_pipeline(const model::Trace& trace, std::span<const Analysis*
     const std::optional<Level> wanted = a->timed_level(params);
     const int level = choose_run_level(run_levels, wanted);
     RunView& view = views[level];
-    if (!view.tree) {
+    if (!view.workload) {
       view.trace = runs_traced_to(trace, level, &view.runs);
-      view.tree.emplace(model::build_span_tree(view.trace));
-      add_counts(&out.correlation, view.tree->report());
-      view.workload.emplace(view.trace, *view.tree);
+      view.workload.emplace(view.trace, view.trace.tree());  // the view's own tree, kept with it
     }
-    AnalysisInput input{view.trace, *view.tree, params, &*view.workload};
+    AnalysisInput input{view.trace, view.trace.tree(), params, &*view.workload};
     AnalysisResult result = a->run(input);
     for (Table& t : result.tables) t.notes.push_back(leveled_note(run_levels, level, view.runs, wanted));
     out.results.emplace_back(a, std::move(result));

@@ -1,4 +1,5 @@
-// The analysis pipeline as `strata analyze` runs it: span tree, shared workload, chosen analyses.
+// The analysis pipeline as `strata analyze` runs it: the trace's span tree (built once when it was
+// opened), the shared workload, the chosen analyses.
 // Shared by the CLI and the pipeline benchmark so both measure and run the same thing.
 #pragma once
 
@@ -17,7 +18,6 @@ namespace strata::analysis {
 std::span<const std::string_view> default_analyses();
 
 struct PipelineResult {
-  model::CorrelationReport correlation;
   std::vector<std::pair<const Analysis*, AnalysisResult>> results;  // in the order asked
 };
 

@@ -5,12 +5,12 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <vector>
 
 #include "core/level.h"
+#include "core/stats.h"
 #include "export/text_escape.h"
-#include "format/file_format.h"
 #include "format/input_file.h"
-#include "model/trace_loader.h"
 #include "model/trace_summary.h"
 #ifdef STRATA_HAVE_IMPORT
 #include "import/importer.h"
@@ -47,39 +47,18 @@ bool check_inputs(const std::vector<std::string>& paths, InputKind kind, std::st
   return true;
 }
 
-namespace {
-bool has_native_magic(const std::string& path) {
-  if (std::filesystem::is_directory(path)) return true;
-  uint64_t size = 0;
-  std::string ignored;
-  // Never blocks on a FIFO; when it cannot be opened, the loader that follows says why.
-  int fd = format::open_regular_file(path, &size, &ignored);
-  if (fd < 0) return false;
-  char magic[sizeof(format::kFileMagic)] = {};
-  ssize_t n = ::read(fd, magic, sizeof(magic));
-  ::close(fd);
-  return n == static_cast<ssize_t>(sizeof(magic)) &&
-         std::memcmp(magic, format::kFileMagic, sizeof(magic)) == 0;
+bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::string* error,
+                 const model::OpenOptions& options) {
+  if (!check_inputs(std::vector<std::string>(paths.begin(), paths.end()), InputKind::kTrace, error))
+    return false;
+#ifdef STRATA_HAVE_IMPORT
+  import::register_readers();
+#endif
+  return model::open_traces(paths, trace, error, options);
 }
-}  // namespace
 
 bool load_native_or_import(const std::string& path, model::Trace* trace, std::string* error) {
-  std::error_code ec;
-  if (!check_inputs({path}, InputKind::kTrace, error)) return false;
-  if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec) {
-    *error =
-        path +
-        ": offset 0: empty file (0 bytes): nothing was written to it (was its writer killed at start, or is "
-        "this the wrong file?)";
-    return false;
-  }
-  if (has_native_magic(path)) return model::load_trace(path, trace, error);
-#ifdef STRATA_HAVE_IMPORT
-  return import::import_trace(path, trace, error);
-#else
-  *error = path + ": not a Strata trace (no STRATA magic at offset 0); convert foreign profiles with strata import";
-  return false;
-#endif
+  return open_inputs(std::span<const std::string>(&path, 1), trace, error);
 }
 
 std::string executable_dir() {
@@ -146,10 +125,10 @@ void print_drops(const model::TraceSummary& s, FILE* out) {
     auto it = s.drops.find(cause);
     return it == s.drops.end() ? uint64_t{0} : it->second;
   };
-  if (uint64_t n = kept("end_lost"))
+  if (uint64_t n = kept("collector.end_lost"))
     std::fprintf(out, "span ends lost: %llu (the spans are kept, marked unfinished)\n",
                  static_cast<unsigned long long>(n));
-  if (uint64_t n = kept("string_truncated"))
+  if (uint64_t n = kept("collector.string_truncated"))
     std::fprintf(out, "strings cut to the event limit: %llu (the events are kept)\n",
                  static_cast<unsigned long long>(n));
   if (s.unfinished)
@@ -190,22 +169,60 @@ void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings)
       std::fprintf(out, "  sampling: %s\n", exporter::escape_terminal(mode).c_str());
   }
   print_drops(s, out);
-  const model::LoadReport& r = s.report;
-  if (r.truncated_files || r.corrupt_chunks || r.unknown_chunks || r.unknown_strings) {
-    std::fprintf(out, "load: %llu truncated file(s), %llu corrupt chunk(s), %llu unknown chunk(s), %llu undefined string(s)\n",
-                 static_cast<unsigned long long>(r.truncated_files), static_cast<unsigned long long>(r.corrupt_chunks),
-                 static_cast<unsigned long long>(r.unknown_chunks), static_cast<unsigned long long>(r.unknown_strings));
+  using stats::Stat;
+  const uint64_t truncated = s.stats.get(Stat::kLoadTruncatedFiles), corrupt = s.stats.get(Stat::kLoadCorruptChunks),
+                 unknown = s.stats.get(Stat::kLoadUnknownChunks), strings = s.stats.get(Stat::kLoadUnknownStrings);
+  if (truncated || corrupt || unknown || strings) {
+    std::fprintf(out,
+                 "load: %llu truncated file(s), %llu corrupt chunk(s), %llu unknown chunk(s), %llu undefined "
+                 "string(s)\n",
+                 static_cast<unsigned long long>(truncated), static_cast<unsigned long long>(corrupt),
+                 static_cast<unsigned long long>(unknown), static_cast<unsigned long long>(strings));
   }
-  if (r.clamped_times || r.stream_limit_chunks)
+  const uint64_t clamped = s.stats.get(Stat::kLoadClampedTimes),
+                 past_limit = s.stats.get(Stat::kLoadStreamLimitChunks);
+  if (clamped || past_limit)
     std::fprintf(out,
                  "load: %llu span(s) with out-of-range times (kept, clamped), %llu chunk(s) of streams past "
                  "the 65536-process limit (skipped)\n",
-                 static_cast<unsigned long long>(r.clamped_times),
-                 static_cast<unsigned long long>(r.stream_limit_chunks));
-  for (size_t i = 0; i < r.warnings.size() && i < max_warnings; ++i)
-    std::fprintf(out, "warning: %s\n", exporter::escape_terminal(r.warnings[i]).c_str());
-  if (r.warnings.size() > max_warnings)
-    std::fprintf(out, "(%zu more warnings)\n", r.warnings.size() - max_warnings);
+                 static_cast<unsigned long long>(clamped), static_cast<unsigned long long>(past_limit));
+  for (size_t i = 0; i < s.warnings.size() && i < max_warnings; ++i)
+    std::fprintf(out, "warning: %s\n", exporter::escape_terminal(s.warnings[i]).c_str());
+  if (s.warnings.size() > max_warnings)
+    std::fprintf(out, "(%zu more warnings)\n", s.warnings.size() - max_warnings);
+}
+
+void print_stats(const stats::StatSet& trace_stats, std::span<const model::Process> processes, FILE* out) {
+  struct Row {
+    std::string scope;
+    std::string name;
+    uint64_t value;
+    std::string_view severity;
+    std::string_view description;
+  };
+  std::vector<Row> rows;
+  auto add = [&](const std::string& scope, const stats::StatSet& set) {
+    for (const auto& [stat, value] : set.nonzero()) {
+      const stats::StatInfo& info = stats::info(stat);
+      rows.push_back(
+          {scope, std::string(info.name), value, stats::severity_name(info.severity), info.description});
+    }
+    for (const auto& [key, value] : set.unregistered())  // a key from the file: escaped
+      if (value)
+        rows.push_back({scope, exporter::escape_terminal(key), value, "?",
+                        "not in this version's stats registry (a newer writer?)"});
+  };
+  add("trace", trace_stats);
+  for (const model::Process& p : processes) add("pid " + std::to_string(p.pid), p.stats);
+  if (rows.empty()) {
+    std::fprintf(out, "stats: none\n");
+    return;
+  }
+  std::fprintf(out, "stats (every non-zero counter; docs/trace-format.md describes each):\n");
+  for (const Row& r : rows)
+    std::fprintf(out, "  %-11s %-40s %12llu  %-9.*s %.*s\n", r.scope.c_str(), r.name.c_str(),
+                 static_cast<unsigned long long>(r.value), static_cast<int>(r.severity.size()),
+                 r.severity.data(), static_cast<int>(r.description.size()), r.description.data());
 }
 
 }  // namespace strata::cli

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdio>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "model/trace.h"
+#include "model/trace_reader.h"
 #include "model/trace_summary.h"
 
 namespace strata::cli {
@@ -26,8 +28,12 @@ enum class InputKind { kTrace, kFile };
 // the readers refuse them again if a path changes in between.
 bool check_inputs(const std::vector<std::string>& paths, InputKind kind, std::string* error);
 
-// Loads a native trace (file or directory) or, when it is a foreign profile (Kineto/PyTorch, ONNX
-// Runtime, TensorFlow JSON), imports it on the fly. One error line on failure.
+// Opens traces of every format this build reads (native; with the importer, Kineto/PyTorch, ONNX
+// Runtime and TensorFlow JSON) through the model's reader registry, after check_inputs; several
+// paths become one trace (sorted once, one span tree). One error line on failure.
+bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::string* error,
+                 const model::OpenOptions& options = {});
+// The same for one path.
 bool load_native_or_import(const std::string& path, model::Trace* trace, std::string* error);
 
 // Directory holding the running `strata` executable.
@@ -37,6 +43,9 @@ std::string executable_dir();
 // full buffer lost spans), events kept with damage, load problems, warnings. Text from the trace
 // is escaped for the terminal.
 void print_summary(const model::TraceSummary& summary, FILE* out, size_t max_warnings = 10);
+
+// Every non-zero stat, of the trace and of each process: scope, name, value, severity, description.
+void print_stats(const stats::StatSet& trace_stats, std::span<const model::Process> processes, FILE* out);
 
 std::string format_duration_ns(int64_t ns);
 

@@ -1,7 +1,7 @@
 // strata analyze FILE... [--analysis NAME...] [--format table|csv|json] [--list] [--param k=v ...]
 //                [--output DIR]
-// Loads native traces (and foreign profiler JSON when the importer is built), builds the span tree
-// once, and runs the chosen analyses over the merged trace (several files = repeated runs).
+// Opens the traces (any format a reader reads) into one trace, sorted once with one span tree, and
+// runs the chosen analyses over it (several files = repeated runs).
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -13,8 +13,8 @@
 #include "analysis/pipeline.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "core/stats.h"
 #include "export/table_render.h"
-#include "model/trace_loader.h"
 
 namespace strata::cli {
 namespace {
@@ -129,22 +129,19 @@ int run_analyze(int argc, char** argv) {
 
   if (std::string error; !check_inputs(inputs, InputKind::kTrace, &error)) return fail("analyze", error, 1);
   model::Trace trace;
-  for (const std::string& path : inputs) {
-    std::string error;
-    if (!load_native_or_import(path, &trace, &error)) return fail("analyze", error, 1);
-  }
-  if (inputs.size() > 1) model::sort_spans(&trace);
-  for (const auto& w : trace.report.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  std::string error;
+  if (!open_inputs(inputs, &trace, &error)) return fail("analyze", error, 1);
+  for (const auto& w : trace.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (uint64_t drops = trace.total_drops())
     std::fprintf(stderr, "note: the trace records %llu dropped events (strata info lists them by cause)\n",
                  static_cast<unsigned long long>(drops));
 
   analysis::PipelineResult pipeline = analysis::run_pipeline(trace, chosen, params);
-  if (pipeline.correlation.ambiguous)
+  if (uint64_t ambiguous = trace.stat(stats::Stat::kTreeAmbiguous))
     std::fprintf(stderr,
                  "note: %llu spans had several overlapping candidate parents (parallel work); record with "
                  "--serialize to resolve them\n",
-                 static_cast<unsigned long long>(pipeline.correlation.ambiguous));
+                 static_cast<unsigned long long>(ambiguous));
 
   if (!output_dir.empty()) {
     std::error_code ec;

@@ -8,15 +8,17 @@
 #include "cli/safe_files.h"
 #include "export/exporters.h"
 #include "export/text_escape.h"
-#include "model/trace_loader.h"
 
 namespace strata::cli {
 
 int run_export(int argc, char** argv) {
   constexpr const char* kUsage =
       "usage: strata export FILE --format chrome|json|csv [-o OUT] [--force]\n"
+      "  FILE: a Strata trace, or any trace a reader of this build reads (Kineto/PyTorch JSON, ...)\n"
       "  chrome: Chrome Trace Event JSON (open in ui.perfetto.dev or chrome://tracing)\n"
-      "  json, csv: one record per span with every field and attribute\n"
+      "  json, csv: one record per span with every field and attribute, and its parent in the span tree\n"
+      "            (parent_id, parent_link: how it was established; remote_parent_id: a W3C parent\n"
+      "            outside this file)\n"
       "  -o OUT: file to write (default: standard output); never written through a symbolic link\n"
       "  --force: replace OUT if it exists (only a regular file of yours)\n";
   std::string input, format = "chrome", output;
@@ -50,9 +52,8 @@ int run_export(int argc, char** argv) {
   if (to_file && !check_output_target(output, force, &error)) return fail("export", error, 1);
   if (!check_inputs({input}, InputKind::kTrace, &error)) return fail("export", error, 1);
   model::Trace trace;
-  if (!model::load_trace(input, &trace, &error)) return fail("export", error, 1);
-  for (const auto& w : trace.report.warnings)
-    std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
+  if (!load_native_or_import(input, &trace, &error)) return fail("export", error, 1);
+  for (const auto& w : trace.warnings) std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
 
   std::ofstream file;
   std::ostream* out = &std::cout;

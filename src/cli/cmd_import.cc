@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/safe_files.h"
 #include "core/level.h"
+#include "core/stats.h"
 #include "export/text_escape.h"
 #include "import/importer.h"
 #include "model/span_tree.h"
@@ -76,47 +77,50 @@ int run_import(int argc, char** argv) {
   if (!check_inputs({input}, InputKind::kFile, &error)) return fail("import", error, 1);
   if (!check_output_target(output, force, &error)) return fail("import", error, 1);
 
-  import::ImportOptions options;
-  options.format = format;
-  import::ImportStats stats;
+  model::OpenOptions options;
+  options.format = format == "auto" ? "json" : format;  // foreign formats only: a native trace is refused
   model::Trace trace;
-  if (!import::import_trace_with_stats(input, &trace, &error, options, &stats))
+  if (!open_inputs(std::span<const std::string>(&input, 1), &trace, &error, options))
     return fail("import", error, 1);
   OutputFile out;
   if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, zstd_level) ||
       !out.commit(&error))
     return fail("import", error, 1);
 
+  // The import's counts are its main process's stats; the tree's, the trace's.
+  using stats::Stat;
+  stats::StatSet counts;
+  std::string format_name = "?";
+  for (const model::Process& p : trace.processes) {
+    counts.merge(p.stats);
+    if (auto f = p.properties.get("import.format")) format_name = std::string(*f);
+  }
+  auto n = [&](Stat s) { return static_cast<unsigned long long>(counts.get(s)); };
+  auto t = [&](Stat s) { return static_cast<unsigned long long>(trace.stats.get(s)); };
   std::printf("imported %s (%s): %llu events read, %llu spans written -> %s\n",
-              exporter::escape_terminal(input).c_str(),
-              std::string(import::format_name(stats.format)).c_str(),
-              static_cast<unsigned long long>(stats.events_read),
-              static_cast<unsigned long long>(stats.spans_written), output.c_str());
+              exporter::escape_terminal(input).c_str(), format_name.c_str(), n(Stat::kImportEventsRead),
+              n(Stat::kImportSpansWritten), output.c_str());
   std::printf("events: %llu spans, %llu metadata, %llu flow links, %llu dropped\n",
-              static_cast<unsigned long long>(stats.spans_written),
-              static_cast<unsigned long long>(stats.metadata_events),
-              static_cast<unsigned long long>(stats.flow_events),
-              static_cast<unsigned long long>(stats.dropped_events));
+              n(Stat::kImportSpansWritten), n(Stat::kImportMetadataEvents), n(Stat::kImportFlowEvents),
+              static_cast<unsigned long long>(import::dropped_events(counts)));
   // Duration pairs and counters make records and events differ; say how, so the counts add up.
-  if (stats.end_events || stats.counter_events || stats.unfinished_spans)
+  if (counts.get(Stat::kImportEndEvents) || counts.get(Stat::kImportCounterEvents) ||
+      counts.get(Stat::kImportUnfinishedSpans))
     std::printf(
         "also: %llu E events closing a B span, %llu counter events as %llu counter samples (in spans), %llu "
         "B spans without an end (kept, unfinished)\n",
-        static_cast<unsigned long long>(stats.end_events), static_cast<unsigned long long>(stats.counter_events),
-        static_cast<unsigned long long>(stats.counter_samples),
-        static_cast<unsigned long long>(stats.unfinished_spans));
-  model::SpanTree tree = model::build_span_tree(trace);
-  const model::CorrelationReport& r = tree.report();
+        n(Stat::kImportEndEvents), n(Stat::kImportCounterEvents), n(Stat::kImportCounterSamples),
+        n(Stat::kImportUnfinishedSpans));
+  const model::SpanTree& tree = trace.tree();
   std::printf(
       "links: %llu by correlation id, %llu by external id, %llu reconstructed by containment, %llu "
       "ambiguous, "
       "%llu roots\n",
-      static_cast<unsigned long long>(r.correlation_links), static_cast<unsigned long long>(r.external_links),
-      static_cast<unsigned long long>(r.reconstructed), static_cast<unsigned long long>(r.ambiguous),
-      static_cast<unsigned long long>(r.roots));
-  if (r.external_rejected)
+      t(Stat::kTreeCorrelationLinks), t(Stat::kTreeExternalLinks), t(Stat::kTreeReconstructed),
+      t(Stat::kTreeAmbiguous), t(Stat::kTreeRoots));
+  if (trace.stats.get(Stat::kTreeExternalRejected))
     std::printf("external ids ignored: %llu (the op with that id was not running at the time)\n",
-                static_cast<unsigned long long>(r.external_rejected));
+                t(Stat::kTreeExternalRejected));
   // Device work: how much of it is tied to the call that launched it and to the framework op.
   uint64_t device_work = 0, with_call = 0, with_op = 0, under_op = 0;
   for (size_t i = 0; i < trace.spans.size(); ++i) {

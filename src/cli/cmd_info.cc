@@ -1,5 +1,6 @@
-// strata info FILE: header of every process, span counts, drops by cause, clock domains, damage.
-// Streams the file (model::summarize_file): memory stays flat however long the recording was.
+// strata info FILE: header of every process, span counts, drops by cause, clock domains, damage,
+// every non-zero stat. Streams native files (model::summarize_file): memory stays flat however long
+// the recording was. Other formats (Kineto JSON, ...) are opened through the reader registry.
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -8,15 +9,21 @@
 #include "cli/commands.h"
 #include "core/activity_type.h"
 #include "core/level.h"
+#include "core/stats.h"
 #include "export/text_escape.h"
+#include "model/trace_reader.h"
 #include "model/trace_summary.h"
+#ifdef STRATA_HAVE_IMPORT
+#include "import/importer.h"
+#endif
 
 namespace strata::cli {
 namespace {
 
 constexpr const char* kUsage =
     "usage: strata info FILE\n"
-    "  FILE: a .strata trace (or a directory of them); read as a stream, so any size fits in memory\n";
+    "  FILE: a .strata trace (or a directory of them), read as a stream so any size fits in memory; or any\n"
+    "        trace a reader of this build opens (Kineto/PyTorch, ONNX Runtime, TensorFlow JSON)\n";
 
 // Text from the trace, safe to print on a terminal.
 std::string shown(std::string_view text) { return exporter::escape_terminal(text); }
@@ -55,12 +62,6 @@ void print_process(const model::Process& p, uint64_t snapshots) {
                   : "no End chunk (killed, _exit or exec without exit handlers, or still running); "
                     "every flushed chunk loaded");
   print_clock(p, snapshots);
-  if (!p.drops.empty()) {
-    std::printf("  dropped:");
-    for (const auto& [cause, count] : p.drops)
-      std::printf(" %s=%llu", shown(cause).c_str(), static_cast<unsigned long long>(count));
-    std::printf("\n");
-  }
 }
 
 }  // namespace
@@ -88,10 +89,24 @@ int run_info(int argc, char** argv) {
   model::TraceSummary summary;
   std::string error;
   if (!check_inputs({path}, InputKind::kTrace, &error)) return fail("info", error, 1);
-  if (!model::summarize_file(path, &summary, &error)) return fail("info", error, 1);
+#ifdef STRATA_HAVE_IMPORT
+  import::register_readers();
+#endif
+  const model::TraceReader* reader = model::reader_for(path, "auto", &error);
+  if (reader == nullptr) return fail("info", error, 1);
+  model::Trace trace;  // only for formats that are not streamed
+  if (reader->name() == "native") {  // streamed: memory independent of the trace's size
+    if (!model::summarize_file(path, &summary, &error)) return fail("info", error, 1);
+  } else {
+    if (!load_native_or_import(path, &trace, &error)) return fail("info", error, 1);
+    summary = model::summarize(trace);
+    for (const stats::StatInfo& s : stats::all_stats())  // the tree's counters too: it was built
+      if (s.source == stats::Source::kCorrelation && trace.stats.get(s.id))
+        summary.stats.set(s.id, trace.stats.get(s.id));
+  }
 
   std::printf("file: %s (%llu bytes)\n", shown(path).c_str(),
-              static_cast<unsigned long long>(summary.report.bytes));
+              static_cast<unsigned long long>(summary.stats.get(stats::Stat::kLoadBytes)));
   if (!summary.record.entries().empty()) {
     std::printf("record:\n");
     for (const auto& [key, value] : summary.record.entries()) {
@@ -117,10 +132,8 @@ int run_info(int argc, char** argv) {
     std::printf("format 1.0: %llu spans stored without an activity type (typed and their attribute keys renamed "
                 "when loaded: analyze, export, iterations)\n",
                 static_cast<unsigned long long>(summary.format_1_0_spans));
-  if (summary.report.unknown_activities)
-    std::printf("spans with an activity type this version does not know (kept, shown as activity(N)): %llu\n",
-                static_cast<unsigned long long>(summary.report.unknown_activities));
   print_summary(summary, stdout, 64);
+  print_stats(summary.stats, summary.processes, stdout);
   for (const auto& [key, value] : summary.record.entries())
     if (key.rfind("warning.", 0) == 0) std::printf("recording warning: %s\n", shown(value).c_str());
   return 0;

@@ -78,9 +78,9 @@ int run_iterations(int argc, char** argv) {
   if (!iterations::options_from_params(params, &options, &error)) return fail("iterations", "--" + error);
 
   model::Trace trace;
-  if (!check_inputs({input}, InputKind::kTrace, &error) || !load_native_or_import(input, &trace, &error))
-    return fail("iterations", error, 1);
-  for (const std::string& w : trace.report.warnings) std::fprintf(stderr, "strata iterations: warning: %s\n", w.c_str());
+  if (!load_native_or_import(input, &trace, &error)) return fail("iterations", error, 1);
+  for (const std::string& w : trace.warnings)
+    std::fprintf(stderr, "strata iterations: warning: %s\n", w.c_str());
 
   iterations::IterationsReport report;
   if (!iterations::run_iterations(trace, options, &report, &error)) return fail("iterations", input + ": " + error, 1);

@@ -86,9 +86,8 @@ void warn_missing(const CommandOptions& opt, const lb::BoundInputs& in, const lb
 bool compare_trace(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main,
                    std::vector<table::Table>* tables, std::string* error) {
   model::Trace trace;
-  if (!check_inputs({opt.trace}, InputKind::kTrace, error) || !load_native_or_import(opt.trace, &trace, error))
-    return false;
-  const model::SpanTree tree = model::build_span_tree(trace);
+  if (!load_native_or_import(opt.trace, &trace, error)) return false;  // checks the input, any format
+  const model::SpanTree& tree = trace.tree();  // built once, when the trace was opened
   const analysis::Workload workload(trace, tree);
   analysis::Params params;
   const analysis::AnalysisInput input{trace, tree, params, &workload};

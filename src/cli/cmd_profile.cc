@@ -110,7 +110,7 @@ int run_profile(int argc, char** argv) {
       if (!file || !target.commit(&error)) return fail("profile", file ? error : output + ": write failed", 1);
     }
     for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", exporter::escape_terminal(note).c_str());
-    for (const std::string& w : trace.report.warnings)
+    for (const std::string& w : trace.warnings)
       std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
     return result.samples > 0 ? 0 : 1;
   }
@@ -123,7 +123,7 @@ int run_profile(int argc, char** argv) {
     std::printf("%s\n", exporter::escape_terminal(std::string_view(text).substr(start, nl - start)).c_str());
     start = nl + 1;
   }
-  for (const std::string& w : trace.report.warnings)
+  for (const std::string& w : trace.warnings)
     std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
   return result.samples > 0 ? 0 : 1;
 }

@@ -14,6 +14,8 @@
 #include "core/level.h"
 #include "export/sample_events.h"
 #include "export/text_escape.h"
+#include "model/span_tree.h"
+#include "model/tracks.h"
 
 namespace strata::exporter {
 namespace {
@@ -114,11 +116,125 @@ void append_counter_series(const model::Trace& trace, size_t index, std::string*
 
 // Device work goes on its own track per (device, stream), as Nsight Systems and Perfetto show it.
 // Chrome needs a numeric tid: synthesize one above any real thread id.
-int64_t track_tid(const SpanRecord& s) {
-  if (s.stream == kNoStream && s.device == kNoDevice) return s.tid;
-  int64_t device = s.device == kNoDevice ? 0 : s.device;
-  int64_t stream = s.stream == kNoStream ? 0 : s.stream;
+int64_t chrome_tid(const model::TrackKey& k) {
+  if (!k.on_device()) return k.tid;
+  int64_t device = k.device == kNoDevice ? 0 : k.device;
+  int64_t stream = k.stream == kNoStream ? 0 : k.stream;
   return (int64_t{1} << 32) + device * 100000 + stream;
+}
+
+// The tree as exports carry it: the parent's span id and how it was established. A parent from the
+// span tree is a span of the same process. A span the tree leaves a root whose recorded parent id is
+// a span of another process of the file (a context handed over with TRACEPARENT: a child process
+// under its parent's span) names that span, linked "process". A recorded parent id that names no
+// span of the file is a remote parent in W3C terms (the recorder's span, another service's).
+struct ParentRef {
+  const SpanRecord* parent = nullptr;
+  std::string_view link;
+  uint64_t remote_id = 0;
+};
+
+class Parents {
+ public:
+  Parents(const model::Trace& trace, const model::SpanTree& tree) : trace_(trace), tree_(tree) {
+    // Recorded parents the tree did not take: found anywhere in the file, in one scan.
+    for (size_t i = 0; i < trace.spans.size(); ++i)
+      if (tree.parent(i) == model::kNoParent && trace.spans[i].parent_id != 0)
+        elsewhere_.emplace(trace.spans[i].parent_id, SIZE_MAX);
+    if (elsewhere_.empty()) return;
+    for (size_t i = 0; i < trace.spans.size(); ++i) {
+      auto it = elsewhere_.find(trace.spans[i].span_id);
+      if (it != elsewhere_.end() && it->second == SIZE_MAX) it->second = i;
+    }
+  }
+
+  ParentRef of(size_t i) const {
+    ParentRef r;
+    const SpanRecord& s = trace_.spans[i];
+    const int32_t p = tree_.parent(i);
+    if (p != model::kNoParent) {
+      r.parent = &trace_.spans[static_cast<size_t>(p)];
+      r.link = model::link_kind_name(tree_.link(i));
+      return r;
+    }
+    if (s.parent_id == 0) return r;
+    auto it = elsewhere_.find(s.parent_id);
+    const size_t found = it == elsewhere_.end() ? SIZE_MAX : it->second;
+    if (found != SIZE_MAX && trace_.spans[found].process != s.process) {
+      r.parent = &trace_.spans[found];
+      r.link = "process";
+    } else {
+      r.remote_id = s.parent_id;
+    }
+    return r;
+  }
+
+ private:
+  const model::Trace& trace_;
+  const model::SpanTree& tree_;
+  std::unordered_map<uint64_t, size_t> elsewhere_;
+};
+
+// Chrome metadata events: a name for every process and every track (thread or device stream).
+template <typename Sep>
+void append_chrome_names(const model::Trace& trace, const model::TrackTable& track_table, std::string* out,
+                         Sep& sep) {
+  std::string& b = *out;
+  std::map<std::pair<int64_t, int64_t>, uint32_t> tracks;  // (pid, Chrome tid) -> track
+  for (uint32_t t = 0; t < track_table.size(); ++t) {
+    const model::TrackKey& k = track_table[t].key;
+    tracks.emplace(std::make_pair(trace.processes[k.process].pid, chrome_tid(k)), t);
+  }
+  for (const model::Process& p : trace.processes) {
+    sep();
+    b += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
+    append_i64(&b, p.pid);
+    b += ",\"tid\":0,\"args\":{\"name\":";
+    std::string label = p.command_line.empty() ? "process" : p.command_line.substr(0, 120);
+    append_json_string(&b, label + " (" + std::to_string(p.pid) + ")");
+    b += "}}";
+  }
+  for (const auto& [key, track] : tracks) {
+    const auto& [pid, tid] = key;
+    sep();
+    b += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":";
+    append_i64(&b, pid);
+    b += ",\"tid\":";
+    append_i64(&b, tid);
+    b += ",\"args\":{\"name\":";
+    append_json_string(&b, track_table.label(trace, track));
+    b += "}}";
+  }
+}
+
+// The flow arrow (a start and an end event) from span i's parent to span i, when nesting on the
+// child's own row cannot show the link. Flow ids are the child's position in the file: unique.
+template <typename Sep>
+void append_parent_flow(const model::Trace& trace, const model::TrackTable& track_table, size_t i,
+                        const ParentRef& parent, int64_t origin, std::string* out, Sep& sep) {
+  const SpanRecord& s = trace.spans[i];
+  const SpanRecord* p = parent.parent;
+  if (p == nullptr || p->kind == static_cast<uint8_t>(SpanKind::kCounter)) return;
+  const uint32_t track = track_table.track_of(s);
+  const uint32_t parent_track = track_table.track_of(*p);
+  if (parent_track == track && p->start_ns <= s.start_ns && s.end_ns <= p->end_ns) return;  // nested
+  std::string& b = *out;
+  for (const bool start : {true, false}) {
+    const SpanRecord& at = start ? *p : s;
+    sep();
+    b += start ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"";
+    b += ",\"name\":";
+    append_json_string(&b, parent.link);
+    b += ",\"cat\":\"parent\",\"id\":";
+    append_u64(&b, i + 1);
+    b += ",\"pid\":";
+    append_i64(&b, trace.process(at).pid);
+    b += ",\"tid\":";
+    append_i64(&b, chrome_tid(track_table[start ? parent_track : track].key));
+    b += ",\"ts\":";
+    append_us(&b, at.start_ns - origin);
+    b += "}";
+  }
 }
 
 }  // namespace
@@ -144,52 +260,19 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
   };
 
   // Metadata: process and thread (track) names.
-  std::set<std::pair<int64_t, int64_t>> tracks;
-  for (const SpanRecord& s : trace.spans) tracks.insert({trace.process(s).pid, track_tid(s)});
-  for (const model::Process& p : trace.processes) {
-    sep();
-    b += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
-    append_i64(&b, p.pid);
-    b += ",\"tid\":0,\"args\":{\"name\":";
-    std::string label = p.command_line.empty() ? "process" : p.command_line.substr(0, 120);
-    append_json_string(&b, label + " (" + std::to_string(p.pid) + ")");
-    b += "}}";
-  }
-  for (const auto& [pid, tid] : tracks) {
-    std::string name;
-    if (tid >= (int64_t{1} << 32)) {
-      int64_t rest = tid - (int64_t{1} << 32);
-      name = "GPU " + std::to_string(rest / 100000) + " stream " + std::to_string(rest % 100000);
-    } else {
-      name = "thread " + std::to_string(tid);
-      for (const model::Process& p : trace.processes) {
-        if (p.pid != pid) continue;
-        auto it = p.thread_names.find(static_cast<uint32_t>(tid));
-        if (it != p.thread_names.end()) name = it->second;
-        if (tid == pid && it == p.thread_names.end()) name = "main thread";
-      }
-    }
-    sep();
-    b += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":";
-    append_i64(&b, pid);
-    b += ",\"tid\":";
-    append_i64(&b, tid);
-    b += ",\"args\":{\"name\":";
-    append_json_string(&b, name);
-    b += "}}";
-  }
+  const model::TrackTable& track_table = trace.tracks();
+  const Parents parents(trace, trace.tree());
+  append_chrome_names(trace, track_table, &b, sep);
 
-  // Spans. Launches and executions sharing a correlation id get a flow arrow.
-  std::unordered_map<uint64_t, int> correlation_kinds;  // bit 0: has launch, bit 1: has execution
-  for (const SpanRecord& s : trace.spans) {
-    if (s.correlation_id == 0) continue;
-    if (s.kind == static_cast<uint8_t>(SpanKind::kLaunch)) correlation_kinds[s.correlation_id] |= 1;
-    if (s.kind == static_cast<uint8_t>(SpanKind::kExecution)) correlation_kinds[s.correlation_id] |= 2;
-  }
+  // Spans. The tree shows as Chrome shows structure: an edge whose parent encloses the child on the
+  // child's own track by nesting; every other edge (device work under its launch, a call under the
+  // op on another thread, a parent in another process) by a flow arrow from parent to child, named
+  // by how the link was established.
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     const SpanRecord& s = trace.spans[i];
     const int64_t pid = trace.process(s).pid;
-    const int64_t tid = track_tid(s);
+    const uint32_t track = track_table.track_of(s);
+    const int64_t tid = chrome_tid(track_table[track].key);
     sep();
     auto kind = static_cast<SpanKind>(s.kind);
     if (kind == SpanKind::kCounter) {
@@ -221,9 +304,16 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
     }
     b += ",\"args\":{\"span_id\":";
     append_hex(&b, s.span_id);
-    if (s.parent_id) {
+    const ParentRef parent = parents.of(i);
+    if (parent.parent) {
       b += ",\"parent_id\":";
-      append_hex(&b, s.parent_id);
+      append_hex(&b, parent.parent->span_id);
+      b += ",\"parent_link\":";
+      append_json_string(&b, parent.link);
+    }
+    if (parent.remote_id) {
+      b += ",\"remote_parent_id\":";
+      append_hex(&b, parent.remote_id);
     }
     if (s.correlation_id) {
       b += ",\"correlation\":";
@@ -236,41 +326,44 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
     if (s.flags & kSpanFlagUnfinished) b += ",\"unfinished\":true";
     append_attr_members(trace, i, &b, true);
     b += "}}";
-    auto flow = s.correlation_id ? correlation_kinds.find(s.correlation_id) : correlation_kinds.end();
-    if (flow != correlation_kinds.end() && flow->second == 3) {
-      bool launch = kind == SpanKind::kLaunch;
-      if (launch || kind == SpanKind::kExecution) {
-        sep();
-        b += launch ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"";
-        b += ",\"name\":\"launch\",\"cat\":\"correlation\",\"id\":";
-        append_u64(&b, s.correlation_id);
-        b += ",\"pid\":";
-        append_i64(&b, pid);
-        b += ",\"tid\":";
-        append_i64(&b, tid);
-        b += ",\"ts\":";
-        append_us(&b, s.start_ns - origin);
-        b += "}";
-      }
-    }
+    append_parent_flow(trace, track_table, i, parent, origin, &b, sep);
     w.maybe_flush();
   }
-  append_sample_events(trace, origin, tracks, &b, &first, [&] { w.maybe_flush(); });  // CPU samples on their threads
+  std::set<std::pair<int64_t, int64_t>> named_tracks;  // (pid, Chrome tid) named above
+  for (uint32_t t = 0; t < track_table.size(); ++t) {
+    const model::TrackKey& k = track_table[t].key;
+    named_tracks.insert({trace.processes[k.process].pid, chrome_tid(k)});
+  }
+  // CPU samples on their threads (threads without spans get their names there).
+  append_sample_events(trace, origin, named_tracks, &b, &first, [&] { w.maybe_flush(); });
   b += "\n]}\n";
 }
 
 void write_spans_json(const model::Trace& trace, std::ostream& out) {
   Buffered w(out);
   std::string& b = w.buf();
+  const Parents parents(trace, trace.tree());
   b += "[\n";
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     const SpanRecord& s = trace.spans[i];
     const model::Process& p = trace.process(s);
+    const ParentRef parent = parents.of(i);
     if (i) b += ",\n";
     b += "{\"span_id\":";
     append_hex(&b, s.span_id);
     b += ",\"parent_id\":";
-    if (s.parent_id) append_hex(&b, s.parent_id);
+    if (parent.parent)
+      append_hex(&b, parent.parent->span_id);
+    else
+      b += "null";
+    b += ",\"parent_link\":";
+    if (parent.parent)
+      append_json_string(&b, parent.link);
+    else
+      b += "null";
+    b += ",\"remote_parent_id\":";
+    if (parent.remote_id)
+      append_hex(&b, parent.remote_id);
     else b += "null";
     b += ",\"trace_id\":";
     append_json_string(&b, p.trace_id);
@@ -314,17 +407,28 @@ void write_spans_json(const model::Trace& trace, std::ostream& out) {
 void write_spans_csv(const model::Trace& trace, std::ostream& out) {
   Buffered w(out);
   std::string& b = w.buf();
-  b += "span_id,parent_id,trace_id,level,kind,activity,name,start_ns,end_ns,duration_ns,pid,tid,device,stream,"
-       "correlation_id,clock,flags,attributes\n";
+  b += "span_id,parent_id,parent_link,remote_parent_id,trace_id,level,kind,activity,name,start_ns,end_ns,"
+       "duration_ns,pid,tid,device,stream,correlation_id,clock,flags,attributes\n";
+  const Parents parents(trace, trace.tree());
   char hex[24];
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     const SpanRecord& s = trace.spans[i];
     const model::Process& p = trace.process(s);
+    const ParentRef parent = parents.of(i);
     std::snprintf(hex, sizeof(hex), "%016" PRIx64, s.span_id);
     b += hex;
     b += ',';
-    if (s.parent_id) {
-      std::snprintf(hex, sizeof(hex), "%016" PRIx64, s.parent_id);
+    if (parent.parent) {
+      std::snprintf(hex, sizeof(hex), "%016" PRIx64, parent.parent->span_id);
+      b += hex;
+      b += ',';
+      b += parent.link;
+    } else {
+      b += ',';
+    }
+    b += ',';
+    if (parent.remote_id) {
+      std::snprintf(hex, sizeof(hex), "%016" PRIx64, parent.remote_id);
       b += hex;
     }
     b += ',';

@@ -4,12 +4,10 @@
 #include <cmath>
 #include <numeric>
 
-#include "model/trace_loader.h"
-
 namespace strata::import {
 
-ImportBuilder::ImportBuilder(model::Trace* trace, Format format, const std::string& source)
-    : trace_(trace), format_(format), source_(source) {}
+ImportBuilder::ImportBuilder(model::TraceBuilder* builder, Format format, const std::string& source)
+    : builder_(builder), trace_(&builder->trace()), format_(format), source_(source) {}
 
 int64_t ImportBuilder::id_key(const JsonScalar& value) {
   if (value.kind == JsonScalar::kInt) return value.i;
@@ -271,9 +269,6 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
         p.thread_names[key.second] = value;
     if (pid == main_pid) {
       for (const auto& [key, value] : metadata_) p.properties.set("import.meta." + key, value);
-      for (const auto& [cause, count] : drops_) p.drops[cause] += count;
-      for (const auto& [key, count] : notes_)
-        p.properties.set_int("import." + key, static_cast<int64_t>(count));
       if (!first_problem_.empty()) p.properties.set("import.first_problem", first_problem_);
       for (const auto& [key, value] : metadata_)
         if (key == "host_name") p.host = value;
@@ -297,22 +292,23 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
     }
     s.record.process = process_of_pid[s.host_pid];
   }
-  // Zins Algorithm 1: count records that arrived after a later-starting one, then order by own time.
+  // Zins Algorithm 1: records that arrived after a later-starting one are counted here; the
+  // TraceBuilder orders everything by its own time, once, and numbers the spans in that order.
   uint64_t late = 0;
   int64_t latest = INT64_MIN;
   for (const PendingSpan& s : spans_) {
     if (s.record.start_ns < latest) ++late;
     latest = std::max(latest, s.record.start_ns);
   }
-  std::vector<uint32_t> order(spans_.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const SpanRecord& x = spans_[a].record;
-    const SpanRecord& y = spans_[b].record;
-    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-    if (x.end_ns != y.end_ns) return x.end_ns > y.end_ns;
-    return x.level < y.level;
-  });
+  hand_spans_to_builder(process_of_pid);
+  model::Process& main = trace_->processes[process_of_pid[main_pid]];
+  record_stats(&main.stats, &main.properties, events_read, late, unresolved);
+  if (stats) *stats = main.stats;
+  trace_->invalidate_structure();
+  return true;
+}
+
+void ImportBuilder::hand_spans_to_builder(const std::unordered_map<int64_t, uint16_t>& process_of_pid) {
   std::stable_sort(late_attrs_.begin(), late_attrs_.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<uint32_t> late_begin(spans_.size() + 1, 0);
@@ -321,13 +317,12 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
 
   trace_->reserve(trace_->spans.size() + spans_.size(),
                   trace_->attrs.size() + attrs_.size() + late_attrs_.size());
-  std::unordered_map<uint16_t, uint64_t> next_id;
   uint64_t drops_attr_overflow = 0;
   std::vector<AttrRecord> span_attrs;
-  for (uint32_t index : order) {
+  for (size_t index = 0; index < spans_.size(); ++index) {
     const PendingSpan& s = spans_[index];
     SpanRecord record = s.record;
-    record.span_id = ++next_id[record.process];
+    record.span_id = 0;  // numbered by the TraceBuilder in time order
     span_attrs.assign(attrs_.begin() + s.attr_first, attrs_.begin() + s.attr_first + s.attr_count);
     for (uint32_t k = late_begin[index]; k < late_begin[index + 1]; ++k) {
       if (span_attrs.size() >= UINT16_MAX) {  // the record's attr_count is 16 bits
@@ -339,39 +334,39 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
     trace_->add_span(record, span_attrs);
     trace_->processes[record.process].span_count += 1;
   }
-  model::Process& main = trace_->processes[process_of_pid[main_pid]];
-  if (drops_attr_overflow) {
-    main.drops["import.attribute_limit"] += drops_attr_overflow;
-    drops_["import.attribute_limit"] += drops_attr_overflow;
+  for (const auto& [pid, process] : process_of_pid) builder_->number_spans_of(process);
+  if (drops_attr_overflow) drops_["import.attribute_limit"] += drops_attr_overflow;
+}
+
+// The import's counts, on the main process: stats of the registry (and, for a cause or note this
+// version has not registered, the on-disk key, so nothing is lost).
+void ImportBuilder::record_stats(stats::StatSet* out, format::Properties* properties, uint64_t events_read,
+                                 uint64_t late, uint64_t unresolved) {
+  using stats::Stat;
+  stats::StatSet& st = *out;
+  for (const auto& [cause, count] : drops_) {
+    if (std::optional<Stat> stat = stats::find(cause))
+      st.add(*stat, count);
+    else
+      st.add_unregistered("dropped." + cause, count);
   }
-  main.properties.set_int("import.events_read", static_cast<int64_t>(events_read));
-  main.properties.set_int("import.late_records_reordered", static_cast<int64_t>(late));
-  if (metadata_events_)
-    main.properties.set_int("import.metadata_events", static_cast<int64_t>(metadata_events_));
-  if (unresolved)
-    main.properties.set_int("import.device_spans_without_launch", static_cast<int64_t>(unresolved));
-  if (end_events_) main.properties.set_int("import.end_events", static_cast<int64_t>(end_events_));
-  if (counter_events_) {
-    main.properties.set_int("import.counter_events", static_cast<int64_t>(counter_events_));
-    main.properties.set_int("import.counter_samples", static_cast<int64_t>(counter_samples_));
+  for (const auto& [key, count] : notes_) {
+    std::optional<Stat> stat = stats::find("import." + key);
+    if (stat && stats::info(*stat).disk == stats::Disk::kProcess)
+      st.add(*stat, count);
+    else
+      properties->set_int("import." + key, static_cast<int64_t>(count));
   }
-  if (unfinished_spans_)
-    main.properties.set_int("import.unfinished_spans", static_cast<int64_t>(unfinished_spans_));
-  if (stats) {
-    stats->format = format_;
-    stats->events_read = events_read;
-    stats->spans_written = spans_.size();
-    stats->metadata_events = metadata_events_;
-    stats->flow_events = flow_events_;
-    stats->end_events = end_events_;
-    stats->counter_events = counter_events_;
-    stats->counter_samples = counter_samples_;
-    stats->unfinished_spans = unfinished_spans_;
-    for (const auto& [cause, count] : drops_)
-      if (cause != "import.attribute_limit") stats->dropped_events += count;  // attributes, not events
-  }
-  model::sort_spans(trace_);
-  return true;
+  st.add(Stat::kImportEventsRead, events_read);
+  st.add(Stat::kImportSpansWritten, spans_.size());
+  st.add(Stat::kImportLateRecordsReordered, late);
+  st.add(Stat::kImportMetadataEvents, metadata_events_);
+  st.add(Stat::kImportFlowEvents, flow_events_);
+  st.add(Stat::kImportDeviceSpansWithoutLaunch, unresolved);
+  st.add(Stat::kImportEndEvents, end_events_);
+  st.add(Stat::kImportCounterEvents, counter_events_);
+  st.add(Stat::kImportCounterSamples, counter_samples_);
+  st.add(Stat::kImportUnfinishedSpans, unfinished_spans_);
 }
 
 }  // namespace strata::import

@@ -1,7 +1,8 @@
 // Shared machinery of the importers: buffers converted spans, maps the foreign pid/tid identities
-// onto Strata processes and threads, counts every dropped event by cause, and finally hands
-// everything to the trace in timestamp order (Zins et al., Algorithm 1: records that arrived late,
-// e.g. device activity flushed at the end of a Kineto file, are reordered by their own timestamps).
+// onto Strata processes and threads, counts every dropped event by cause (stats registry,
+// import.*), and finally hands everything to the model's TraceBuilder, which orders spans by their
+// own timestamps (Zins et al., Algorithm 1: records that arrived late, e.g. device activity flushed
+// at the end of a Kineto file, are reordered), numbers them and builds the tree, as for every format.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "import/chrome_json.h"
 #include "import/importer.h"
 #include "model/trace.h"
+#include "model/trace_builder.h"
 
 namespace strata::import {
 
@@ -38,7 +40,7 @@ struct PendingSpan {
 
 class ImportBuilder {
  public:
-  ImportBuilder(model::Trace* trace, Format format, const std::string& source);
+  ImportBuilder(model::TraceBuilder* builder, Format format, const std::string& source);
 
   model::Trace& trace() { return *trace_; }
   const std::string& source() const { return source_; }
@@ -49,9 +51,11 @@ class ImportBuilder {
   uint32_t thread_id(const JsonScalar& value);
   std::string_view key_text(int64_t key) const;  // the original string of a string key, or ""
 
-  // Counts a dropped event by cause ("import.<cause>") and remembers the first problem's location.
+  // Counts a dropped event by cause (the stat "import.<cause>") and remembers the first problem's
+  // location.
   void drop(std::string_view cause, const ChromeEvent& event, std::string_view detail);
-  // Counts something noteworthy that lost no data (e.g. categories mapped by a fallback rule).
+  // Counts something noteworthy that lost no data (the stat "import.<key>"; keys with a variable
+  // part, such as unmapped_category.<category>, become the property "import.<key>").
   void note(const std::string& key, uint64_t count = 1) { notes_[key] += count; }
 
   // Checks ts (and dur unless instant): present, numeric, dur >= 0, end representable. Counts the
@@ -116,11 +120,13 @@ class ImportBuilder {
     devices_problem_ = doc.devices_problem;
   }
 
-  // Creates the processes and writes the spans (sorted by start) into the trace. False with *error
-  // when not a single span could be made.
+  // Creates the processes, hands the spans to the TraceBuilder (which sorts and numbers them in its
+  // finish()) and records the import.* stats on the main process; *stats (if given) gets a copy of
+  // them. False with *error when not a single span could be made.
   bool finish(uint64_t events_read, ImportStats* stats, std::string* error);
 
  private:
+  model::TraceBuilder* builder_;
   model::Trace* trace_;
   Format format_;
   std::string source_;
@@ -152,6 +158,11 @@ class ImportBuilder {
   // The attributes one arg becomes (translated), in arg_scratch_.
   const std::vector<AttrRecord>& arg_attrs(const ChromeArg& arg);
   void add_device_properties(format::Properties* properties);
+  // finish(), after the processes exist: the spans (with their late attributes) into the trace, and
+  // the import's counts into the main process's stats.
+  void hand_spans_to_builder(const std::unordered_map<int64_t, uint16_t>& process_of_pid);
+  void record_stats(stats::StatSet* out, format::Properties* properties, uint64_t events_read, uint64_t late,
+                    uint64_t unresolved);
 };
 
 }  // namespace strata::import

@@ -1,5 +1,6 @@
 #include "import/importer.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -8,6 +9,7 @@
 #include "format/file_format.h"
 #include "format/input_file.h"
 #include "import/converters.h"
+#include "model/trace_reader.h"
 
 namespace strata::import {
 namespace {
@@ -153,8 +155,8 @@ std::optional<Format> detect_format(std::string_view text, std::string* error) {
   return std::nullopt;
 }
 
-bool import_buffer_with_stats(std::string_view bytes, const std::string& source, model::Trace* out,
-                              std::string* error, const ImportOptions& opts, ImportStats* stats) {
+bool import_into(std::string_view bytes, const std::string& source, model::TraceBuilder& out,
+                 std::string* error, const ImportOptions& opts, ImportStats* stats) {
   std::string inflated;
   if (is_gzip(bytes)) {
     if (!gunzip(bytes, source, &inflated, error)) return false;
@@ -180,7 +182,7 @@ bool import_buffer_with_stats(std::string_view bytes, const std::string& source,
       return false;
     }
   }
-  ImportBuilder builder(out, *format, source);
+  ImportBuilder builder(&out, *format, source);
   switch (*format) {
     case Format::kKineto:
       return convert_kineto(bytes, builder, stats, error);
@@ -192,18 +194,107 @@ bool import_buffer_with_stats(std::string_view bytes, const std::string& source,
   return false;
 }
 
+bool import_buffer_with_stats(std::string_view bytes, const std::string& source, model::Trace* out,
+                              std::string* error, const ImportOptions& opts, ImportStats* stats) {
+  model::TraceBuilder builder(out);
+  if (!import_into(bytes, source, builder, error, opts, stats)) return false;
+  builder.finish({.structure = false, .tree = {}});
+  return true;
+}
+
 bool import_buffer(std::string_view bytes, const std::string& source, model::Trace* out, std::string* error,
                    const ImportOptions& opts) {
   return import_buffer_with_stats(bytes, source, out, error, opts, nullptr);
 }
 
+namespace {
+
+// A regular file only (a FIFO would block, /dev/zero never end), read whole up to a bound.
+bool read_input(const std::string& path, std::string* bytes, std::string* error) {
+  return format::read_regular_file(path, kMaxInput, "split the trace or import a smaller window", bytes,
+                                   error);
+}
+
+// The decompressed size a gzip file declares (its last 4 bytes: the size modulo 4 GiB), or 0.
+uint64_t gzip_declared_size(const std::string& path) {
+  uint64_t size = 0;
+  std::string ignored;
+  const int fd = format::open_regular_file(path, &size, &ignored);  // never blocks on a FIFO
+  if (fd < 0) return 0;
+  unsigned char b[4] = {};
+  const bool read = size >= 4 && ::pread(fd, b, 4, static_cast<off_t>(size - 4)) == 4;
+  ::close(fd);
+  if (!read) return 0;
+  return uint64_t{b[0]} | uint64_t{b[1]} << 8 | uint64_t{b[2]} << 16 | uint64_t{b[3]} << 24;
+}
+
+// Chrome-trace JSON of PyTorch/Kineto, ONNX Runtime and TensorFlow (plain or gzip).
+class JsonReader final : public model::TraceReader {
+ public:
+  std::string_view name() const override { return "json"; }
+  std::string_view description() const override {
+    return "Kineto/PyTorch profiler, ONNX Runtime or TensorFlow trace JSON (.json, .json.gz; --format "
+           "kineto|onnxruntime|tensorflow names the producer)";
+  }
+  std::vector<std::string_view> formats() const override {
+    return {"json", "kineto", "pytorch", "onnxruntime", "ort", "tensorflow", "tf"};
+  }
+  int probe(const model::ProbeInput& input) const override {
+    if (input.is_directory) return 0;
+    if (is_gzip(input.head)) return 10;  // the producer is told apart once decompressed
+    size_t p = 0;
+    std::string_view h = input.head;
+    if (h.substr(0, 3) == "\xEF\xBB\xBF") p = 3;  // UTF-8 byte order mark
+    while (p < h.size() && (h[p] == ' ' || h[p] == '\n' || h[p] == '\r' || h[p] == '\t')) ++p;
+    return p < h.size() && (h[p] == '{' || h[p] == '[') ? 10 : 0;
+  }
+  uint64_t memory_estimate(const model::ProbeInput& input) const override {
+    // The JSON text is held whole while converted (plus the compressed bytes for .gz), and the
+    // converted spans, attributes and strings take about as much again.
+    const uint64_t text =
+        is_gzip(input.head) ? std::max(gzip_declared_size(input.path), input.size) : input.size;
+    return text * 2 + (is_gzip(input.head) ? input.size : 0);
+  }
+  bool read(const model::ProbeInput& input, std::string_view format, model::TraceBuilder& builder,
+            std::string* error) const override {
+    std::string bytes;
+    if (!read_input(input.path, &bytes, error)) return false;
+    builder.count(stats::Stat::kLoadFiles);
+    builder.count(stats::Stat::kLoadBytes, bytes.size());
+    ImportOptions opts;
+    opts.format = format == "json" ? "auto" : std::string(format);
+    return import_into(bytes, input.path, builder, error, opts);
+  }
+};
+
+}  // namespace
+
+void register_readers() { model::register_reader(std::make_unique<JsonReader>()); }
+
+uint64_t dropped_events(const stats::StatSet& s) {
+  uint64_t total = 0;
+  for (const auto& [stat, count] : s.nonzero()) {
+    const stats::StatInfo& info = stats::info(stat);
+    if (info.source == stats::Source::kImport && info.disk == stats::Disk::kStats &&
+        stat != stats::Stat::kImportAttributeLimit)
+      total += count;
+  }
+  for (const auto& [key, count] : s.unregistered())
+    if (key.rfind("dropped.import.", 0) == 0) total += count;
+  return total;
+}
+
+uint64_t accounted_events(const stats::StatSet& s) {
+  using stats::Stat;
+  return s.get(Stat::kImportSpansWritten) - s.get(Stat::kImportCounterSamples) +
+         s.get(Stat::kImportCounterEvents) + s.get(Stat::kImportEndEvents) +
+         s.get(Stat::kImportMetadataEvents) + s.get(Stat::kImportFlowEvents) + dropped_events(s);
+}
+
 bool import_trace_with_stats(const std::string& path, model::Trace* out, std::string* error,
                              const ImportOptions& opts, ImportStats* stats) {
-  // A regular file only (a FIFO would block, /dev/zero never end), read whole up to a bound.
   std::string bytes;
-  if (!format::read_regular_file(path, kMaxInput, "split the trace or import a smaller window", &bytes,
-                                 error))
-    return false;
+  if (!read_input(path, &bytes, error)) return false;
   return import_buffer_with_stats(bytes, path, out, error, opts, stats);
 }
 

@@ -2,8 +2,12 @@
 // JSON, TensorFlow trace JSON) converted into the in-memory trace model (XSP III-B, "framework
 // profiler conversion"). Input may be plain or gzip-compressed.
 //
-// Nothing is silently lost: every event skipped or malformed is counted by cause in the drops map of
-// the process it belonged to (or of the first process), with keys "import.<cause>".
+// Nothing is silently lost: every event skipped or malformed is counted by cause in the stats of the
+// main process (stats registry, "import.<cause>"), and every event read is counted exactly once
+// (accounted_events() below).
+//
+// The importers are readers of the model's registry (register_readers()): every command opens
+// foreign traces through model::open_trace like native ones.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +15,9 @@
 #include <string>
 #include <string_view>
 
+#include "core/stats.h"
 #include "model/trace.h"
+#include "model/trace_builder.h"
 
 namespace strata::import {
 
@@ -38,27 +44,25 @@ bool import_trace(const std::string& path, model::Trace* out, std::string* error
 bool import_buffer(std::string_view bytes, const std::string& source_name, model::Trace* out,
                    std::string* error, const ImportOptions& opts = {});
 
-// What one import produced, for the CLI summary (also derivable from the trace itself).
-struct ImportStats {
-  Format format = Format::kKineto;
-  uint64_t events_read = 0;      // JSON events seen in the trace's event array
-  uint64_t spans_written = 0;    // records added to the trace (spans, instants, counter samples)
-  uint64_t metadata_events = 0;  // ph "M": consumed (process/thread names), not spans
-  uint64_t flow_events = 0;      // flow events bound to their slices: consumed as links, not spans
-  uint64_t dropped_events = 0;   // counted by cause in the main process's drops ("import.*")
-  uint64_t end_events = 0;       // ph "E" that closed a "B": the pair is one span, counted at its "B"
-  uint64_t counter_events = 0;   // ph "C" imported ...
-  uint64_t counter_samples = 0;  // ... as this many counter records (one per numeric series)
-  uint64_t unfinished_spans = 0;  // "B" without a usable "E": kept, flagged unfinished (in spans_written)
-  // Every event read is exactly one of: a span (a "B" included), an "E" that closed one, a counter
-  // event, metadata, a bound flow, or dropped:
-  //   (spans_written - counter_samples) + counter_events + end_events + metadata_events + flow_events
-  //     + dropped_events == events_read
-  uint64_t accounted_events() const {
-    return spans_written - counter_samples + counter_events + end_events + metadata_events + flow_events +
-           dropped_events;
-  }
-};
+// What one import counted: the import.* stats of its main process (a copy; the trace keeps them).
+using ImportStats = stats::StatSet;
+
+// Events the importer dropped (import.* drops other than import.attribute_limit, which counts
+// attributes), and the accounting identity every import keeps: each event read is exactly one of a
+// span (a "B" included), an "E" that closed one, a counter event, metadata, a bound flow, or dropped:
+//   (spans_written - counter_samples) + counter_events + end_events + metadata_events + flow_events
+//     + dropped_events == events_read
+uint64_t dropped_events(const stats::StatSet& stats);
+uint64_t accounted_events(const stats::StatSet& stats);
+
+// Converts bytes (plain or gzip JSON) into the builder, without finishing it: the reader behind
+// open_trace, and the way to merge several foreign files into one trace.
+bool import_into(std::string_view bytes, const std::string& source_name, model::TraceBuilder& builder,
+                 std::string* error, const ImportOptions& opts = {}, ImportStats* stats = nullptr);
+
+// Registers the JSON reader ("json", also reached as kineto, onnxruntime, tensorflow) with the
+// model's reader registry. Idempotent.
+void register_readers();
 
 bool import_buffer_with_stats(std::string_view bytes, const std::string& source_name, model::Trace* out,
                               std::string* error, const ImportOptions& opts, ImportStats* stats);

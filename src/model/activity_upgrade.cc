@@ -193,7 +193,7 @@ class Upgrader {
   uint64_t rename_keys(size_t i) {
     if (groups_.empty()) return 0;
     uint64_t renamed = 0;
-    const uint32_t begin = t_.attr_begin[i], end = t_.attr_begin[i + 1];
+    const uint32_t begin = t_.attr_begin[i], end = begin + t_.spans[i].attr_count;  // valid after a sort too
     for (ResolvedGroup& g : groups_) {
       // The spelling a 1.0 analysis read first, and where the canonical key already sits.
       size_t best_rank = SIZE_MAX;

@@ -22,7 +22,7 @@
 //    read first becomes the canonical key and is placed before the others, so values do not change.
 //
 // Spans that already carry a type (files written since 1.1, traces made by today's importers) are
-// not touched. Counted in LoadReport::activity_upgraded and legacy_keys_renamed.
+// not touched. Counted in the stats load.activity_upgraded and load.legacy_keys_renamed (core/stats.h).
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,9 @@
 #include "model/trace.h"
 
+#include <algorithm>
 #include <cstdio>
 
-#include "model/trace_summary.h"
+#include "model/span_tree.h"
 
 namespace strata::model {
 
@@ -12,10 +13,14 @@ uint16_t Trace::add_process(Process process) {
 }
 
 size_t Trace::add_span(const SpanRecord& span, std::span<const AttrRecord> attributes) {
+  // A record holds at most 65,535 attributes; callers cap (and count) before (the importer does).
+  attributes = attributes.first(std::min<size_t>(attributes.size(), UINT16_MAX));
   spans.push_back(span);
   spans.back().attr_count = static_cast<uint16_t>(attributes.size());
+  attr_begin.back() = static_cast<uint32_t>(attrs.size());
   attrs.insert(attrs.end(), attributes.begin(), attributes.end());
   attr_begin.push_back(static_cast<uint32_t>(attrs.size()));
+  structure_.reset();
   return spans.size() - 1;
 }
 
@@ -73,12 +78,32 @@ std::string Trace::attr_value_string(const AttrRecord& attr) const {
   return "?";
 }
 
+uint64_t Trace::stat(stats::Stat s) const {
+  uint64_t total = stats.get(s);
+  for (const Process& p : processes) total += p.stats.get(s);
+  return total;
+}
+
 uint64_t Trace::total_drops() const {
   uint64_t total = 0;
-  for (const Process& p : processes)
-    for (const auto& [cause, count] : p.drops)
-      if (!drop_keeps_event(cause)) total += count;
+  for (const Process& p : processes) {
+    for (const auto& [s, count] : p.stats.nonzero())
+      if (stats::info(s).disk == stats::Disk::kStats && !stats::keeps_event(s)) total += count;
+    for (const auto& [key, count] : p.stats.unregistered()) total += count;
+  }
   return total;
+}
+
+const TraceStructure& Trace::structure() const {
+  if (structure_ == nullptr || structure_->tracks.span_count() != spans.size())
+    structure_ = build_structure(*this);
+  return *structure_;
+}
+
+const TrackTable& Trace::tracks() const { return structure().tracks; }
+const SpanTree& Trace::tree() const { return structure().tree; }
+bool Trace::has_structure() const {
+  return structure_ != nullptr && structure_->tracks.span_count() == spans.size();
 }
 
 void Trace::reserve(size_t span_count, size_t attr_count) {

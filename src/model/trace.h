@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "core/level.h"
 #include "core/span_record.h"
+#include "core/stats.h"
 #include "format/properties.h"
 #include "model/samples.h"
 #include "model/string_pool.h"
@@ -33,33 +35,17 @@ struct Process {
   int64_t start_realtime_ns = 0;
   int64_t start_monotonic_ns = 0;
   std::optional<uint8_t> level_gate;
-  format::Properties properties;         // everything the writer said, known keys or not
-  std::map<std::string, uint64_t> drops;  // dropped events by cause
+  format::Properties properties;  // everything the writer said, known keys or not (stats apart)
+  stats::StatSet stats;           // this process's counters: collector drops, importer counts
   std::map<uint32_t, std::string> thread_names;
   std::vector<ClockSnapshot> clock_snapshots;
   bool ended_cleanly = false;  // an End chunk was seen
   uint64_t span_count = 0;
 };
 
-// What happened while loading: everything not loaded is counted here, never silently lost.
-struct LoadReport {
-  std::vector<std::string> warnings;  // one line each, file and offset included
-  uint64_t corrupt_chunks = 0;
-  uint64_t skipped_bytes = 0;
-  uint64_t unknown_chunks = 0;
-  uint64_t truncated_files = 0;
-  uint64_t unknown_strings = 0;  // ids referenced but never defined
-  uint64_t unknown_levels = 0;   // spans with a level this version does not know (kept)
-  uint64_t unknown_activities = 0;  // spans with an activity type this version does not know (kept)
-  // Spans of files written before format 1.1, typed at load (model/activity_upgrade.h), and their
-  // attributes renamed from an old spelling to the canonical key.
-  uint64_t activity_upgraded = 0;
-  uint64_t legacy_keys_renamed = 0;
-  uint64_t clamped_times = 0;    // spans with a time beyond +-2^62 ns, moved to that bound (kept)
-  uint64_t stream_limit_chunks = 0;  // chunks of streams past the 65,536 a trace holds (skipped)
-  uint64_t files = 0;
-  uint64_t bytes = 0;
-};
+class SpanTree;
+class TrackTable;
+struct TraceStructure;
 
 class Trace {
  public:
@@ -67,14 +53,17 @@ class Trace {
   std::vector<Process> processes;
   std::vector<SpanRecord> spans;
   std::vector<AttrRecord> attrs;
-  std::vector<uint32_t> attr_begin{0};  // attrs of span i: [attr_begin[i], attr_begin[i+1])
+  // attrs of span i: spans[i].attr_count records from attrs[attr_begin[i]] (one entry per span, plus
+  // the end of attrs). Sorting spans moves these offsets, never the attributes.
+  std::vector<uint32_t> attr_begin{0};
   format::Properties record;            // what `strata record` wrote (command, exit status, ...)
+  stats::StatSet stats;                 // trace-wide counters: reading (load.*), the span tree (tree.*)
+  std::vector<std::string> warnings;    // what went wrong while reading, one line each (file, offset)
   SampleData samples;                   // CPU samples (`strata record --sample`, `strata attach`)
-  LoadReport report;
 
   std::string_view name(const SpanRecord& span) const { return strings.get(span.name); }
   std::span<const AttrRecord> attributes(size_t span_index) const {
-    return {attrs.data() + attr_begin[span_index], attrs.data() + attr_begin[span_index + 1]};
+    return {attrs.data() + attr_begin[span_index], spans[span_index].attr_count};
   }
   const Process& process(const SpanRecord& span) const { return processes[span.process]; }
 
@@ -90,9 +79,26 @@ class Trace {
   std::optional<AttrRecord> find_attr(size_t span_index, std::string_view key) const;
   std::string attr_value_string(const AttrRecord& attr) const;
 
-  // Events lost, over all processes: drop causes that keep their event (drop_keeps_event) left out.
+  // A stat summed over the trace and every process.
+  uint64_t stat(stats::Stat stat) const;
+  // Events lost, over all processes (the Stats-chunk counters): drops that keep their event
+  // (stats::keeps_event: collector.end_lost, collector.string_truncated) left out.
   uint64_t total_drops() const;
   void reserve(size_t span_count, size_t attr_count);
+
+  // Structure, built once when a trace is opened (TraceBuilder::finish): the tracks table and the
+  // span tree, kept with the trace so every command step uses the same ones. A trace assembled by
+  // hand (tests, generators) gets them built on first use; code that changes the spans afterwards
+  // calls invalidate_structure() (sort_spans and add_span do). Not thread-safe before it is built.
+  const TrackTable& tracks() const;
+  const SpanTree& tree() const;
+  bool has_structure() const;
+  void invalidate_structure() { structure_.reset(); }
+  void set_structure(std::shared_ptr<const TraceStructure> structure) { structure_ = std::move(structure); }
+
+ private:
+  const TraceStructure& structure() const;
+  mutable std::shared_ptr<const TraceStructure> structure_;
 };
 
 }  // namespace strata::model

@@ -1,12 +1,12 @@
 #include "model/trace_loader.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <optional>
-#include <cstdio>
 #include <unordered_map>
 #include <utility>
 
@@ -14,6 +14,7 @@
 #include "format/payloads.h"
 #include "model/activity_upgrade.h"
 #include "model/sample_loader.h"
+#include "model/trace_reader.h"
 
 namespace strata::model {
 namespace {
@@ -25,10 +26,16 @@ struct StreamState {
   LocalStringIds string_map;  // local id -> pool id (kUndefined: not defined yet)
 };
 
+using stats::Stat;
+
 class Loader {
  public:
-  Loader(Trace* trace, format::ChunkReader* reader)
-      : trace_(trace), reader_(reader), first_span_(trace->spans.size()), samples_(&trace->samples) {}
+  Loader(TraceBuilder* builder, format::ChunkReader* reader)
+      : builder_(builder),
+        trace_(&builder->trace()),
+        reader_(reader),
+        first_span_(trace_->spans.size()),
+        samples_(&trace_->samples) {}
 
   bool run(std::string* error) {
     // Reserve for the most spans the file can hold: no reallocation (and no 2x peak while one
@@ -49,28 +56,30 @@ class Loader {
       handle(chunk);
     }
     refine_tick_clocks();
-    LoadReport& r = trace_->report;
     if (reader_->version_minor() < 1) {
       // Format 1.0 has no activity types and older attribute spellings: upgraded here, once.
       UpgradeCounts up = upgrade_untyped_spans(trace_, first_span_);
-      r.activity_upgraded += up.spans_typed;
-      r.legacy_keys_renamed += up.keys_renamed;
+      builder_->count(Stat::kLoadActivityUpgraded, up.spans_typed);
+      builder_->count(Stat::kLoadLegacyKeysRenamed, up.keys_renamed);
     }
-    r.files += 1;
-    r.bytes += reader_->file_size();
-    r.corrupt_chunks += reader_->corrupt_chunks();
-    r.skipped_bytes += reader_->skipped_bytes();
-    r.unknown_chunks += unknown_chunks_;
-    if (reader_->truncated()) r.truncated_files += 1;
-    for (const auto& w : reader_->warnings()) r.warnings.push_back(w);
+    builder_->count(Stat::kLoadFiles);
+    builder_->count(Stat::kLoadBytes, reader_->file_size());
+    builder_->count(Stat::kLoadCorruptChunks, reader_->corrupt_chunks());
+    builder_->count(Stat::kLoadSkippedBytes, reader_->skipped_bytes());
+    builder_->count(Stat::kLoadUnknownChunks, unknown_chunks_);
+    if (reader_->truncated()) builder_->count(Stat::kLoadTruncatedFiles);
+    for (const auto& w : reader_->warnings()) builder_->warn(w);
     return true;
   }
 
  private:
   void warn(const format::Chunk& chunk, const std::string& reason) {
-    if (trace_->report.warnings.size() < 64)
-      trace_->report.warnings.push_back(reader_->name() + ": offset " + std::to_string(chunk.offset) +
-                                        ": " + reason);
+    builder_->warn(reader_->name() + ": offset " + std::to_string(chunk.offset) + ": " + reason);
+  }
+  // A chunk that passed its checksum but could not be decoded: skipped, counted, and said why.
+  void skip(const format::Chunk& chunk, const std::string& reason) {
+    builder_->count(Stat::kLoadUndecodableChunks);
+    warn(chunk, reason + "; chunk skipped");
   }
 
   StreamState& stream(uint64_t stream_id) {
@@ -87,15 +96,23 @@ class Loader {
   // are skipped and counted (a forged file cannot wrap the index onto another process).
   bool over_stream_limit(const format::Chunk& chunk) {
     if (streams_.count(chunk.stream_id) || trace_->processes.size() <= UINT16_MAX) return false;
-    if (trace_->report.stream_limit_chunks++ == 0)
+    builder_->count(Stat::kLoadStreamLimitChunks);
+    if (!stream_limit_warned_)
       warn(chunk, "more than 65536 streams (processes); chunks of further streams skipped");
+    stream_limit_warned_ = true;
     return true;
+  }
+
+  // Each problem read_*_properties reports is one stored counter left out.
+  void note_problems(const format::Chunk& chunk) {
+    builder_->count(Stat::kLoadBadCounters, problems_.size());
+    for (const std::string& problem : problems_) warn(chunk, problem);
   }
 
   uint32_t map_string(StreamState& s, uint32_t local) {
     if (local == 0) return 0;
     if (uint32_t global = s.string_map.get(local); global != LocalStringIds::kUndefined) return global;
-    trace_->report.unknown_strings += 1;
+    builder_->count(Stat::kLoadUnknownStrings);
     return trace_->strings.intern("<unknown string " + std::to_string(local) + ">");
   }
 
@@ -106,7 +123,7 @@ class Loader {
     if (SampleChunkLoader::is_sample_chunk(chunk.type)) {  // CPU samples: model/sample_loader.cc
       StreamState& s = stream(chunk.stream_id);
       if (!samples_.handle(chunk, s.process, [&](uint32_t id) { return map_string(s, id); }, &error))
-        warn(chunk, error + "; sample chunk skipped");
+        skip(chunk, error);  // counted (load.undecodable_chunks) and said why
       return;
     }
     switch (static_cast<ChunkType>(chunk.type)) {
@@ -115,9 +132,10 @@ class Loader {
       case ChunkType::kStrings: {
         StreamState& s = stream(chunk.stream_id);
         entries_.clear();
-        if (!format::decode_strings(chunk.payload, &entries_, &error)) return warn(chunk, error + "; chunk skipped");
+        if (!format::decode_strings(chunk.payload, &entries_, &error)) return skip(chunk, error);
         for (const auto& e : entries_) {
           if (e.id >= (1u << 28)) {
+            builder_->count(Stat::kLoadBadStringIds);
             warn(chunk, "string id " + std::to_string(e.id) + " out of range; entry skipped");
             continue;
           }
@@ -129,7 +147,7 @@ class Loader {
         return handle_spans(chunk);
       case ChunkType::kClockSnapshot: {
         std::vector<format::ClockReading> readings;
-        if (!format::decode_clock_snapshot(chunk.payload, &readings, &error)) return warn(chunk, error);
+        if (!format::decode_clock_snapshot(chunk.payload, &readings, &error)) return skip(chunk, error);
         ClockSnapshot snap;
         for (const auto& r : readings) snap.readings.emplace_back(r.domain, r.value);
         trace_->processes[stream(chunk.stream_id).process].clock_snapshots.push_back(std::move(snap));
@@ -137,34 +155,23 @@ class Loader {
       }
       case ChunkType::kStats: {
         format::Properties props;
-        if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
-        Process& p = trace_->processes[stream(chunk.stream_id).process];
-        for (const auto& [key, value] : props.entries()) {
-          if (key.rfind(format::keys::kDroppedPrefix, 0) == 0) {
-            if (auto v = props.get_count(key))
-              p.drops[key.substr(format::keys::kDroppedPrefix.size())] = *v;
-            else
-              warn(chunk,
-                   "statistic " + key + " = '" + value.substr(0, 32) + "' is not an event count; ignored");
-          } else if (key.rfind("thread_name.", 0) == 0) {
-            p.thread_names[static_cast<uint32_t>(std::strtoul(key.c_str() + 12, nullptr, 10))] = value;
-          } else {
-            p.properties.set("stats." + key, value);
-          }
-        }
+        if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
+        problems_.clear();
+        read_stats_properties(props, &trace_->processes[stream(chunk.stream_id).process], true, &problems_);
+        note_problems(chunk);
         return;
       }
       case ChunkType::kEnd: {
         Process& p = trace_->processes[stream(chunk.stream_id).process];
         p.ended_cleanly = true;
         format::Properties props;
-        if (format::Properties::decode(chunk.payload, &props, &error))
-          for (const auto& [key, value] : props.entries()) p.properties.set("end." + key, value);
+        if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
+        for (const auto& [key, value] : props.entries()) p.properties.set("end." + key, value);
         return;
       }
       case ChunkType::kRecord: {
         format::Properties props;
-        if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
+        if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
         for (const auto& [key, value] : props.entries()) trace_->record.set(key, value);
         return;
       }
@@ -225,35 +232,23 @@ class Loader {
   void handle_process(const format::Chunk& chunk) {
     format::Properties props;
     std::string error;
-    if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
+    if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
     StreamState& s = stream(chunk.stream_id);
     // A second description of one stream is another writer claiming its id (a forged or copied
     // part): the first stays, so a process's identity cannot be replaced.
-    if (std::exchange(s.described, true))
-      return warn(chunk, "a second Process chunk for stream " + std::to_string(chunk.stream_id) + " (pid " +
-                             std::string(props.get(format::keys::kPid).value_or("?")).substr(0, 24) +
-                             "); ignored, the first one stands");
-    Process& p = trace_->processes[s.process];
-    namespace k = format::keys;
-    p.pid = props.get_int(k::kPid).value_or(0);
-    p.ppid = props.get_int(k::kPpid).value_or(0);
-    p.host = std::string(props.get(k::kHost).value_or(""));
-    std::string argv(props.get(k::kArgv).value_or(""));
-    std::replace(argv.begin(), argv.end(), '\0', ' ');
-    p.command_line = argv;
-    p.trace_id = std::string(props.get(k::kTraceId).value_or(""));
-    p.parent_span_id = std::string(props.get(k::kParentSpanId).value_or(""));
-    p.start_realtime_ns = props.get_int(k::kStartRealtimeNs).value_or(0);
-    p.start_monotonic_ns = props.get_int(k::kStartMonotonicNs).value_or(0);
-    if (auto level = props.get_int(k::kLevel); level && *level > 0 && *level < 256)
-      p.level_gate = static_cast<uint8_t>(*level);
-    p.properties = std::move(props);
+    if (std::exchange(s.described, true)) {
+      builder_->count(Stat::kLoadDuplicateProcessChunks);
+      return warn(chunk, duplicate_process_warning(chunk.stream_id, props));
+    }
+    problems_.clear();
+    read_process_properties(std::move(props), &trace_->processes[s.process], &problems_);
+    note_problems(chunk);
   }
 
   void handle_spans(const format::Chunk& chunk) {
     format::DecodedSpans decoded;
     std::string error;
-    if (!format::decode_spans(chunk.payload, &decoded, &error)) return warn(chunk, error + "; chunk skipped");
+    if (!format::decode_spans(chunk.payload, &decoded, &error)) return skip(chunk, error);
     StreamState& s = stream(chunk.stream_id);
     // Validate the attribute counts before copying anything, so a bad chunk is dropped whole.
     uint64_t attr_total = 0;
@@ -263,9 +258,9 @@ class Loader {
       attr_total += count;
     }
     if (attr_total != decoded.attr_count) {
-      return warn(chunk, "spans chunk attribute counts (" + std::to_string(attr_total) +
+      return skip(chunk, "spans chunk attribute counts (" + std::to_string(attr_total) +
                              ") disagree with its attribute area (" + std::to_string(decoded.attr_count) +
-                             "); chunk skipped");
+                             ")");
     }
     const size_t first_span = trace_->spans.size();
     const size_t first_attr = trace_->attrs.size();
@@ -276,6 +271,7 @@ class Loader {
     const auto* attr_records = reinterpret_cast<const AttrRecord*>(decoded.attr_bytes);
     trace_->attrs.insert(trace_->attrs.end(), attr_records, attr_records + decoded.attr_count);
     trace_->attr_begin.reserve(trace_->attr_begin.size() + decoded.span_count);
+    trace_->attr_begin.back() = static_cast<uint32_t>(first_attr);
     uint32_t attr_pos = static_cast<uint32_t>(first_attr);
     // Remap names through a one-entry cache: consecutive spans usually share a name.
     uint32_t last_local = UINT32_MAX, last_global = 0;
@@ -288,14 +284,14 @@ class Loader {
         last_global = map_string(s, span.name);
       }
       span.name = last_global;
-      if (!is_known_level(span.level)) trace_->report.unknown_levels += 1;
-      if (!is_known_activity(span.activity)) trace_->report.unknown_activities += 1;
+      if (!is_known_level(span.level)) builder_->count(Stat::kLoadUnknownLevels);
+      if (!is_known_activity(span.activity)) builder_->count(Stat::kLoadUnknownActivities);
       if (clamp_span_times(span)) ++clamped;
       attr_pos += span.attr_count;
       trace_->attr_begin.push_back(attr_pos);
     }
     if (clamped) {
-      trace_->report.clamped_times += clamped;
+      builder_->count(Stat::kLoadClampedTimes, clamped);
       warn(chunk, std::to_string(clamped) +
                       " span(s) with times beyond +-2^62 ns (corrupt or forged); "
                       "kept, moved to that bound");
@@ -307,18 +303,63 @@ class Loader {
         a.value.u = map_string(s, static_cast<uint32_t>(a.value.u));
     }
     trace_->processes[s.process].span_count += decoded.span_count;
+    trace_->invalidate_structure();
   }
 
+  TraceBuilder* builder_;
   Trace* trace_;
   format::ChunkReader* reader_;
   size_t first_span_;  // spans before this index came from earlier files
   std::unordered_map<uint64_t, StreamState> streams_;
+  bool stream_limit_warned_ = false;
   std::vector<format::StringEntry> entries_;
+  std::vector<std::string> problems_;
   uint64_t unknown_chunks_ = 0;
   SampleChunkLoader samples_;
 };
 
+// A stored counter's value: an event count (format::Properties::get_count: an integer from 0 to 2^48,
+// so a forged -5 never reads as 18446744073709551611 and sums over processes cannot wrap); anything
+// else is a problem, and left out.
+std::optional<uint64_t> counter_value(const format::Properties& props, const std::string& key,
+                                      std::string_view text, std::vector<std::string>* problems) {
+  if (std::optional<uint64_t> v = props.get_count(key)) return v;
+  problems->push_back("counter " + key + " = '" + std::string(text.substr(0, 32)) +
+                      "' is not an event count (an integer from 0 to 2^48); ignored");
+  return std::nullopt;
+}
+
+class NativeReader final : public TraceReader {
+ public:
+  std::string_view name() const override { return "native"; }
+  std::string_view description() const override {
+    return "Strata trace (.strata, or a directory of them, as `strata record` and `strata import` write)";
+  }
+  int probe(const ProbeInput& input) const override {
+    if (input.is_directory) return 100;
+    return format::has_strata_magic(input.head) ? 100 : 0;
+  }
+  uint64_t memory_estimate(const ProbeInput& input) const override {
+    // The span and attribute records load as they are stored (64 + 16 bytes); the tracks table and
+    // the span tree add about 30 bytes a span (about 0.45 of a 64-byte span), strings little.
+    uint64_t bytes = input.size;
+    if (input.is_directory) {
+      std::error_code ec;
+      for (const auto& entry : std::filesystem::directory_iterator(input.path, ec))
+        if (entry.is_regular_file(ec) && entry.path().extension() == ".strata") bytes += entry.file_size(ec);
+    }
+    return bytes + bytes / 2;
+  }
+  bool read(const ProbeInput& input, std::string_view format, TraceBuilder& builder,
+            std::string* error) const override {
+    (void)format;
+    return load_native(input.path, builder, error);
+  }
+};
+
 }  // namespace
+
+std::unique_ptr<TraceReader> make_native_reader() { return std::make_unique<NativeReader>(); }
 
 std::string damage_of(const format::ChunkReader& reader, const std::string& file) {
   if (reader.truncated())
@@ -335,12 +376,71 @@ std::string nothing_recovered_error(const std::string& damage) {
                   "file cut inside its first chunk, leaves none). Record again";
 }
 
-bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error) {
-  Loader loader(trace, &reader);
+void read_process_properties(format::Properties props, Process* p, std::vector<std::string>* problems) {
+  namespace k = format::keys;
+  p->pid = props.get_int(k::kPid).value_or(0);
+  p->ppid = props.get_int(k::kPpid).value_or(0);
+  p->host = std::string(props.get(k::kHost).value_or(""));
+  std::string argv(props.get(k::kArgv).value_or(""));
+  std::replace(argv.begin(), argv.end(), '\0', ' ');
+  p->command_line = argv;
+  p->trace_id = std::string(props.get(k::kTraceId).value_or(""));
+  p->parent_span_id = std::string(props.get(k::kParentSpanId).value_or(""));
+  p->start_realtime_ns = props.get_int(k::kStartRealtimeNs).value_or(0);
+  p->start_monotonic_ns = props.get_int(k::kStartMonotonicNs).value_or(0);
+  if (auto level = props.get_int(k::kLevel); level && *level > 0 && *level < 256)
+    p->level_gate = static_cast<uint8_t>(*level);
+  // Counters stored as properties (an importer's import.* counts) go to the process's stats.
+  format::Properties kept;
+  for (const auto& [key, value] : props.entries()) {
+    std::optional<stats::Stat> stat = stats::find(key);
+    if (!stat || stats::info(*stat).disk != stats::Disk::kProcess) {
+      kept.set(key, value);
+    } else if (std::optional<uint64_t> v = counter_value(props, key, value, problems)) {
+      p->stats.set(*stat, *v);
+    }
+  }
+  p->properties = std::move(kept);
+}
+
+std::string duplicate_process_warning(uint64_t stream_id, const format::Properties& props) {
+  return "a second Process chunk for stream " + std::to_string(stream_id) + " (pid " +
+         std::string(props.get(format::keys::kPid).value_or("?")).substr(0, 24) +
+         "); ignored, the first one stands";
+}
+
+void read_stats_properties(const format::Properties& props, Process* p, bool thread_names,
+                           std::vector<std::string>* problems) {
+  for (const auto& [key, value] : props.entries()) {
+    if (key.rfind(format::keys::kDroppedPrefix, 0) == 0) {
+      // Cumulative counters: the last Stats chunk of a stream wins. Causes this version does not
+      // know (a newer collector) are kept under their key.
+      std::optional<uint64_t> v = counter_value(props, key, value, problems);
+      if (!v) continue;
+      if (std::optional<stats::Stat> stat = stats::find(key))
+        p->stats.set(*stat, *v);
+      else
+        p->stats.set_unregistered(key, *v);
+    } else if (key.rfind("thread_name.", 0) == 0) {
+      if (thread_names)
+        p->thread_names[static_cast<uint32_t>(std::strtoul(key.c_str() + 12, nullptr, 10))] = value;
+    } else {
+      p->properties.set("stats." + key, value);
+    }
+  }
+}
+
+bool load_chunks(format::ChunkReader& reader, TraceBuilder& builder, std::string* error) {
+  Loader loader(&builder, &reader);
   return loader.run(error);
 }
 
-bool load_trace(const std::string& path, Trace* trace, std::string* error, const LoadOptions& options) {
+bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error) {
+  TraceBuilder builder(trace);
+  return load_chunks(reader, builder, error);
+}
+
+bool load_native(const std::string& path, TraceBuilder& builder, std::string* error) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<std::string> files;
@@ -355,7 +455,8 @@ bool load_trace(const std::string& path, Trace* trace, std::string* error, const
   } else {
     files.push_back(path);
   }
-  const size_t spans_before = trace->spans.size();
+  const std::vector<SpanRecord>& spans = builder.trace().spans;
+  const size_t spans_before = spans.size();
   std::string damaged;  // the first damaged file that gave no spans, and why
   for (const auto& file : files) {
     format::ChunkReader reader;
@@ -363,49 +464,23 @@ bool load_trace(const std::string& path, Trace* trace, std::string* error, const
       *error = reader.error();
       return false;
     }
-    const size_t file_spans_before = trace->spans.size();
-    if (!load_chunks(reader, trace, error)) return false;
-    if (trace->spans.size() == file_spans_before && damaged.empty()) damaged = damage_of(reader, file);
+    const size_t file_spans_before = spans.size();
+    if (!load_chunks(reader, builder, error)) return false;
+    if (spans.size() == file_spans_before && damaged.empty()) damaged = damage_of(reader, file);
   }
   // A damaged trace that gave nothing back is an error, not an empty result.
-  if (trace->spans.size() == spans_before && !damaged.empty()) {
+  if (spans.size() == spans_before && !damaged.empty()) {
     *error = nothing_recovered_error(damaged);
     return false;
   }
-  if (options.sort_by_start) sort_spans(trace);
   return true;
 }
 
-void sort_spans(Trace* trace) {
-  auto& spans = trace->spans;
-  bool sorted = std::is_sorted(spans.begin(), spans.end(), [](const SpanRecord& a, const SpanRecord& b) {
-    return a.start_ns < b.start_ns;
-  });
-  if (sorted) return;
-  std::vector<uint32_t> order(spans.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const SpanRecord& x = spans[a];
-    const SpanRecord& y = spans[b];
-    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-    return x.end_ns > y.end_ns;  // the enclosing span first
-  });
-  std::vector<SpanRecord> new_spans;
-  new_spans.reserve(spans.size());
-  std::vector<AttrRecord> new_attrs;
-  new_attrs.reserve(trace->attrs.size());
-  std::vector<uint32_t> new_begin;
-  new_begin.reserve(spans.size() + 1);
-  new_begin.push_back(0);
-  for (uint32_t i : order) {
-    new_spans.push_back(spans[i]);
-    auto attrs = trace->attributes(i);
-    new_attrs.insert(new_attrs.end(), attrs.begin(), attrs.end());
-    new_begin.push_back(static_cast<uint32_t>(new_attrs.size()));
-  }
-  spans = std::move(new_spans);
-  trace->attrs = std::move(new_attrs);
-  trace->attr_begin = std::move(new_begin);
+bool load_trace(const std::string& path, Trace* trace, std::string* error, const LoadOptions& options) {
+  TraceBuilder builder(trace);
+  if (!load_native(path, builder, error)) return false;
+  if (options.sort_by_start) builder.finish({.structure = false, .tree = {}});
+  return true;
 }
 
 }  // namespace strata::model

@@ -1,22 +1,34 @@
-// Loads native trace files into the in-memory model (import -> sort -> tables, in Perfetto's terms).
+// The native reader: Strata trace files (one file, or a directory of per-process files) into the
+// TraceBuilder. Registered as "native" in the reader registry (trace_reader.h), which is how
+// commands open traces; load_trace() stays for code that only ever reads native files.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "format/chunk_reader.h"
 #include "model/trace.h"
+#include "model/trace_builder.h"
 
 namespace strata::model {
 
+class TraceReader;
+std::unique_ptr<TraceReader> make_native_reader();
+
+// Feeds one chunk stream (a file, or memory for fuzzing and tests) to the builder. False with *error
+// set to one line (file, offset, reason, what to do) when nothing usable could be read; damage after
+// a valid start becomes stats (load.*) and warnings instead.
+bool load_chunks(format::ChunkReader& reader, TraceBuilder& builder, std::string* error);
+// A file, or every .strata file of a directory (in name order).
+bool load_native(const std::string& path, TraceBuilder& builder, std::string* error);
+
 struct LoadOptions {
-  bool sort_by_start = true;  // order spans by (start, depth-friendly tie break) after loading
+  bool sort_by_start = true;  // false: spans stay in file order (writer and reader benchmarks)
 };
 
-// Loads `path` (a trace file, or a directory of per-process trace files) and appends it to *trace.
-// Returns false with *error set to one line (file, offset, reason, what to do) when nothing usable
-// could be read; damage after a valid start becomes warnings in trace->report instead.
-bool load_trace(const std::string& path, Trace* trace, std::string* error,
-                const LoadOptions& options = {});
+// load_native + TraceBuilder::finish without building the structure (built on first use).
+bool load_trace(const std::string& path, Trace* trace, std::string* error, const LoadOptions& options = {});
 
 // A damaged file that yields no span is an error, not an empty trace (load_trace and the streamed
 // summary apply it alike): what was wrong with the file read by `reader` ("" when nothing), and the
@@ -24,10 +36,19 @@ bool load_trace(const std::string& path, Trace* trace, std::string* error,
 std::string damage_of(const format::ChunkReader& reader, const std::string& file);
 std::string nothing_recovered_error(const std::string& damage);
 
-// Same, from an already opened chunk reader (memory input for fuzzing and tests).
-bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error);
+// A Process chunk's and a Stats chunk's properties into a Process, as the native reader and the
+// streamed summary (trace_summary.h) both read them: counters the stats registry knows become the
+// process's stats (found by their on-disk keys, so old files read alike), the rest is kept as
+// properties; a counter that is not an event count (an integer from 0 to 2^48) is left out, and
+// *problems gets one line for each such counter (callers count them: load.bad_counters).
+void read_process_properties(format::Properties props, Process* p, std::vector<std::string>* problems);
+void read_stats_properties(const format::Properties& props, Process* p, bool thread_names,
+                           std::vector<std::string>* problems);
+// The warning for a second Process chunk of one stream (another writer claiming its id): the loader
+// and the streamed summary ignore it alike and count it (load.duplicate_process_chunks).
+std::string duplicate_process_warning(uint64_t stream_id, const format::Properties& props);
 
-// Sorts spans by start time (then longer first, so parents precede children), keeping attributes.
-void sort_spans(Trace* trace);
+// load_chunks into *trace, unsorted (fuzzing).
+bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error);
 
 }  // namespace strata::model

@@ -28,6 +28,9 @@ format::Properties process_properties(const Process& p) {
   props.set_int(std::string(k::kStartRealtimeNs), p.start_realtime_ns);
   props.set_int(std::string(k::kStartMonotonicNs), p.start_monotonic_ns);
   if (p.level_gate) props.set_int(std::string(k::kLevel), *p.level_gate);
+  for (const auto& [stat, value] : p.stats.nonzero())
+    if (stats::info(stat).disk == stats::Disk::kProcess)
+      props.set_int(std::string(stats::info(stat).disk_key), static_cast<int64_t>(value));
   return props;
 }
 
@@ -76,13 +79,17 @@ bool save_trace(const Trace& trace, const std::string& path, std::string* error,
       for (const auto& [domain, value] : snap.readings) readings.push_back({domain, 0, value});
       if (!stream.write_clock_snapshot(readings)) break;
     }
-    format::Properties stats;
+    format::Properties counters;
     for (const auto& [key, value] : p.properties.entries())
-      if (starts_with(key, "stats.")) stats.set(key.substr(6), value);
-    for (const auto& [cause, count] : p.drops)
-      stats.set_int(std::string(format::keys::kDroppedPrefix) + cause, static_cast<int64_t>(count));
-    for (const auto& [tid, name] : p.thread_names) stats.set("thread_name." + std::to_string(tid), name);
-    if (!stats.entries().empty() && !stream.write_properties(format::ChunkType::kStats, stats)) break;
+      if (starts_with(key, "stats.")) counters.set(key.substr(6), value);
+    // Counters under the keys that every Strata version reads ("dropped.<cause>").
+    for (const auto& [stat, value] : p.stats.nonzero())
+      if (stats::info(stat).disk == stats::Disk::kStats)
+        counters.set_int(std::string(stats::info(stat).disk_key), static_cast<int64_t>(value));
+    for (const auto& [key, value] : p.stats.unregistered())
+      counters.set_int(key, static_cast<int64_t>(value));
+    for (const auto& [tid, name] : p.thread_names) counters.set("thread_name." + std::to_string(tid), name);
+    if (!counters.entries().empty() && !stream.write_properties(format::ChunkType::kStats, counters)) break;
     if (p.ended_cleanly) {
       format::Properties end;
       for (const auto& [key, value] : p.properties.entries())

@@ -1,7 +1,7 @@
 // Writes an in-memory trace back to the native chunked format: one stream per process (Process
 // properties, strings, spans, clock snapshots, Stats with drops and thread names, End), plus the
-// Record chunk. load_trace(save_trace(t)) gives back every process field, span, attribute, drop
-// count and record property (LoadReport is about reading a file and is not saved).
+// Record chunk. load_trace(save_trace(t)) gives back every process field, span, attribute, process
+// stat and record property (trace-wide stats, load.* and tree.*, describe one reading: not saved).
 #pragma once
 
 #include <string>

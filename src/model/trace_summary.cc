@@ -16,6 +16,7 @@
 #include "format/payloads.h"
 #include "format/sample_payloads.h"
 #include "model/sample_loader.h"
+#include "model/trace_builder.h"
 #include "model/trace_loader.h"
 
 namespace strata::model {
@@ -147,6 +148,13 @@ struct StreamState {
   }
 };
 
+// A process's dropped-event counters (its Stats-chunk stats) by stat name, added to *drops.
+void add_drops(const Process& p, std::map<std::string, uint64_t>* drops) {
+  for (const auto& [stat, count] : p.stats.nonzero())
+    if (stats::info(stat).disk == stats::Disk::kStats) (*drops)[std::string(stats::info(stat).name)] += count;
+  for (const auto& [key, count] : p.stats.unregistered()) (*drops)[key] += count;
+}
+
 // One file's chunks, summarized as the loader would load them.
 class FileSummarizer {
  public:
@@ -158,9 +166,18 @@ class FileSummarizer {
   static constexpr size_t kMaxStreams = 65536;  // the loader's process index is 16 bits
 
   void warn(const format::Chunk& chunk, const std::string& reason) {
-    if (out_->report.warnings.size() < 64)
-      out_->report.warnings.push_back(reader_->name() + ": offset " + std::to_string(chunk.offset) + ": " +
-                                      reason);
+    if (out_->warnings.size() < TraceBuilder::kMaxWarnings)
+      out_->warnings.push_back(reader_->name() + ": offset " + std::to_string(chunk.offset) + ": " + reason);
+  }
+  // As the loader: a chunk with a valid checksum whose payload cannot be decoded is skipped, counted.
+  void skip(const format::Chunk& chunk, const std::string& reason) {
+    out_->stats.add(stats::Stat::kLoadUndecodableChunks);
+    warn(chunk, reason + "; chunk skipped");
+  }
+  // As the loader: each problem is one stored counter left out.
+  void note_problems(const format::Chunk& chunk) {
+    out_->stats.add(stats::Stat::kLoadBadCounters, problems_.size());
+    for (const std::string& problem : problems_) warn(chunk, problem);
   }
   StreamState* stream(const format::Chunk& chunk);
   void handle(const format::Chunk& chunk);
@@ -169,7 +186,7 @@ class FileSummarizer {
   void handle_samples(const format::Chunk& chunk);
   void handle_spans(const format::Chunk& chunk, StreamState& s);
   void check_string(const StreamState& s, uint32_t id) {
-    if (!s.strings.contains(id)) ++out_->report.unknown_strings;
+    if (!s.strings.contains(id)) out_->stats.add(stats::Stat::kLoadUnknownStrings);
   }
   void finish();
 
@@ -178,16 +195,19 @@ class FileSummarizer {
   std::unordered_map<uint64_t, StreamState> streams_;
   std::vector<uint64_t> stream_order_;
   std::vector<format::StringEntry> entries_;
+  std::vector<std::string> problems_;
   uint64_t unknown_chunks_ = 0;
+  bool stream_limit_warned_ = false;
 };
 
 StreamState* FileSummarizer::stream(const format::Chunk& chunk) {
   auto it = streams_.find(chunk.stream_id);
   if (it != streams_.end()) return &it->second;
   if (out_->processes.size() >= kMaxStreams) {
-    if (out_->report.stream_limit_chunks++ == 0)
+    out_->stats.add(stats::Stat::kLoadStreamLimitChunks);
+    if (!std::exchange(stream_limit_warned_, true))
       warn(chunk,
-           "more than " + std::to_string(kMaxStreams) + " streams; chunks of further streams not counted");
+           "more than 65536 streams (processes); chunks of further streams skipped");  // the loader's words
     return nullptr;
   }
   Process p;
@@ -212,14 +232,16 @@ bool FileSummarizer::run(std::string* error) {
     handle(chunk);
   }
   finish();
-  LoadReport& r = out_->report;
-  r.files += 1;
-  r.bytes += reader_->file_size();
-  r.corrupt_chunks += reader_->corrupt_chunks();
-  r.skipped_bytes += reader_->skipped_bytes();
-  r.unknown_chunks += unknown_chunks_;
-  if (reader_->truncated()) r.truncated_files += 1;
-  for (const auto& w : reader_->warnings()) r.warnings.push_back(w);
+  using stats::Stat;
+  stats::StatSet& st = out_->stats;
+  st.add(Stat::kLoadFiles);
+  st.add(Stat::kLoadBytes, reader_->file_size());
+  st.add(Stat::kLoadCorruptChunks, reader_->corrupt_chunks());
+  st.add(Stat::kLoadSkippedBytes, reader_->skipped_bytes());
+  st.add(Stat::kLoadUnknownChunks, unknown_chunks_);
+  if (reader_->truncated()) st.add(Stat::kLoadTruncatedFiles);
+  for (const auto& w : reader_->warnings())
+    if (out_->warnings.size() < TraceBuilder::kMaxWarnings) out_->warnings.push_back(w);
   return true;
 }
 
@@ -229,7 +251,7 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
   if (type == ChunkType::kRecord) {
     format::Properties props;
     std::string error;
-    if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
+    if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
     for (const auto& [key, value] : props.entries()) out_->record.set(key, value);
     return;
   }
@@ -248,10 +270,10 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
       return handle_process(chunk, *s);
     case ChunkType::kStrings:
       entries_.clear();
-      if (!format::decode_strings(chunk.payload, &entries_, &error))
-        return warn(chunk, error + "; chunk skipped");
+      if (!format::decode_strings(chunk.payload, &entries_, &error)) return skip(chunk, error);
       for (const auto& e : entries_) {
         if (e.id >= (1u << 28)) {
+          out_->stats.add(stats::Stat::kLoadBadStringIds);
           warn(chunk, "string id " + std::to_string(e.id) + " out of range; entry skipped");
           continue;
         }
@@ -262,7 +284,7 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
       return handle_spans(chunk, *s);
     case ChunkType::kClockSnapshot: {
       std::vector<format::ClockReading> readings;
-      if (!format::decode_clock_snapshot(chunk.payload, &readings, &error)) return warn(chunk, error);
+      if (!format::decode_clock_snapshot(chunk.payload, &readings, &error)) return skip(chunk, error);
       ClockSnapshot snap;
       for (const auto& r : readings) snap.readings.emplace_back(r.domain, r.value);
       s->ticks.add_snapshot(snap);
@@ -278,8 +300,8 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
     case ChunkType::kEnd: {
       p.ended_cleanly = true;
       format::Properties props;
-      if (format::Properties::decode(chunk.payload, &props, &error))
-        for (const auto& [key, value] : props.entries()) p.properties.set("end." + key, value);
+      if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
+      for (const auto& [key, value] : props.entries()) p.properties.set("end." + key, value);
       return;
     }
     default:
@@ -293,11 +315,11 @@ void FileSummarizer::handle_samples(const format::Chunk& chunk) {
   if (chunk.type == static_cast<uint16_t>(format::ChunkType::kSampleCounts)) {
     format::SampleCountsHeader h;
     std::vector<format::SampleCount> counts;
-    if (!format::decode_sample_counts(chunk.payload, &h, &counts, &error)) return warn(chunk, error + "; chunk skipped");
+    if (!format::decode_sample_counts(chunk.payload, &h, &counts, &error)) return skip(chunk, error);
     for (const auto& c : counts) out_->samples += c.count;
   } else if (chunk.type == static_cast<uint16_t>(format::ChunkType::kSampleConfig)) {
     format::Properties props;
-    if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error + "; chunk skipped");
+    if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
     add_sample_mode(out_, std::string(props.get("mode").value_or("")));
   }
 }
@@ -305,49 +327,29 @@ void FileSummarizer::handle_samples(const format::Chunk& chunk) {
 void FileSummarizer::handle_process(const format::Chunk& chunk, StreamState& s) {
   format::Properties props;
   std::string error;
-  if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
-  if (std::exchange(s.described, true))  // another writer claiming this stream's id: the loader's rule
-    return warn(chunk, "a second Process chunk for stream " + std::to_string(chunk.stream_id) + " (pid " +
-                           std::string(props.get(format::keys::kPid).value_or("?")).substr(0, 24) +
-                           "); ignored, the first one stands");
-  Process& p = out_->processes[s.process];
-  namespace k = format::keys;
-  p.pid = props.get_int(k::kPid).value_or(0);
-  p.ppid = props.get_int(k::kPpid).value_or(0);
-  p.host = std::string(props.get(k::kHost).value_or(""));
-  std::string argv(props.get(k::kArgv).value_or(""));
-  std::replace(argv.begin(), argv.end(), '\0', ' ');
-  p.command_line = argv;
-  p.trace_id = std::string(props.get(k::kTraceId).value_or(""));
-  p.parent_span_id = std::string(props.get(k::kParentSpanId).value_or(""));
-  p.start_realtime_ns = props.get_int(k::kStartRealtimeNs).value_or(0);
-  p.start_monotonic_ns = props.get_int(k::kStartMonotonicNs).value_or(0);
-  if (auto level = props.get_int(k::kLevel); level && *level > 0 && *level < 256)
-    p.level_gate = static_cast<uint8_t>(*level);
-  p.properties = std::move(props);
+  if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
+  if (std::exchange(s.described, true)) {  // another writer claiming this stream's id: the loader's rule
+    out_->stats.add(stats::Stat::kLoadDuplicateProcessChunks);
+    return warn(chunk, duplicate_process_warning(chunk.stream_id, props));
+  }
+  problems_.clear();
+  read_process_properties(std::move(props), &out_->processes[s.process], &problems_);
+  note_problems(chunk);
 }
 
 void FileSummarizer::handle_stats(const format::Chunk& chunk, StreamState& s) {
   format::Properties props;
   std::string error;
-  if (!format::Properties::decode(chunk.payload, &props, &error)) return warn(chunk, error);
-  Process& p = out_->processes[s.process];
-  for (const auto& [key, value] : props.entries()) {
-    if (key.rfind(format::keys::kDroppedPrefix, 0) == 0) {
-      if (auto v = props.get_count(key))
-        p.drops[key.substr(format::keys::kDroppedPrefix.size())] = *v;
-      else
-        warn(chunk, "statistic " + key + " = '" + value.substr(0, 32) + "' is not an event count; ignored");
-    } else if (key.rfind("thread_name.", 0) != 0) {  // thread names: not summarized
-      p.properties.set("stats." + key, value);
-    }
-  }
+  if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
+  problems_.clear();
+  read_stats_properties(props, &out_->processes[s.process], /*thread_names=*/false, &problems_);
+  note_problems(chunk);
 }
 
 void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
   format::DecodedSpans decoded;
   std::string error;
-  if (!format::decode_spans(chunk.payload, &decoded, &error)) return warn(chunk, error + "; chunk skipped");
+  if (!format::decode_spans(chunk.payload, &decoded, &error)) return skip(chunk, error);
   uint64_t attr_total = 0;
   for (uint32_t i = 0; i < decoded.span_count; ++i) {
     uint16_t count;
@@ -355,9 +357,8 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
     attr_total += count;
   }
   if (attr_total != decoded.attr_count) {
-    return warn(chunk, "spans chunk attribute counts (" + std::to_string(attr_total) +
-                           ") disagree with its attribute area (" + std::to_string(decoded.attr_count) +
-                           "); chunk skipped");
+    return skip(chunk, "spans chunk attribute counts (" + std::to_string(attr_total) +
+                           ") disagree with its attribute area (" + std::to_string(decoded.attr_count) + ")");
   }
   if (reader_->version_minor() < 1) out_->format_1_0_spans += decoded.span_count;
   uint32_t last_name = UINT32_MAX;  // names are checked when they change, as the loader counts them
@@ -369,8 +370,8 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
       last_name = span.name;
       check_string(s, span.name);
     }
-    if (!is_known_level(span.level)) ++out_->report.unknown_levels;
-    if (!is_known_activity(span.activity)) ++out_->report.unknown_activities;
+    if (!is_known_level(span.level)) out_->stats.add(stats::Stat::kLoadUnknownLevels);
+    if (!is_known_activity(span.activity)) out_->stats.add(stats::Stat::kLoadUnknownActivities);
     ++s.level_count(span.level);
     ++out_->spans_per_kind[span.kind];
     ++out_->spans_per_activity[span.activity];
@@ -387,7 +388,7 @@ void FileSummarizer::handle_spans(const format::Chunk& chunk, StreamState& s) {
   out_->processes[s.process].span_count += decoded.span_count;
   out_->spans += decoded.span_count;
   if (clamped) {
-    out_->report.clamped_times += clamped;
+    out_->stats.add(stats::Stat::kLoadClampedTimes, clamped);
     warn(chunk, std::to_string(clamped) +
                     " span(s) with times beyond +-2^62 ns (corrupt or forged); "
                     "kept, moved to that bound");
@@ -408,7 +409,7 @@ void FileSummarizer::finish() {
       out_->spans_per_level[level] += count;
       out_->spans_per_process_level[{p.pid, level}] += count;
     }
-    for (const auto& [cause, count] : p.drops) out_->drops[cause] += count;
+    add_drops(p, &out_->drops);
   }
 }
 
@@ -419,7 +420,10 @@ TraceSummary summarize(const Trace& trace) {
   s.processes = trace.processes;
   for (const Process& p : trace.processes) s.clock_snapshot_counts.push_back(p.clock_snapshots.size());
   s.record = trace.record;
-  s.report = trace.report;
+  for (const stats::StatInfo& info : stats::all_stats())  // what reading found, not the tree
+    if (info.scope == stats::Scope::kTrace && info.source != stats::Source::kCorrelation)
+      if (uint64_t v = trace.stats.get(info.id)) s.stats.set(info.id, v);
+  s.warnings = trace.warnings;
   s.spans = trace.spans.size();
   TimeRange range;
   for (const SpanRecord& span : trace.spans) {
@@ -434,8 +438,7 @@ TraceSummary summarize(const Trace& trace) {
     s.first_ns = range.first;
     s.last_ns = range.last;
   }
-  for (const Process& p : trace.processes)
-    for (const auto& [cause, count] : p.drops) s.drops[cause] += count;
+  for (const Process& p : trace.processes) add_drops(p, &s.drops);
   s.samples = trace.samples.total();
   for (const auto& [process, config] : trace.samples.config)
     add_sample_mode(&s, std::string(config.get("mode").value_or("")));
@@ -481,6 +484,12 @@ bool summarize_file(const std::string& path, TraceSummary* out, std::string* err
   return true;
 }
 
+bool drop_keeps_event(std::string_view cause) {
+  std::optional<stats::Stat> stat = stats::find(cause);
+  if (!stat) stat = stats::find(std::string(format::keys::kDroppedPrefix) + std::string(cause));
+  return stat && stats::keeps_event(*stat);
+}
+
 bool summarize_chunks(format::ChunkReader& reader, TraceSummary* out, std::string* error) {
   *out = TraceSummary();
   out->first_ns = kNoTime;
@@ -491,20 +500,14 @@ bool summarize_chunks(format::ChunkReader& reader, TraceSummary* out, std::strin
   return true;
 }
 
-bool drop_keeps_event(std::string_view cause) {
-  // sample_unwind_failed / sample_python_stack: the sample is kept with the frames that were found.
-  return cause == "end_lost" || cause == "string_truncated" || cause == "sample_unwind_failed" ||
-         cause == "sample_python_stack";
-}
-
 std::vector<BufferLoss> buffer_losses(const TraceSummary& summary) {
   std::vector<BufferLoss> out;
   for (const Process& p : summary.processes) {
-    auto it = p.drops.find("buffer_full");
-    if (it == p.drops.end() || it->second == 0) continue;
+    const uint64_t lost = p.stats.get(stats::Stat::kCollectorBufferFull);
+    if (lost == 0) continue;
     BufferLoss loss;
     loss.pid = p.pid;
-    loss.lost_spans = it->second;
+    loss.lost_spans = lost;
     loss.kept_spans = p.span_count;
     loss.budget_bytes =
         static_cast<uint64_t>(std::max<int64_t>(0, p.properties.get_int("buffer_bytes").value_or(0)));

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/stats.h"
 #include "format/chunk_reader.h"
 #include "format/properties.h"
 #include "model/trace.h"
@@ -18,12 +19,14 @@
 namespace strata::model {
 
 struct TraceSummary {
-  // As the loader fills them (properties, drops, span_count, ended_cleanly, ...), except that a
-  // streamed summary keeps only the first and the last of each process's clock snapshots.
+  // As the loader fills them (properties, stats, span_count, ended_cleanly, ...), except that a
+  // streamed summary keeps only the first and the last of each process's clock snapshots, and no
+  // thread names.
   std::vector<Process> processes;
   std::vector<uint64_t> clock_snapshot_counts;  // per process: how many snapshots the stream holds
   format::Properties record;                    // what `strata record` wrote
-  LoadReport report;
+  stats::StatSet stats;                         // trace-wide: what reading found (load.*)
+  std::vector<std::string> warnings;            // as the loader words them
   uint64_t spans = 0;
   std::map<uint8_t, uint64_t> spans_per_level;
   std::map<uint8_t, uint64_t> spans_per_kind;
@@ -32,7 +35,9 @@ struct TraceSummary {
   // them (model/activity_upgrade.h), a streamed summary does not.
   uint64_t format_1_0_spans = 0;
   std::map<std::pair<int64_t, uint8_t>, uint64_t> spans_per_process_level;  // (pid, level)
-  std::map<std::string, uint64_t> drops;  // cause -> count, over all processes
+  // Dropped events and records by stat name (collector.buffer_full, import.malformed_event, or the
+  // on-disk key of a cause the stats registry does not know), summed over processes.
+  std::map<std::string, uint64_t> drops;
   uint64_t unfinished = 0;
   uint64_t samples = 0;                    // CPU samples (weighted counts)
   std::vector<std::string> sample_modes;   // how they were taken (one per distinct mode)
@@ -48,15 +53,16 @@ bool summarize_file(const std::string& path, TraceSummary* out, std::string* err
 // Same, from an already opened chunk reader (memory input for fuzzing and tests).
 bool summarize_chunks(format::ChunkReader& reader, TraceSummary* out, std::string* error);
 
-// Drop causes whose event is not lost: `end_lost` (the span is kept, marked unfinished, and counted
-// among the spans) and `string_truncated` (the event is kept with its string cut). A total of lost
-// events must leave them out, or a span whose end was lost counts once as a span and once as lost.
+// Drop causes whose event is not lost (stats::keeps_event: collector.end_lost, the span is kept,
+// marked unfinished; collector.string_truncated, the event is kept with its string cut), by stat name
+// or by the collector's cause ("end_lost"). A total of lost events must leave them out, or a span
+// whose end was lost counts once as a span and once as lost.
 bool drop_keeps_event(std::string_view cause);
 
 // Spans lost for want of buffer space in one process, and the budget that would have held them.
 struct BufferLoss {
   int64_t pid = 0;
-  uint64_t lost_spans = 0;    // dropped.buffer_full
+  uint64_t lost_spans = 0;    // collector.buffer_full
   uint64_t kept_spans = 0;    // spans the stream holds
   uint64_t budget_bytes = 0;  // the process's event buffer budget (0: unknown)
   uint64_t needed_bytes = 0;  // budget + the lost spans at 32 bytes each (one begin and one end

@@ -109,7 +109,7 @@ model::Trace load_format_1_0(const std::string& file) {
   std::string error;
   EXPECT_TRUE(model::load_trace(std::string(STRATA_SOURCE_DIR) + "/tests/data/format_1_0/" + file, &t, &error))
       << error;
-  EXPECT_EQ(t.report.activity_upgraded, t.spans.size()) << file << ": every span typed at load";
+  EXPECT_EQ(t.stats.get(stats::Stat::kLoadActivityUpgraded), t.spans.size()) << file << ": every span typed at load";
   for (const SpanRecord& s : t.spans) EXPECT_NE(s.activity_type(), ActivityType::kUnknown) << file;
   return t;
 }
@@ -119,7 +119,7 @@ model::Trace load_format_1_0(const std::string& file) {
 // alloc_bytes, oneDNN primitives, predict spans with batch_size (now the canonical batch).
 TEST(Golden, Format10RecordedResnet18) {
   model::Trace t = load_format_1_0("resnet18_library.trace");
-  EXPECT_GT(t.report.legacy_keys_renamed, 0u);
+  EXPECT_GT(t.stats.get(stats::Stat::kLoadLegacyKeysRenamed), 0u);
   check_all(t, "resnet18_library");
 }
 

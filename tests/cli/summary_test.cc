@@ -57,15 +57,8 @@ void expect_same(const model::TraceSummary& want, const model::TraceSummary& got
   EXPECT_EQ(got.first_ns, want.first_ns);
   EXPECT_EQ(got.last_ns, want.last_ns);
   EXPECT_EQ(got.record.entries(), want.record.entries());
-  EXPECT_EQ(got.report.warnings, want.report.warnings);
-  EXPECT_EQ(got.report.corrupt_chunks, want.report.corrupt_chunks);
-  EXPECT_EQ(got.report.skipped_bytes, want.report.skipped_bytes);
-  EXPECT_EQ(got.report.unknown_chunks, want.report.unknown_chunks);
-  EXPECT_EQ(got.report.truncated_files, want.report.truncated_files);
-  EXPECT_EQ(got.report.unknown_strings, want.report.unknown_strings);
-  EXPECT_EQ(got.report.unknown_levels, want.report.unknown_levels);
-  EXPECT_EQ(got.report.files, want.report.files);
-  EXPECT_EQ(got.report.bytes, want.report.bytes);
+  EXPECT_EQ(got.warnings, want.warnings);
+  EXPECT_EQ(got.stats.nonzero(), want.stats.nonzero()) << "the load.* stats";
   ASSERT_EQ(got.processes.size(), want.processes.size());
   for (size_t i = 0; i < want.processes.size(); ++i) {
     const model::Process& a = want.processes[i];
@@ -78,7 +71,8 @@ void expect_same(const model::TraceSummary& want, const model::TraceSummary& got
     EXPECT_EQ(b.stream_id, a.stream_id);
     EXPECT_EQ(b.span_count, a.span_count);
     EXPECT_EQ(b.ended_cleanly, a.ended_cleanly);
-    EXPECT_EQ(b.drops, a.drops);
+    EXPECT_EQ(b.stats.nonzero(), a.stats.nonzero());
+    EXPECT_EQ(b.stats.unregistered(), a.stats.unregistered());
     EXPECT_EQ(b.level_gate, a.level_gate);
     EXPECT_EQ(b.properties.entries(), a.properties.entries()) << "process " << i;
     EXPECT_EQ(got.clock_snapshot_counts[i], a.clock_snapshots.size());
@@ -144,10 +138,10 @@ TEST(StreamedSummary, MatchesTheLoadedTraceOnDamagedTraces) {
   bytes[32 + 32 + 200] ^= 0x5a;                                  // inside an early chunk's payload
   testing::write_file(path, bytes.substr(0, bytes.size() - 5));  // cut inside the last chunk
   model::TraceSummary want = reference(path);
-  ASSERT_GT(want.report.corrupt_chunks, 0u);
-  ASSERT_GT(want.report.unknown_strings, 0u);
-  ASSERT_EQ(want.report.truncated_files, 1u);
-  ASSERT_EQ(want.report.unknown_chunks, 1u);
+  ASSERT_GT(want.stats.get(stats::Stat::kLoadCorruptChunks), 0u);
+  ASSERT_GT(want.stats.get(stats::Stat::kLoadUnknownStrings), 0u);
+  ASSERT_EQ(want.stats.get(stats::Stat::kLoadTruncatedFiles), 1u);
+  ASSERT_EQ(want.stats.get(stats::Stat::kLoadUnknownChunks), 1u);
   expect_same(want, streamed(path));
 }
 
@@ -169,11 +163,16 @@ TEST(StreamedSummary, MatchesTheLoadedTraceOnADirectory) {
 TEST(LostEvents, EndsLostAndCutStringsAreNotLostEvents) {
   model::Trace t;
   model::Process p;
-  p.drops = {{"buffer_full", 5}, {"end_lost", 3}, {"string_truncated", 2}, {"unmatched_end", 1}};
+  p.stats.set(stats::Stat::kCollectorBufferFull, 5);
+  p.stats.set(stats::Stat::kCollectorEndLost, 3);
+  p.stats.set(stats::Stat::kCollectorStringTruncated, 2);
+  p.stats.set(stats::Stat::kCollectorUnmatchedEnd, 1);
   t.add_process(p);
   EXPECT_EQ(t.total_drops(), 6u);
   EXPECT_TRUE(model::drop_keeps_event("end_lost"));
+  EXPECT_TRUE(model::drop_keeps_event("collector.end_lost"));
   EXPECT_FALSE(model::drop_keeps_event("buffer_full"));
+  EXPECT_FALSE(model::drop_keeps_event("collector.buffer_full"));
 }
 
 // Peak memory of `strata info` and of `strata record`'s merge and closing summary must not grow

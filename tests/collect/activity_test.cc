@@ -29,7 +29,7 @@ std::map<std::string, std::vector<ActivityType>> types_by_name(const std::string
   model::Trace t;
   std::string error;
   EXPECT_TRUE(model::load_trace(path, &t, &error)) << error;
-  EXPECT_EQ(t.report.activity_upgraded, 0u);  // a file of today's format: nothing to upgrade
+  EXPECT_EQ(t.stats.get(stats::Stat::kLoadActivityUpgraded), 0u);  // a file of today's format: nothing to upgrade
   std::map<std::string, std::vector<ActivityType>> out;
   for (const SpanRecord& s : t.spans) out[std::string(t.name(s))].push_back(s.activity_type());
   return out;

@@ -159,15 +159,15 @@ TEST(Record, SigkillMidRunLeavesEveryFlushedChunkLoadable) {
   EXPECT_FALSE(t.processes[0].ended_cleanly);
   for (const auto& s : t.spans) EXPECT_EQ(t.name(s), "loop_step");
   // If the kill landed inside a write, the cut chunk is reported as a truncated tail.
-  if (t.report.truncated_files) {
-    EXPECT_NE(t.report.warnings.at(0).find("truncated tail"), std::string::npos);
+  if (t.stats.get(stats::Stat::kLoadTruncatedFiles)) {
+    EXPECT_NE(t.warnings.at(0).find("truncated tail"), std::string::npos);
   }
   // A truncated tail is always reported: cut the file inside its last chunk and load again.
   std::string bytes = testing::read_file(path);
   testing::write_file(path, bytes.substr(0, bytes.size() - 7));
   model::Trace cut = load_or_die(path);
-  EXPECT_EQ(cut.report.truncated_files, 1u);
-  EXPECT_NE(cut.report.warnings.at(0).find("truncated tail"), std::string::npos);
+  EXPECT_EQ(cut.stats.get(stats::Stat::kLoadTruncatedFiles), 1u);
+  EXPECT_NE(cut.warnings.at(0).find("truncated tail"), std::string::npos);
 }
 
 TEST(Record, ForwardsSigtermAndStillWritesTheTrace) {

@@ -58,7 +58,7 @@ TEST(Truncation, SpansChunksAreBoundedInBytes) {
   std::string error;
   ASSERT_TRUE(model::load_trace(cut_copy(dir, path, whole.size() / 2), &half, &error)) << error;
   EXPECT_GE(half.spans.size(), static_cast<size_t>(kSpans) * 3 / 10);
-  EXPECT_EQ(half.report.truncated_files, 1u);
+  EXPECT_EQ(half.stats.get(stats::Stat::kLoadTruncatedFiles), 1u);
 }
 
 TEST(Truncation, CutInsideTheOnlySpansChunkIsAnError) {

@@ -114,8 +114,8 @@ TEST(KinetoCorrelation, RuntimeCallParentsAreConsistent) {
     EXPECT_TRUE(covers) << "an op that issued a call was running during it: " << t.name(s);
   }
   EXPECT_EQ(calls, count_occurrences(strata::testing::gunzip_file(path), "\"cat\": \"cuda_runtime\""));
-  EXPECT_EQ(tree.report().ambiguous, 0u);
-  EXPECT_EQ(tree.report().cycles_broken, 0u);
+  EXPECT_EQ(tree.stats().get(stats::Stat::kTreeAmbiguous), 0u);
+  EXPECT_EQ(tree.stats().get(stats::Stat::kTreeCyclesBroken), 0u);
 }
 
 }  // namespace

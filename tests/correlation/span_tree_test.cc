@@ -48,9 +48,9 @@ TEST(SpanTree, LevelAwareContainmentOnOneThread) {
   EXPECT_EQ(t.parent(prim), static_cast<int32_t>(inner));
   EXPECT_EQ(t.parent(relu), static_cast<int32_t>(step));
   EXPECT_EQ(t.depth(prim), 3u);
-  EXPECT_EQ(t.report().reconstructed, 4u);
-  EXPECT_EQ(t.report().ambiguous, 0u);
-  EXPECT_EQ(t.report().roots, 1u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeReconstructed), 4u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeAmbiguous), 0u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeRoots), 1u);
 }
 
 TEST(SpanTree, NearestShallowerLevelBeatsInnermostDeeperOne) {
@@ -77,7 +77,7 @@ TEST(SpanTree, CorrelationBeatsContainment) {
   EXPECT_EQ(t.parent(kernel), static_cast<int32_t>(launch));
   EXPECT_FALSE(t.reconstructed(kernel));
   EXPECT_EQ(t.parent(launch), static_cast<int32_t>(op));
-  EXPECT_EQ(t.report().correlation_links, 1u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeCorrelationLinks), 1u);
 }
 
 TEST(SpanTree, ExplicitParentBeatsEverything) {
@@ -89,7 +89,7 @@ TEST(SpanTree, ExplicitParentBeatsEverything) {
   SpanTree t = build_span_tree(b.trace);
   EXPECT_EQ(t.parent(child), static_cast<int32_t>(c));
   EXPECT_EQ(t.parent(a), kNoParent);
-  EXPECT_EQ(t.report().explicit_links, 1u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeExplicitLinks), 1u);
 }
 
 TEST(SpanTree, ExternalIdLinksRuntimeCallsAndRejectsStaleIds) {
@@ -116,8 +116,8 @@ TEST(SpanTree, ExternalIdLinksRuntimeCallsAndRejectsStaleIds) {
   EXPECT_EQ(t.external_owner(stale), kNoParent);
   EXPECT_EQ(t.parent(stale), static_cast<int32_t>(op));  // by containment instead
   EXPECT_EQ(t.external_owner(old_op), kNoParent);
-  EXPECT_EQ(t.report().external_links, 1u);
-  EXPECT_EQ(t.report().external_rejected, 1u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeExternalLinks), 1u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeExternalRejected), 1u);
 }
 
 TEST(SpanTree, ParallelCandidatesOnTwoThreadsAreAmbiguous) {
@@ -134,8 +134,8 @@ TEST(SpanTree, ParallelCandidatesOnTwoThreadsAreAmbiguous) {
   EXPECT_EQ(t.parent(lonely), static_cast<int32_t>(step));  // only the step covers it
   EXPECT_FALSE(t.ambiguous(lonely));
   EXPECT_EQ(t.parent(op1), static_cast<int32_t>(step));  // worker-thread ops under the step
-  EXPECT_EQ(t.report().ambiguous, 1u);
-  EXPECT_EQ(t.report().cross_thread, 4u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeAmbiguous), 1u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeCrossThread), 4u);
 }
 
 TEST(SpanTree, LateRecordsAreReorderedByTheirOwnTimestamps) {
@@ -150,10 +150,10 @@ TEST(SpanTree, LateRecordsAreReorderedByTheirOwnTimestamps) {
   late.span("lib", Level::kLibrary, 250, 300, 1);
   late.span("lib", Level::kLibrary, 150, 200, 1);
   SpanTree a = build_span_tree(sorted.trace), c = build_span_tree(late.trace);
-  EXPECT_EQ(a.report().late_records, 0u);
-  EXPECT_EQ(c.report().late_records, 1u);
+  EXPECT_EQ(a.stats().get(stats::Stat::kTreeLateRecords), 0u);
+  EXPECT_EQ(c.stats().get(stats::Stat::kTreeLateRecords), 1u);
   for (size_t i = 2; i < 4; ++i) EXPECT_EQ(c.parent(i), 1);
-  EXPECT_EQ(a.report().reconstructed, c.report().reconstructed);
+  EXPECT_EQ(a.stats().get(stats::Stat::kTreeReconstructed), c.stats().get(stats::Stat::kTreeReconstructed));
 }
 
 TEST(SpanTree, ExplicitIdCycleIsBrokenNotFollowed) {
@@ -163,8 +163,8 @@ TEST(SpanTree, ExplicitIdCycleIsBrokenNotFollowed) {
   b.trace.spans[x].parent_id = b.trace.spans[y].span_id;
   b.trace.spans[y].parent_id = b.trace.spans[x].span_id;
   SpanTree t = build_span_tree(b.trace);
-  EXPECT_EQ(t.report().cycles_broken, 1u);
-  EXPECT_EQ(t.report().roots, 1u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeCyclesBroken), 1u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeRoots), 1u);
   EXPECT_EQ(t.ancestor_at_level(b.trace, x, 99), kNoParent);
 }
 
@@ -176,7 +176,7 @@ TEST(SpanTree, KnownLinksOnlyWhenReconstructionIsOff) {
   options.reconstruct = false;
   SpanTree t = build_span_tree(b.trace, options);
   EXPECT_EQ(t.parent(op), kNoParent);
-  EXPECT_EQ(t.report().roots, 2u);
+  EXPECT_EQ(t.stats().get(stats::Stat::kTreeRoots), 2u);
 }
 
 }  // namespace

@@ -58,7 +58,8 @@ TEST(ChromeExport, ParsesBackWithNestingFlowsAndNames) {
   ASSERT_EQ(parser.parse(out.str()).get(doc), simdjson::SUCCESS) << out.str();
   std::map<std::string, int> phases;
   std::map<std::string, std::tuple<double, double, int64_t>> slices;  // name -> ts, dur, tid
-  int64_t flow_start_id = -1, flow_end_id = -2;
+  int64_t flow_start_id = -1, flow_end_id = -2, flow_start_tid = -1, flow_end_tid = -2;
+  std::string flow_name;
   bool gpu_track_named = false, process_named = false;
   for (simdjson::dom::element e : doc["traceEvents"].get_array()) {
     std::string ph(e["ph"].get_string().value());
@@ -68,8 +69,11 @@ TEST(ChromeExport, ParsesBackWithNestingFlowsAndNames) {
                                                              e["tid"].get_int64().value()};
     } else if (ph == "s") {
       flow_start_id = e["id"].get_int64().value();
+      flow_start_tid = e["tid"].get_int64().value();
+      flow_name = std::string(e["name"].get_string().value());
     } else if (ph == "f") {
       flow_end_id = e["id"].get_int64().value();
+      flow_end_tid = e["tid"].get_int64().value();
       EXPECT_EQ(std::string(e["bp"].get_string().value()), "e");
     } else if (ph == "M") {
       std::string name(e["args"]["name"].get_string().value());
@@ -80,8 +84,12 @@ TEST(ChromeExport, ParsesBackWithNestingFlowsAndNames) {
   EXPECT_EQ(phases["X"], 4);
   EXPECT_EQ(phases["i"], 1);
   EXPECT_EQ(phases["C"], 1);
-  EXPECT_EQ(flow_start_id, 77);
-  EXPECT_EQ(flow_end_id, 77);
+  // One flow: the kernel under its launch (a correlation link across tracks); the other links
+  // (conv under predict, the launch under conv, the instant under predict) show as nesting.
+  EXPECT_EQ(phases["s"], 1);
+  EXPECT_EQ(phases["f"], 1);
+  EXPECT_EQ(flow_start_id, flow_end_id);
+  EXPECT_EQ(flow_name, "correlation");
   EXPECT_TRUE(gpu_track_named);
   EXPECT_TRUE(process_named);
   // Timestamps are µs from the first event; nesting preserved on the host thread.
@@ -96,6 +104,8 @@ TEST(ChromeExport, ParsesBackWithNestingFlowsAndNames) {
   EXPECT_LE(lts + ldur, pts + pdur);
   auto [kts, kdur, ktid] = slices.at("implicit_gemm");
   EXPECT_NE(ktid, ptid) << "device work on its own track";
+  EXPECT_EQ(flow_start_tid, ltid) << "the arrow leaves the launch";
+  EXPECT_EQ(flow_end_tid, ktid) << "and ends at the kernel";
   EXPECT_DOUBLE_EQ(kdur, 51.0);
   (void)kts;
 }

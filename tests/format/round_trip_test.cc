@@ -122,7 +122,7 @@ void check_round_trip(int compression) {
   std::string error;
   ASSERT_TRUE(model::load_trace(path, &t, &error, {.sort_by_start = false})) << error;
   ASSERT_EQ(t.spans.size(), w.spans.size());
-  EXPECT_TRUE(t.report.warnings.empty());
+  EXPECT_TRUE(t.warnings.empty());
   ASSERT_EQ(t.processes.size(), 1u);
   const model::Process& p = t.processes[0];
   EXPECT_EQ(p.pid, 4242);
@@ -138,12 +138,12 @@ void check_round_trip(int compression) {
   EXPECT_EQ(p.properties.get("custom.key").value_or(""), "kept");
   EXPECT_EQ(p.stream_id, 0xABCDEF0123456789ull);
   EXPECT_TRUE(p.ended_cleanly);
-  EXPECT_EQ(p.drops.at("buffer_full"), 3u);
-  EXPECT_EQ(p.drops.at("end_lost"), 1u);
+  EXPECT_EQ(p.stats.get(stats::Stat::kCollectorBufferFull), 3u);
+  EXPECT_EQ(p.stats.get(stats::Stat::kCollectorEndLost), 1u);
   EXPECT_EQ(p.thread_names.at(101), "worker");
   ASSERT_EQ(p.clock_snapshots.size(), 1u);
   EXPECT_EQ(p.clock_snapshots[0].readings[1].second, 1700000000000005000);
-  EXPECT_EQ(t.report.unknown_levels, w.spans.size() / 8);
+  EXPECT_EQ(t.stats.get(stats::Stat::kLoadUnknownLevels), w.spans.size() / 8);
   for (size_t i = 0; i < w.spans.size(); ++i) {
     const SpanRecord& a = w.spans[i];
     const SpanRecord& b = t.spans[i];
@@ -206,7 +206,7 @@ TEST(RoundTrip, DirectoryOfProcessFilesLoadsAsOneTrace) {
   std::string error;
   ASSERT_TRUE(model::load_trace(dir.path(), &t, &error)) << error;
   EXPECT_EQ(t.spans.size(), 150u);
-  EXPECT_EQ(t.report.files, 2u);
+  EXPECT_EQ(t.stats.get(stats::Stat::kLoadFiles), 2u);
 }
 
 TEST(Properties, RejectsCutLists) {

@@ -92,7 +92,7 @@ TEST(ActivityImport, KinetoCategoriesOfRealTracesBecomeActivityTypes) {
     model::Trace t;
     import::ImportStats stats;
     ASSERT_TRUE(import::import_trace_with_stats(path, &t, &error, {}, &stats)) << error;
-    EXPECT_EQ(stats.dropped_events, 0u) << file;
+    EXPECT_EQ(import::dropped_events(stats), 0u) << file;
     std::multiset<NameType> actual;
     for (const SpanRecord& s : t.spans) {
       if (s.kind == static_cast<uint8_t>(SpanKind::kCounter)) continue;
@@ -228,7 +228,7 @@ TEST(ActivityImport, Format10ImportsLoadAsTodaysImports) {
     ASSERT_TRUE(model::load_trace(source_path(std::string("tests/data/format_1_0/") + old_file), &old_trace, &error))
         << error;
     ASSERT_TRUE(import::import_trace(source_path(json), &today, &error)) << error;
-    EXPECT_EQ(old_trace.report.activity_upgraded, old_trace.spans.size()) << old_file;
+    EXPECT_EQ(old_trace.stats.get(stats::Stat::kLoadActivityUpgraded), old_trace.spans.size()) << old_file;
     auto a = by_key(old_trace), b = by_key(today);
     ASSERT_EQ(a.size(), b.size()) << old_file;
     size_t differ = 0;
@@ -347,15 +347,15 @@ TEST(ActivityImport, Format10CuptiSpansAreTypedFromTheirAttributes) {
                                ActivityType::kAnnotation,  ActivityType::kAnnotation,  ActivityType::kLibraryCall};
   for (size_t i = 0; i < loaded.spans.size(); ++i)
     EXPECT_EQ(loaded.spans[i].activity_type(), want[i]) << loaded.name(loaded.spans[i]);
-  EXPECT_EQ(loaded.report.activity_upgraded, 15u);
-  EXPECT_EQ(loaded.report.legacy_keys_renamed, 1u);  // external_id -> issuing_span_id
+  EXPECT_EQ(loaded.stats.get(stats::Stat::kLoadActivityUpgraded), 15u);
+  EXPECT_EQ(loaded.stats.get(stats::Stat::kLoadLegacyKeysRenamed), 1u);  // external_id -> issuing_span_id
   EXPECT_EQ(loaded.find_attr(2, attr_keys::kIssuingSpanId)->value.i, 7);
 
   // The same spans in a 1.1 file are not touched: unknown stays unknown, keys stay as written.
   model::Trace current;
   ASSERT_TRUE(model::save_trace(t, path, &error)) << error;
   ASSERT_TRUE(model::load_trace(path, &current, &error)) << error;
-  EXPECT_EQ(current.report.activity_upgraded, 0u);
+  EXPECT_EQ(current.stats.get(stats::Stat::kLoadActivityUpgraded), 0u);
   EXPECT_EQ(current.spans[2].activity_type(), ActivityType::kUnknown);
   EXPECT_TRUE(current.find_attr(2, "external_id"));
 }

@@ -32,7 +32,7 @@ int find_span(const model::Trace& t, std::string_view name) {
 const model::Process& main_process(const model::Trace& t) {
   const model::Process* best = &t.processes.at(0);
   for (const model::Process& p : t.processes)
-    if (p.properties.get("import.events_read")) best = &p;
+    if (p.stats.get(stats::Stat::kImportEventsRead)) best = &p;
   return *best;
 }
 
@@ -60,21 +60,21 @@ TEST(ChromePhases, BeginEndPairsPerTrack) {
   ImportStats stats;
   std::string error;
   ASSERT_TRUE(import_json(json, &t, &stats, &error)) << error;
-  EXPECT_EQ(stats.events_read, 13u);
-  EXPECT_EQ(stats.end_events, 3u);  // inner, other, outer
-  EXPECT_EQ(stats.unfinished_spans, 2u);  // open, reversed
-  EXPECT_EQ(stats.spans_written, 6u);  // outer, other, inner, open, last, reversed
-  EXPECT_EQ(stats.dropped_events, 4u);
-  EXPECT_EQ(stats.accounted_events(), stats.events_read);
+  EXPECT_EQ(stats.get(stats::Stat::kImportEventsRead), 13u);
+  EXPECT_EQ(stats.get(stats::Stat::kImportEndEvents), 3u);        // inner, other, outer
+  EXPECT_EQ(stats.get(stats::Stat::kImportUnfinishedSpans), 2u);  // open, reversed
+  EXPECT_EQ(stats.get(stats::Stat::kImportSpansWritten), 6u);     // outer, other, inner, open, last, reversed
+  EXPECT_EQ(dropped_events(stats), 4u);
+  EXPECT_EQ(accounted_events(stats), stats.get(stats::Stat::kImportEventsRead));
   const model::Process& p = main_process(t);
   const std::map<std::string, uint64_t> drops = {{"import.end_before_begin", 1},
                                                  {"import.end_of_dropped_begin", 1},
                                                  {"import.missing_ts", 1},
                                                  {"import.unmatched_end", 1}};
-  EXPECT_EQ(p.drops, drops);
-  EXPECT_EQ(p.properties.get_int("import.end_name_mismatch"), 1);  // "not_outer" closed "outer"
-  EXPECT_EQ(p.properties.get_int("import.end_events"), 3);
-  EXPECT_EQ(p.properties.get_int("import.unfinished_spans"), 2);
+  EXPECT_EQ(strata::testing::drops_of(p), drops);
+  EXPECT_EQ(p.stats.get(stats::Stat::kImportEndNameMismatch), 1u);  // "not_outer" closed "outer"
+  EXPECT_EQ(p.stats.get(stats::Stat::kImportEndEvents), 3u);
+  EXPECT_EQ(p.stats.get(stats::Stat::kImportUnfinishedSpans), 2u);
 
   int outer = find_span(t, "outer"), inner = find_span(t, "inner"), other = find_span(t, "other");
   int open = find_span(t, "open"), reversed = find_span(t, "reversed");
@@ -120,15 +120,15 @@ TEST(ChromePhases, CountersBecomeCounterSamples) {
   ImportStats stats;
   std::string error;
   ASSERT_TRUE(import_json(json, &t, &stats, &error)) << error;
-  EXPECT_EQ(stats.counter_events, 3u);
-  EXPECT_EQ(stats.counter_samples, 4u);
-  EXPECT_EQ(stats.spans_written, 5u);
-  EXPECT_EQ(stats.accounted_events(), stats.events_read);
+  EXPECT_EQ(stats.get(stats::Stat::kImportCounterEvents), 3u);
+  EXPECT_EQ(stats.get(stats::Stat::kImportCounterSamples), 4u);
+  EXPECT_EQ(stats.get(stats::Stat::kImportSpansWritten), 5u);
+  EXPECT_EQ(accounted_events(stats), stats.get(stats::Stat::kImportEventsRead));
   const model::Process& p = main_process(t);
   const std::map<std::string, uint64_t> drops = {{"import.counter_without_values", 1},
                                                  {"import.missing_ts", 1}};
-  EXPECT_EQ(p.drops, drops);
-  EXPECT_EQ(p.properties.get_int("import.counter_non_numeric_series"), 1);  // "unit": "B"
+  EXPECT_EQ(strata::testing::drops_of(p), drops);
+  EXPECT_EQ(p.stats.get(stats::Stat::kImportCounterNonNumericSeries), 1u);  // "unit": "B"
   struct Expected {
     const char* name;
     int64_t ts_ns;
@@ -214,16 +214,17 @@ TEST(ChromePhases, KinetoShapedFixtureNestsAndLinks) {
   std::string error;
   ASSERT_TRUE(import_trace_with_stats(source_path("tests/import/data/kineto_phases.json"), &t, &error, {}, &stats))
       << error;
-  EXPECT_EQ(stats.format, Format::kKineto);
-  EXPECT_EQ(stats.events_read, 11u);
-  EXPECT_EQ(stats.spans_written, 8u);  // step, linear, launch, kernel, mark, cut_short + 2 counter samples
-  EXPECT_EQ(stats.end_events, 2u);
-  EXPECT_EQ(stats.counter_events, 1u);
-  EXPECT_EQ(stats.counter_samples, 2u);
-  EXPECT_EQ(stats.unfinished_spans, 1u);
-  EXPECT_EQ(stats.metadata_events, 1u);
-  EXPECT_EQ(stats.dropped_events, 1u);  // the "E" on tid 202
-  EXPECT_EQ(stats.accounted_events(), stats.events_read);
+  EXPECT_EQ(strata::testing::imported_format(t), "kineto");
+  EXPECT_EQ(stats.get(stats::Stat::kImportEventsRead), 11u);
+  EXPECT_EQ(stats.get(stats::Stat::kImportSpansWritten),
+            8u);  // step, linear, launch, kernel, mark, cut_short + 2 counter samples
+  EXPECT_EQ(stats.get(stats::Stat::kImportEndEvents), 2u);
+  EXPECT_EQ(stats.get(stats::Stat::kImportCounterEvents), 1u);
+  EXPECT_EQ(stats.get(stats::Stat::kImportCounterSamples), 2u);
+  EXPECT_EQ(stats.get(stats::Stat::kImportUnfinishedSpans), 1u);
+  EXPECT_EQ(stats.get(stats::Stat::kImportMetadataEvents), 1u);
+  EXPECT_EQ(dropped_events(stats), 1u);  // the "E" on tid 202
+  EXPECT_EQ(accounted_events(stats), stats.get(stats::Stat::kImportEventsRead));
   EXPECT_EQ(t.total_drops(), 1u);
   int step = find_span(t, "ProfilerStep#0"), linear = find_span(t, "aten::linear"),
       launch = find_span(t, "cudaLaunchKernel"), kernel = find_span(t, "gemm_kernel"),
@@ -266,8 +267,11 @@ TEST(ChromePhases, RealTracesCarryTheirDeviceNames) {
     ImportStats stats;
     std::string error;
     ASSERT_TRUE(import_trace_with_stats(path, &t, &error, {}, &stats)) << error;
-    EXPECT_EQ(stats.accounted_events(), stats.events_read) << c.file;
-    EXPECT_EQ(stats.end_events + stats.counter_events + stats.unfinished_spans, 0u) << c.file;
+    EXPECT_EQ(accounted_events(stats), stats.get(stats::Stat::kImportEventsRead)) << c.file;
+    EXPECT_EQ(stats.get(stats::Stat::kImportEndEvents) + stats.get(stats::Stat::kImportCounterEvents) +
+                  stats.get(stats::Stat::kImportUnfinishedSpans),
+              0u)
+        << c.file;
     const format::Properties& props = main_process(t).properties;
     // One device per "computeMajor" in the text (each deviceProperties element has one).
     EXPECT_EQ(props.get_int("import.devices"),
@@ -449,10 +453,10 @@ void check_begin_end_equivalence(const std::string& file) {
   opts.format = "kineto";
   ASSERT_TRUE(import_buffer_with_stats(as_x, "as_x.json", &x, &error, opts, &xs)) << error;
   ASSERT_TRUE(import_buffer_with_stats(as_be, "as_be.json", &be, &error, opts, &bes)) << error;
-  EXPECT_EQ(bes.end_events, slices.size());
-  EXPECT_EQ(bes.unfinished_spans, 0u);
-  EXPECT_EQ(bes.dropped_events, 0u);
-  EXPECT_EQ(bes.accounted_events(), bes.events_read);
+  EXPECT_EQ(bes.get(stats::Stat::kImportEndEvents), slices.size());
+  EXPECT_EQ(bes.get(stats::Stat::kImportUnfinishedSpans), 0u);
+  EXPECT_EQ(dropped_events(bes), 0u);
+  EXPECT_EQ(accounted_events(bes), bes.get(stats::Stat::kImportEventsRead));
   ASSERT_EQ(x.spans.size(), be.spans.size());
   auto key = [](const model::Trace& t, size_t i) {
     const SpanRecord& r = t.spans[i];

@@ -15,8 +15,7 @@ struct Imported {
   model::Trace trace;
   uint64_t drops(const std::string& cause) const {
     uint64_t n = 0;
-    for (const auto& p : trace.processes)
-      if (auto it = p.drops.find(cause); it != p.drops.end()) n += it->second;
+    for (const auto& p : trace.processes) n += p.stats.get(cause);  // by the stat's name
     return n;
   }
 };

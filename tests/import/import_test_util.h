@@ -3,8 +3,12 @@
 
 #include <zlib.h>
 
+#include <map>
 #include <string>
 #include <string_view>
+
+#include "core/stats.h"
+#include "model/trace.h"
 
 namespace strata::testing {
 
@@ -30,6 +34,22 @@ inline size_t count_occurrences(std::string_view text, std::string_view needle) 
        at = text.find(needle, at + needle.size()))
     ++count;
   return count;
+}
+
+// A process's dropped-event counters by stat name ("import.<cause>"), as the stats registry keeps them.
+inline std::map<std::string, uint64_t> drops_of(const model::Process& p) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [stat, count] : p.stats.nonzero())
+    if (stats::info(stat).disk == stats::Disk::kStats) out[std::string(stats::info(stat).name)] = count;
+  for (const auto& [key, count] : p.stats.unregistered()) out[key] = count;
+  return out;
+}
+
+// The producer an import recognized (its main process's "import.format").
+inline std::string imported_format(const model::Trace& t) {
+  for (const model::Process& p : t.processes)
+    if (auto f = p.properties.get("import.format")) return std::string(*f);
+  return "";
 }
 
 }  // namespace strata::testing

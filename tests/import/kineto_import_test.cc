@@ -29,23 +29,23 @@ TEST(KinetoImport, DamagedEventsAreCountedByCause) {
   ASSERT_TRUE(
       import_trace_with_stats(source_path("tests/import/data/kineto_damaged.json"), &t, &error, {}, &stats))
       << error;
-  EXPECT_EQ(stats.format, Format::kKineto);
-  EXPECT_EQ(stats.events_read, 16u);
-  EXPECT_EQ(stats.spans_written, t.spans.size());
+  EXPECT_EQ(strata::testing::imported_format(t), "kineto");
+  EXPECT_EQ(stats.get(stats::Stat::kImportEventsRead), 16u);
+  EXPECT_EQ(stats.get(stats::Stat::kImportSpansWritten), t.spans.size());
   const model::Process& p = only_process(t);
   // One of each, as written into the fixture.
   const std::map<std::string, uint64_t> expected = {
       {"import.malformed_event", 1}, {"import.malformed_ts", 1},     {"import.missing_dur", 1},
       {"import.missing_phase", 1},   {"import.missing_ts", 1},       {"import.negative_duration", 1},
       {"import.unbound_flow", 1},    {"import.unsupported_phase", 1}};
-  EXPECT_EQ(p.drops, expected);
+  EXPECT_EQ(strata::testing::drops_of(p), expected);
   EXPECT_EQ(p.properties.get_int("import.unmapped_category.mystery"), 1);
   EXPECT_TRUE(p.properties.get("import.first_problem").has_value());
   // The good events: ProfilerStep, the op, its launch, the kernel, the unmapped one, and the "B"
   // whose "E" never comes: kept, flagged unfinished, ending at the latest time in the file (the end
   // of ProfilerStep#0, 1500 us).
   EXPECT_EQ(t.spans.size(), 6u);
-  EXPECT_EQ(stats.unfinished_spans, 1u);
+  EXPECT_EQ(stats.get(stats::Stat::kImportUnfinishedSpans), 1u);
   int begin = find_span(t, "begin_event");
   ASSERT_GE(begin, 0);
   EXPECT_NE(t.spans[begin].flags & kSpanFlagUnfinished, 0);
@@ -135,11 +135,11 @@ TEST(KinetoImport, MemoryEventsBecomeAllocatedBytesOfTheirOps) {
   EXPECT_EQ(bytes("ProfilerStep#3", "alloc_bytes"), -1);  // a model span, not an op
   EXPECT_EQ(bytes("ProfilerStep#3", "step"), 3);
   const model::Process& p = only_process(t);
-  EXPECT_EQ(p.properties.get_int("import.memory.allocations_in_ops"), 6);
-  EXPECT_EQ(p.properties.get_int("import.memory.allocations_outside_ops"), 1);
-  EXPECT_EQ(p.properties.get_int("import.memory.frees"), 1);
-  EXPECT_EQ(p.properties.get_int("import.memory.events_without_bytes"), 1);
-  EXPECT_TRUE(p.drops.empty());
+  EXPECT_EQ(p.stats.get(stats::Stat::kImportMemoryAllocationsInOps), 6u);
+  EXPECT_EQ(p.stats.get(stats::Stat::kImportMemoryAllocationsOutsideOps), 1u);
+  EXPECT_EQ(p.stats.get(stats::Stat::kImportMemoryFrees), 1u);
+  EXPECT_EQ(p.stats.get(stats::Stat::kImportMemoryEventsWithoutBytes), 1u);
+  EXPECT_TRUE(strata::testing::drops_of(p).empty());
 }
 
 TEST(KinetoImport, RealTraceLevelsMatchCategoryCounts) {
@@ -191,8 +191,8 @@ TEST(ImportAccounting, EveryEventIsAccountedFor) {
     ImportStats stats;
     ASSERT_TRUE(import_trace_with_stats(strata::testing::source_path(fixture), &t, &error, {}, &stats))
         << error;
-    EXPECT_EQ(stats.accounted_events(), stats.events_read) << fixture;
-    EXPECT_EQ(stats.dropped_events, t.total_drops()) << fixture;
+    EXPECT_EQ(accounted_events(stats), stats.get(stats::Stat::kImportEventsRead)) << fixture;
+    EXPECT_EQ(dropped_events(stats), t.total_drops()) << fixture;
   }
 }
 

@@ -25,11 +25,12 @@ TEST(OnnxRuntimeImport, NodesBecomeLayersUnderTheRun) {
   ASSERT_TRUE(
       import_trace_with_stats(source_path("tests/import/data/ort_profile.json"), &t, &error, {}, &stats))
       << error;
-  EXPECT_EQ(stats.format, Format::kOnnxRuntime);
-  EXPECT_EQ(stats.events_read, 13u);
+  EXPECT_EQ(strata::testing::imported_format(t), "onnxruntime");
+  EXPECT_EQ(stats.get(stats::Stat::kImportEventsRead), 13u);
   ASSERT_EQ(t.processes.size(), 1u);
   EXPECT_EQ(t.processes[0].pid, 4242);
-  EXPECT_EQ(t.processes[0].drops.at("import.fence_marker"), 6u);  // 3 nodes x before/after
+  EXPECT_EQ(strata::testing::drops_of(t.processes[0]).at("import.fence_marker"),
+            6u);  // 3 nodes x before/after
   int conv = find_span(t, "Conv_0", kLayer), gemm = find_span(t, "Gemm_2", kLayer);
   int run = find_span(t, "model_run", kModel), exec = find_span(t, "SequentialExecutor::Execute", kModel);
   ASSERT_GE(conv, 0);
@@ -53,15 +54,15 @@ TEST(TensorFlowImport, TimelineOpsStreamsAndSkippedTracks) {
   ASSERT_TRUE(
       import_trace_with_stats(source_path("tests/import/data/tf_timeline.json"), &t, &error, {}, &stats))
       << error;
-  EXPECT_EQ(stats.format, Format::kTensorFlow);
+  EXPECT_EQ(strata::testing::imported_format(t), "tensorflow");
   ASSERT_EQ(t.processes.size(), 1u);
-  const auto& drops = t.processes[0].drops;
+  const auto drops = strata::testing::drops_of(t.processes[0]);
   EXPECT_EQ(drops.at("import.stream_all_duplicate"), 2u);
   EXPECT_EQ(drops.at("import.tensor_object_event"), 3u);
   EXPECT_EQ(drops.at("import.dataflow_event"), 2u);
   EXPECT_EQ(drops.count("import.counter_event"), 0u);  // allocator counters are imported now
-  EXPECT_EQ(stats.counter_events, 1u);
-  EXPECT_EQ(stats.accounted_events(), stats.events_read);
+  EXPECT_EQ(stats.get(stats::Stat::kImportCounterEvents), 1u);
+  EXPECT_EQ(accounted_events(stats), stats.get(stats::Stat::kImportEventsRead));
   int bfc = find_span(t, "GPU_0_bfc", static_cast<uint8_t>(Level::kApplication));
   ASSERT_GE(bfc, 0);
   EXPECT_EQ(t.spans[bfc].kind, static_cast<uint8_t>(SpanKind::kCounter));

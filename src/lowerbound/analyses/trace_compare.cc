@@ -264,8 +264,7 @@ bool compare_with_workload(const LayerModel& model, const analysis::Workload& w,
 
 bool compare_with_trace(const LayerModel& model, const model::Trace& trace, TraceComparison* out,
                         std::string* error) {
-  const model::SpanTree tree = model::build_span_tree(trace);
-  const analysis::Workload workload(trace, tree);
+  const analysis::Workload workload(trace, trace.tree());  // the tree built when the trace was opened
   return compare_with_workload(model, workload, out, error);
 }
 
