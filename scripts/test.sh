@@ -48,9 +48,12 @@ STRATA_BUILD_TYPE=Debug bash "$root/scripts/build.sh" "$root/build-asan" -DSTRAT
 phase "C++ tests under ASan+UBSan"
 # verify_asan_link_order=0: the tests preload the instrumented libstrata.so into child programs.
 # handle_segv=0: the crash test checks Strata's own fatal-signal flush, not ASan's report.
+# Left out here (they run in the normal build above): sampling-share accuracy (ASan's slowdown shifts
+# the CPU split the sampler is checked against) and the bundle's size limit (instrumented libraries
+# are larger than the ones carried to a GPU machine).
 (cd "$root/build-asan" && ASAN_OPTIONS=verify_asan_link_order=0:handle_segv=0:detect_leaks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --output-on-failure --timeout 900 -j2)
+  ctest --output-on-failure --timeout 900 -j2 -E '^(SampleShares\.|Bundle\.ArchiveStaysUnder64MiB$)')
 
 phase "collector under ThreadSanitizer"
 # The recorder is lock-free between traced threads and its writer: race-check it on its own.
