@@ -253,6 +253,9 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
     std::string error;
     if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
     for (const auto& [key, value] : props.entries()) out_->record.set(key, value);
+    problems_.clear();
+    for (const auto& [stat, count] : record_stats(props, &problems_)) out_->stats.add(stat, count);
+    note_problems(chunk);
     return;
   }
   const bool samples = SampleChunkLoader::is_sample_chunk(chunk.type);

@@ -42,7 +42,8 @@ TEST(StatsRegistry, NamesAndDiskKeysAreUniqueAndFindable) {
     if (s.disk == Disk::kStats) {
       EXPECT_EQ(s.disk_key.rfind("dropped.", 0), 0u) << s.disk_key;
     }
-    EXPECT_EQ(s.scope, Scope::kProcess) << s.name << ": stored stats belong to the process that wrote them";
+    // Stored stats belong to the process that wrote them, or (Record chunk) to the whole file.
+    EXPECT_EQ(s.scope, s.disk == Disk::kRecord ? Scope::kTrace : Scope::kProcess) << s.name;
   }
   EXPECT_FALSE(find("dropped.no_such_cause").has_value());
   EXPECT_FALSE(find("").has_value());
