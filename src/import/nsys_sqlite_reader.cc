@@ -418,6 +418,15 @@ class Translator {
         const unsigned char* n = sqlite3_column_text(s.handle, 0);
         const unsigned char* v = sqlite3_column_text(s.handle, 1);
         if (!n || !v) continue;
+        const std::string_view key = reinterpret_cast<const char*>(n);
+        const std::string_view value = reinterpret_cast<const char*>(v);
+        // A schema newer than the 2.x and 3.x this reader was written against: one warning line, then
+        // whatever tables and columns it still recognizes are imported.
+        if (key == "EXPORT_SCHEMA_VERSION_MAJOR" && !value.empty() && (value.size() > 1 || value[0] > '3'))
+          std::fprintf(stderr,
+                       "strata: warning: %s: Nsight Systems export schema major version %.*s is newer than the "
+                       "2.x/3.x this reader knows; importing the tables and columns it recognizes\n",
+                       source_.c_str(), static_cast<int>(value.size()), value.data());
         out_->append(",");
         append_escaped(out_, std::string("nsys.") + reinterpret_cast<const char*>(n));
         out_->push_back(':');
