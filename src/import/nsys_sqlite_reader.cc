@@ -14,6 +14,8 @@
 // tid = g & 0xFFFFFF. Tables absent because a kind was not captured are skipped. Metadata comes
 // from META_DATA_EXPORT (3.x) or EXPORT_META_DATA (2.x). A row with NULL or non-integer times is
 // passed on with an unusable ts and so counted as dropped by the converter (import.*).
+#include "import/nsys_sqlite_reader.h"
+
 #include <sqlite3.h>
 
 #include <charconv>
@@ -24,7 +26,6 @@
 
 #include "import/converters.h"
 #include "import/importer.h"
-#include "import/nsys_sqlite_reader.h"
 #include "model/trace_reader.h"
 
 namespace strata::import {
@@ -116,17 +117,28 @@ std::string_view canonical_api_name(std::string_view name) {
 
 std::string_view copy_kind_name(int64_t kind) {
   switch (kind) {
-    case 1: return "HtoD";
-    case 2: return "DtoH";
-    case 3: return "HtoA";
-    case 4: return "AtoH";
-    case 5: return "AtoA";
-    case 6: return "AtoD";
-    case 7: return "DtoA";
-    case 8: return "DtoD";
-    case 9: return "HtoH";
-    case 10: return "PtoP";
-    default: return "Unknown";
+    case 1:
+      return "HtoD";
+    case 2:
+      return "DtoH";
+    case 3:
+      return "HtoA";
+    case 4:
+      return "AtoH";
+    case 5:
+      return "AtoA";
+    case 6:
+      return "AtoD";
+    case 7:
+      return "DtoA";
+    case 8:
+      return "DtoD";
+    case 9:
+      return "HtoH";
+    case 10:
+      return "PtoP";
+    default:
+      return "Unknown";
   }
 }
 
@@ -138,22 +150,25 @@ class Translator {
     out_ = json;
     out_->append("{\"traceEvents\":[");
     if (!table_exists(db_, "StringIds")) {
-      *error = source_ + ": not an Nsight Systems export (no StringIds table); export it with `nsys export "
-                         "--type sqlite`";
+      *error = source_ +
+               ": not an Nsight Systems export (no StringIds table); export it with `nsys export "
+               "--type sqlite`";
       return false;
     }
     if (!load_strings(error)) return false;
     bool any = false;
-    for (const char* t : {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-                          "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_RUNTIME",
-                          "CUPTI_ACTIVITY_KIND_DRIVER", "NVTX_EVENTS", "OSRT_API"}) {
+    for (const char* t :
+         {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+          "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER",
+          "NVTX_EVENTS", "OSRT_API"}) {
       if (!table_exists(db_, t)) continue;
       any = true;
       if (!table(t, error)) return false;
     }
     if (!any) {
-      *error = source_ + ": no activity table (CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, OSRT_API) in this SQLite "
-                         "file; profile with --trace=cuda,nvtx and export with `nsys export --type sqlite`";
+      *error = source_ +
+               ": no activity table (CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, OSRT_API) in this SQLite "
+               "file; profile with --trace=cuda,nvtx and export with `nsys export --type sqlite`";
       return false;
     }
     names();
@@ -206,7 +221,7 @@ class Translator {
       out_->append("null");
     if (instant) return;
     out_->append(",\"dur\":");
-    if (start && end && *end < kLimit && *start > -kLimit && *start < kLimit)
+    if (start && end && *end<kLimit&& * start> - kLimit && *start < kLimit)
       append_us(out_, *end - *start);
     else
       out_->append("null");
@@ -262,7 +277,8 @@ class Translator {
     for (const char* required : {"start"}) {
       if (!has_column(db_, t, required)) {
         *error = source_ + ": table " + t + " has no column '" + required +
-                 "'; not an Nsight Systems export this reader understands (re-export with `nsys export --type sqlite`)";
+                 "'; not an Nsight Systems export this reader understands (re-export with `nsys export "
+                 "--type sqlite`)";
         return false;
       }
     }
@@ -306,7 +322,8 @@ class Translator {
       if (st && dy) arg(&first, "shared memory", *st + *dy);
       arg_dims(&first, "grid", int_col(s, c["gridX"]), int_col(s, c["gridY"]), int_col(s, c["gridZ"]));
       arg_dims(&first, "block", int_col(s, c["blockX"]), int_col(s, c["blockY"]), int_col(s, c["blockZ"]));
-      arg_dims(&first, "cluster", int_col(s, c["clusterX"]), int_col(s, c["clusterY"]), int_col(s, c["clusterZ"]));
+      arg_dims(&first, "cluster", int_col(s, c["clusterX"]), int_col(s, c["clusterY"]),
+               int_col(s, c["clusterZ"]));
       arg(&first, "graph node id", int_col(s, c["graphNodeId"]));
       end_args(first);
     } else if (t == "CUPTI_ACTIVITY_KIND_MEMCPY" || t == "CUPTI_ACTIVITY_KIND_MEMSET") {
@@ -334,7 +351,7 @@ class Translator {
     } else if (t == "CUPTI_ACTIVITY_KIND_RUNTIME" || t == "CUPTI_ACTIVITY_KIND_DRIVER" || t == "OSRT_API") {
       const std::string_view original = str(int_col(s, c["nameId"]));
       const std::string_view name = canonical_api_name(original);
-      const char* cat = t == "CUPTI_ACTIVITY_KIND_RUNTIME" ? "cuda_runtime"
+      const char* cat = t == "CUPTI_ACTIVITY_KIND_RUNTIME"  ? "cuda_runtime"
                         : t == "CUPTI_ACTIVITY_KIND_DRIVER" ? "cuda_driver"
                                                             : "os_runtime";
       begin("X", cat, name);
@@ -373,7 +390,8 @@ class Translator {
   // Process and thread names: PROCESSES (3.x), ThreadNames (2.x) where present.
   void names() {
     std::unordered_map<int64_t, std::string> process_names;
-    if (table_exists(db_, "PROCESSES") && has_column(db_, "PROCESSES", "pid") && has_column(db_, "PROCESSES", "name")) {
+    if (table_exists(db_, "PROCESSES") && has_column(db_, "PROCESSES", "pid") &&
+        has_column(db_, "PROCESSES", "name")) {
       Stmt s;
       if (sqlite3_prepare_v2(db_, "SELECT pid, name FROM PROCESSES", -1, &s.handle, nullptr) == SQLITE_OK)
         while (sqlite3_step(s.handle) == SQLITE_ROW) {
@@ -388,7 +406,8 @@ class Translator {
     if (table_exists(db_, "ThreadNames") && has_column(db_, "ThreadNames", "nameId") &&
         has_column(db_, "ThreadNames", "globalTid")) {
       Stmt s;
-      if (sqlite3_prepare_v2(db_, "SELECT globalTid, nameId FROM ThreadNames", -1, &s.handle, nullptr) == SQLITE_OK)
+      if (sqlite3_prepare_v2(db_, "SELECT globalTid, nameId FROM ThreadNames", -1, &s.handle, nullptr) ==
+          SQLITE_OK)
         while (sqlite3_step(s.handle) == SQLITE_ROW) {
           const auto g = int_col(s.handle, 0);
           const std::string_view n = str(int_col(s.handle, 1));
@@ -423,10 +442,11 @@ class Translator {
         // A schema newer than the 2.x and 3.x this reader was written against: one warning line, then
         // whatever tables and columns it still recognizes are imported.
         if (key == "EXPORT_SCHEMA_VERSION_MAJOR" && !value.empty() && (value.size() > 1 || value[0] > '3'))
-          std::fprintf(stderr,
-                       "strata: warning: %s: Nsight Systems export schema major version %.*s is newer than the "
-                       "2.x/3.x this reader knows; importing the tables and columns it recognizes\n",
-                       source_.c_str(), static_cast<int>(value.size()), value.data());
+          std::fprintf(
+              stderr,
+              "strata: warning: %s: Nsight Systems export schema major version %.*s is newer than the "
+              "2.x/3.x this reader knows; importing the tables and columns it recognizes\n",
+              source_.c_str(), static_cast<int>(value.size()), value.data());
         out_->append(",");
         append_escaped(out_, std::string("nsys.") + reinterpret_cast<const char*>(n));
         out_->push_back(':');
@@ -500,7 +520,8 @@ bool nsys_to_kineto_json(const std::string& path, std::string* json, std::string
     return false;
   }
   Stmt probe;
-  if (sqlite3_prepare_v2(db.handle, "SELECT count(*) FROM sqlite_master", -1, &probe.handle, nullptr) != SQLITE_OK ||
+  if (sqlite3_prepare_v2(db.handle, "SELECT count(*) FROM sqlite_master", -1, &probe.handle, nullptr) !=
+          SQLITE_OK ||
       sqlite3_step(probe.handle) != SQLITE_ROW) {
     *error = path + ": not a readable SQLite database (" + sqlite3_errmsg(db.handle) +
              "); export the report with `nsys export --type sqlite`";

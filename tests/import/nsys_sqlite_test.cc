@@ -27,7 +27,9 @@ const char* const kFiles[] = {"a100_saxpy_mpi_nsys2022.2_schema2.9.1.sqlite",
                               "a100_cloverleaf_nsys2024.5_schema3.13.2.sqlite",
                               "h100_nvfuser_matmul_nsys2024.6_schema3.16.1.sqlite"};
 
-std::string data_path(const char* file) { return std::string(STRATA_SOURCE_DIR) + "/tests/data/nsys/" + file; }
+std::string data_path(const char* file) {
+  return std::string(STRATA_SOURCE_DIR) + "/tests/data/nsys/" + file;
+}
 
 // One integer from SQL over the file (sqlite3 API, not the reader's code); -1 when the table is absent.
 int64_t sql_int(const std::string& path, const std::string& sql) {
@@ -53,12 +55,13 @@ std::vector<std::pair<std::string, int64_t>> sql_top_kernels(const std::string& 
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt* s = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db,
-                               "SELECT s.value, SUM(k.end - k.start) AS total FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-                               "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value "
-                               "ORDER BY total DESC, s.value LIMIT 5",
-                               -1, &s, nullptr),
-            SQLITE_OK);
+  EXPECT_EQ(
+      sqlite3_prepare_v2(db,
+                         "SELECT s.value, SUM(k.end - k.start) AS total FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                         "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value "
+                         "ORDER BY total DESC, s.value LIMIT 5",
+                         -1, &s, nullptr),
+      SQLITE_OK);
   while (sqlite3_step(s) == SQLITE_ROW)
     out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), sqlite3_column_int64(s, 1));
   sqlite3_finalize(s);
@@ -70,7 +73,6 @@ bool open(const std::string& path, model::Trace* t, std::string* error) {
   import::register_readers();
   return model::open_trace(path, t, error);
 }
-
 
 TEST(NsysSqlite, CountsEqualSqlCountsOfTheSameTables) {
   for (const char* file : kFiles) {
@@ -96,10 +98,12 @@ TEST(NsysSqlite, CountsEqualSqlCountsOfTheSameTables) {
     EXPECT_EQ(annotations, std::max<int64_t>(nvtx, 0)) << file;
     // Memcpy by direction: HtoD (copyKind 1), DtoH (2), DtoD (8).
     EXPECT_EQ(n[ActivityType::kMemcpyHtoD],
-              std::max<int64_t>(0, sql_int(path, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind=1")))
+              std::max<int64_t>(
+                  0, sql_int(path, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind=1")))
         << file;
     EXPECT_EQ(n[ActivityType::kMemcpyDtoH],
-              std::max<int64_t>(0, sql_int(path, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind=2")))
+              std::max<int64_t>(
+                  0, sql_int(path, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind=2")))
         << file;
     // Every kernel, memcpy and memset is linked to the runtime call that launched it.
     uint64_t device = 0, linked = 0;
@@ -158,9 +162,11 @@ TEST(NsysSqlite, NvtxRangesContainTheirLaunches) {
     const model::SpanTree& tree = t.tree();
     for (size_t i = 0; i < t.spans.size(); ++i) {
       const SpanRecord& s = t.spans[i];
-      if (s.activity_type() != ActivityType::kRuntimeCall && s.activity_type() != ActivityType::kDriverCall) continue;
+      if (s.activity_type() != ActivityType::kRuntimeCall && s.activity_type() != ActivityType::kDriverCall)
+        continue;
       const bool in_range = std::any_of(ranges.begin(), ranges.end(), [&](const SpanRecord* r) {
-        return r->process == s.process && r->tid == s.tid && r->start_ns <= s.start_ns && s.end_ns <= r->end_ns;
+        return r->process == s.process && r->tid == s.tid && r->start_ns <= s.start_ns &&
+               s.end_ns <= r->end_ns;
       });
       if (!in_range) continue;
       ++inside;
@@ -186,7 +192,8 @@ class MalformedNsys : public ::testing::Test {
               ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".sqlite"))
                 .string();
     std::filesystem::copy_file(src_, path_, std::filesystem::copy_options::overwrite_existing);
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_write,
+                                 std::filesystem::perm_options::add);
   }
   void TearDown() override {
     if (!path_.empty()) std::filesystem::remove(path_);
@@ -224,11 +231,12 @@ TEST_F(MalformedNsys, MissingColumnIsOneLineNamingTableAndColumn) {
 
 TEST_F(MalformedNsys, NullAndWrongTypedTimesAreDroppedAndCounted) {
   // CREATE TABLE AS drops the NOT NULL constraints, so rows can then hold NULL and text.
-  exec("CREATE TABLE k2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; "
-       "ALTER TABLE k2 RENAME TO CUPTI_ACTIVITY_KIND_KERNEL; "
-       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL WHERE rowid = 1; "
-       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 'soon' WHERE rowid = 2; "
-       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = 9223372036854775807 WHERE rowid = 3;");
+  exec(
+      "CREATE TABLE k2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; "
+      "ALTER TABLE k2 RENAME TO CUPTI_ACTIVITY_KIND_KERNEL; "
+      "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL WHERE rowid = 1; "
+      "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 'soon' WHERE rowid = 2; "
+      "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = 9223372036854775807 WHERE rowid = 3;");
   model::Trace t;
   std::string error;
   import::register_readers();
@@ -243,10 +251,12 @@ TEST_F(MalformedNsys, NullAndWrongTypedTimesAreDroppedAndCounted) {
 }
 
 TEST_F(MalformedNsys, NotAnNsysDatabaseIsOneLine) {
-  exec("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY; "
-       "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME; DROP TABLE NVTX_EVENTS; DROP TABLE IF EXISTS OSRT_API; "
-       "DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_MEMSET; DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;"
-       "DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_DRIVER;");
+  exec(
+      "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY; "
+      "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME; DROP TABLE NVTX_EVENTS; DROP TABLE IF EXISTS OSRT_API; "
+      "DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_MEMSET; DROP TABLE IF EXISTS "
+      "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;"
+      "DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_DRIVER;");
   model::Trace t;
   std::string error;
   EXPECT_FALSE(open(path_, &t, &error));
