@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <charconv>
+#include <cstring>
 
 #include "core/span_record.h"
 
@@ -15,6 +16,31 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
     s.remove_suffix(1);
   return s;
+}
+
+// A string without escapes is viewed where it lies in the input (stage 1 has already checked its
+// UTF-8 and control characters); only one with a backslash is unescaped into the parser's string
+// buffer. Copying every string there would touch memory as large as the strings of the whole file.
+simdjson::error_code read_string(od::value& value, std::string_view* out) {
+  std::string_view token = trim(value.raw_json_token());  // "text" as written; does not consume
+  if (token.size() >= 2 && token.front() == '"' && token.back() == '"' &&
+      std::memchr(token.data(), '\\', token.size()) == nullptr) {
+    *out = token.substr(1, token.size() - 2);
+    return value.get_raw_json_string().error();  // consumes the value
+  }
+  return value.get_string().get(*out);
+}
+
+// The same for an object key: the raw key runs up to its closing quote unless it holds a backslash.
+simdjson::error_code read_key(od::field& field, std::string_view* out) {
+  const char* begin = field.key().raw();
+  const char* p = begin;
+  while (*p != '"' && *p != '\\') ++p;  // stage 1 found the closing quote, so this stops in the input
+  if (*p == '"') {
+    *out = std::string_view(begin, static_cast<size_t>(p - begin));
+    return simdjson::SUCCESS;
+  }
+  return field.unescaped_key().get(*out);
 }
 
 // Reads one value; a structural error is returned to the caller, everything else becomes a kind.
@@ -40,7 +66,7 @@ simdjson::error_code read_scalar(od::value& value, JsonScalar* out) {
     }
     case od::json_type::string:
       out->kind = JsonScalar::kString;
-      return value.get_string().get(out->text);
+      return read_string(value, &out->text);
     case od::json_type::boolean: {
       bool b = false;
       if (auto err = value.get_bool().get(b)) return err;
@@ -259,11 +285,12 @@ class Parser {
   }
 
   simdjson::error_code read_event(od::object& obj, ChromeEvent* ev) {
-    for (auto field : obj) {
+    for (auto result : obj) {
+      od::field field;
+      if (auto err = std::move(result).get(field)) return err;
       std::string_view key;
-      if (auto err = field.unescaped_key().get(key)) return err;
-      od::value value;
-      if (auto err = field.value().get(value)) return err;
+      if (auto err = read_key(field, &key)) return err;
+      od::value& value = field.value();
       simdjson::error_code err = simdjson::SUCCESS;
       if (key == "ph")
         err = read_string_field(value, &ev->ph);
@@ -291,12 +318,12 @@ class Parser {
         if (type == od::json_type::object) {
           od::object args;
           if ((err = value.get_object().get(args))) return err;
-          for (auto arg : args) {
+          for (auto result : args) {
+            od::field arg;
+            if ((err = std::move(result).get(arg))) return err;
             ChromeArg a;
-            if ((err = arg.unescaped_key().get(a.key))) return err;
-            od::value v;
-            if ((err = arg.value().get(v))) return err;
-            if ((err = read_scalar(v, &a.value))) return err;
+            if ((err = read_key(arg, &a.key))) return err;
+            if ((err = read_scalar(arg.value(), &a.value))) return err;
             ev->args.push_back(a);
           }
         }
