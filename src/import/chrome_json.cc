@@ -107,12 +107,21 @@ simdjson::error_code read_string_field(od::value& value, std::string_view* out) 
 
 class Parser {
  public:
-  Parser(const std::string& source, std::string_view json, const std::function<void(const ChromeEvent&)>& cb)
-      : source_(source), padded_(json), on_event_(cb) {}
+  Parser(const std::string& source, std::string_view json, size_t readable_padding,
+         const std::function<void(const ChromeEvent&)>& cb)
+      : source_(source), on_event_(cb) {
+    if (readable_padding >= simdjson::SIMDJSON_PADDING) {
+      input_ = json;
+    } else {
+      copy_ = simdjson::padded_string(json);
+      input_ = copy_;
+    }
+  }
 
   bool run(ChromeDocument* doc, std::string* error) {
     doc_out_ = doc;
-    if (auto err = parser_.iterate(padded_).get(doc_)) return fail(err, 0, error);
+    if (auto err = parser_.iterate(input_.data(), input_.size(), input_.size() + simdjson::SIMDJSON_PADDING).get(doc_))
+      return fail(err, 0, error);
     od::json_type type;
     if (auto err = doc_.type().get(type)) return fail(err, location(), error);
     if (type == od::json_type::array) {
@@ -168,14 +177,14 @@ class Parser {
  private:
   size_t location() {
     const char* at = nullptr;
-    if (doc_.current_location().get(at) != simdjson::SUCCESS || at == nullptr) return padded_.size();
-    return static_cast<size_t>(at - padded_.data());
+    if (doc_.current_location().get(at) != simdjson::SUCCESS || at == nullptr) return input_.size();
+    return static_cast<size_t>(at - input_.data());
   }
 
   // Offset of a view into the input (raw JSON and number tokens point there), else `fallback`.
   size_t offset_in_input(std::string_view view, size_t fallback) const {
-    if (view.data() >= padded_.data() && view.data() < padded_.data() + padded_.size())
-      return static_cast<size_t>(view.data() - padded_.data());
+    if (view.data() >= input_.data() && view.data() < input_.data() + input_.size())
+      return static_cast<size_t>(view.data() - input_.data());
     return fallback;
   }
 
@@ -269,7 +278,7 @@ class Parser {
       ev.args.clear();
       const char* at = nullptr;
       ev.offset = value.current_location().get(at) == simdjson::SUCCESS && at
-                      ? static_cast<size_t>(at - padded_.data())
+                      ? static_cast<size_t>(at - input_.data())
                       : 0;
       od::json_type type;
       if (auto err = value.type().get(type)) return err;
@@ -334,7 +343,8 @@ class Parser {
   }
 
   const std::string& source_;
-  simdjson::padded_string padded_;
+  std::string_view input_;          // the JSON, with simdjson::SIMDJSON_PADDING readable bytes after it
+  simdjson::padded_string copy_;    // a padded copy, when the caller's buffer has no padding
   const std::function<void(const ChromeEvent&)>& on_event_;
   od::parser parser_;
   od::document doc_;
@@ -430,8 +440,10 @@ bool parse_us_to_ns(std::string_view text, int64_t* ns) {
 }
 
 bool parse_chrome_trace(std::string_view json, const std::string& source, ChromeDocument* doc,
-                        const std::function<void(const ChromeEvent&)>& on_event, std::string* error) {
-  Parser parser(source, json, on_event);
+                        const std::function<void(const ChromeEvent&)>& on_event, std::string* error,
+                        size_t readable_padding) {
+  static_assert(kJsonPadding == simdjson::SIMDJSON_PADDING);
+  Parser parser(source, json, readable_padding, on_event);
   return parser.run(doc, error);
 }
 

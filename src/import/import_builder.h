@@ -44,6 +44,9 @@ class ImportBuilder {
 
   model::Trace& trace() { return *trace_; }
   const std::string& source() const { return source_; }
+  // Bytes readable after the end of the JSON being converted (see ImportOptions::input_padding).
+  size_t input_padding() const { return input_padding_; }
+  void set_input_padding(size_t bytes) { input_padding_ = bytes; }
 
   // A stable integer for a JSON pid/tid: integers as themselves, strings mapped to ids above 2^62.
   int64_t id_key(const JsonScalar& value);
@@ -130,6 +133,7 @@ class ImportBuilder {
   model::Trace* trace_;
   Format format_;
   std::string source_;
+  size_t input_padding_ = 0;
   std::vector<PendingSpan> spans_;
   std::vector<AttrRecord> attrs_;
   std::vector<std::pair<size_t, AttrRecord>> late_attrs_;

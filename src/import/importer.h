@@ -25,6 +25,9 @@ enum class Format { kKineto, kOnnxRuntime, kTensorFlow };
 
 struct ImportOptions {
   std::string format = "auto";  // auto | kineto | onnxruntime | tensorflow
+  // Zero bytes readable after the input's end: with kJsonPadding (64) or more the JSON is parsed in
+  // place, without a copy as large as the input.
+  size_t input_padding = 0;
 };
 
 // Name as used on the command line ("kineto", "onnxruntime", "tensorflow").

@@ -690,7 +690,8 @@ bool convert_kineto(std::string_view json, ImportBuilder& builder, ImportStats* 
   builder.set_arg_translation(kineto_arg);
   ChromeDocument doc;
   if (!parse_chrome_trace(
-          json, builder.source(), &doc, [&](const ChromeEvent& ev) { converter.on_event(ev); }, error))
+          json, builder.source(), &doc, [&](const ChromeEvent& ev) { converter.on_event(ev); }, error,
+          builder.input_padding()))
     return false;
   builder.set_metadata(doc);
   return converter.finish(doc.events, stats, error);
