@@ -688,6 +688,7 @@ std::vector<size_t> bind_flows(const std::vector<PendingSpan>& spans, const std:
 bool convert_kineto(std::string_view json, ImportBuilder& builder, ImportStats* stats, std::string* error) {
   KinetoConverter converter(builder);
   builder.set_arg_translation(kineto_arg);
+  builder.reserve_for_input(json.size());
   ChromeDocument doc;
   if (!parse_chrome_trace(
           json, builder.source(), &doc, [&](const ChromeEvent& ev) { converter.on_event(ev); }, error,
