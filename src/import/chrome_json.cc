@@ -86,6 +86,21 @@ simdjson::error_code read_scalar(od::value& value, JsonScalar* out) {
 }
 
 simdjson::error_code read_time(od::value& value, std::optional<int64_t>* out, bool* malformed) {
+  // A plain decimal number (what every profiler writes) goes straight to exact nanoseconds; with an
+  // exponent it takes the general path, which also requires the number to fit a double.
+  od::json_type type;
+  if (auto err = value.type().get(type)) return err;
+  if (type == od::json_type::number) {
+    std::string_view token = trim(value.raw_json_token());
+    int64_t ns = 0;
+    if (token.find_first_of("eE") == std::string_view::npos) {
+      if (parse_us_to_ns(token, &ns))
+        *out = ns;
+      else
+        *malformed = true;
+      return simdjson::SUCCESS;
+    }
+  }
   JsonScalar s;
   if (auto err = read_scalar(value, &s)) return err;
   int64_t ns = 0;
