@@ -96,11 +96,11 @@ void BM_ImportKinetoGz(benchmark::State& state) {
 BENCHMARK(BM_ImportKinetoGz)->Unit(benchmark::kMillisecond);
 
 // From the decompressed JSON: parse + convert + sort (what `strata import` does but writing the file).
-void BM_ImportJson(benchmark::State& state) {
+void BM_ImportKinetoJson(benchmark::State& state) {
   const JsonInput& in = json_input();
   run_import(state, in.text(), in.name, strata::import::kJsonPadding);
 }
-BENCHMARK(BM_ImportJson)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ImportKinetoJson)->Unit(benchmark::kMillisecond);
 
 namespace od = simdjson::ondemand;
 

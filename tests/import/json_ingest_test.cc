@@ -1,4 +1,4 @@
-// The fast paths of JSON ingest (docs/import.md, "Ingest speed") give the same results as the general
+// The fast paths of JSON ingest (docs/performance.md, "JSON ingest speed") give the same results as the general
 // ones: strings and keys viewed in the input vs unescaped, input parsed in place vs copied, plain
 // decimal times vs the general number path, and flow binding vs the plain scan it replaced.
 #include <gtest/gtest.h>
