@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -192,14 +193,14 @@ class Parser {
  private:
   size_t location() {
     const char* at = nullptr;
-    if (doc_.current_location().get(at) != simdjson::SUCCESS || at == nullptr) return input_.size();
-    return static_cast<size_t>(at - input_.data());
+    if (doc_.current_location().get(at) != simdjson::SUCCESS || at == nullptr) return base_ + input_.size();
+    return base_ + static_cast<size_t>(at - input_.data());
   }
 
   // Offset of a view into the input (raw JSON and number tokens point there), else `fallback`.
   size_t offset_in_input(std::string_view view, size_t fallback) const {
     if (view.data() >= input_.data() && view.data() < input_.data() + input_.size())
-      return static_cast<size_t>(view.data() - input_.data());
+      return base_ + static_cast<size_t>(view.data() - input_.data());
     return fallback;
   }
 
@@ -273,6 +274,115 @@ class Parser {
                           "); devices from there on not imported");
   }
 
+  static size_t skip_space(std::string_view s, size_t p) {
+    while (p < s.size() && (s[p] == ' ' || s[p] == '\n' || s[p] == '\r' || s[p] == '\t')) ++p;
+    return p;
+  }
+
+  // The last "}" in (begin, end) followed by "," and "{" (whitespace between): where one event of the
+  // array likely ends and the next begins. Returns the position after the "}" and sets *next to the
+  // "{"; npos when there is none.
+  static size_t find_cut(std::string_view s, size_t begin, size_t end, size_t* next) {
+    for (size_t c = s.rfind('}', end - 1); c != std::string_view::npos && c > begin; c = s.rfind('}', c - 1)) {
+      size_t p = skip_space(s, c + 1);
+      if (p >= s.size() || s[p] != ',') continue;
+      p = skip_space(s, p + 1);
+      if (p < s.size() && s[p] == '{') {
+        *next = p;
+        return c + 1;
+      }
+    }
+    return std::string_view::npos;
+  }
+
+ public:
+  enum class Windowed { kNotApplicable, kDone, kFailed };
+
+  // {"traceEvents": [...]} read window by window: simdjson indexes one window of events at a time
+  // (a few MB, in cache) instead of the whole file (4 bytes per structural character, about the
+  // input's size again). A window is cut after a "}" followed by ", {"; such a cut can fall inside a
+  // string or a nested array, and then the window is not valid JSON from that point: the events read
+  // whole before it stand (JSON parses a prefix the same way whatever follows), the window is read
+  // again from the same start, twice as large, stepping over the events already delivered. Only the
+  // last window, which runs to the end of the input, can report a real syntax error. The fields
+  // before the array are parsed as a small document of their own, the last window with the fields
+  // after it. kNotApplicable (nothing delivered) when the text before the first "traceEvents" is not
+  // a JSON object's start with that key at its top level.
+  Windowed run_windowed(ChromeDocument* doc, size_t window, std::string* error) {
+    const std::string_view json = input_;
+    const size_t n = json.size();
+    const size_t key = json.find("\"traceEvents\"");
+    if (key == std::string_view::npos) return Windowed::kNotApplicable;
+    size_t at = skip_space(json, key + 13);
+    if (at >= n || json[at] != ':') return Windowed::kNotApplicable;
+    at = skip_space(json, at + 1);
+    if (at >= n || json[at] != '[') return Windowed::kNotApplicable;
+    {
+      ChromeDocument head;
+      std::string ignored;
+      Parser prefix(source_, std::string(json.substr(0, at + 1)) + "]}", 0, on_event_);
+      if (!prefix.run(&head, &ignored) || head.events != 0) return Windowed::kNotApplicable;
+      *doc = std::move(head);
+    }
+    doc_out_ = doc;
+    std::string buffer;
+    size_t size = window;
+    uint64_t window_first = doc->events;  // events delivered before this window
+    uint64_t window_done = 0;             // events of this window delivered by failed tries
+    for (at = skip_space(json, at + 1);;) {
+      if (at + size >= n) {
+        // The last window runs to the end of the input: {"traceEvents": [ + the rest is the
+        // top-level object without the fields before the array, read as a whole document.
+        static constexpr std::string_view kHead = "{\"traceEvents\": [";
+        buffer.assign(kHead);
+        buffer.append(json.substr(at));
+        const size_t text_size = buffer.size();
+        buffer.append(simdjson::SIMDJSON_PADDING, '\0');
+        input_ = std::string_view(buffer.data(), text_size);
+        base_ = at - kHead.size();  // modular: offsets past the head map back into the input
+        return run(doc, error) ? Windowed::kDone : Windowed::kFailed;
+      }
+      size_t next = n;
+      const size_t cut = find_cut(json, at, at + size, &next);
+      if (cut == std::string_view::npos) {
+        size *= 2;
+        continue;
+      }
+      buffer.assign(1, '[');
+      buffer.append(json.substr(at, cut - at));
+      buffer += ']';
+      const size_t text_size = buffer.size();
+      buffer.append(simdjson::SIMDJSON_PADDING, '\0');
+      input_ = std::string_view(buffer.data(), text_size);
+      base_ = at - 1;  // the '[' added in front
+      delivered_ = 0;
+      simdjson::error_code err = read_window();
+      const char* rest = nullptr;
+      if (!err && doc_.current_location().get(rest) == simdjson::SUCCESS) err = simdjson::TAPE_ERROR;
+      if (err) {  // a cut inside a string or a nested array: again from the same start, larger
+        window_done += delivered_;
+        skip_ = window_done;
+        doc->events = window_first + window_done;
+        size *= 2;
+        continue;
+      }
+      window_first = doc->events;
+      window_done = 0;
+      skip_ = 0;
+      size = window;
+      at = next;
+    }
+  }
+
+ private:
+  simdjson::error_code read_window() {
+    if (auto err = parser_.iterate(input_.data(), input_.size(), input_.size() + simdjson::SIMDJSON_PADDING).get(doc_))
+      return err;
+    od::array events;
+    if (auto err = doc_.get_array().get(events)) return err;
+    return read_events(events);
+  }
+
   bool fail(simdjson::error_code err, size_t offset, std::string* error) {
     *error = source_ + ": offset " + std::to_string(offset) + ": not valid JSON (" +
              simdjson::error_message(err) + "); the file is damaged or truncated, or not JSON";
@@ -284,6 +394,10 @@ class Parser {
     for (auto element : events) {
       od::value value;
       if (auto err = element.get(value)) return err;
+      if (skip_ > 0) {  // delivered by an earlier try of this window (run_windowed)
+        --skip_;
+        continue;
+      }
       ev.index = doc_out_->events++;
       ev.ph = ev.cat = ev.name = ev.bp = ev.scope = {};
       ev.pid = ev.tid = ev.id = JsonScalar{};
@@ -293,7 +407,7 @@ class Parser {
       ev.args.clear();
       const char* at = nullptr;
       ev.offset = value.current_location().get(at) == simdjson::SUCCESS && at
-                      ? static_cast<size_t>(at - input_.data())
+                      ? base_ + static_cast<size_t>(at - input_.data())
                       : 0;
       od::json_type type;
       if (auto err = value.type().get(type)) return err;
@@ -304,6 +418,7 @@ class Parser {
         if (auto err = read_event(obj, &ev)) return err;
       }
       on_event_(ev);
+      ++delivered_;
     }
     return simdjson::SUCCESS;
   }
@@ -360,6 +475,9 @@ class Parser {
   const std::string& source_;
   std::string_view input_;          // the JSON, with simdjson::SIMDJSON_PADDING readable bytes after it
   simdjson::padded_string copy_;    // a padded copy, when the caller's buffer has no padding
+  size_t base_ = 0;                 // offset of input_[0] in the caller's input (windows, parts)
+  uint64_t delivered_ = 0;          // events handed to on_event_
+  uint64_t skip_ = 0;               // elements to step over before delivering again
   const std::function<void(const ChromeEvent&)>& on_event_;
   od::parser parser_;
   od::document doc_;
@@ -459,6 +577,20 @@ bool parse_chrome_trace(std::string_view json, const std::string& source, Chrome
                         size_t readable_padding) {
   static_assert(kJsonPadding == simdjson::SIMDJSON_PADDING);
   Parser parser(source, json, readable_padding, on_event);
+  if (json.size() >= kWindowedFrom) {
+    const Parser::Windowed windowed = parser.run_windowed(doc, kWindowBytes, error);
+    if (windowed != Parser::Windowed::kNotApplicable) return windowed == Parser::Windowed::kDone;
+  }
+  return parser.run(doc, error);
+}
+
+bool parse_chrome_trace_in_windows(std::string_view json, const std::string& source, ChromeDocument* doc,
+                                   const std::function<void(const ChromeEvent&)>& on_event, std::string* error,
+                                   size_t window_bytes, bool* windowed) {
+  Parser parser(source, json, 0, on_event);
+  const Parser::Windowed result = parser.run_windowed(doc, std::max<size_t>(window_bytes, 1), error);
+  *windowed = result != Parser::Windowed::kNotApplicable;
+  if (*windowed) return result == Parser::Windowed::kDone;
   return parser.run(doc, error);
 }
 
