@@ -159,12 +159,14 @@ bool import_into(std::string_view bytes, const std::string& source, model::Trace
                  std::string* error, const ImportOptions& opts, ImportStats* stats) {
   std::string inflated;
   size_t padding = opts.input_padding;
+  std::function<void()> release = opts.release_input;
   if (is_gzip(bytes)) {
     if (!gunzip(bytes, source, &inflated, error)) return false;
     const size_t size = inflated.size();
     inflated.resize(size + kJsonPadding, '\0');  // parsed in place: no second copy
     bytes = std::string_view(inflated.data(), size);
     padding = kJsonPadding;
+    release = [&inflated] { std::string().swap(inflated); };
   }
   std::optional<Format> format;
   if (opts.format == "auto") {
@@ -188,6 +190,7 @@ bool import_into(std::string_view bytes, const std::string& source, model::Trace
   }
   ImportBuilder builder(&out, *format, source);
   builder.set_input_padding(padding);
+  builder.set_input_release(std::move(release));
   switch (*format) {
     case Format::kKineto:
       return convert_kineto(bytes, builder, stats, error);
@@ -272,6 +275,7 @@ class JsonReader final : public model::TraceReader {
     const size_t size = bytes.size();
     bytes.resize(size + kJsonPadding, '\0');
     opts.input_padding = kJsonPadding;
+    opts.release_input = [&bytes] { std::string().swap(bytes); };
     return import_into(std::string_view(bytes.data(), size), input.path, builder, error, opts);
   }
 };

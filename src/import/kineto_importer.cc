@@ -709,6 +709,7 @@ bool convert_kineto(std::string_view json, ImportBuilder& builder, ImportStats* 
           builder.input_padding()))
     return false;
   builder.set_metadata(doc);
+  builder.release_input();  // nothing below refers to the text: events are spans, strings interned
   return converter.finish(doc.events, stats, error);
 }
 

@@ -1,5 +1,5 @@
-// The fast paths of JSON ingest (docs/performance.md, "JSON ingest speed") give the same results as the general
-// ones: strings and keys viewed in the input vs unescaped, input parsed in place vs copied, plain
+// The fast paths of JSON ingest (docs/performance.md, "JSON ingest speed") give the same results as the
+// general ones: strings and keys viewed in the input vs unescaped, input parsed in place vs copied, plain
 // decimal times vs the general number path, and flow binding vs the plain scan it replaced.
 #include <gtest/gtest.h>
 
@@ -98,6 +98,129 @@ TEST(JsonIngest, InPlaceAndCopiedParsesAgreeOnGeneratedEvents) {
   std::vector<Seen> in_place = parse_all(std::string_view(padded.data(), json.size()), kJsonPadding, &e2);
   ASSERT_EQ(copied.size(), 20000u) << e1;
   EXPECT_TRUE(copied == in_place);
+}
+
+struct Parsed {
+  bool ok = false;
+  bool windowed = false;
+  std::string error;
+  ChromeDocument doc;
+  std::vector<Seen> events;
+  std::vector<size_t> offsets, indices;
+};
+
+Parsed parse_in_windows(std::string_view json, size_t window) {
+  Parsed p;
+  auto on_event = [&](const ChromeEvent& ev) {
+    Seen s{std::string(ev.ph),
+           std::string(ev.cat),
+           std::string(ev.name),
+           ev.ts_ns,
+           ev.dur_ns,
+           ev.ts_malformed,
+           {}};
+    for (const ChromeArg& a : ev.args) s.args.emplace_back(std::string(a.key), std::string(a.value.text));
+    p.events.push_back(std::move(s));
+    p.offsets.push_back(ev.offset);
+    p.indices.push_back(ev.index);
+  };
+  if (window == 0)
+    p.ok = parse_chrome_trace(json, "t.json", &p.doc, on_event, &p.error);
+  else
+    p.ok = parse_chrome_trace_in_windows(json, "t.json", &p.doc, on_event, &p.error, window, &p.windowed);
+  return p;
+}
+
+// Events whose strings and nested args hold "}, {" (where a window may be cut), fields before and
+// after the array, a second traceEvents array: every window size gives what the whole parse gives.
+std::string hostile_trace(int events, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string json =
+      R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU }, {"}], "traceEvents": [)";
+  for (int i = 0; i < events; ++i) {
+    json += i ? (rng() % 2 ? ",\n  " : ",") : "";
+    switch (rng() % 5) {
+      case 0:
+        json += R"({"ph": "X", "name": "a}, {b", "ts": )" + std::to_string(i) + R"(, "dur": 1})";
+        break;
+      case 1:
+        json +=
+            R"({"ph": "X", "name": "n", "ts": 1.5, "dur": 2, "args": {"l": [{"x": 1}, {"y": "}, {"}], "q": "\"}, {\""}})";
+        break;
+      case 2:
+        json += R"({ "ph" : "i" , "name" : "m\\" , "ts" : 7 } )";
+        break;
+      case 3:
+        json += R"({"ph": "X", "name": "big", "ts": 3, "dur": 4, "args": {"s": ")" +
+                std::string(rng() % 300, 'z') + R"("}})";
+        break;
+      default:
+        json += "17";  // not an object
+    }
+  }
+  json +=
+      R"(], "traceName": "t}, {", "traceEvents": [{"ph": "X", "name": "second", "ts": 1, "dur": 1}], "x": 1})";
+  return json;
+}
+
+TEST(JsonIngest, WindowedParseEqualsWholeParse) {
+  for (unsigned seed : {1u, 2u}) {
+    const std::string json = hostile_trace(3000, seed);
+    const Parsed whole = parse_in_windows(json, 0);
+    ASSERT_TRUE(whole.ok) << whole.error << "\n" << json.substr(0, 600);
+    ASSERT_EQ(whole.events.size(), 3001u);
+    for (size_t window : {size_t{1}, size_t{37}, size_t{300}, size_t{4096}, size_t{1} << 20}) {
+      const Parsed w = parse_in_windows(json, window);
+      ASSERT_TRUE(w.ok) << w.error;
+      EXPECT_TRUE(w.windowed);
+      EXPECT_TRUE(w.events == whole.events) << "window " << window;
+      EXPECT_EQ(w.offsets, whole.offsets) << "window " << window;
+      EXPECT_EQ(w.indices, whole.indices) << "window " << window;
+      EXPECT_EQ(w.doc.events, whole.doc.events);
+      EXPECT_EQ(w.doc.metadata, whole.doc.metadata) << "window " << window;
+      ASSERT_EQ(w.doc.devices.size(), 1u);
+      EXPECT_EQ(w.doc.devices[0].fields, whole.doc.devices[0].fields);
+      EXPECT_EQ(w.doc.devices[0].offset, whole.doc.devices[0].offset);
+    }
+  }
+}
+
+TEST(JsonIngest, WindowedParseReportsDamageLikeTheWholeParse) {
+  const std::string json = hostile_trace(500, 3);
+  // Damage in the middle of the events (a bare word) and truncation: the windowed parse fails with
+  // one line naming the file and an offset, after delivering no event past the damage.
+  std::string damaged = json;
+  const size_t middle = damaged.find("\"big\"", damaged.size() / 2);
+  ASSERT_NE(middle, std::string::npos);
+  damaged.replace(middle, 5, "bog!!");
+  // (The whole parse may stop before its first event; the windowed one delivers the events before
+  // the damaged window. Either way the import fails with that line and keeps nothing.)
+  for (const std::string& bad : {damaged, json.substr(0, json.size() / 2)}) {
+    const Parsed whole = parse_in_windows(bad, 0);
+    const Parsed w = parse_in_windows(bad, 64);
+    EXPECT_FALSE(whole.ok);
+    ASSERT_FALSE(w.ok);
+    ASSERT_EQ(w.error.rfind("t.json: offset ", 0), 0u) << w.error;
+    EXPECT_EQ(w.error.find('\n'), std::string::npos);
+    const size_t offset = std::stoul(w.error.substr(15));
+    EXPECT_LE(offset, bad.size());
+    if (bad == damaged) {
+      EXPECT_LE(offset > middle ? offset - middle : middle - offset, 400u) << w.error;
+    }
+    for (size_t at : w.offsets) EXPECT_LT(at, bad == damaged ? middle : bad.size());
+  }
+  // Not an object with traceEvents at its top level: parsed whole, as before.
+  for (std::string text :
+       {std::string(R"([{"ph": "X", "name": "traceEvents", "ts": 1, "dur": 1}])"),
+        std::string(R"({"meta": {"traceEvents": []}, "traceEvents": [{"ph": "i", "ts": 1}]})"),
+        std::string(R"({"s": "\"traceEvents\": [", "traceEvents": [{"ph": "i", "ts": 1}]})")}) {
+    const Parsed whole = parse_in_windows(text, 0);
+    const Parsed w = parse_in_windows(text, 8);
+    EXPECT_TRUE(whole.ok) << whole.error << "\n" << text;
+    EXPECT_TRUE(w.ok) << w.error;
+    EXPECT_TRUE(w.events == whole.events) << text;
+    EXPECT_EQ(w.offsets, whole.offsets) << text;
+  }
 }
 
 // The real V100 trace imported from a file (read with padding, parsed in place) and from a buffer
