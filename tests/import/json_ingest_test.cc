@@ -2,6 +2,7 @@
 // general ones: strings and keys viewed in the input vs unescaped, input parsed in place vs copied, plain
 // decimal times vs the general number path, and flow binding vs the plain scan it replaced.
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <map>
@@ -221,6 +222,52 @@ TEST(JsonIngest, WindowedParseReportsDamageLikeTheWholeParse) {
     EXPECT_TRUE(w.events == whole.events) << text;
     EXPECT_EQ(w.offsets, whole.offsets) << text;
   }
+}
+
+// Random damage (bytes replaced, inserted or removed, mostly JSON punctuation). On input that is
+// still valid JSON (simdjson's validating DOM parser says so) both parses succeed, with the same
+// events and metadata, or both fail (no traceEvents array left). On invalid input both may fail (each with
+// one line); On Demand does not validate every byte it steps over, so the whole parse accepts some damaged
+// files that the windowed one rejects, never the reverse, and when both accept they agree.
+TEST(JsonIngest, WindowedParseAgreesUnderRandomDamage) {
+  const std::string base = hostile_trace(60, 4);
+  const char kBytes[] = "{}[],:\" \\x1e-.0";
+  std::mt19937 rng(11);
+  int valid_inputs = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string json = base;
+    for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) {
+      const size_t at = rng() % json.size();
+      const char c = kBytes[rng() % (sizeof(kBytes) - 1)];
+      switch (rng() % 3) {
+        case 0:
+          json[at] = c;
+          break;
+        case 1:
+          json.insert(json.begin() + static_cast<ptrdiff_t>(at), c);
+          break;
+        default:
+          json.erase(at, 1);
+      }
+    }
+    const Parsed whole = parse_in_windows(json, 0);
+    const Parsed w = parse_in_windows(json, 1 + rng() % 200);
+    simdjson::dom::parser validator;
+    const bool valid = validator.parse(json).error() == simdjson::SUCCESS;
+    if (valid) {
+      ++valid_inputs;
+      ASSERT_EQ(w.ok, whole.ok) << whole.error << "\n" << w.error << "\n" << json;
+    }
+    if (w.ok) {
+      ASSERT_TRUE(whole.ok) << whole.error << "\n" << json;
+      ASSERT_TRUE(w.events == whole.events) << json;
+      ASSERT_EQ(w.offsets, whole.offsets) << json;
+      ASSERT_EQ(w.doc.metadata, whole.doc.metadata) << json;
+    } else {
+      ASSERT_EQ(w.error.find('\n'), std::string::npos) << w.error;
+    }
+  }
+  EXPECT_GT(valid_inputs, 100);  // damage inside strings leaves many inputs valid
 }
 
 // The real V100 trace imported from a file (read with padding, parsed in place) and from a buffer
