@@ -18,7 +18,9 @@ namespace strata::exporter {
 namespace {
 
 // The tables, then the readable views. Indexes come after the rows (kIndexes): building them once
-// over sorted data is several times faster than maintaining them row by row.
+// over sorted data is several times faster than maintaining them row by row. Only the join keys
+// (parent, span of an attribute or metric, span id of a sample) and the usual filters (name, level
+// and start) are indexed: each index costs export time and file size (docs/performance.md).
 constexpr const char* kSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL);
@@ -56,12 +58,9 @@ constexpr const char* kIndexes = R"sql(
 CREATE INDEX span_parent ON span_table(parent);
 CREATE INDEX span_name ON span_table(name_id);
 CREATE INDEX span_level_start ON span_table(level_id, start_ns);
-CREATE INDEX span_track_start ON span_table(track, start_ns);
 CREATE INDEX span_span_id ON span_table(process, span_id);
 CREATE INDEX attribute_span ON attribute_table(span);
-CREATE INDEX attribute_key ON attribute_table(key_id);
 CREATE INDEX metric_span ON metric_table(span);
-CREATE INDEX metric_key ON metric_table(key_id);
 CREATE INDEX sample_count_span ON sample_counts(process, span_id);
 CREATE INDEX sample_point_span ON sample_points(process, span_id);
 )sql";
