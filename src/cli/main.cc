@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"info", "show a trace's header, processes, counts, drops and clock domains", strata::cli::run_info},
     {"export", "write a trace as Chrome Trace Event JSON, or spans as JSON/CSV", strata::cli::run_export},
     {"sql", "run SQL queries over a trace (or its `export --format sqlite` database)", strata::cli::run_sql},
+    {"diff", "compare two traces: ops, layers and kernels slower or faster, tested against run-to-run noise", strata::cli::run_diff},
     {"import", "convert a PyTorch/Kineto, ONNX Runtime or TensorFlow trace JSON into a Strata trace", strata::cli::run_import},
     {"analyze", "run XSP analyses (model/layer/kernel tables, rooflines, per-op stats) on traces", strata::cli::run_analyze},
     {"iterations", "find training iterations without step markers; per-iteration metrics and diagnosis", strata::cli::run_iterations},
