@@ -9,9 +9,14 @@
 // Significance: a Mann-Whitney U test (mann_whitney.h) on the item's per-run totals when both sides
 // have at least kMinRunsForRunTest runs, else on its per-instance durations (every instance of the
 // item in every run: more samples, but instances of one run are not independent of each other).
-// An item is a regression when it is significant (p < alpha), slower by more than threshold_pct of
-// its own base time, and its slowdown is at least min_impact_pct of the base total (the median
-// per-run time of the model-level spans, or of the shallowest level when the traces have no model level).
+// Two recordings of one configuration on a shared machine differ by a common factor (other jobs,
+// CPU frequency): everything slower by 20-40% between sessions. So changes are judged beyond the
+// common factor (speed_factor: the median of the items' time ratios, weighted by time): an item is
+// a regression when NEW differs from BASE x factor significantly (p < alpha), it is slower by more
+// than threshold_pct of BASE x factor, and that excess is at least min_impact_pct of the total (the
+// median per-run time of the model-level spans, or of the shallowest level without model spans).
+// A change that slows everything alike is then not blamed on any op: the speed factor is printed,
+// and --no-normalize judges raw changes.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +34,7 @@ struct DiffOptions {
   double threshold_pct = 10;   // slower by more than this share of the item's base time
   double min_impact_pct = 1;   // and by at least this share of the base total
   double alpha = 0.05;         // significance level of the test
+  bool normalize = true;       // judge changes beyond the common speed factor (DiffResult::speed_factor)
 };
 
 enum class DiffStatus { kMatched, kAdded, kRemoved };
@@ -43,6 +49,8 @@ struct DiffItem {
   double delta_ns = 0;                   // new_ns - base_ns
   double delta_pct = 0;                  // of base_ns (0 when base_ns is 0)
   double impact_pct = 0;                 // delta_ns as a share of the base total
+  double excess_ns = 0;                  // new_ns - base_ns x speed_factor
+  double excess_pct = 0;                 // excess_ns as a share of base_ns x speed_factor
   double p_value = 1;
   bool run_test = false;                 // p from per-run totals (else per-instance durations)
   bool significant = false;
@@ -53,7 +61,8 @@ struct DiffResult {
   int base_runs = 0, new_runs = 0;
   double base_total_ns = 0, new_total_ns = 0;
   uint8_t total_level = 0;         // the level whose spans make the total
-  std::vector<DiffItem> items;     // by |impact| descending (model-level items included)
+  double speed_factor = 1;         // how much slower everything in NEW ran (1: normalize off)
+  std::vector<DiffItem> items;     // total-level items, then by |excess_ns| descending
   bool has_regression = false;
   std::vector<std::string> notes;  // what the comparison could not do (one run: no test, ...)
 };

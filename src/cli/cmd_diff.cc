@@ -16,14 +16,17 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: strata diff BASE NEW [--threshold PCT] [--min-impact PCT] [--alpha P] [--top N]\n"
-    "                   [--fail-on-regression] [--format table|markdown|json|csv]\n"
+    "                   [--no-normalize] [--fail-on-regression] [--format table|markdown|json|csv]\n"
     "  BASE, NEW: traces of the same workload, any format (Strata, Kineto/PyTorch JSON, ...); record\n"
     "             each with --runs 5 so changes are tested against run-to-run noise\n"
     "  Spans are matched by level, name, input shapes and module path; per item: time, count and\n"
     "  allocated bytes per run (medians), the change, its share of the total, and a Mann-Whitney U test.\n"
+    "  Changes are judged beyond the common speed factor (everything slower or faster alike: another\n"
+    "  machine load between recordings), printed with the result.\n"
     "  --threshold PCT     a regression is slower by more than PCT% of its own time (default 10)\n"
     "  --min-impact PCT    ... and by at least PCT% of the total (default 1)\n"
     "  --alpha P           ... and significant at level P (default 0.05)\n"
+    "  --no-normalize      judge raw changes (no common speed factor)\n"
     "  --top N             items shown besides the totals (default 20)\n"
     "  --fail-on-regression  exit 1 when any item is a regression\n"
     "  --format            table (default), markdown (a pull-request comment), json, csv\n";
@@ -41,13 +44,17 @@ bool parse_number(const std::string& text, double* out) {
 int run_diff(int argc, char** argv) {
   std::vector<std::string> inputs;
   std::string format = "table", threshold, min_impact, alpha, top_text;
-  bool fail_on_regression = false;
+  bool fail_on_regression = false, normalize = true;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     bool missing = false;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (arg == "--no-normalize") {
+      normalize = false;
+      continue;
     }
     if (arg == "--fail-on-regression") {
       fail_on_regression = true;
@@ -65,6 +72,7 @@ int run_diff(int argc, char** argv) {
   }
   if (inputs.size() != 2) return fail("diff", std::string("needs two traces, BASE and NEW\n") + kUsage);
   analysis::DiffOptions options;
+  options.normalize = normalize;
   double top = 20;
   if (!threshold.empty() && !parse_number(threshold, &options.threshold_pct))
     return fail("diff", "--threshold " + threshold + ": not a percentage (e.g. 10)");

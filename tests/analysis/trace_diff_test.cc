@@ -193,6 +193,26 @@ TEST(TraceDiff, SameConfigurationNeverFailsAcrossSeeds) {
   EXPECT_EQ(failures, 0);
 }
 
+// Every op of NEW 30% slower (another machine load): a common speed factor, not a regression; with
+// normalize off it is one. One op slower beyond the factor is still found.
+TEST(TraceDiff, CommonSpeedFactorIsNotBlamedOnOps) {
+  model::Trace base = runs_trace(5, 1, 0.1), next = runs_trace(5, 2, 0.1);
+  for (SpanRecord& s : next.spans) s.end_ns = s.start_ns + s.duration_ns() * 13 / 10;
+  const DiffResult r = diff_traces(base, next, DiffOptions{});
+  EXPECT_NEAR(r.speed_factor, 1.3, 0.05);
+  EXPECT_FALSE(r.has_regression);
+  DiffOptions raw;
+  raw.normalize = false;
+  EXPECT_TRUE(diff_traces(base, next, raw).has_regression);
+  model::Trace slow = runs_trace(5, 3, 0.1, "aten::linear[[1,512]]", 1.5);
+  for (SpanRecord& s : slow.spans) s.end_ns = s.start_ns + s.duration_ns() * 13 / 10;
+  const DiffResult r2 = diff_traces(base, slow, DiffOptions{});
+  ASSERT_GE(r2.items.size(), 2u);
+  EXPECT_EQ(r2.items[1].name, "aten::linear");
+  EXPECT_TRUE(r2.items[1].regression);
+  EXPECT_NEAR(r2.items[1].excess_pct, 50, 12);
+}
+
 TEST(TraceDiff, AddedOpsAndSingleRuns) {
   const DiffResult r = diff_traces(runs_trace(5, 1, 0.05), runs_trace(5, 2, 0.05, "", 1.0, true), DiffOptions{});
   const DiffItem* dropout = find(r, "aten::dropout", "[[1,512]]");
