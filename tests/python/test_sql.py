@@ -154,3 +154,34 @@ def test_json_format_and_join_with_attributes(strata_bin):
     table = json.loads(out)["query1"]
     assert table["columns"] == ["name", "bytes"] and len(table["rows"]) == 3
     assert all(row[0].startswith("Mem") for row in table["rows"])
+
+
+SPIN = """import time
+def spin(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+t = time.time()
+while time.time() - t < 0.6:
+    spin(10000)
+"""
+
+# docs/sql.md, "CPU samples by leaf function".
+LEAF_FUNCTIONS = """SELECT f.function || CASE WHEN f.python THEN ' (' || f.file || ')' ELSE '' END AS name,
+   sum(c.count) AS self FROM sample_counts c
+   JOIN stack_frames sf ON sf.stack = c.stack AND sf.position = 0 JOIN frames f ON f.id = sf.frame
+ GROUP BY name ORDER BY self DESC, name"""
+
+
+def test_sample_tables_equal_profile(tmp_path, strata_bin):
+    script = tmp_path / "spin.py"
+    script.write_text(SPIN)
+    trace = str(tmp_path / "samples.strata")
+    subprocess.run([STRATA, "record", "--quiet", "--sample", "-o", trace, "--", SYSTEM_PYTHON, str(script)], check=True,
+                   capture_output=True, text=True)
+    profile = list(csv.DictReader(io.StringIO(run_strata("profile", trace, "--format", "csv").stdout)))
+    expected = {row["name"]: int(row["self"]) for row in profile if int(row["self"]) > 0}
+    rows = sql_csv(trace, LEAF_FUNCTIONS)
+    assert sum(expected.values()) > 100 and f"spin ({script})" in expected
+    assert {r["name"]: int(r["self"]) for r in rows} == expected
