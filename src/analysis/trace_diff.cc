@@ -65,7 +65,19 @@ std::string text_attr(const model::Trace& trace, size_t i, std::string_view key)
   return a ? trace.attr_value_string(*a) : std::string();
 }
 
-Side collect(const model::Trace& trace, uint8_t total_level) {
+// Which key parts both traces carry: a trace from a reader that does not record shapes (or module
+// paths) would otherwise match nothing of one that does.
+struct KeyParts {
+  bool shapes = true, module = true;
+};
+
+bool has_attr_key(const model::Trace& trace, std::string_view key) {
+  for (const AttrRecord& a : trace.attrs)
+    if (trace.strings.get(a.key) == key) return true;
+  return false;
+}
+
+Side collect(const model::Trace& trace, uint8_t total_level, KeyParts parts) {
   Side side;
   const std::vector<int> run_of = run_of_process(trace, &side.runs);
   side.run_total_ns.assign(static_cast<size_t>(side.runs), 0.0);
@@ -75,7 +87,8 @@ Side collect(const model::Trace& trace, uint8_t total_level) {
     if (!compared_level(s)) continue;
     const size_t run = static_cast<size_t>(run_of[s.process]);
     const double ns = static_cast<double>(std::max<int64_t>(0, s.duration_ns()));
-    std::string shapes = text_attr(trace, i, attr_keys::kShapes), module = text_attr(trace, i, attr_keys::kModule);
+    std::string shapes = parts.shapes ? text_attr(trace, i, attr_keys::kShapes) : std::string();
+    std::string module = parts.module ? text_attr(trace, i, attr_keys::kModule) : std::string();
     key.assign(1, static_cast<char>(s.level));
     key.append(trace.name(s)).append(1, '\x1f').append(shapes).append(1, '\x1f').append(module);
     auto [it, fresh] = side.items.try_emplace(key);
@@ -145,7 +158,15 @@ double common_factor(const std::vector<DiffItem>& items, uint8_t total_level) {
 DiffResult diff_traces(const model::Trace& base, const model::Trace& next, const DiffOptions& options) {
   DiffResult r;
   r.total_level = pick_total_level(base, next);
-  Side a = collect(base, r.total_level), b = collect(next, r.total_level);
+  KeyParts parts;
+  for (auto [key, use] : {std::pair{attr_keys::kShapes, &parts.shapes}, std::pair{attr_keys::kModule, &parts.module}}) {
+    const bool in_base = has_attr_key(base, key), in_new = has_attr_key(next, key);
+    *use = in_base && in_new;
+    if (in_base != in_new)
+      r.notes.push_back("only " + std::string(in_base ? "BASE" : "NEW") + " records '" + std::string(key) +
+                        "': items matched without it");
+  }
+  Side a = collect(base, r.total_level, parts), b = collect(next, r.total_level, parts);
   r.base_runs = a.runs;
   r.new_runs = b.runs;
   r.base_total_ns = median(a.run_total_ns);

@@ -213,6 +213,29 @@ TEST(TraceDiff, CommonSpeedFactorIsNotBlamedOnOps) {
   EXPECT_NEAR(r2.items[1].excess_pct, 50, 12);
 }
 
+// A trace from a reader without shapes or module paths (e.g. a Chrome trace of PyTorch's legacy
+// profiler) still matches one that has them: by level and name, with a note.
+TEST(TraceDiff, SideWithoutShapesMatchesByName) {
+  model::Trace base = runs_trace(5, 1, 0.1), next = runs_trace(5, 2, 0.1, "aten::relu[[1,16,32,32]]", 1.6);
+  model::Trace bare;
+  for (const model::Process& p : next.processes) bare.add_process(p);
+  for (size_t i = 0; i < next.spans.size(); ++i) {
+    SpanRecord s = next.spans[i];
+    s.name = bare.strings.intern(next.name(next.spans[i]));
+    bare.add_span(s);
+  }
+  const DiffResult r = diff_traces(base, bare, DiffOptions{});
+  size_t key_notes = 0;
+  for (const std::string& n : r.notes) key_notes += n.find("only BASE records") != std::string::npos;
+  EXPECT_EQ(key_notes, 2u);  // shapes and module
+  size_t added = 0, removed = 0;
+  for (const DiffItem& i : r.items) added += i.status == DiffStatus::kAdded, removed += i.status == DiffStatus::kRemoved;
+  EXPECT_EQ(added + removed, 0u);
+  EXPECT_EQ(r.items[1].name, "aten::relu");
+  EXPECT_TRUE(r.items[1].regression);
+  EXPECT_EQ(r.items.size(), 4u);  // predict, conv2d (both shapes together), relu, linear
+}
+
 TEST(TraceDiff, AddedOpsAndSingleRuns) {
   const DiffResult r = diff_traces(runs_trace(5, 1, 0.05), runs_trace(5, 2, 0.05, "", 1.0, true), DiffOptions{});
   const DiffItem* dropout = find(r, "aten::dropout", "[[1,512]]");
