@@ -19,6 +19,8 @@ constexpr Command kCommands[] = {
     {"record", "run a command with tracing and write one trace of all its processes", strata::cli::run_record},
     {"info", "show a trace's header, processes, counts, drops and clock domains", strata::cli::run_info},
     {"export", "write a trace as Chrome Trace Event JSON, or spans as JSON/CSV", strata::cli::run_export},
+    {"sql", "run SQL queries over a trace (or its `export --format sqlite` database)", strata::cli::run_sql},
+    {"diff", "compare two traces: ops, layers and kernels slower or faster, tested against run-to-run noise", strata::cli::run_diff},
 #ifdef STRATA_HAVE_IMPORT
     {"import", "convert a PyTorch/Kineto, ONNX Runtime or TensorFlow trace JSON into a Strata trace", strata::cli::run_import},
 #endif
