@@ -27,6 +27,7 @@ constexpr Command kCommands[] = {
     {"profile", "CPU profile from a trace's samples: shares by function or by op (record with --sample)", strata::cli::run_profile},
     {"attach", "sample a running process's CPU stacks (no restart), one trace file per epoch", strata::cli::run_attach},
     {"lowerbound", "sequential/parallel lower-bound latency of an ONNX model; compare with a framework trace", strata::cli::run_lowerbound},
+    {"merge", "merge the traces of a job's ranks into one, clocks aligned on collective kernels", strata::cli::run_merge},
 };
 
 void usage(FILE* out) {
