@@ -9,6 +9,9 @@
 namespace strata::model {
 namespace {
 
+// Matched ends a slope is fitted from (fewer: the offset alone).
+constexpr size_t kMinSlopePoints = 5;
+
 struct Pair {
   int64_t rank_end;
   int64_t ref_end;
@@ -40,8 +43,11 @@ void match_name(const std::vector<int64_t>& rank, const std::vector<int64_t>& re
   const int64_t nr = static_cast<int64_t>(rank.size()), nf = static_cast<int64_t>(ref.size());
   const int64_t need = std::max<int64_t>(1, (3 * std::min(nr, nf) + 3) / 4);
   const int64_t max_shift = std::min<int64_t>(16, std::max(nr, nf) - 1);
+  // The spread of each shift; the smallest |shift| whose spread is near the best wins: a training
+  // loop repeats, so a shift by one step's calls can fit as well, and ranks profiled by one
+  // schedule start at the same call.
+  std::vector<std::pair<int64_t, double>> spreads;
   double best = INFINITY;
-  int64_t best_shift = 0;
   std::vector<double> d;
   for (int64_t step = 0; step <= 2 * max_shift; ++step) {
     const int64_t s = (step % 2 == 0 ? 1 : -1) * ((step + 1) / 2);  // 0, -1, 1, -2, 2, ...
@@ -50,9 +56,16 @@ void match_name(const std::vector<int64_t>& rank, const std::vector<int64_t>& re
       d.push_back(time_difference(ref[static_cast<size_t>(i + s)], rank[static_cast<size_t>(i)]));
     if (static_cast<int64_t>(d.size()) < need) continue;
     const double spread = d.size() > 1 ? mad(d) : 0;
-    if (spread < best) best = spread, best_shift = s;
+    spreads.push_back({s, spread});
+    best = std::min(best, spread);
   }
   if (!std::isfinite(best)) return;
+  int64_t best_shift = 0;
+  for (const auto& [s, spread] : spreads)
+    if (spread <= 1.5 * best + 1000) {
+      best_shift = s;
+      break;
+    }
   for (int64_t i = std::max<int64_t>(0, -best_shift); i < nr && i + best_shift < nf; ++i)
     out->push_back({rank[static_cast<size_t>(i)], ref[static_cast<size_t>(i + best_shift)]});
 }
@@ -81,7 +94,7 @@ Fit fit_clock(const std::vector<Pair>& pairs) {
     y[i] = time_difference(pairs[i].ref_end, pairs[i].rank_end);
   }
   const double x_range = *std::max_element(x.begin(), x.end()) - *std::min_element(x.begin(), x.end());
-  f.slope = n >= 8 && x_range > 0;
+  f.slope = n >= kMinSlopePoints && x_range > 0;
   if (f.slope) {
     std::vector<size_t> order(n);
     for (size_t i = 0; i < n; ++i) order[i] = i;
@@ -117,7 +130,7 @@ Fit fit_clock(const std::vector<Pair>& pairs) {
     sxy += (x[i] - xm) * (y[i] - ym);
     x_far = std::max(x_far, std::fabs(x[i] - xm));
   }
-  f.slope = f.slope && in.size() >= 8 && sxx > 0;
+  f.slope = f.slope && in.size() >= kMinSlopePoints && sxx > 0;
   f.e = f.slope ? sxy / sxx : 0;
   f.c = ym - f.e * xm;
   double ss = 0;
@@ -126,8 +139,12 @@ Fit fit_clock(const std::vector<Pair>& pairs) {
   if (dof < 1) return f;  // one match: no spread to state a bound from
   const double s = std::sqrt(ss / dof);
   f.sigma_ns = s;
-  double bound = f.slope ? 3 * s * std::sqrt(1 / m + x_far * x_far / sxx)
-                         : 3 * s / std::sqrt(m) + kAssumedMaxDriftPpm * 1e-6 * x_far;
+  // A 99% confidence band for the whole line over the matched window (Working-Hotelling:
+  // sqrt(2 F(0.99; 2, dof)), with F's closed form for 2 numerator degrees of freedom), so a few
+  // matches give a wide bound rather than an optimistic one.
+  const double band = std::sqrt(2 * (dof / 2) * (std::pow(0.01, -2 / dof) - 1));
+  double bound = f.slope ? band * s * std::sqrt(1 / m + x_far * x_far / sxx)
+                         : band * s / std::sqrt(m) + kAssumedMaxDriftPpm * 1e-6 * x_far;
   bound += quantum / 2.0;
   f.bound_ns = static_cast<int64_t>(std::ceil(bound));
   return f;

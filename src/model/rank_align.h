@@ -4,7 +4,7 @@
 // when the last rank's data arrived), so matching the k-th collective of a name on a rank with the
 // k-th on the reference rank gives pairs (t_rank, t_ref) on which a line t_ref = t + c + e (t - x0)
 // is fitted robustly (Theil-Sen, then least squares on the points within 4 robust sigmas). The
-// stated uncertainty is a 3-sigma bound of that line over the matched window, plus half the
+// stated uncertainty is a 99% confidence band of that line over the matched window, plus half the
 // timestamp resolution; with too few matches for a slope, the offset alone is fitted and the bound
 // includes what an unmeasured drift of kAssumedMaxDriftPpm could add.
 #pragma once
