@@ -1,6 +1,7 @@
 #include "model/rank_align.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -173,7 +174,21 @@ void store(Process* p, const RankClock& c, int64_t reference) {
 
 }  // namespace
 
-int64_t process_rank(const Process& process) { return process.properties.get_int("rank").value_or(-1); }
+int64_t process_rank(const Process& process) {
+  if (auto rank = process.properties.get_int("rank")) return *rank;
+  // Kineto traces imported before the importer stated ranks keep Kineto's distributedInfo object
+  // ({"backend": "nccl", "rank": 0, "world_size": 128}) as it was.
+  const auto info = process.properties.get("import.meta.distributedInfo");
+  if (!info) return -1;
+  const size_t at = info->find("\"rank\"");
+  if (at == std::string_view::npos) return -1;
+  size_t i = info->find(':', at);
+  if (i == std::string_view::npos) return -1;
+  for (++i; i < info->size() && (*info)[i] == ' ';) ++i;
+  int64_t rank = -1;
+  auto [ptr, ec] = std::from_chars(info->data() + i, info->data() + info->size(), rank);
+  return ec == std::errc() && rank >= 0 ? rank : -1;
+}
 
 std::vector<RankClock> align_rank_clocks(Trace* trace, const AlignOptions& options) {
   std::map<int64_t, std::vector<uint16_t>> processes_of;  // rank -> processes

@@ -17,7 +17,8 @@
 
 namespace strata::model {
 
-// A process's rank: its "rank" property, or -1.
+// A process's rank: its "rank" property (or, in a Kineto trace imported before ranks were stated,
+// the rank in its "import.meta.distributedInfo"), or -1.
 int64_t process_rank(const Process& process);
 
 struct RankClock {
