@@ -96,8 +96,10 @@ int run_merge(int argc, char** argv) {
   open.structure = false;
   std::string label_error;
   std::vector<model::RankClock> clocks;
+  size_t renumbered = 0;
   open.before_finish = [&](model::Trace& t, std::span<const size_t> first) {
     if (!label_ranks(t, first, inputs, &label_error)) return;
+    renumbered = model::make_pids_unique_across_ranks(&t);
     if (align == "none") return;
     clocks = model::align_rank_clocks(
         &t, {.reference_rank = reference_rank, .same_host_shares_clock = align == "auto", .apply = true});
@@ -112,6 +114,10 @@ int run_merge(int argc, char** argv) {
     return fail("merge", error, 1);
   std::printf("%s: %zu ranks, %zu processes, %zu spans\n", output.c_str(), inputs.size(), trace.processes.size(),
               trace.spans.size());
+  if (renumbered > 0)
+    std::printf("%zu processes had a pid another rank has: renumbered (pid + (rank + 1) * 2^22; the recorded "
+                "pid is kept as pid.recorded)\n",
+                renumbered);
   if (!clocks.empty()) {
     std::printf("%6s  %-16s %-12s %16s %12s %14s %8s %8s %14s\n", "rank", "host", "clock", "offset_us", "drift_ppm",
                 "uncertainty_us", "matched", "rejected", "residual_p90_us");

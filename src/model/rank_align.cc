@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace strata::model {
@@ -188,6 +189,26 @@ int64_t process_rank(const Process& process) {
   int64_t rank = -1;
   auto [ptr, ec] = std::from_chars(info->data() + i, info->data() + info->size(), rank);
   return ec == std::errc() && rank >= 0 ? rank : -1;
+}
+
+size_t make_pids_unique_across_ranks(Trace* trace) {
+  std::map<int64_t, int64_t> rank_of_pid;
+  std::set<int64_t> taken;
+  for (const Process& p : trace->processes) taken.insert(p.pid);
+  size_t renumbered = 0;
+  for (Process& p : trace->processes) {
+    const int64_t rank = process_rank(p);
+    auto [it, fresh] = rank_of_pid.emplace(p.pid, rank);
+    if (fresh || it->second == rank) continue;
+    int64_t pid = p.pid + (std::max<int64_t>(rank, 0) + 1) * (int64_t{1} << 22);
+    while (taken.count(pid)) pid += int64_t{1} << 22;
+    p.properties.set_int("pid.recorded", p.pid);
+    p.pid = pid;
+    taken.insert(pid);
+    rank_of_pid.emplace(pid, rank);
+    ++renumbered;
+  }
+  return renumbered;
 }
 
 std::vector<RankClock> align_rank_clocks(Trace* trace, const AlignOptions& options) {

@@ -53,4 +53,10 @@ inline constexpr double kAssumedMaxDriftPpm = 50;
 // by rank; empty when no process has a rank.
 std::vector<RankClock> align_rank_clocks(Trace* trace, const AlignOptions& options = {});
 
+// Ranks on different hosts (or containers) may have the same process id; exports and tools key
+// processes by pid. Every process whose pid an earlier process of another rank already has gets
+// pid + (rank + 1) * 2^22 (above Linux's largest pid), and keeps its own in "pid.recorded".
+// Returns how many were renumbered.
+size_t make_pids_unique_across_ranks(Trace* trace);
+
 }  // namespace strata::model

@@ -230,5 +230,23 @@ TEST(RankAlign, RealRanksMerge) {
   for (const auto& [id, pids] : pids_of_id) EXPECT_EQ(pids.size(), 1u) << "flow id " << id << " spans two ranks";
 }
 
+// Two ranks with one pid (containers on two hosts): the second is renumbered, the recorded pid kept;
+// processes of one rank sharing a pid are left alone.
+TEST(RankAlign, PidsMadeUniqueAcrossRanks) {
+  model::Trace t;
+  for (int k = 0; k < 3; ++k) {
+    model::Process p;
+    p.pid = 1;
+    p.properties.set_int("rank", k == 2 ? 1 : k);
+    t.add_process(std::move(p));
+  }
+  EXPECT_EQ(model::make_pids_unique_across_ranks(&t), 2u);
+  EXPECT_EQ(t.processes[0].pid, 1);
+  EXPECT_EQ(t.processes[1].pid, 1 + 2 * (1 << 22));
+  EXPECT_EQ(t.processes[1].properties.get_int("pid.recorded"), 1);
+  EXPECT_NE(t.processes[2].pid, t.processes[1].pid);
+  EXPECT_NE(t.processes[2].pid, 1);
+}
+
 }  // namespace
 }  // namespace strata::testing
