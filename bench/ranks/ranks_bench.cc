@@ -26,7 +26,8 @@ const std::vector<std::string>& rank_files() {
     for (int r = 0; r < kRanks; ++r) {
       out.push_back(dir + "/rank" + std::to_string(r) + ".strata");
       std::string error;
-      if (!strata::model::save_trace(strata::bench::rank_trace(r, kSpansPerRank), out.back(), &error)) std::abort();
+      if (!strata::model::save_trace(strata::bench::rank_trace(r, kSpansPerRank), out.back(), &error))
+        std::abort();
     }
     return out;
   }();
@@ -36,7 +37,9 @@ const std::vector<std::string>& rank_files() {
 void merge(strata::model::Trace* out) {
   strata::model::OpenOptions options;
   options.structure = false;
-  options.before_finish = [](strata::model::Trace& t, std::span<const size_t>) { strata::model::align_rank_clocks(&t); };
+  options.before_finish = [](strata::model::Trace& t, std::span<const size_t>) {
+    strata::model::align_rank_clocks(&t);
+  };
   std::string error;
   if (!strata::model::open_traces(rank_files(), out, &error, options)) std::abort();
 }

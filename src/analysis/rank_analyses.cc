@@ -69,11 +69,16 @@ class RankBreakdown : public Analysis {
       e.push_back({s.start_ns, 1, c});
       e.push_back({s.end_ns, -1, c});
     }
-    if (std::none_of(ranks.begin(), ranks.end(), [](int64_t r) { return r >= 0; })) return missing(kNeedRanks);
-    if (edges.empty()) return missing("no kernels, collectives or copies on any rank's device: import Kineto GPU traces or record with --level device");
-    Table t = make_table("rank_breakdown", "Temporal breakdown per rank",
-                         {"rank", "host", "window_ms", "compute_ms", "communication_ms", "memcpy_ms", "idle_ms",
-                          "compute_pct", "communication_pct", "memcpy_pct", "idle_pct", "comm_overlap_pct"});
+    if (std::none_of(ranks.begin(), ranks.end(), [](int64_t r) { return r >= 0; }))
+      return missing(kNeedRanks);
+    if (edges.empty())
+      return missing(
+          "no kernels, collectives or copies on any rank's device: import Kineto GPU traces or record with "
+          "--level device");
+    Table t =
+        make_table("rank_breakdown", "Temporal breakdown per rank",
+                   {"rank", "host", "window_ms", "compute_ms", "communication_ms", "memcpy_ms", "idle_ms",
+                    "compute_pct", "communication_pct", "memcpy_pct", "idle_pct", "comm_overlap_pct"});
     for (auto& [rank, e] : edges) {
       std::sort(e.begin(), e.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
       int64_t active[3] = {0, 0, 0}, time[4] = {0, 0, 0, 0}, comm_total = 0, overlap = 0;
@@ -92,15 +97,17 @@ class RankBreakdown : public Analysis {
         }
       }
       const int64_t window = e.back().t - e.front().t;
-      t.rows.push_back({Cell::integer(rank), Cell::text(host_of_rank(trace, ranks, rank)), Cell::real(ms(window), 3),
-                        Cell::real(ms(time[kCompute]), 3), Cell::real(ms(time[kCommunication]), 3),
-                        Cell::real(ms(time[kMemcpy]), 3), Cell::real(ms(time[kNone]), 3),
-                        Cell::real(pct(time[kCompute], window), 2), Cell::real(pct(time[kCommunication], window), 2),
+      t.rows.push_back({Cell::integer(rank), Cell::text(host_of_rank(trace, ranks, rank)),
+                        Cell::real(ms(window), 3), Cell::real(ms(time[kCompute]), 3),
+                        Cell::real(ms(time[kCommunication]), 3), Cell::real(ms(time[kMemcpy]), 3),
+                        Cell::real(ms(time[kNone]), 3), Cell::real(pct(time[kCompute], window), 2),
+                        Cell::real(pct(time[kCommunication], window), 2),
                         Cell::real(pct(time[kMemcpy], window), 2), Cell::real(pct(time[kNone], window), 2),
                         Cell::real(pct(overlap, comm_total), 2)});
     }
-    t.notes.push_back("exclusive split: compute over communication over memcpy/memset; idle: no device activity "
-                      "between the rank's first and last");
+    t.notes.push_back(
+        "exclusive split: compute over communication over memcpy/memset; idle: no device activity "
+        "between the rank's first and last");
     AnalysisResult r;
     r.tables.push_back(std::move(t));
     return r;
@@ -119,15 +126,18 @@ class CollectiveWait : public Analysis {
   AnalysisResult run(const AnalysisInput& input) const override {
     const model::Trace& trace = input.trace;
     const std::vector<int64_t> ranks = ranks_of_processes(trace);
-    if (std::none_of(ranks.begin(), ranks.end(), [](int64_t r) { return r >= 0; })) return missing(kNeedRanks);
+    if (std::none_of(ranks.begin(), ranks.end(), [](int64_t r) { return r >= 0; }))
+      return missing(kNeedRanks);
     // (name, rank) -> spans in start order.
     std::map<std::pair<uint32_t, int64_t>, std::vector<const SpanRecord*>> calls;
     for (const SpanRecord& s : trace.spans)
-      if (ranks[s.process] >= 0 && category_of(s) == kCommunication) calls[{s.name, ranks[s.process]}].push_back(&s);
+      if (ranks[s.process] >= 0 && category_of(s) == kCommunication)
+        calls[{s.name, ranks[s.process]}].push_back(&s);
     if (calls.empty()) return missing("no collective kernels (NCCL/RCCL) on any rank's device");
-    Table per_call = make_table("collective_wait", "Collective calls across ranks",
-                                {"collective", "call", "ranks", "first_start_ms", "straggler_rank", "max_wait_us",
-                                 "mean_wait_us", "min_duration_us", "max_duration_us", "end_spread_us"});
+    Table per_call =
+        make_table("collective_wait", "Collective calls across ranks",
+                   {"collective", "call", "ranks", "first_start_ms", "straggler_rank", "max_wait_us",
+                    "mean_wait_us", "min_duration_us", "max_duration_us", "end_spread_us"});
     struct RankTotals {
       int64_t straggler_calls = 0, waited_ns = 0, caused_ns = 0, calls = 0;
     };
@@ -161,11 +171,11 @@ class CollectiveWait : public Analysis {
           totals[straggler].caused_ns += wait;
         }
         totals[straggler].straggler_calls += n > 1;
-        per_call.rows.push_back({Cell::text(std::string(trace.strings.get(name))), Cell::integer(static_cast<int64_t>(k)),
-                                 Cell::integer(n), Cell::real(ms(first - origin), 3), Cell::integer(straggler),
-                                 Cell::real((last - first) / 1e3, 3), Cell::real(wait_sum / 1e3 / static_cast<double>(n), 3),
-                                 Cell::real(dmin / 1e3, 3), Cell::real(dmax / 1e3, 3),
-                                 Cell::real((end_max - end_min) / 1e3, 3)});
+        per_call.rows.push_back(
+            {Cell::text(std::string(trace.strings.get(name))), Cell::integer(static_cast<int64_t>(k)),
+             Cell::integer(n), Cell::real(ms(first - origin), 3), Cell::integer(straggler),
+             Cell::real((last - first) / 1e3, 3), Cell::real(wait_sum / 1e3 / static_cast<double>(n), 3),
+             Cell::real(dmin / 1e3, 3), Cell::real(dmax / 1e3, 3), Cell::real((end_max - end_min) / 1e3, 3)});
       }
     }
     sort_rows_desc(&per_call, 5);

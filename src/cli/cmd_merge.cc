@@ -72,12 +72,14 @@ int run_merge(int argc, char** argv) {
       force = true;
       continue;
     }
-    if (take_option(argc, argv, &i, "-o", &output, &missing) || take_option(argc, argv, &i, "--align", &align, &missing) ||
+    if (take_option(argc, argv, &i, "-o", &output, &missing) ||
+        take_option(argc, argv, &i, "--align", &align, &missing) ||
         take_option(argc, argv, &i, "--reference-rank", &reference, &missing)) {
       if (missing) return fail("merge", std::string(arg) + " needs a value\n" + kUsage);
       continue;
     }
-    if (!arg.empty() && arg[0] == '-') return fail("merge", "unknown option " + std::string(arg) + "\n" + kUsage);
+    if (!arg.empty() && arg[0] == '-')
+      return fail("merge", "unknown option " + std::string(arg) + "\n" + kUsage);
     inputs.emplace_back(arg);
   }
   if (inputs.empty()) return fail("merge", std::string("no input traces\n") + kUsage);
@@ -106,21 +108,23 @@ int run_merge(int argc, char** argv) {
   };
   if (!open_inputs(inputs, &trace, &error, open)) return fail("merge", error, 1);
   if (!label_error.empty()) return fail("merge", label_error, 1);
-  for (const auto& w : trace.warnings) std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
+  for (const auto& w : trace.warnings)
+    std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
 
   OutputFile out;
   if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, 3) ||
       !out.commit(&error))
     return fail("merge", error, 1);
-  std::printf("%s: %zu ranks, %zu processes, %zu spans\n", output.c_str(), inputs.size(), trace.processes.size(),
-              trace.spans.size());
+  std::printf("%s: %zu ranks, %zu processes, %zu spans\n", output.c_str(), inputs.size(),
+              trace.processes.size(), trace.spans.size());
   if (renumbered > 0)
-    std::printf("%zu processes had a pid another rank has: renumbered (pid + (rank + 1) * 2^22; the recorded "
-                "pid is kept as pid.recorded)\n",
-                renumbered);
+    std::printf(
+        "%zu processes had a pid another rank has: renumbered (pid + (rank + 1) * 2^22; the recorded "
+        "pid is kept as pid.recorded)\n",
+        renumbered);
   if (!clocks.empty()) {
-    std::printf("%6s  %-16s %-12s %16s %12s %14s %8s %8s %14s\n", "rank", "host", "clock", "offset_us", "drift_ppm",
-                "uncertainty_us", "matched", "rejected", "residual_p90_us");
+    std::printf("%6s  %-16s %-12s %16s %12s %14s %8s %8s %14s\n", "rank", "host", "clock", "offset_us",
+                "drift_ppm", "uncertainty_us", "matched", "rejected", "residual_p90_us");
     for (const model::RankClock& c : clocks) {
       char bound[32] = "unknown";
       if (c.uncertainty_ns >= 0) std::snprintf(bound, sizeof(bound), "+-%.3f", c.uncertainty_ns / 1e3);

@@ -255,7 +255,8 @@ std::vector<RankClock> align_rank_clocks(Trace* trace, const AlignOptions& optio
     } else if (pairs.empty()) {
       c.method = "none";
     } else {
-      std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.rank_end < b.rank_end; });
+      std::sort(pairs.begin(), pairs.end(),
+                [](const Pair& a, const Pair& b) { return a.rank_end < b.rank_end; });
       fit = fit_clock(pairs);
       c.method = fit.slope ? "fit" : "offset_only";
       c.rejected = fit.rejected;

@@ -24,17 +24,17 @@ int64_t process_rank(const Process& process);
 struct RankClock {
   int64_t rank = -1;
   std::string host;
-  std::string method;          // reference, same_host, fit, offset_only, unreliable, none
-  double offset_ns = 0;        // correction added at the rank's first matched collective end
-  double drift_ppm = 0;        // the rank's clock runs this much fast (+) relative to the reference
-  int64_t uncertainty_ns = -1;  // bound on the remaining error of the corrected times; -1: unknown
-  uint32_t matched = 0;        // collective ends matched with the reference rank
-  uint32_t rejected = 0;       // of those, rejected as outliers
+  std::string method;            // reference, same_host, fit, offset_only, unreliable, none
+  double offset_ns = 0;          // correction added at the rank's first matched collective end
+  double drift_ppm = 0;          // the rank's clock runs this much fast (+) relative to the reference
+  int64_t uncertainty_ns = -1;   // bound on the remaining error of the corrected times; -1: unknown
+  uint32_t matched = 0;          // collective ends matched with the reference rank
+  uint32_t rejected = 0;         // of those, rejected as outliers
   int64_t residual_p90_ns = -1;  // 90th percentile of |end - reference end| after correction
 };
 
 struct AlignOptions {
-  int64_t reference_rank = 0;  // the rank whose clock is kept (the lowest rank when it is absent)
+  int64_t reference_rank = 0;          // the rank whose clock is kept (the lowest rank when it is absent)
   bool same_host_shares_clock = true;  // ranks on the reference's host are left as they are
   bool apply = true;                   // move the spans (false: estimate only)
   // A fit whose matched ends scatter more than this about the line is not trusted (method

@@ -2,6 +2,8 @@
 // Kineto trace (tests/data/kineto/multirank_rank0.json.gz) with known clock offsets (up to +-5 s),
 // drifts (up to +-50 ppm), jitter on every collective end and a few late outliers; and the two real
 // ranks of that job merged (their point-to-point SendRecv ends are not simultaneous: no correction).
+#include "model/rank_align.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,7 +18,6 @@
 
 #include "export/exporters.h"
 #include "import/importer.h"
-#include "model/rank_align.h"
 #include "model/trace_builder.h"
 #include "model/trace_reader.h"
 
@@ -45,8 +46,8 @@ struct Generated {
   struct End {
     size_t span;
     int64_t rank;
-    int64_t true_ns;    // on the reference clock, without jitter
-    double jitter_ns;   // added before the rank's clock
+    int64_t true_ns;   // on the reference clock, without jitter
+    double jitter_ns;  // added before the rank's clock
   };
   std::vector<End> ends;  // every collective end, every rank
 };
@@ -87,27 +88,28 @@ Generated generate(int ranks, uint32_t seed, int repeats = 1) {
     }
     // Differences from t0 in double (exact to well under a ns), the large origin in int64.
     auto on_clock = [&](int64_t t, double add) {
-      return t0 + static_cast<int64_t>(std::llround(c.offset_ns + (static_cast<double>(t - t0) + add) * (1 + c.drift)));
+      return t0 + static_cast<int64_t>(
+                      std::llround(c.offset_ns + (static_cast<double>(t - t0) + add) * (1 + c.drift)));
     };
     for (int rep = 0; rep < repeats; ++rep)
-    for (size_t i = 0; i < src.spans.size(); ++i) {
-      SpanRecord s = src.spans[i];
-      s.start_ns += rep * period, s.end_ns += rep * period;
-      s.process = process_of[s.process];
-      s.name = g.trace.strings.intern(src.name(src.spans[i]));
-      double j = 0;
-      const bool collective = s.activity_type() == ActivityType::kCollective;
-      if (collective) {
-        if (r % 5 == 3 && rep == 0 && collective_order[i] == 0) continue;
-        j = jitter(rng);
-        if (unit(rng) < 0.03) j += 2e5 + unit(rng) * 1.8e6;
+      for (size_t i = 0; i < src.spans.size(); ++i) {
+        SpanRecord s = src.spans[i];
+        s.start_ns += rep * period, s.end_ns += rep * period;
+        s.process = process_of[s.process];
+        s.name = g.trace.strings.intern(src.name(src.spans[i]));
+        double j = 0;
+        const bool collective = s.activity_type() == ActivityType::kCollective;
+        if (collective) {
+          if (r % 5 == 3 && rep == 0 && collective_order[i] == 0) continue;
+          j = jitter(rng);
+          if (unit(rng) < 0.03) j += 2e5 + unit(rng) * 1.8e6;
+        }
+        const int64_t true_end = s.end_ns;
+        s.start_ns = on_clock(s.start_ns, 0);
+        s.end_ns = on_clock(true_end, j);
+        const size_t index = g.trace.add_span(s);
+        if (collective) g.ends.push_back({index, r, true_end, j});
       }
-      const int64_t true_end = s.end_ns;
-      s.start_ns = on_clock(s.start_ns, 0);
-      s.end_ns = on_clock(true_end, j);
-      const size_t index = g.trace.add_span(s);
-      if (collective) g.ends.push_back({index, r, true_end, j});
-    }
   }
   return g;
 }
@@ -145,7 +147,8 @@ void check_alignment(int ranks, uint32_t seed, int repeats) {
   for (const model::RankClock& c : clocks) {
     EXPECT_TRUE(c.method == "reference" || c.method == "fit") << "rank " << c.rank << ": " << c.method;
     EXPECT_GE(c.uncertainty_ns, 0) << "rank " << c.rank;
-    within += worst_error[c.rank] <= static_cast<double>(c.uncertainty_ns) + 1;  // + the generator's ns rounding
+    within +=
+        worst_error[c.rank] <= static_cast<double>(c.uncertainty_ns) + 1;  // + the generator's ns rounding
     if (std::getenv("STRATA_RANKS_VERBOSE"))
       std::printf("rank %lld %s bound %lld true error %.0f matched %u rejected %u p90 %lld\n",
                   static_cast<long long>(c.rank), c.method.c_str(), static_cast<long long>(c.uncertainty_ns),
@@ -174,8 +177,9 @@ TEST(RankAlign, GeneratedRanksFewCalls) { check_alignment(32, 7, 1); }
 TEST(RankAlign, SameHostKeepsItsClockAndNoCollectivesMeansNone) {
   Generated g = generate(3, 5);
   g.trace.processes[1].host = g.trace.processes[0].host;  // rank 1 shares rank 0's host
-  for (SpanRecord& s : g.trace.spans)                       // rank 2: no collectives
-    if (g.trace.processes[s.process].properties.get_int("rank") == 2 && s.activity_type() == ActivityType::kCollective)
+  for (SpanRecord& s : g.trace.spans)                     // rank 2: no collectives
+    if (g.trace.processes[s.process].properties.get_int("rank") == 2 &&
+        s.activity_type() == ActivityType::kCollective)
       s.activity = static_cast<uint8_t>(ActivityType::kKernel);
   const std::vector<SpanRecord> before = g.trace.spans;
   const auto clocks = model::align_rank_clocks(&g.trace);
@@ -192,14 +196,17 @@ TEST(RankAlign, SameHostKeepsItsClockAndNoCollectivesMeansNone) {
 // arrow joins two ranks.
 TEST(RankAlign, RealRanksMerge) {
   import::register_readers();
-  const std::vector<std::string> paths = {kData + "multirank_rank0.json.gz", kData + "multirank_rank1.json.gz"};
+  const std::vector<std::string> paths = {kData + "multirank_rank0.json.gz",
+                                          kData + "multirank_rank1.json.gz"};
   model::Trace separate1;
   std::string error;
   ASSERT_TRUE(import::import_trace(paths[1], &separate1, &error)) << error;
   model::Trace merged;
   std::vector<model::RankClock> clocks;
   model::OpenOptions options;
-  options.before_finish = [&](model::Trace& t, std::span<const size_t>) { clocks = model::align_rank_clocks(&t); };
+  options.before_finish = [&](model::Trace& t, std::span<const size_t>) {
+    clocks = model::align_rank_clocks(&t);
+  };
   ASSERT_TRUE(model::open_traces(paths, &merged, &error, options)) << error;
   ASSERT_EQ(merged.processes.size(), 2u);
   EXPECT_EQ(merged.processes[0].properties.get_int("rank"), 0);
@@ -224,10 +231,12 @@ TEST(RankAlign, RealRanksMerge) {
   const std::regex flow("\\{\"ph\":\"[sf]\"[^}]*\"id\":([0-9]+),\"pid\":([0-9]+)");
   std::map<std::string, std::set<std::string>> pids_of_id;
   size_t flows = 0;
-  for (auto it = std::sregex_iterator(json.begin(), json.end(), flow); it != std::sregex_iterator(); ++it, ++flows)
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), flow); it != std::sregex_iterator();
+       ++it, ++flows)
     pids_of_id[(*it)[1]].insert((*it)[2]);
   EXPECT_GT(flows, 1000u);
-  for (const auto& [id, pids] : pids_of_id) EXPECT_EQ(pids.size(), 1u) << "flow id " << id << " spans two ranks";
+  for (const auto& [id, pids] : pids_of_id)
+    EXPECT_EQ(pids.size(), 1u) << "flow id " << id << " spans two ranks";
 }
 
 // Two ranks with one pid (containers on two hosts): the second is renumbered, the recorded pid kept;

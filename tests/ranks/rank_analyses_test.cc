@@ -7,8 +7,8 @@
 namespace strata::testing {
 namespace {
 
-void add(model::Trace& t, uint16_t process, const char* name, ActivityType type, uint32_t stream, int64_t start_us,
-         int64_t end_us) {
+void add(model::Trace& t, uint16_t process, const char* name, ActivityType type, uint32_t stream,
+         int64_t start_us, int64_t end_us) {
   SpanRecord s;
   s.span_id = t.spans.size() + 1;
   s.process = process;

@@ -38,15 +38,17 @@ Result run(const std::string& command) {
 TEST(RanksCli, RecordStoresRankIdentityFromTorchrunAndSlurm) {
   TempDir dir;
   const std::string out = dir.file("rank.strata");
-  Result r = run("env -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u TORCHELASTIC_RUN_ID RANK=3 WORLD_SIZE=8 LOCAL_RANK=1 SLURM_JOB_ID=77 " +
-                 strata_cli() + " record -o " + out + " -- /bin/true");
+  Result r =
+      run("env -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u TORCHELASTIC_RUN_ID RANK=3 WORLD_SIZE=8 LOCAL_RANK=1 "
+          "SLURM_JOB_ID=77 " +
+          strata_cli() + " record -o " + out + " -- /bin/true");
   ASSERT_EQ(r.code, 0) << r.out;
   r = run(strata_cli() + " info " + out);
   EXPECT_NE(r.out.find("rank: 3 of 8, local rank 1, job 77"), std::string::npos) << r.out;
   // MPI's variables when torchrun's are absent; a value that is not a number is not a rank.
   const std::string mpi = dir.file("mpi.strata");
-  r = run("env -u RANK -u WORLD_SIZE -u LOCAL_RANK OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_SIZE=x " + strata_cli() +
-          " record -o " + mpi + " -- /bin/true");
+  r = run("env -u RANK -u WORLD_SIZE -u LOCAL_RANK OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_SIZE=x " +
+          strata_cli() + " record -o " + mpi + " -- /bin/true");
   ASSERT_EQ(r.code, 0) << r.out;
   r = run(strata_cli() + " info " + mpi);
   EXPECT_NE(r.out.find("  rank: 5\n"), std::string::npos) << r.out;
