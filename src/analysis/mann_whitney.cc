@@ -79,4 +79,17 @@ MannWhitney mann_whitney_u(std::span<const double> a, std::span<const double> b)
   return r;
 }
 
+std::vector<bool> benjamini_hochberg(std::span<const double> p, double alpha) {
+  std::vector<size_t> order(p.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return p[x] < p[y]; });
+  size_t passed = 0;
+  const double m = static_cast<double>(p.size());
+  for (size_t k = 0; k < order.size(); ++k)
+    if (p[order[k]] <= alpha * static_cast<double>(k + 1) / m) passed = k + 1;
+  std::vector<bool> out(p.size(), false);
+  for (size_t k = 0; k < passed; ++k) out[order[k]] = true;
+  return out;
+}
+
 }  // namespace strata::analysis

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 namespace strata::analysis {
 
@@ -16,5 +17,9 @@ struct MannWhitney {
 // the standard recurrence); otherwise the normal approximation with tie correction of the variance
 // and a continuity correction. Empty samples give p = 1.
 MannWhitney mann_whitney_u(std::span<const double> a, std::span<const double> b);
+
+// Benjamini-Hochberg over m tests: which p-values are discoveries at false discovery rate `alpha`
+// (sorted ascending, the largest rank k with p_(k) <= alpha * k / m and every rank up to it).
+std::vector<bool> benjamini_hochberg(std::span<const double> p, double alpha);
 
 }  // namespace strata::analysis

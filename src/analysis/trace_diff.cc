@@ -208,6 +208,7 @@ DiffResult diff_traces(const model::Trace& base, const model::Trace& next, const
     r.notes.push_back(buf);
   }
   const double c = r.speed_factor;
+  std::vector<char> candidate(r.items.size(), 0);
   for (size_t n = 0; n < r.items.size(); ++n) {
     DiffItem& item = r.items[n];
     const auto [sa, sb] = sources[n];
@@ -229,8 +230,22 @@ DiffResult diff_traces(const model::Trace& base, const model::Trace& next, const
     item.significant = item.p_value < options.alpha;
     const bool slower_enough = item.status == DiffStatus::kAdded || item.excess_pct > options.threshold_pct;
     const double excess_impact = r.base_total_ns > 0 ? 100 * excess_ns / (c * r.base_total_ns) : 0;
-    item.regression = item.significant && excess_ns > 0 && slower_enough && excess_impact >= options.min_impact_pct;
-    r.has_regression |= item.regression;
+    candidate[n] = item.significant && excess_ns > 0 && slower_enough && excess_impact >= options.min_impact_pct;
+  }
+  // Many items are tested at once: among the candidates (slower beyond the threshold and the
+  // impact), Benjamini-Hochberg keeps the expected share of false regressions at alpha instead of
+  // letting each of dozens of ops fail on its own 5% chance.
+  std::vector<size_t> tested;
+  std::vector<double> p_values;
+  for (size_t n = 0; n < r.items.size(); ++n)
+    if (candidate[n]) {
+      tested.push_back(n);
+      p_values.push_back(r.items[n].p_value);
+    }
+  const std::vector<bool> kept = benjamini_hochberg(p_values, options.alpha);
+  for (size_t k = 0; k < tested.size(); ++k) {
+    r.items[tested[k]].regression = kept[k];
+    r.has_regression |= kept[k];
   }
   // Model-level items (the totals) first, then by their change beyond the speed factor (the raw
   // change without normalization); ties by name for a stable order.

@@ -14,7 +14,8 @@
 // common factor (speed_factor: the median of the items' time ratios, weighted by time): an item is
 // a regression when NEW differs from BASE x factor significantly (p < alpha), it is slower by more
 // than threshold_pct of BASE x factor, and that excess is at least min_impact_pct of the total (the
-// median per-run time of the model-level spans, or of the shallowest level without model spans).
+// median per-run time of the model-level spans, or of the shallowest level without model spans),
+// kept after a Benjamini-Hochberg step over those candidates (many items are tested at once).
 // A change that slows everything alike is then not blamed on any op: the speed factor is printed,
 // and --no-normalize judges raw changes.
 #pragma once

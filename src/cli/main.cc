@@ -35,6 +35,7 @@ constexpr Command kCommands[] = {
 #ifdef STRATA_HAVE_LOWERBOUND
     {"lowerbound", "sequential/parallel lower-bound latency of an ONNX model; compare with a framework trace", strata::cli::run_lowerbound},
 #endif
+    {"merge", "merge the traces of a job's ranks into one, clocks aligned on collective kernels", strata::cli::run_merge},
 };
 
 void usage(FILE* out) {

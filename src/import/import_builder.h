@@ -176,6 +176,7 @@ class ImportBuilder {
   std::optional<AttrRecord> arg_attr(const ChromeArg& arg);
   // The attributes one arg becomes (translated), in arg_scratch_.
   const std::vector<AttrRecord>& arg_attrs(const ChromeArg& arg);
+  void add_rank_properties(format::Properties* properties) const;
   void add_device_properties(format::Properties* properties);
   // finish(), after the processes exist: the spans (with their late attributes) into the trace, and
   // the import's counts into the main process's stats.

@@ -263,3 +263,37 @@ TEST(TraceDiff, MarkdownHasVerdictAndEscapedCells) {
 
 }  // namespace
 }  // namespace strata::analysis
+
+namespace strata::analysis {
+namespace {
+
+// Benjamini-Hochberg against its definition, checked by brute force on random p-values (ties
+// included), and a textbook case.
+TEST(BenjaminiHochberg, MatchesTheDefinition) {
+  const std::vector<double> textbook = {0.01, 0.04, 0.03, 0.2};
+  EXPECT_EQ(benjamini_hochberg(textbook, 0.05), (std::vector<bool>{true, false, false, false}));
+  const std::vector<double> step_up = {0.02, 0.03, 0.04, 0.045};  // the largest rank carries the rest
+  EXPECT_EQ(benjamini_hochberg(step_up, 0.05), (std::vector<bool>{true, true, true, true}));
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 500; ++trial) {
+    std::vector<double> p(1 + rng() % 30);
+    for (double& v : p) v = static_cast<double>(rng() % 200) / 1000.0;
+    const size_t m = p.size();
+    size_t k_max = 0;  // the largest k with at least k p-values <= alpha * k / m
+    for (size_t k = 1; k <= m; ++k) {
+      size_t below = 0;
+      for (double v : p) below += v <= 0.05 * static_cast<double>(k) / static_cast<double>(m);
+      if (below >= k) k_max = k;
+    }
+    const std::vector<bool> got = benjamini_hochberg(p, 0.05);
+    size_t discoveries = 0;
+    for (size_t i = 0; i < m; ++i) {
+      discoveries += got[i];
+      EXPECT_EQ(got[i], p[i] <= 0.05 * static_cast<double>(k_max) / static_cast<double>(m)) << trial;
+    }
+    EXPECT_EQ(discoveries, k_max) << trial;
+  }
+}
+
+}  // namespace
+}  // namespace strata::analysis

@@ -15,7 +15,7 @@ from conftest import STRATA, SYSTEM_PYTHON, run_strata
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEMO = os.path.join(REPO, "examples", "pytorch", "diff_demo.py")
-KINETO = "/work/shared/traces/kineto/a100_alexnet_train.json.gz"
+KINETO = os.path.join(REPO, "tests", "data", "kineto", "a100_alexnet_train.json.gz")  # attribution: tests/data/kineto/README.md
 
 
 def record_demo(path, slow_ms=0):
