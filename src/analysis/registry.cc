@@ -49,6 +49,8 @@ std::unique_ptr<Analysis> make_metrics_by_layer();
 std::unique_ptr<Analysis> make_kernel_roofline();
 std::unique_ptr<Analysis> make_layer_roofline();
 std::unique_ptr<Analysis> make_iterations();
+std::unique_ptr<Analysis> make_rank_breakdown();
+std::unique_ptr<Analysis> make_collective_wait();
 #ifdef STRATA_HAVE_LOWERBOUND  // src/lowerbound/analyses (not built with STRATA_SKIP=lowerbound)
 std::unique_ptr<Analysis> make_framework_vs_bound();
 std::unique_ptr<Analysis> make_framework_inefficiency();
@@ -77,6 +79,8 @@ const std::vector<std::unique_ptr<Analysis>>& all_analyses() {
     v.push_back(make_kernel_roofline());
     v.push_back(make_layer_roofline());
     v.push_back(make_iterations());
+    v.push_back(make_rank_breakdown());
+    v.push_back(make_collective_wait());
 #ifdef STRATA_HAVE_LOWERBOUND
     v.push_back(make_framework_vs_bound());
     v.push_back(make_framework_inefficiency());
@@ -125,6 +129,8 @@ const std::vector<ParamKeys>& param_key_table() {
       {"layer_roofline", join({select, {"top"}, peaks})},
       {"iterations",
        {"iterations", "epsilon", "max_extra_ops", "min_repeats", "max_loops", "stream", "level", "sample_ops"}},
+      {"rank_breakdown", {}},
+      {"collective_wait", {"top"}},
   };
   return table;
 }

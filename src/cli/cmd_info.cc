@@ -48,6 +48,35 @@ void print_clock(const model::Process& p, uint64_t snapshots) {
     std::printf("  clock snapshots: %llu in all\n", static_cast<unsigned long long>(snapshots));
 }
 
+// The process's place in a multi-rank job and, in a merged job, its clock alignment (strata merge).
+void print_rank(const model::Process& p) {
+  const auto& props = p.properties;
+  const auto rank = props.get("rank");
+  if (!rank) return;
+  std::printf("  rank: %s", shown(std::string(*rank)).c_str());
+  if (auto w = props.get("world_size")) std::printf(" of %s", shown(std::string(*w)).c_str());
+  if (auto l = props.get("local_rank")) std::printf(", local rank %s", shown(std::string(*l)).c_str());
+  if (auto j = props.get("job_id")) std::printf(", job %s", shown(std::string(*j)).c_str());
+  std::printf("\n");
+  const auto method = props.get("clock.method");
+  if (!method) return;
+  const int64_t bound = props.get_int("clock.uncertainty_ns").value_or(-1);
+  std::string bound_text = "unknown";
+  if (bound >= 0) {
+    char buf[48];
+    std::snprintf(buf, sizeof(buf), "+-%.3f us", bound / 1e3);
+    bound_text = buf;
+  }
+  std::printf("  clock: %s (reference rank %s), offset %.3f us, drift %s ppm, uncertainty %s; %lld collective "
+              "ends matched, %lld rejected, residual p90 %.3f us\n",
+              shown(std::string(*method)).c_str(), shown(std::string(props.get("clock.reference_rank").value_or("?"))).c_str(),
+              props.get_int("clock.offset_ns").value_or(0) / 1e3,
+              shown(std::string(props.get("clock.drift_ppm").value_or("0"))).c_str(), bound_text.c_str(),
+              static_cast<long long>(props.get_int("clock.matched").value_or(0)),
+              static_cast<long long>(props.get_int("clock.rejected").value_or(0)),
+              props.get_int("clock.residual_p90_ns").value_or(-1) / 1e3);
+}
+
 void print_process(const model::Process& p, uint64_t snapshots) {
   std::printf("process %lld (parent %lld) on %s\n", static_cast<long long>(p.pid),
               static_cast<long long>(p.ppid), shown(p.host).c_str());
@@ -62,6 +91,7 @@ void print_process(const model::Process& p, uint64_t snapshots) {
                   : "no End chunk (killed, _exit or exec without exit handlers, or still running); "
                     "every flushed chunk loaded");
   print_clock(p, snapshots);
+  print_rank(p);
 }
 
 }  // namespace

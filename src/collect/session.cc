@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <string>
 #include <new>
 
 #include "collect/session_internal.h"
@@ -122,6 +125,54 @@ bool Session::start() {
 
 void Session::set_start_hook(void (*hook)(Session*)) { g_session_start_hook.store(hook, std::memory_order_release); }
 
+namespace {
+
+// The first of the launcher variables that is set and not empty.
+const char* first_env(std::initializer_list<const char*> names, const char** which) {
+  for (const char* name : names) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') {
+      *which = name;
+      return v;
+    }
+  }
+  return nullptr;
+}
+
+// A decimal integer >= 0, as launchers write ranks and sizes.
+bool is_count(const char* v) {
+  if (*v == '\0' || std::strlen(v) > 9) return false;
+  for (const char* c = v; *c; ++c)
+    if (*c < '0' || *c > '9') return false;
+  return true;
+}
+
+// The process's place in a multi-rank job, as torchrun, SLURM and MPI launchers state it: rank,
+// local_rank, world_size and job_id properties (the loader's rank column and `strata merge` read
+// them), each with the variable it came from. Values that are not integers are not written.
+void write_rank_identity(format::Properties* p) {
+  struct Field {
+    const char* key;
+    std::initializer_list<const char*> vars;
+    bool integer;
+  };
+  static const Field kFields[] = {
+      {"rank", {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}, true},
+      {"local_rank", {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}, true},
+      {"world_size", {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}, true},
+      {"job_id", {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"}, false},
+  };
+  for (const Field& f : kFields) {
+    const char* which = nullptr;
+    const char* v = first_env(f.vars, &which);
+    if (v == nullptr || (f.integer && !is_count(v))) continue;
+    p->set(f.key, std::string(v).substr(0, 256));
+    p->set(std::string(f.key) + ".source", which);
+  }
+}
+
+}  // namespace
+
 void Session::write_header() {
   format::Properties p;
   namespace k = format::keys;
@@ -146,6 +197,7 @@ void Session::write_header() {
   p.set_int(std::string(k::kTscAnchorTicks), static_cast<int64_t>(clock_.tick0()));
   p.set_int(std::string(k::kTscAnchorNs), clock_.mono0());
   p.set(std::string(k::kWriter), "strata-collect 1");
+  write_rank_identity(&p);
   // The budget events may use (with the growth allowance): what a full buffer ran into.
   p.set_int("buffer_bytes", static_cast<int64_t>(pool_.max_blocks() * kBlockBytes));
   stream_->write_properties(format::ChunkType::kProcess, p);

@@ -191,8 +191,34 @@ void append_chrome_names(const model::Trace& trace, const model::TrackTable& tra
     append_i64(&b, p.pid);
     b += ",\"tid\":0,\"args\":{\"name\":";
     std::string label = p.command_line.empty() ? "process" : p.command_line.substr(0, 120);
+    // A rank of a multi-rank job says so first (and on which host), and the timeline orders ranks.
+    const auto rank = p.properties.get_int("rank");
+    if (rank) label = "rank " + std::to_string(*rank) + (p.host.empty() ? "" : " on " + p.host) + ": " + label;
     append_json_string(&b, label + " (" + std::to_string(p.pid) + ")");
     b += "}}";
+    if (rank) {
+      sep();
+      b += "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":";
+      append_i64(&b, p.pid);
+      b += ",\"tid\":0,\"args\":{\"sort_index\":";
+      append_i64(&b, *rank);
+      b += "}}";
+      sep();
+      std::string labels = "rank " + std::to_string(*rank);
+      if (!p.host.empty()) labels += ", host " + p.host;
+      if (auto bound = p.properties.get_int("clock.uncertainty_ns"); bound && *bound >= 0) {
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), ", clock +-%.3f us", static_cast<double>(*bound) / 1e3);
+        labels += buf;
+      } else if (auto method = p.properties.get("clock.method")) {
+        labels += ", clock " + std::string(*method);
+      }
+      b += "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":";
+      append_i64(&b, p.pid);
+      b += ",\"tid\":0,\"args\":{\"labels\":";
+      append_json_string(&b, labels);
+      b += "}}";
+    }
   }
   for (const auto& [key, track] : tracks) {
     const auto& [pid, tid] = key;

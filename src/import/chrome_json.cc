@@ -2,7 +2,9 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 
 #include "core/span_record.h"
 
@@ -15,6 +17,31 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
     s.remove_suffix(1);
   return s;
+}
+
+// A string without escapes is viewed where it lies in the input (stage 1 has already checked its
+// UTF-8 and control characters); only one with a backslash is unescaped into the parser's string
+// buffer. Copying every string there would touch memory as large as the strings of the whole file.
+simdjson::error_code read_string(od::value& value, std::string_view* out) {
+  std::string_view token = trim(value.raw_json_token());  // "text" as written; does not consume
+  if (token.size() >= 2 && token.front() == '"' && token.back() == '"' &&
+      std::memchr(token.data(), '\\', token.size()) == nullptr) {
+    *out = token.substr(1, token.size() - 2);
+    return value.get_raw_json_string().error();  // consumes the value
+  }
+  return value.get_string().get(*out);
+}
+
+// The same for an object key: the raw key runs up to its closing quote unless it holds a backslash.
+simdjson::error_code read_key(od::field& field, std::string_view* out) {
+  const char* begin = field.key().raw();
+  const char* p = begin;
+  while (*p != '"' && *p != '\\') ++p;  // stage 1 found the closing quote, so this stops in the input
+  if (*p == '"') {
+    *out = std::string_view(begin, static_cast<size_t>(p - begin));
+    return simdjson::SUCCESS;
+  }
+  return field.unescaped_key().get(*out);
 }
 
 // Reads one value; a structural error is returned to the caller, everything else becomes a kind.
@@ -40,7 +67,7 @@ simdjson::error_code read_scalar(od::value& value, JsonScalar* out) {
     }
     case od::json_type::string:
       out->kind = JsonScalar::kString;
-      return value.get_string().get(out->text);
+      return read_string(value, &out->text);
     case od::json_type::boolean: {
       bool b = false;
       if (auto err = value.get_bool().get(b)) return err;
@@ -60,6 +87,21 @@ simdjson::error_code read_scalar(od::value& value, JsonScalar* out) {
 }
 
 simdjson::error_code read_time(od::value& value, std::optional<int64_t>* out, bool* malformed) {
+  // A plain decimal number (what every profiler writes) goes straight to exact nanoseconds; with an
+  // exponent it takes the general path, which also requires the number to fit a double.
+  od::json_type type;
+  if (auto err = value.type().get(type)) return err;
+  if (type == od::json_type::number) {
+    std::string_view token = trim(value.raw_json_token());
+    int64_t ns = 0;
+    if (token.find_first_of("eE") == std::string_view::npos) {
+      if (parse_us_to_ns(token, &ns))
+        *out = ns;
+      else
+        *malformed = true;
+      return simdjson::SUCCESS;
+    }
+  }
   JsonScalar s;
   if (auto err = read_scalar(value, &s)) return err;
   int64_t ns = 0;
@@ -81,12 +123,21 @@ simdjson::error_code read_string_field(od::value& value, std::string_view* out) 
 
 class Parser {
  public:
-  Parser(const std::string& source, std::string_view json, const std::function<void(const ChromeEvent&)>& cb)
-      : source_(source), padded_(json), on_event_(cb) {}
+  Parser(const std::string& source, std::string_view json, size_t readable_padding,
+         const std::function<void(const ChromeEvent&)>& cb)
+      : source_(source), on_event_(cb) {
+    if (readable_padding >= simdjson::SIMDJSON_PADDING) {
+      input_ = json;
+    } else {
+      copy_ = simdjson::padded_string(json);
+      input_ = copy_;
+    }
+  }
 
   bool run(ChromeDocument* doc, std::string* error) {
     doc_out_ = doc;
-    if (auto err = parser_.iterate(padded_).get(doc_)) return fail(err, 0, error);
+    if (auto err = parser_.iterate(input_.data(), input_.size(), input_.size() + simdjson::SIMDJSON_PADDING).get(doc_))
+      return fail(err, 0, error);
     od::json_type type;
     if (auto err = doc_.type().get(type)) return fail(err, location(), error);
     if (type == od::json_type::array) {
@@ -142,14 +193,14 @@ class Parser {
  private:
   size_t location() {
     const char* at = nullptr;
-    if (doc_.current_location().get(at) != simdjson::SUCCESS || at == nullptr) return padded_.size();
-    return static_cast<size_t>(at - padded_.data());
+    if (doc_.current_location().get(at) != simdjson::SUCCESS || at == nullptr) return base_ + input_.size();
+    return base_ + static_cast<size_t>(at - input_.data());
   }
 
   // Offset of a view into the input (raw JSON and number tokens point there), else `fallback`.
   size_t offset_in_input(std::string_view view, size_t fallback) const {
-    if (view.data() >= padded_.data() && view.data() < padded_.data() + padded_.size())
-      return static_cast<size_t>(view.data() - padded_.data());
+    if (view.data() >= input_.data() && view.data() < input_.data() + input_.size())
+      return base_ + static_cast<size_t>(view.data() - input_.data());
     return fallback;
   }
 
@@ -223,6 +274,115 @@ class Parser {
                           "); devices from there on not imported");
   }
 
+  static size_t skip_space(std::string_view s, size_t p) {
+    while (p < s.size() && (s[p] == ' ' || s[p] == '\n' || s[p] == '\r' || s[p] == '\t')) ++p;
+    return p;
+  }
+
+  // The last "}" in (begin, end) followed by "," and "{" (whitespace between): where one event of the
+  // array likely ends and the next begins. Returns the position after the "}" and sets *next to the
+  // "{"; npos when there is none.
+  static size_t find_cut(std::string_view s, size_t begin, size_t end, size_t* next) {
+    for (size_t c = s.rfind('}', end - 1); c != std::string_view::npos && c > begin; c = s.rfind('}', c - 1)) {
+      size_t p = skip_space(s, c + 1);
+      if (p >= s.size() || s[p] != ',') continue;
+      p = skip_space(s, p + 1);
+      if (p < s.size() && s[p] == '{') {
+        *next = p;
+        return c + 1;
+      }
+    }
+    return std::string_view::npos;
+  }
+
+ public:
+  enum class Windowed { kNotApplicable, kDone, kFailed };
+
+  // {"traceEvents": [...]} read window by window: simdjson indexes one window of events at a time
+  // (a few MB, in cache) instead of the whole file (4 bytes per structural character, about the
+  // input's size again). A window is cut after a "}" followed by ", {"; such a cut can fall inside a
+  // string or a nested array, and then the window is not valid JSON from that point: the events read
+  // whole before it stand (JSON parses a prefix the same way whatever follows), the window is read
+  // again from the same start, twice as large, stepping over the events already delivered. Only the
+  // last window, which runs to the end of the input, can report a real syntax error. The fields
+  // before the array are parsed as a small document of their own, the last window with the fields
+  // after it. kNotApplicable (nothing delivered) when the text before the first "traceEvents" is not
+  // a JSON object's start with that key at its top level.
+  Windowed run_windowed(ChromeDocument* doc, size_t window, std::string* error) {
+    const std::string_view json = input_;
+    const size_t n = json.size();
+    const size_t key = json.find("\"traceEvents\"");
+    if (key == std::string_view::npos) return Windowed::kNotApplicable;
+    size_t at = skip_space(json, key + 13);
+    if (at >= n || json[at] != ':') return Windowed::kNotApplicable;
+    at = skip_space(json, at + 1);
+    if (at >= n || json[at] != '[') return Windowed::kNotApplicable;
+    {
+      ChromeDocument head;
+      std::string ignored;
+      Parser prefix(source_, std::string(json.substr(0, at + 1)) + "]}", 0, on_event_);
+      if (!prefix.run(&head, &ignored) || head.events != 0) return Windowed::kNotApplicable;
+      *doc = std::move(head);
+    }
+    doc_out_ = doc;
+    std::string buffer;
+    size_t size = window;
+    uint64_t window_first = doc->events;  // events delivered before this window
+    uint64_t window_done = 0;             // events of this window delivered by failed tries
+    for (at = skip_space(json, at + 1);;) {
+      if (at + size >= n) {
+        // The last window runs to the end of the input: {"traceEvents": [ + the rest is the
+        // top-level object without the fields before the array, read as a whole document.
+        static constexpr std::string_view kHead = "{\"traceEvents\": [";
+        buffer.assign(kHead);
+        buffer.append(json.substr(at));
+        const size_t text_size = buffer.size();
+        buffer.append(simdjson::SIMDJSON_PADDING, '\0');
+        input_ = std::string_view(buffer.data(), text_size);
+        base_ = at - kHead.size();  // modular: offsets past the head map back into the input
+        return run(doc, error) ? Windowed::kDone : Windowed::kFailed;
+      }
+      size_t next = n;
+      const size_t cut = find_cut(json, at, at + size, &next);
+      if (cut == std::string_view::npos) {
+        size *= 2;
+        continue;
+      }
+      buffer.assign(1, '[');
+      buffer.append(json.substr(at, cut - at));
+      buffer += ']';
+      const size_t text_size = buffer.size();
+      buffer.append(simdjson::SIMDJSON_PADDING, '\0');
+      input_ = std::string_view(buffer.data(), text_size);
+      base_ = at - 1;  // the '[' added in front
+      delivered_ = 0;
+      simdjson::error_code err = read_window();
+      const char* rest = nullptr;
+      if (!err && doc_.current_location().get(rest) == simdjson::SUCCESS) err = simdjson::TAPE_ERROR;
+      if (err) {  // a cut inside a string or a nested array: again from the same start, larger
+        window_done += delivered_;
+        skip_ = window_done;
+        doc->events = window_first + window_done;
+        size *= 2;
+        continue;
+      }
+      window_first = doc->events;
+      window_done = 0;
+      skip_ = 0;
+      size = window;
+      at = next;
+    }
+  }
+
+ private:
+  simdjson::error_code read_window() {
+    if (auto err = parser_.iterate(input_.data(), input_.size(), input_.size() + simdjson::SIMDJSON_PADDING).get(doc_))
+      return err;
+    od::array events;
+    if (auto err = doc_.get_array().get(events)) return err;
+    return read_events(events);
+  }
+
   bool fail(simdjson::error_code err, size_t offset, std::string* error) {
     *error = source_ + ": offset " + std::to_string(offset) + ": not valid JSON (" +
              simdjson::error_message(err) + "); the file is damaged or truncated, or not JSON";
@@ -234,6 +394,10 @@ class Parser {
     for (auto element : events) {
       od::value value;
       if (auto err = element.get(value)) return err;
+      if (skip_ > 0) {  // delivered by an earlier try of this window (run_windowed)
+        --skip_;
+        continue;
+      }
       ev.index = doc_out_->events++;
       ev.ph = ev.cat = ev.name = ev.bp = ev.scope = {};
       ev.pid = ev.tid = ev.id = JsonScalar{};
@@ -243,7 +407,7 @@ class Parser {
       ev.args.clear();
       const char* at = nullptr;
       ev.offset = value.current_location().get(at) == simdjson::SUCCESS && at
-                      ? static_cast<size_t>(at - padded_.data())
+                      ? base_ + static_cast<size_t>(at - input_.data())
                       : 0;
       od::json_type type;
       if (auto err = value.type().get(type)) return err;
@@ -254,16 +418,18 @@ class Parser {
         if (auto err = read_event(obj, &ev)) return err;
       }
       on_event_(ev);
+      ++delivered_;
     }
     return simdjson::SUCCESS;
   }
 
   simdjson::error_code read_event(od::object& obj, ChromeEvent* ev) {
-    for (auto field : obj) {
+    for (auto result : obj) {
+      od::field field;
+      if (auto err = std::move(result).get(field)) return err;
       std::string_view key;
-      if (auto err = field.unescaped_key().get(key)) return err;
-      od::value value;
-      if (auto err = field.value().get(value)) return err;
+      if (auto err = read_key(field, &key)) return err;
+      od::value& value = field.value();
       simdjson::error_code err = simdjson::SUCCESS;
       if (key == "ph")
         err = read_string_field(value, &ev->ph);
@@ -291,12 +457,12 @@ class Parser {
         if (type == od::json_type::object) {
           od::object args;
           if ((err = value.get_object().get(args))) return err;
-          for (auto arg : args) {
+          for (auto result : args) {
+            od::field arg;
+            if ((err = std::move(result).get(arg))) return err;
             ChromeArg a;
-            if ((err = arg.unescaped_key().get(a.key))) return err;
-            od::value v;
-            if ((err = arg.value().get(v))) return err;
-            if ((err = read_scalar(v, &a.value))) return err;
+            if ((err = read_key(arg, &a.key))) return err;
+            if ((err = read_scalar(arg.value(), &a.value))) return err;
             ev->args.push_back(a);
           }
         }
@@ -307,7 +473,11 @@ class Parser {
   }
 
   const std::string& source_;
-  simdjson::padded_string padded_;
+  std::string_view input_;          // the JSON, with simdjson::SIMDJSON_PADDING readable bytes after it
+  simdjson::padded_string copy_;    // a padded copy, when the caller's buffer has no padding
+  size_t base_ = 0;                 // offset of input_[0] in the caller's input (windows, parts)
+  uint64_t delivered_ = 0;          // events handed to on_event_
+  uint64_t skip_ = 0;               // elements to step over before delivering again
   const std::function<void(const ChromeEvent&)>& on_event_;
   od::parser parser_;
   od::document doc_;
@@ -403,8 +573,24 @@ bool parse_us_to_ns(std::string_view text, int64_t* ns) {
 }
 
 bool parse_chrome_trace(std::string_view json, const std::string& source, ChromeDocument* doc,
-                        const std::function<void(const ChromeEvent&)>& on_event, std::string* error) {
-  Parser parser(source, json, on_event);
+                        const std::function<void(const ChromeEvent&)>& on_event, std::string* error,
+                        size_t readable_padding) {
+  static_assert(kJsonPadding == simdjson::SIMDJSON_PADDING);
+  Parser parser(source, json, readable_padding, on_event);
+  if (json.size() >= kWindowedFrom) {
+    const Parser::Windowed windowed = parser.run_windowed(doc, kWindowBytes, error);
+    if (windowed != Parser::Windowed::kNotApplicable) return windowed == Parser::Windowed::kDone;
+  }
+  return parser.run(doc, error);
+}
+
+bool parse_chrome_trace_in_windows(std::string_view json, const std::string& source, ChromeDocument* doc,
+                                   const std::function<void(const ChromeEvent&)>& on_event, std::string* error,
+                                   size_t window_bytes, bool* windowed) {
+  Parser parser(source, json, 0, on_event);
+  const Parser::Windowed result = parser.run_windowed(doc, std::max<size_t>(window_bytes, 1), error);
+  *windowed = result != Parser::Windowed::kNotApplicable;
+  if (*windowed) return result == Parser::Windowed::kDone;
   return parser.run(doc, error);
 }
 

@@ -75,8 +75,27 @@ inline constexpr size_t kMaxDeviceFields = 64;
 // Parses `json` and calls `on_event` for every element of the event array, in file order. Returns
 // false with *error set to one line (source, byte offset, reason, what to do) on a JSON syntax error
 // or when there is no event array; events already delivered stay delivered.
+// `readable_padding`: bytes the caller guarantees readable after json's end; with at least
+// kJsonPadding the input is parsed where it lies, otherwise it is copied once into a padded buffer
+// (as large as the input).
 bool parse_chrome_trace(std::string_view json, const std::string& source, ChromeDocument* doc,
-                        const std::function<void(const ChromeEvent&)>& on_event, std::string* error);
+                        const std::function<void(const ChromeEvent&)>& on_event, std::string* error,
+                        size_t readable_padding = 0);
+
+// What the parser reads beyond the end of its input (simdjson's SIMDJSON_PADDING).
+inline constexpr size_t kJsonPadding = 64;
+
+// From this size on, a {"traceEvents": [...]} input is parsed in windows of about kWindowBytes of
+// events (simdjson's index of one window at a time instead of one as large as the file); the events,
+// their order, offsets and the metadata are the same as from a whole-document parse.
+inline constexpr size_t kWindowedFrom = size_t{64} << 20;
+inline constexpr size_t kWindowBytes = size_t{8} << 20;
+
+// The windowed parse at any size and window (tests). *windowed: false when the input does not begin
+// like {"...": ..., "traceEvents": [ and was parsed whole.
+bool parse_chrome_trace_in_windows(std::string_view json, const std::string& source, ChromeDocument* doc,
+                                   const std::function<void(const ChromeEvent&)>& on_event, std::string* error,
+                                   size_t window_bytes, bool* windowed);
 
 // "123.4567" microseconds -> 123456 ns (rounded to nearest, exact for up to 18 digits). Accepts an
 // optional sign, fraction and exponent. Returns false for anything that is not a JSON number, and

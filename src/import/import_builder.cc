@@ -1,6 +1,7 @@
 #include "import/import_builder.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 
@@ -171,6 +172,42 @@ void ImportBuilder::add_counter(const ChromeEvent& event, int64_t host_pid) {
   counter_samples_ += numeric;
 }
 
+namespace {
+
+// An integer member of a flat JSON object's text ({"backend": "nccl", "rank": 3, "world_size": 8});
+// nullopt when absent or not an integer.
+std::optional<int64_t> json_int_member(std::string_view object, std::string_view key) {
+  const std::string quoted = "\"" + std::string(key) + "\"";
+  for (size_t at = object.find(quoted); at != std::string_view::npos; at = object.find(quoted, at + 1)) {
+    size_t i = at + quoted.size();
+    while (i < object.size() && (object[i] == ' ' || object[i] == '\t' || object[i] == '\n')) ++i;
+    if (i >= object.size() || object[i] != ':') continue;
+    ++i;
+    while (i < object.size() && (object[i] == ' ' || object[i] == '\t' || object[i] == '\n')) ++i;
+    int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(object.data() + i, object.data() + object.size(), v);
+    if (ec != std::errc()) return std::nullopt;
+    return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Kineto writes the job's rank as {"distributedInfo": {"backend", "rank", "world_size"}}: the rank
+// identity strata record writes (rank, world_size) under the same keys.
+void ImportBuilder::add_rank_properties(format::Properties* properties) const {
+  for (const auto& [key, value] : metadata_) {
+    if (key != "distributedInfo") continue;
+    const auto rank = json_int_member(value, "rank");
+    const auto world = json_int_member(value, "world_size");
+    if (rank && *rank >= 0) properties->set_int("rank", *rank);
+    if (world && *world > 0) properties->set_int("world_size", *world);
+    if (!rank || *rank < 0)
+      properties->set("import.rank_problem", "distributedInfo has no integer rank >= 0; rank not imported");
+  }
+}
+
 void ImportBuilder::add_device_properties(format::Properties* properties) {
   // Keyed by the device's own "id" (the CUDA/HIP ordinal the kernels' "device" refers to); by its
   // position when the id is missing, not a small integer, or repeated.
@@ -267,6 +304,7 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
     for (const auto& [key, value] : thread_names_)
       if (key.first == pid || (pid == main_pid && key.first == kMainProcess))
         p.thread_names[key.second] = value;
+    add_rank_properties(&p.properties);  // every process of the file belongs to its rank
     if (pid == main_pid) {
       for (const auto& [key, value] : metadata_) p.properties.set("import.meta." + key, value);
       if (!first_problem_.empty()) p.properties.set("import.first_problem", first_problem_);

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/activity_type.h"
@@ -44,6 +46,21 @@ class ImportBuilder {
 
   model::Trace& trace() { return *trace_; }
   const std::string& source() const { return source_; }
+  // Bytes readable after the end of the JSON being converted (see ImportOptions::input_padding).
+  size_t input_padding() const { return input_padding_; }
+  void set_input_padding(size_t bytes) { input_padding_ = bytes; }
+  // The caller's input text may be freed now (see ImportOptions::release_input).
+  void set_input_release(std::function<void()> release) { release_input_ = std::move(release); }
+  void release_input() {
+    if (release_input_) std::exchange(release_input_, nullptr)();
+  }
+  // Reserves the span and attribute lists for a JSON input of `json_bytes` (Kineto writes about 250
+  // bytes per event and 25 per arg), so they are not copied each time they double: the reservation is
+  // address space only until used.
+  void reserve_for_input(size_t json_bytes) {
+    spans_.reserve(json_bytes / 256);
+    attrs_.reserve(json_bytes / 24);
+  }
 
   // A stable integer for a JSON pid/tid: integers as themselves, strings mapped to ids above 2^62.
   int64_t id_key(const JsonScalar& value);
@@ -130,6 +147,8 @@ class ImportBuilder {
   model::Trace* trace_;
   Format format_;
   std::string source_;
+  size_t input_padding_ = 0;
+  std::function<void()> release_input_;
   std::vector<PendingSpan> spans_;
   std::vector<AttrRecord> attrs_;
   std::vector<std::pair<size_t, AttrRecord>> late_attrs_;
@@ -157,6 +176,7 @@ class ImportBuilder {
   std::optional<AttrRecord> arg_attr(const ChromeArg& arg);
   // The attributes one arg becomes (translated), in arg_scratch_.
   const std::vector<AttrRecord>& arg_attrs(const ChromeArg& arg);
+  void add_rank_properties(format::Properties* properties) const;
   void add_device_properties(format::Properties* properties);
   // finish(), after the processes exist: the spans (with their late attributes) into the trace, and
   // the import's counts into the main process's stats.

@@ -159,9 +159,15 @@ std::optional<Format> detect_format(std::string_view text, std::string* error) {
 bool import_into(std::string_view bytes, const std::string& source, model::TraceBuilder& out,
                  std::string* error, const ImportOptions& opts, ImportStats* stats) {
   std::string inflated;
+  size_t padding = opts.input_padding;
+  std::function<void()> release = opts.release_input;
   if (is_gzip(bytes)) {
     if (!gunzip(bytes, source, &inflated, error)) return false;
-    bytes = inflated;
+    const size_t size = inflated.size();
+    inflated.resize(size + kJsonPadding, '\0');  // parsed in place: no second copy
+    bytes = std::string_view(inflated.data(), size);
+    padding = kJsonPadding;
+    release = [&inflated] { std::string().swap(inflated); };
   }
   std::optional<Format> format;
   if (opts.format == "auto") {
@@ -184,6 +190,8 @@ bool import_into(std::string_view bytes, const std::string& source, model::Trace
     }
   }
   ImportBuilder builder(&out, *format, source);
+  builder.set_input_padding(padding);
+  builder.set_input_release(std::move(release));
   switch (*format) {
     case Format::kKineto:
       return convert_kineto(bytes, builder, stats, error);
@@ -259,12 +267,17 @@ class JsonReader final : public model::TraceReader {
   bool read(const model::ProbeInput& input, std::string_view format, model::TraceBuilder& builder,
             std::string* error) const override {
     std::string bytes;
+    bytes.reserve(input.size + kJsonPadding);  // the padding fits without moving the text
     if (!read_input(input.path, &bytes, error)) return false;
     builder.count(stats::Stat::kLoadFiles);
     builder.count(stats::Stat::kLoadBytes, bytes.size());
     ImportOptions opts;
     opts.format = format == "json" ? "auto" : std::string(format);
-    return import_into(bytes, input.path, builder, error, opts);
+    const size_t size = bytes.size();
+    bytes.resize(size + kJsonPadding, '\0');
+    opts.input_padding = kJsonPadding;
+    opts.release_input = [&bytes] { std::string().swap(bytes); };
+    return import_into(std::string_view(bytes.data(), size), input.path, builder, error, opts);
   }
 };
 
@@ -299,7 +312,11 @@ bool import_trace_with_stats(const std::string& path, model::Trace* out, std::st
                              const ImportOptions& opts, ImportStats* stats) {
   std::string bytes;
   if (!read_input(path, &bytes, error)) return false;
-  return import_buffer_with_stats(bytes, path, out, error, opts, stats);
+  const size_t size = bytes.size();
+  bytes.resize(size + kJsonPadding, '\0');
+  ImportOptions padded = opts;
+  padded.input_padding = kJsonPadding;
+  return import_buffer_with_stats(std::string_view(bytes.data(), size), path, out, error, padded, stats);
 }
 
 bool import_trace(const std::string& path, model::Trace* out, std::string* error, const ImportOptions& opts) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,13 @@ enum class Format { kKineto, kOnnxRuntime, kTensorFlow };
 
 struct ImportOptions {
   std::string format = "auto";  // auto | kineto | onnxruntime | tensorflow
+  // Zero bytes readable after the input's end: with kJsonPadding (64) or more the JSON is parsed in
+  // place, without a copy as large as the input.
+  size_t input_padding = 0;
+  // Called once the converter no longer needs the input text (its events are read; before the
+  // spans are handed to the trace), so the caller can free it: the text and the trace need not be
+  // in memory together. May be empty.
+  std::function<void()> release_input;
 };
 
 // Name as used on the command line ("kineto", "onnxruntime", "tensorflow").

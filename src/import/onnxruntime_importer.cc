@@ -98,7 +98,8 @@ bool convert_onnxruntime(std::string_view json, ImportBuilder& builder, ImportSt
   OrtConverter converter(builder);
   ChromeDocument doc;
   if (!parse_chrome_trace(
-          json, builder.source(), &doc, [&](const ChromeEvent& ev) { converter.on_event(ev); }, error))
+          json, builder.source(), &doc, [&](const ChromeEvent& ev) { converter.on_event(ev); }, error,
+          builder.input_padding()))
     return false;
   builder.set_metadata(doc);
   return builder.finish(doc.events, stats, error);

@@ -158,7 +158,8 @@ bool convert_tensorflow(std::string_view json, ImportBuilder& builder, ImportSta
   TfConverter converter(builder);
   ChromeDocument doc;
   if (!parse_chrome_trace(
-          json, builder.source(), &doc, [&](const ChromeEvent& ev) { converter.on_event(ev); }, error))
+          json, builder.source(), &doc, [&](const ChromeEvent& ev) { converter.on_event(ev); }, error,
+          builder.input_padding()))
     return false;
   builder.set_metadata(doc);
   return builder.finish(doc.events, stats, error);

@@ -232,8 +232,12 @@ bool open_traces(std::span<const std::string> paths, Trace* out, std::string* er
     }
   }
   TraceBuilder builder(out);
-  for (Input& in : inputs)
+  std::vector<size_t> first_process;
+  for (Input& in : inputs) {
+    first_process.push_back(out->processes.size());
     if (!in.reader->read(in.probe, options.format, builder, error)) return false;
+  }
+  if (options.before_finish) options.before_finish(*out, first_process);
   builder.finish({.structure = options.structure, .tree = options.tree});
   return true;
 }

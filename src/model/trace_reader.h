@@ -5,6 +5,7 @@
 // the tracks table, the span tree and the stats are the builder's, the same for every format.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -58,6 +59,9 @@ struct OpenOptions {
   // (MemAvailable, the cgroup limit, RLIMIT_AS). STRATA_MEMORY_CHECK=0 in the environment turns the
   // check off for a try anyway.
   bool check_memory = true;
+  // Called once every input is read and before the builder sorts and structures the trace, with
+  // the index of each input's first process (`strata merge` labels ranks and aligns clocks here).
+  std::function<void(Trace&, std::span<const size_t> first_process_of_input)> before_finish;
 };
 
 // Opens one input (a file, or a directory of native .strata files) into *out (appending, as a merge

@@ -14,7 +14,9 @@
 #include "analysis/workload.h"
 #include "export/table_render.h"
 #include "fixture_traces.h"
+#include "model/rank_align.h"
 #include "model/span_tree.h"
+#include "model/trace_reader.h"
 #include "model/trace_loader.h"
 #include "model/trace_saver.h"
 #ifdef STRATA_GOLDEN_KINETO
@@ -145,6 +147,21 @@ TEST(Golden, KinetoMultirankRank0) {
                                    &t, &error))
       << error;
   check_all(t, "multirank_rank0");
+}
+
+// The two real ranks of that job merged as `strata merge` does (ranks from distributedInfo, clocks
+// checked against their collectives): the cross-rank analyses on them.
+TEST(Golden, KinetoMultirankMerged) {
+  import::register_readers();
+  const std::string dir = std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/";
+  const std::vector<std::string> paths = {dir + "multirank_rank0.json.gz", dir + "multirank_rank1.json.gz"};
+  model::Trace t;
+  std::string error;
+  model::OpenOptions options;
+  options.before_finish = [](model::Trace& trace, std::span<const size_t>) { model::align_rank_clocks(&trace); };
+  ASSERT_TRUE(model::open_traces(paths, &t, &error, options)) << error;
+  check_all(t, "multirank_merged", "rank_breakdown");
+  check_all(t, "multirank_merged", "collective_wait");
 }
 
 TEST(Golden, KinetoA100AlexNet) {

@@ -1,0 +1,204 @@
+// Cross-rank analyses of a multi-rank job (one trace per rank merged with `strata merge`, or one
+// rank's trace): the temporal breakdown of each rank's device time (HTA's temporal breakdown) and
+// the wait at each collective call (who arrived last, how long the others waited). Ranks come from
+// the process property "rank"; the kind of device work from the activity type alone.
+#include <algorithm>
+#include <map>
+
+#include "analysis/analysis_util.h"
+#include "model/rank_align.h"
+
+namespace strata::analysis {
+namespace {
+
+constexpr const char* kNeedRanks =
+    "no process has a rank: merge the ranks' traces with `strata merge`, record under torchrun/SLURM/MPI, or "
+    "import Kineto traces with distributedInfo";
+
+enum Category : uint8_t { kCompute = 0, kCommunication = 1, kMemcpy = 2, kNone = 3 };
+
+Category category_of(const SpanRecord& s) {
+  if (s.stream == kNoStream && s.device == kNoDevice) return kNone;
+  if (s.kind != static_cast<uint8_t>(SpanKind::kExecution)) return kNone;
+  const ActivityType t = s.activity_type();
+  if (t == ActivityType::kCollective) return kCommunication;
+  if (t == ActivityType::kKernel || t == ActivityType::kGraph) return kCompute;
+  if (is_memory_transfer(t)) return kMemcpy;
+  return kNone;
+}
+
+std::vector<int64_t> ranks_of_processes(const model::Trace& trace) {
+  std::vector<int64_t> rank(trace.processes.size());
+  for (size_t p = 0; p < trace.processes.size(); ++p) rank[p] = model::process_rank(trace.processes[p]);
+  return rank;
+}
+
+std::string host_of_rank(const model::Trace& trace, const std::vector<int64_t>& ranks, int64_t rank) {
+  for (size_t p = 0; p < ranks.size(); ++p)
+    if (ranks[p] == rank && !trace.processes[p].host.empty()) return trace.processes[p].host;
+  return "";
+}
+
+double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+double pct(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * static_cast<double>(part) / whole : 0; }
+
+// Each rank's device time from its first to its last device activity, split exclusively: compute
+// where any kernel runs, else communication where a collective runs, else memcpy/memset, else idle.
+// Overlap: the share of communication time during which a compute kernel also ran.
+class RankBreakdown : public Analysis {
+ public:
+  std::string_view name() const override { return "rank_breakdown"; }
+  std::string_view description() const override {
+    return "temporal breakdown per rank: device time in compute, communication, memcpy and idle, and the "
+           "communication time overlapped by compute";
+  }
+  AnalysisResult run(const AnalysisInput& input) const override {
+    const model::Trace& trace = input.trace;
+    const std::vector<int64_t> ranks = ranks_of_processes(trace);
+    struct Edge {
+      int64_t t;
+      int8_t delta;
+      uint8_t category;
+    };
+    std::map<int64_t, std::vector<Edge>> edges;  // rank -> interval edges
+    for (const SpanRecord& s : trace.spans) {
+      const int64_t rank = ranks[s.process];
+      const Category c = category_of(s);
+      if (rank < 0 || c == kNone || s.end_ns <= s.start_ns) continue;
+      auto& e = edges[rank];
+      e.push_back({s.start_ns, 1, c});
+      e.push_back({s.end_ns, -1, c});
+    }
+    if (std::none_of(ranks.begin(), ranks.end(), [](int64_t r) { return r >= 0; }))
+      return missing(kNeedRanks);
+    if (edges.empty())
+      return missing(
+          "no kernels, collectives or copies on any rank's device: import Kineto GPU traces or record with "
+          "--level device");
+    Table t =
+        make_table("rank_breakdown", "Temporal breakdown per rank",
+                   {"rank", "host", "window_ms", "compute_ms", "communication_ms", "memcpy_ms", "idle_ms",
+                    "compute_pct", "communication_pct", "memcpy_pct", "idle_pct", "comm_overlap_pct"});
+    for (auto& [rank, e] : edges) {
+      std::sort(e.begin(), e.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
+      int64_t active[3] = {0, 0, 0}, time[4] = {0, 0, 0, 0}, comm_total = 0, overlap = 0;
+      for (size_t i = 0; i + 1 < e.size(); ++i) {
+        active[e[i].category] += e[i].delta;
+        const int64_t dt = e[i + 1].t - e[i].t;
+        if (dt == 0) continue;
+        const int c = active[kCompute] > 0         ? kCompute
+                      : active[kCommunication] > 0 ? kCommunication
+                      : active[kMemcpy] > 0        ? kMemcpy
+                                                   : kNone;
+        time[c] += dt;
+        if (active[kCommunication] > 0) {
+          comm_total += dt;
+          if (active[kCompute] > 0) overlap += dt;
+        }
+      }
+      const int64_t window = e.back().t - e.front().t;
+      t.rows.push_back({Cell::integer(rank), Cell::text(host_of_rank(trace, ranks, rank)),
+                        Cell::real(ms(window), 3), Cell::real(ms(time[kCompute]), 3),
+                        Cell::real(ms(time[kCommunication]), 3), Cell::real(ms(time[kMemcpy]), 3),
+                        Cell::real(ms(time[kNone]), 3), Cell::real(pct(time[kCompute], window), 2),
+                        Cell::real(pct(time[kCommunication], window), 2),
+                        Cell::real(pct(time[kMemcpy], window), 2), Cell::real(pct(time[kNone], window), 2),
+                        Cell::real(pct(overlap, comm_total), 2)});
+    }
+    t.notes.push_back(
+        "exclusive split: compute over communication over memcpy/memset; idle: no device activity "
+        "between the rank's first and last");
+    AnalysisResult r;
+    r.tables.push_back(std::move(t));
+    return r;
+  }
+};
+
+// The k-th collective kernel of a name on every rank is one call (ranks issue collectives in the same
+// order). Its wait: how much later the last rank started it than each other rank (the time the
+// others spent blocked in it); the last to start is the call's straggler.
+class CollectiveWait : public Analysis {
+ public:
+  std::string_view name() const override { return "collective_wait"; }
+  std::string_view description() const override {
+    return "collective duration and wait per call across ranks, and the straggler ranking (--param top=50)";
+  }
+  AnalysisResult run(const AnalysisInput& input) const override {
+    const model::Trace& trace = input.trace;
+    const std::vector<int64_t> ranks = ranks_of_processes(trace);
+    if (std::none_of(ranks.begin(), ranks.end(), [](int64_t r) { return r >= 0; }))
+      return missing(kNeedRanks);
+    // (name, rank) -> spans in start order.
+    std::map<std::pair<uint32_t, int64_t>, std::vector<const SpanRecord*>> calls;
+    for (const SpanRecord& s : trace.spans)
+      if (ranks[s.process] >= 0 && category_of(s) == kCommunication)
+        calls[{s.name, ranks[s.process]}].push_back(&s);
+    if (calls.empty()) return missing("no collective kernels (NCCL/RCCL) on any rank's device");
+    Table per_call =
+        make_table("collective_wait", "Collective calls across ranks",
+                   {"collective", "call", "ranks", "first_start_ms", "straggler_rank", "max_wait_us",
+                    "mean_wait_us", "min_duration_us", "max_duration_us", "end_spread_us"});
+    struct RankTotals {
+      int64_t straggler_calls = 0, waited_ns = 0, caused_ns = 0, calls = 0;
+    };
+    std::map<int64_t, RankTotals> totals;
+    int64_t origin = INT64_MAX;
+    for (const SpanRecord& s : trace.spans) origin = std::min(origin, s.start_ns);
+    std::map<uint32_t, std::vector<std::pair<int64_t, const std::vector<const SpanRecord*>*>>> by_name;
+    for (const auto& [key, list] : calls) by_name[key.first].push_back({key.second, &list});
+    for (const auto& [name, per_rank] : by_name) {
+      size_t n_calls = 0;
+      for (const auto& pr : per_rank) n_calls = std::max(n_calls, pr.second->size());
+      for (size_t k = 0; k < n_calls; ++k) {
+        int64_t first = INT64_MAX, last = INT64_MIN, straggler = -1, dmin = INT64_MAX, dmax = 0;
+        int64_t end_min = INT64_MAX, end_max = INT64_MIN, n = 0;
+        for (const auto& [rank, list] : per_rank) {
+          if (k >= list->size()) continue;
+          const SpanRecord& s = *(*list)[k];
+          ++n;
+          first = std::min(first, s.start_ns);
+          if (s.start_ns > last) last = s.start_ns, straggler = rank;
+          dmin = std::min(dmin, s.duration_ns()), dmax = std::max(dmax, s.duration_ns());
+          end_min = std::min(end_min, s.end_ns), end_max = std::max(end_max, s.end_ns);
+        }
+        int64_t wait_sum = 0;
+        for (const auto& [rank, list] : per_rank) {
+          if (k >= list->size()) continue;
+          const int64_t wait = last - (*list)[k]->start_ns;
+          wait_sum += wait;
+          totals[rank].waited_ns += wait;
+          totals[rank].calls += 1;
+          totals[straggler].caused_ns += wait;
+        }
+        totals[straggler].straggler_calls += n > 1;
+        per_call.rows.push_back(
+            {Cell::text(std::string(trace.strings.get(name))), Cell::integer(static_cast<int64_t>(k)),
+             Cell::integer(n), Cell::real(ms(first - origin), 3), Cell::integer(straggler),
+             Cell::real((last - first) / 1e3, 3), Cell::real(wait_sum / 1e3 / static_cast<double>(n), 3),
+             Cell::real(dmin / 1e3, 3), Cell::real(dmax / 1e3, 3), Cell::real((end_max - end_min) / 1e3, 3)});
+      }
+    }
+    sort_rows_desc(&per_call, 5);
+    keep_top(&per_call, input.params, 50);
+    Table ranking = make_table("stragglers", "Straggler ranking (who makes the others wait)",
+                               {"rank", "calls", "straggler_calls", "caused_wait_ms", "own_wait_ms"});
+    for (const auto& [rank, r] : totals)
+      ranking.rows.push_back({Cell::integer(rank), Cell::integer(r.calls), Cell::integer(r.straggler_calls),
+                              Cell::real(ms(r.caused_ns), 3), Cell::real(ms(r.waited_ns), 3)});
+    sort_rows_desc(&ranking, 3);
+    ranking.notes.push_back(
+        "calls matched by order per collective name on each rank; times as merged (see each rank's clock "
+        "uncertainty in strata info)");
+    AnalysisResult r;
+    r.tables.push_back(std::move(per_call));
+    r.tables.push_back(std::move(ranking));
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> make_rank_breakdown() { return std::make_unique<RankBreakdown>(); }
+std::unique_ptr<Analysis> make_collective_wait() { return std::make_unique<CollectiveWait>(); }
+
+}  // namespace strata::analysis

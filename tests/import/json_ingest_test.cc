@@ -1,0 +1,367 @@
+// The fast paths of JSON ingest (docs/performance.md, "JSON ingest speed") give the same results as the
+// general ones: strings and keys viewed in the input vs unescaped, input parsed in place vs copied, plain
+// decimal times vs the general number path, and flow binding vs the plain scan it replaced.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "import/chrome_json.h"
+#include "import/converters.h"
+#include "import/importer.h"
+#include "import_test_util.h"
+
+namespace strata::import {
+namespace {
+
+struct Seen {
+  std::string ph, cat, name;
+  std::optional<int64_t> ts, dur;
+  bool ts_malformed = false;
+  std::vector<std::pair<std::string, std::string>> args;
+  bool operator==(const Seen&) const = default;
+};
+
+std::vector<Seen> parse_all(std::string_view json, size_t padding, std::string* error) {
+  std::vector<Seen> out;
+  ChromeDocument doc;
+  const bool ok = parse_chrome_trace(
+      json, "test.json", &doc,
+      [&](const ChromeEvent& ev) {
+        Seen s{std::string(ev.ph),
+               std::string(ev.cat),
+               std::string(ev.name),
+               ev.ts_ns,
+               ev.dur_ns,
+               ev.ts_malformed,
+               {}};
+        for (const ChromeArg& a : ev.args) s.args.emplace_back(std::string(a.key), std::string(a.value.text));
+        out.push_back(std::move(s));
+      },
+      error, padding);
+  if (!ok) out.clear();
+  return out;
+}
+
+TEST(JsonIngest, EscapedStringsAndKeysAreUnescapedPlainOnesViewedInPlace) {
+  const std::string json =
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a\"b\\c\u00e9\n", "ts": 1, "dur": 2,)"
+      R"( "args": {"k\"ey": "v\/w", "plain": "text", "n": 5}},)"
+      R"( {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1.5e3, "dur": 1e-400}]})";
+  std::string padded = json + std::string(kJsonPadding, '\0');
+  std::string error;
+  for (size_t padding : {size_t{0}, kJsonPadding}) {
+    std::vector<Seen> events = parse_all(std::string_view(padded.data(), json.size()), padding, &error);
+    ASSERT_EQ(events.size(), 2u) << error;
+    EXPECT_EQ(events[0].name, "a\"b\\c\xC3\xA9\n");
+    ASSERT_EQ(events[0].args.size(), 3u);
+    EXPECT_EQ(events[0].args[0], std::make_pair(std::string("k\"ey"), std::string("v/w")));
+    EXPECT_EQ(events[0].args[1], std::make_pair(std::string("plain"), std::string("text")));
+    EXPECT_EQ(events[0].ts, 1000);
+    EXPECT_EQ(events[1].ts, 1500000);         // with an exponent: the general path
+    EXPECT_FALSE(events[1].dur.has_value());  // 1e-400 is no double: malformed, as always
+  }
+  // A string without escapes points into the caller's buffer when it is parsed in place.
+  ChromeDocument doc;
+  bool inside = false;
+  ASSERT_TRUE(parse_chrome_trace(
+      std::string_view(padded.data(), json.size()), "test.json", &doc,
+      [&](const ChromeEvent& ev) {
+        if (ev.name == "aten::mm")
+          inside = ev.name.data() >= padded.data() && ev.name.data() < padded.data() + json.size();
+      },
+      &error, kJsonPadding));
+  EXPECT_TRUE(inside);
+}
+
+// Random events with escapes, numbers of every shape and nesting: in place and copied agree.
+TEST(JsonIngest, InPlaceAndCopiedParsesAgreeOnGeneratedEvents) {
+  std::mt19937 rng(7);
+  const char* names[] = {"aten::add", "x\\\"y", "tab\\there", "\\u00fc\\u00df", "k", "long name with spaces"};
+  const char* numbers[] = {
+      "12",        "12.5", "-3",     "1712195495505543.2", "1e3",       "2.5E-2", "0", "99999999999999999999",
+      "\"77.25\"", "null", "[1, 2]", "{\"a\": [true]}",    "\"s\\\"t\""};
+  std::string json = "{\"traceEvents\": [";
+  for (int i = 0; i < 20000; ++i) {
+    if (i) json += ",\n";
+    json += "{\"ph\": \"X\", \"name\": \"" + std::string(names[rng() % 6]) +
+            "\", \"ts\": " + numbers[rng() % 13] + ", \"dur\": " + numbers[rng() % 13] + ", \"args\": {\"" +
+            names[rng() % 6] + "\": " + numbers[rng() % 13] + ", \"b\": " + numbers[rng() % 13] + "}}";
+  }
+  json += "]}";
+  std::string padded = json + std::string(kJsonPadding, '\0');
+  std::string e1, e2;
+  std::vector<Seen> copied = parse_all(json, 0, &e1);
+  std::vector<Seen> in_place = parse_all(std::string_view(padded.data(), json.size()), kJsonPadding, &e2);
+  ASSERT_EQ(copied.size(), 20000u) << e1;
+  EXPECT_TRUE(copied == in_place);
+}
+
+struct Parsed {
+  bool ok = false;
+  bool windowed = false;
+  std::string error;
+  ChromeDocument doc;
+  std::vector<Seen> events;
+  std::vector<size_t> offsets, indices;
+};
+
+Parsed parse_in_windows(std::string_view json, size_t window) {
+  Parsed p;
+  auto on_event = [&](const ChromeEvent& ev) {
+    Seen s{std::string(ev.ph),
+           std::string(ev.cat),
+           std::string(ev.name),
+           ev.ts_ns,
+           ev.dur_ns,
+           ev.ts_malformed,
+           {}};
+    for (const ChromeArg& a : ev.args) s.args.emplace_back(std::string(a.key), std::string(a.value.text));
+    p.events.push_back(std::move(s));
+    p.offsets.push_back(ev.offset);
+    p.indices.push_back(ev.index);
+  };
+  if (window == 0)
+    p.ok = parse_chrome_trace(json, "t.json", &p.doc, on_event, &p.error);
+  else
+    p.ok = parse_chrome_trace_in_windows(json, "t.json", &p.doc, on_event, &p.error, window, &p.windowed);
+  return p;
+}
+
+// Events whose strings and nested args hold "}, {" (where a window may be cut), fields before and
+// after the array, a second traceEvents array: every window size gives what the whole parse gives.
+std::string hostile_trace(int events, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string json =
+      R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU }, {"}], "traceEvents": [)";
+  for (int i = 0; i < events; ++i) {
+    json += i ? (rng() % 2 ? ",\n  " : ",") : "";
+    switch (rng() % 5) {
+      case 0:
+        json += R"({"ph": "X", "name": "a}, {b", "ts": )" + std::to_string(i) + R"(, "dur": 1})";
+        break;
+      case 1:
+        json +=
+            R"({"ph": "X", "name": "n", "ts": 1.5, "dur": 2, "args": {"l": [{"x": 1}, {"y": "}, {"}], "q": "\"}, {\""}})";
+        break;
+      case 2:
+        json += R"({ "ph" : "i" , "name" : "m\\" , "ts" : 7 } )";
+        break;
+      case 3:
+        json += R"({"ph": "X", "name": "big", "ts": 3, "dur": 4, "args": {"s": ")" +
+                std::string(rng() % 300, 'z') + R"("}})";
+        break;
+      default:
+        json += "17";  // not an object
+    }
+  }
+  json +=
+      R"(], "traceName": "t}, {", "traceEvents": [{"ph": "X", "name": "second", "ts": 1, "dur": 1}], "x": 1})";
+  return json;
+}
+
+TEST(JsonIngest, WindowedParseEqualsWholeParse) {
+  for (unsigned seed : {1u, 2u}) {
+    const std::string json = hostile_trace(3000, seed);
+    const Parsed whole = parse_in_windows(json, 0);
+    ASSERT_TRUE(whole.ok) << whole.error << "\n" << json.substr(0, 600);
+    ASSERT_EQ(whole.events.size(), 3001u);
+    for (size_t window : {size_t{1}, size_t{37}, size_t{300}, size_t{4096}, size_t{1} << 20}) {
+      const Parsed w = parse_in_windows(json, window);
+      ASSERT_TRUE(w.ok) << w.error;
+      EXPECT_TRUE(w.windowed);
+      EXPECT_TRUE(w.events == whole.events) << "window " << window;
+      EXPECT_EQ(w.offsets, whole.offsets) << "window " << window;
+      EXPECT_EQ(w.indices, whole.indices) << "window " << window;
+      EXPECT_EQ(w.doc.events, whole.doc.events);
+      EXPECT_EQ(w.doc.metadata, whole.doc.metadata) << "window " << window;
+      ASSERT_EQ(w.doc.devices.size(), 1u);
+      EXPECT_EQ(w.doc.devices[0].fields, whole.doc.devices[0].fields);
+      EXPECT_EQ(w.doc.devices[0].offset, whole.doc.devices[0].offset);
+    }
+  }
+}
+
+TEST(JsonIngest, WindowedParseReportsDamageLikeTheWholeParse) {
+  const std::string json = hostile_trace(500, 3);
+  // Damage in the middle of the events (a bare word) and truncation: the windowed parse fails with
+  // one line naming the file and an offset, after delivering no event past the damage.
+  std::string damaged = json;
+  const size_t middle = damaged.find("\"big\"", damaged.size() / 2);
+  ASSERT_NE(middle, std::string::npos);
+  damaged.replace(middle, 5, "bog!!");
+  // (The whole parse may stop before its first event; the windowed one delivers the events before
+  // the damaged window. Either way the import fails with that line and keeps nothing.)
+  for (const std::string& bad : {damaged, json.substr(0, json.size() / 2)}) {
+    const Parsed whole = parse_in_windows(bad, 0);
+    const Parsed w = parse_in_windows(bad, 64);
+    EXPECT_FALSE(whole.ok);
+    ASSERT_FALSE(w.ok);
+    ASSERT_EQ(w.error.rfind("t.json: offset ", 0), 0u) << w.error;
+    EXPECT_EQ(w.error.find('\n'), std::string::npos);
+    const size_t offset = std::stoul(w.error.substr(15));
+    EXPECT_LE(offset, bad.size());
+    if (bad == damaged) {
+      EXPECT_LE(offset > middle ? offset - middle : middle - offset, 400u) << w.error;
+    }
+    for (size_t at : w.offsets) EXPECT_LT(at, bad == damaged ? middle : bad.size());
+  }
+  // Not an object with traceEvents at its top level: parsed whole, as before.
+  for (std::string text :
+       {std::string(R"([{"ph": "X", "name": "traceEvents", "ts": 1, "dur": 1}])"),
+        std::string(R"({"meta": {"traceEvents": []}, "traceEvents": [{"ph": "i", "ts": 1}]})"),
+        std::string(R"({"s": "\"traceEvents\": [", "traceEvents": [{"ph": "i", "ts": 1}]})")}) {
+    const Parsed whole = parse_in_windows(text, 0);
+    const Parsed w = parse_in_windows(text, 8);
+    EXPECT_TRUE(whole.ok) << whole.error << "\n" << text;
+    EXPECT_TRUE(w.ok) << w.error;
+    EXPECT_TRUE(w.events == whole.events) << text;
+    EXPECT_EQ(w.offsets, whole.offsets) << text;
+  }
+}
+
+// Random damage (bytes replaced, inserted or removed, mostly JSON punctuation). On input that is
+// still valid JSON (simdjson's validating DOM parser says so) both parses succeed, with the same
+// events and metadata, or both fail (no traceEvents array left). On invalid input both may fail (each with
+// one line); On Demand does not validate every byte it steps over, so the whole parse accepts some damaged
+// files that the windowed one rejects, never the reverse, and when both accept they agree.
+TEST(JsonIngest, WindowedParseAgreesUnderRandomDamage) {
+  const std::string base = hostile_trace(60, 4);
+  const char kBytes[] = "{}[],:\" \\x1e-.0";
+  std::mt19937 rng(11);
+  int valid_inputs = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string json = base;
+    for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) {
+      const size_t at = rng() % json.size();
+      const char c = kBytes[rng() % (sizeof(kBytes) - 1)];
+      switch (rng() % 3) {
+        case 0:
+          json[at] = c;
+          break;
+        case 1:
+          json.insert(json.begin() + static_cast<ptrdiff_t>(at), c);
+          break;
+        default:
+          json.erase(at, 1);
+      }
+    }
+    const Parsed whole = parse_in_windows(json, 0);
+    const Parsed w = parse_in_windows(json, 1 + rng() % 200);
+    simdjson::dom::parser validator;
+    const bool valid = validator.parse(json).error() == simdjson::SUCCESS;
+    if (valid) {
+      ++valid_inputs;
+      ASSERT_EQ(w.ok, whole.ok) << whole.error << "\n" << w.error << "\n" << json;
+    }
+    if (w.ok) {
+      ASSERT_TRUE(whole.ok) << whole.error << "\n" << json;
+      ASSERT_TRUE(w.events == whole.events) << json;
+      ASSERT_EQ(w.offsets, whole.offsets) << json;
+      ASSERT_EQ(w.doc.metadata, whole.doc.metadata) << json;
+    } else {
+      ASSERT_EQ(w.error.find('\n'), std::string::npos) << w.error;
+    }
+  }
+  EXPECT_GT(valid_inputs, 100);  // damage inside strings leaves many inputs valid
+}
+
+// The real V100 trace imported from a file (read with padding, parsed in place) and from a buffer
+// without padding (copied) gives the same spans and attributes.
+TEST(JsonIngest, FileAndBufferImportsAgreeOnRealTrace) {
+  const std::string path = testing::source_path("tests/data/kineto/v100_train_rank0.json.gz");
+  const std::string json = testing::gunzip_file(path);
+  ASSERT_FALSE(json.empty());
+  model::Trace from_buffer, from_gz;
+  std::string error;
+  ASSERT_TRUE(import_buffer(json, "v100.json", &from_buffer, &error)) << error;
+  ASSERT_TRUE(import_trace(path, &from_gz, &error)) << error;
+  ASSERT_EQ(from_buffer.spans.size(), from_gz.spans.size());
+  ASSERT_EQ(from_buffer.attrs.size(), from_gz.attrs.size());
+  for (size_t i = 0; i < from_buffer.spans.size(); ++i) {
+    const SpanRecord &a = from_buffer.spans[i], &b = from_gz.spans[i];
+    ASSERT_EQ(a.start_ns, b.start_ns) << i;
+    ASSERT_EQ(a.end_ns, b.end_ns) << i;
+    ASSERT_EQ(from_buffer.name(a), from_gz.name(b)) << i;
+    ASSERT_EQ(a.correlation_id, b.correlation_id) << i;
+  }
+}
+
+// The flow binding as it was before the contiguous search and the early stop (the reference).
+std::vector<size_t> bind_flows_reference(const std::vector<PendingSpan>& spans,
+                                         const std::vector<FlowEvent>& flows) {
+  std::vector<size_t> result(flows.size(), SIZE_MAX);
+  std::map<std::pair<int64_t, int64_t>, std::vector<uint32_t>> tracks;
+  for (size_t i = 0; i < spans.size(); ++i)
+    if (spans[i].record.kind != static_cast<uint8_t>(SpanKind::kInstant) &&
+        spans[i].record.kind != static_cast<uint8_t>(SpanKind::kCounter))
+      tracks[{spans[i].track_pid, spans[i].track_tid}].push_back(static_cast<uint32_t>(i));
+  for (auto& [key, members] : tracks)
+    std::sort(members.begin(), members.end(),
+              [&](uint32_t a, uint32_t b) { return spans[a].record.start_ns < spans[b].record.start_ns; });
+  for (size_t k = 0; k < flows.size(); ++k) {
+    const FlowEvent& f = flows[k];
+    auto it = tracks.find({f.track_pid, f.track_tid});
+    if (it == tracks.end()) continue;
+    const auto& members = it->second;
+    auto upper = std::upper_bound(members.begin(), members.end(), f.ts_ns,
+                                  [&](int64_t ts, uint32_t i) { return ts < spans[i].record.start_ns; });
+    if (f.enclosing) {
+      size_t best = SIZE_MAX;
+      int64_t best_duration = INT64_MAX;
+      int budget = 256;
+      for (auto p = upper; p != members.begin() && budget-- > 0;) {
+        --p;
+        const SpanRecord& r = spans[*p].record;
+        if (r.end_ns >= f.ts_ns && r.duration_ns() < best_duration) {
+          best = *p;
+          best_duration = r.duration_ns();
+        }
+      }
+      result[k] = best;
+    } else {
+      auto lower = std::lower_bound(members.begin(), members.end(), f.ts_ns,
+                                    [&](uint32_t i, int64_t ts) { return spans[i].record.start_ns < ts; });
+      if (lower != members.end()) result[k] = *lower;
+    }
+  }
+  return result;
+}
+
+TEST(JsonIngest, FlowBindingEqualsThePlainScan) {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    std::mt19937_64 rng(seed);
+    std::vector<PendingSpan> spans;
+    // Nested, overlapping, equal-start and instant slices on a few tracks, in shuffled order.
+    for (int i = 0; i < 30000; ++i) {
+      PendingSpan s;
+      s.track_pid = static_cast<int64_t>(rng() % 2);
+      s.track_tid = static_cast<int64_t>(rng() % 3);
+      s.record.start_ns =
+          static_cast<int64_t>(rng() % 200000) / (seed == 3 ? 100 : 1) * (seed == 3 ? 100 : 1);
+      s.record.end_ns = s.record.start_ns + static_cast<int64_t>(rng() % (rng() % 4 == 0 ? 5000 : 50));
+      s.record.kind = static_cast<uint8_t>(rng() % 10 == 0 ? SpanKind::kInstant : SpanKind::kSpan);
+      spans.push_back(s);
+    }
+    std::vector<FlowEvent> flows;
+    for (int i = 0; i < 20000; ++i) {
+      FlowEvent f;
+      f.track_pid = static_cast<int64_t>(rng() % 3);  // pid 2: a track without slices
+      f.track_tid = static_cast<int64_t>(rng() % 3);
+      f.ts_ns = static_cast<int64_t>(rng() % 210000);
+      f.enclosing = rng() % 3 != 0;
+      flows.push_back(f);
+    }
+    std::sort(flows.begin(), flows.end(), [](const FlowEvent& a, const FlowEvent& b) {
+      return a.track_pid < b.track_pid;  // runs of one track, as in a real file, and switches
+    });
+    EXPECT_EQ(bind_flows(spans, flows), bind_flows_reference(spans, flows)) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace strata::import
