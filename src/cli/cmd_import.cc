@@ -12,6 +12,7 @@
 #include "export/text_escape.h"
 #include "import/importer.h"
 #include "model/span_tree.h"
+#include "model/trace_reader.h"
 #include "model/trace_saver.h"
 
 namespace strata::cli {
@@ -79,6 +80,12 @@ int run_import(int argc, char** argv) {
 
   model::OpenOptions options;
   options.format = format == "auto" ? "json" : format;  // foreign formats only: a native trace is refused
+  if (format == "auto") {  // a foreign reader recognized by content (nsys SQLite) is used as such
+    import::register_readers();
+    std::string probe_error;
+    const model::TraceReader* reader = model::reader_for(input, "auto", &probe_error);
+    if (reader != nullptr && reader->name() != "native") options.format = std::string(reader->name());
+  }
   model::Trace trace;
   if (!open_inputs(std::span<const std::string>(&input, 1), &trace, &error, options))
     return fail("import", error, 1);

@@ -17,6 +17,7 @@
 
 #include "../../fuzz/format/trace_fuzz_targets.h"
 #include "../../fuzz/import/import_fuzz_target.h"
+#include "../../fuzz/import/nsys_fuzz_target.h"
 #ifdef STRATA_HAVE_SAMPLE
 #include "../../fuzz/sample/sample_fuzz_targets.h"
 #endif
@@ -48,6 +49,7 @@ const std::map<std::string, Runner>& runners() {
       {"fuzz_import_onnxruntime", [](std::string_view b) { fuzz::run_import(b, "onnxruntime"); }},
       {"fuzz_import_tensorflow", [](std::string_view b) { fuzz::run_import(b, "tensorflow"); }},
       {"fuzz_import_auto", [](std::string_view b) { fuzz::run_import(b, "auto"); }},
+      {"fuzz_import_nsys", fuzz::run_nsys_import},
 #ifdef STRATA_HAVE_SAMPLE
       {"sample_chunks_fuzz", fuzz::run_sample_chunks},
       {"sample_unwind_fuzz", fuzz::run_sample_unwind},

@@ -1,0 +1,544 @@
+// Nsight Systems SQLite exports (`nsys export --type sqlite`, schemas 2.x and 3.x) as a reader of the
+// model's registry. The tables are translated, row by row, into the Kineto event vocabulary
+// (categories kernel, gpu_memcpy, gpu_memset, cuda_sync, cuda_runtime, cuda_driver, user_annotation)
+// and handed to the Kineto converter, so correlation ids, levels, activity types, process
+// resolution and drop accounting are the ones every Kineto trace gets: analyses cannot tell the
+// spans came from nsys.
+//
+// Mapping: CUPTI_ACTIVITY_KIND_KERNEL -> kernels (grid, block, registers, shared memory, device,
+// stream, correlation id; graphNodeId and cluster dims kept when present); MEMCPY -> "Memcpy HtoD"...
+// by copyKind; MEMSET; SYNCHRONIZATION; RUNTIME / DRIVER -> API calls named through StringIds with
+// the versioned suffix stripped (cudaLaunchKernel_v7000 -> cudaLaunchKernel, original kept as
+// nsys_name); NVTX_EVENTS ranges (push/pop, start/end) -> annotations containing their launches,
+// marks -> instants; OSRT_API -> OS runtime calls. globalTid: pid = (g >> 24) & 0xFFFFFF,
+// tid = g & 0xFFFFFF. Tables absent because a kind was not captured are skipped. Metadata comes
+// from META_DATA_EXPORT (3.x) or EXPORT_META_DATA (2.x). A row with NULL or non-integer times is
+// passed on with an unusable ts and so counted as dropped by the converter (import.*).
+#include "import/nsys_sqlite_reader.h"
+
+#include <sqlite3.h>
+
+#include <charconv>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "import/converters.h"
+#include "import/importer.h"
+#include "model/trace_reader.h"
+
+namespace strata::import {
+namespace {
+
+constexpr std::string_view kMagic{"SQLite format 3\0", 16};
+
+struct Db {
+  sqlite3* handle = nullptr;
+  ~Db() {
+    if (handle) sqlite3_close(handle);
+  }
+};
+
+struct Stmt {
+  sqlite3_stmt* handle = nullptr;
+  ~Stmt() {
+    if (handle) sqlite3_finalize(handle);
+  }
+};
+
+bool table_exists(sqlite3* db, const char* table) {
+  Stmt s;
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?", -1,
+                         &s.handle, nullptr) != SQLITE_OK)
+    return false;
+  sqlite3_bind_text(s.handle, 1, table, -1, SQLITE_STATIC);
+  return sqlite3_step(s.handle) == SQLITE_ROW;
+}
+
+bool has_column(sqlite3* db, const std::string& table, const char* column) {
+  Stmt s;
+  const std::string sql = "SELECT 1 FROM pragma_table_info('" + table + "') WHERE name=?";
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s.handle, nullptr) != SQLITE_OK) return false;
+  sqlite3_bind_text(s.handle, 1, column, -1, SQLITE_STATIC);
+  return sqlite3_step(s.handle) == SQLITE_ROW;
+}
+
+void append_escaped(std::string* out, std::string_view text) {
+  out->push_back('"');
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out->append(buf);
+    } else {
+      out->push_back(static_cast<char>(c));
+    }
+  }
+  out->push_back('"');
+}
+
+void append_int(std::string* out, int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, r.ptr);
+}
+
+// Nanoseconds as exact decimal microseconds ("12.345").
+void append_us(std::string* out, int64_t ns) {
+  if (ns < 0) {
+    out->push_back('-');
+    ns = -(ns + 1) + 1;  // INT64_MIN cannot occur: the caller checks the range
+  }
+  append_int(out, ns / 1000);
+  char frac[8];
+  std::snprintf(frac, sizeof frac, ".%03d", static_cast<int>(ns % 1000));
+  out->append(frac);
+}
+
+// A column read as an integer only when it holds one (NULL, text, real, blob: nullopt).
+std::optional<int64_t> int_col(sqlite3_stmt* s, int i) {
+  if (i < 0 || sqlite3_column_type(s, i) != SQLITE_INTEGER) return std::nullopt;
+  return sqlite3_column_int64(s, i);
+}
+
+// cudaLaunchKernel_v7000 -> cudaLaunchKernel; cuMemcpy_ptds_v2 kept apart from its base only by the
+// version part.
+std::string_view canonical_api_name(std::string_view name) {
+  const size_t p = name.rfind("_v");
+  if (p == std::string_view::npos || p + 2 >= name.size()) return name;
+  for (size_t i = p + 2; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return name;
+  return name.substr(0, p);
+}
+
+std::string_view copy_kind_name(int64_t kind) {
+  switch (kind) {
+    case 1:
+      return "HtoD";
+    case 2:
+      return "DtoH";
+    case 3:
+      return "HtoA";
+    case 4:
+      return "AtoH";
+    case 5:
+      return "AtoA";
+    case 6:
+      return "AtoD";
+    case 7:
+      return "DtoA";
+    case 8:
+      return "DtoD";
+    case 9:
+      return "HtoH";
+    case 10:
+      return "PtoP";
+    default:
+      return "Unknown";
+  }
+}
+
+class Translator {
+ public:
+  Translator(sqlite3* db, std::string source) : db_(db), source_(std::move(source)) {}
+
+  bool run(std::string* json, std::string* error) {
+    out_ = json;
+    out_->append("{\"traceEvents\":[");
+    if (!table_exists(db_, "StringIds")) {
+      *error = source_ +
+               ": not an Nsight Systems export (no StringIds table); export it with `nsys export "
+               "--type sqlite`";
+      return false;
+    }
+    if (!load_strings(error)) return false;
+    bool any = false;
+    for (const char* t :
+         {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+          "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER",
+          "NVTX_EVENTS", "OSRT_API"}) {
+      if (!table_exists(db_, t)) continue;
+      any = true;
+      if (!table(t, error)) return false;
+    }
+    if (!any) {
+      *error = source_ +
+               ": no activity table (CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, OSRT_API) in this SQLite "
+               "file; profile with --trace=cuda,nvtx and export with `nsys export --type sqlite`";
+      return false;
+    }
+    names();
+    out_->append("]");
+    metadata();
+    out_->append("}");
+    return true;
+  }
+
+ private:
+  bool fail(const std::string& table, std::string* error) {
+    *error = source_ + ": table " + table + ": " + sqlite3_errmsg(db_) +
+             "; the file is not a complete Nsight Systems export: re-export with `nsys export --type sqlite`";
+    return false;
+  }
+
+  bool load_strings(std::string* error) {
+    Stmt s;
+    if (sqlite3_prepare_v2(db_, "SELECT id, value FROM StringIds", -1, &s.handle, nullptr) != SQLITE_OK)
+      return fail("StringIds", error);
+    int rc;
+    while ((rc = sqlite3_step(s.handle)) == SQLITE_ROW) {
+      const auto id = int_col(s.handle, 0);
+      const unsigned char* v = sqlite3_column_text(s.handle, 1);
+      if (id && v) strings_[*id] = reinterpret_cast<const char*>(v);
+    }
+    if (rc != SQLITE_DONE) return fail("StringIds", error);
+    return true;
+  }
+
+  std::string_view str(std::optional<int64_t> id) const {
+    if (!id) return {};
+    auto it = strings_.find(*id);
+    return it == strings_.end() ? std::string_view{} : std::string_view(it->second);
+  }
+
+  void begin(const char* ph, std::string_view cat, std::string_view name) {
+    if (events_++) out_->push_back(',');
+    out_->append("{\"ph\":\"").append(ph).append("\",\"cat\":");
+    append_escaped(out_, cat);
+    out_->append(",\"name\":");
+    append_escaped(out_, name.empty() ? std::string_view("<unnamed>") : name);
+  }
+  void times(std::optional<int64_t> start, std::optional<int64_t> end, bool instant) {
+    constexpr int64_t kLimit = int64_t{1} << 62;
+    out_->append(",\"ts\":");
+    if (start && *start > -kLimit && *start < kLimit)
+      append_us(out_, *start);
+    else
+      out_->append("null");
+    if (instant) return;
+    out_->append(",\"dur\":");
+    if (start && end && *end<kLimit&& * start> - kLimit && *start < kLimit)
+      append_us(out_, *end - *start);
+    else
+      out_->append("null");
+  }
+  void id_field(const char* key, std::optional<int64_t> v) {
+    out_->append(",\"").append(key).append("\":");
+    if (v)
+      append_int(out_, *v);
+    else
+      out_->append("0");
+  }
+  void arg(bool* first, std::string_view key, std::optional<int64_t> v) {
+    if (!v) return;
+    out_->append(*first ? ",\"args\":{" : ",");
+    *first = false;
+    append_escaped(out_, key);
+    out_->push_back(':');
+    append_int(out_, *v);
+  }
+  void arg_text(bool* first, std::string_view key, std::string_view v) {
+    out_->append(*first ? ",\"args\":{" : ",");
+    *first = false;
+    append_escaped(out_, key);
+    out_->push_back(':');
+    append_escaped(out_, v);
+  }
+  void arg_dims(bool* first, std::string_view key, std::optional<int64_t> x, std::optional<int64_t> y,
+                std::optional<int64_t> z) {
+    if (!x || !y || !z) return;
+    out_->append(*first ? ",\"args\":{" : ",");
+    *first = false;
+    append_escaped(out_, key);
+    out_->append(":[");
+    append_int(out_, *x);
+    out_->push_back(',');
+    append_int(out_, *y);
+    out_->push_back(',');
+    append_int(out_, *z);
+    out_->push_back(']');
+  }
+  void end_args(bool first) { out_->append(first ? "}" : "}}"); }
+
+  // Column index by name, -1 when the schema lacks it.
+  struct Cols {
+    std::unordered_map<std::string, int> index;
+    int operator[](const char* name) const {
+      auto it = index.find(name);
+      return it == index.end() ? -1 : it->second;
+    }
+  };
+
+  bool table(const std::string& t, std::string* error) {
+    for (const char* required : {"start"}) {
+      if (!has_column(db_, t, required)) {
+        *error = source_ + ": table " + t + " has no column '" + required +
+                 "'; not an Nsight Systems export this reader understands (re-export with `nsys export "
+                 "--type sqlite`)";
+        return false;
+      }
+    }
+    Stmt s;
+    const std::string sql = "SELECT * FROM " + t;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s.handle, nullptr) != SQLITE_OK) return fail(t, error);
+    Cols c;
+    for (int i = 0; i < sqlite3_column_count(s.handle); ++i) c.index[sqlite3_column_name(s.handle, i)] = i;
+    int rc;
+    while ((rc = sqlite3_step(s.handle)) == SQLITE_ROW) row(t, s.handle, c);
+    if (rc != SQLITE_DONE) return fail(t, error);
+    return true;
+  }
+
+  void thread_ids(sqlite3_stmt* s, int col) {
+    const auto g = int_col(s, col);
+    const int64_t pid = g ? (*g >> 24) & 0xFFFFFF : 0;
+    const int64_t tid = g ? *g & 0xFFFFFF : 0;
+    id_field("pid", pid);
+    id_field("tid", tid);
+  }
+
+  void row(const std::string& t, sqlite3_stmt* s, const Cols& c) {
+    const auto start = int_col(s, c["start"]);
+    const auto end = int_col(s, c["end"]);
+    const auto corr = int_col(s, c["correlationId"]);
+    bool first = true;
+    if (t == "CUPTI_ACTIVITY_KIND_KERNEL") {
+      std::string_view name = str(int_col(s, c["demangledName"]));
+      if (name.empty()) name = str(int_col(s, c["shortName"]));
+      begin("X", "kernel", name);
+      times(start, end, false);
+      id_field("pid", int_col(s, c["deviceId"]));
+      id_field("tid", int_col(s, c["streamId"]));
+      arg(&first, "correlation", corr);
+      arg(&first, "device", int_col(s, c["deviceId"]));
+      arg(&first, "stream", int_col(s, c["streamId"]));
+      arg(&first, "registers per thread", int_col(s, c["registersPerThread"]));
+      const auto st = int_col(s, c["staticSharedMemory"]);
+      const auto dy = int_col(s, c["dynamicSharedMemory"]);
+      if (st && dy) arg(&first, "shared memory", *st + *dy);
+      arg_dims(&first, "grid", int_col(s, c["gridX"]), int_col(s, c["gridY"]), int_col(s, c["gridZ"]));
+      arg_dims(&first, "block", int_col(s, c["blockX"]), int_col(s, c["blockY"]), int_col(s, c["blockZ"]));
+      arg_dims(&first, "cluster", int_col(s, c["clusterX"]), int_col(s, c["clusterY"]),
+               int_col(s, c["clusterZ"]));
+      arg(&first, "graph node id", int_col(s, c["graphNodeId"]));
+      end_args(first);
+    } else if (t == "CUPTI_ACTIVITY_KIND_MEMCPY" || t == "CUPTI_ACTIVITY_KIND_MEMSET") {
+      const bool copy = t == "CUPTI_ACTIVITY_KIND_MEMCPY";
+      const std::string name =
+          copy ? "Memcpy " + std::string(copy_kind_name(int_col(s, c["copyKind"]).value_or(0))) : "Memset";
+      begin("X", copy ? "gpu_memcpy" : "gpu_memset", name);
+      times(start, end, false);
+      id_field("pid", int_col(s, c["deviceId"]));
+      id_field("tid", int_col(s, c["streamId"]));
+      arg(&first, "correlation", corr);
+      arg(&first, "device", int_col(s, c["deviceId"]));
+      arg(&first, "stream", int_col(s, c["streamId"]));
+      arg(&first, "bytes", int_col(s, c["bytes"]));
+      arg(&first, "graph node id", int_col(s, c["graphNodeId"]));
+      end_args(first);
+    } else if (t == "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION") {
+      begin("X", "cuda_sync", "cudaSynchronize");
+      times(start, end, false);
+      id_field("pid", int_col(s, c["deviceId"]));
+      id_field("tid", int_col(s, c["streamId"]));
+      arg(&first, "correlation", corr);
+      arg(&first, "sync type", int_col(s, c["syncType"]));
+      end_args(first);
+    } else if (t == "CUPTI_ACTIVITY_KIND_RUNTIME" || t == "CUPTI_ACTIVITY_KIND_DRIVER" || t == "OSRT_API") {
+      const std::string_view original = str(int_col(s, c["nameId"]));
+      const std::string_view name = canonical_api_name(original);
+      const char* cat = t == "CUPTI_ACTIVITY_KIND_RUNTIME"  ? "cuda_runtime"
+                        : t == "CUPTI_ACTIVITY_KIND_DRIVER" ? "cuda_driver"
+                                                            : "os_runtime";
+      begin("X", cat, name);
+      times(start, end, false);
+      thread_ids(s, c["globalTid"]);
+      arg(&first, "correlation", corr);
+      arg(&first, "return value", int_col(s, c["returnValue"]));
+      if (name != original) arg_text(&first, "nsys_name", original);
+      end_args(first);
+    } else if (t == "NVTX_EVENTS") {
+      const auto type = int_col(s, c["eventType"]);
+      std::string_view text;
+      const int tc = c["text"];
+      if (tc >= 0 && sqlite3_column_type(s, tc) == SQLITE_TEXT)
+        text = reinterpret_cast<const char*>(sqlite3_column_text(s, tc));
+      if (text.empty()) text = str(int_col(s, c["textId"]));
+      // 59: push/pop range, 60: start/end range, 34: mark; other types (domain and category
+      // registration, thread names) carry no time extent.
+      if (type == 34) {
+        begin("i", "user_annotation", text);
+        times(start, end, true);
+        out_->append(",\"s\":\"t\"");
+      } else if (type == 59 || type == 60 || (!type && end)) {
+        begin("X", "user_annotation", text);
+        times(start, end, false);
+      } else {
+        return;  // begin() was not called: nothing written
+      }
+      thread_ids(s, c["globalTid"]);
+      arg(&first, "nvtx domain", int_col(s, c["domainId"]));
+      arg(&first, "nvtx range id", int_col(s, c["rangeId"]));
+      end_args(first);
+    }
+  }
+
+  // Process and thread names: PROCESSES (3.x), ThreadNames (2.x) where present.
+  void names() {
+    std::unordered_map<int64_t, std::string> process_names;
+    if (table_exists(db_, "PROCESSES") && has_column(db_, "PROCESSES", "pid") &&
+        has_column(db_, "PROCESSES", "name")) {
+      Stmt s;
+      if (sqlite3_prepare_v2(db_, "SELECT pid, name FROM PROCESSES", -1, &s.handle, nullptr) == SQLITE_OK)
+        while (sqlite3_step(s.handle) == SQLITE_ROW) {
+          const auto pid = int_col(s.handle, 0);
+          const unsigned char* n = sqlite3_column_text(s.handle, 1);
+          if (pid && n) process_names[*pid & 0xFFFFFF] = reinterpret_cast<const char*>(n);
+        }
+    }
+    for (const auto& [pid, name] : process_names) {
+      metadata_event("process_name", pid, 0, name);
+    }
+    if (table_exists(db_, "ThreadNames") && has_column(db_, "ThreadNames", "nameId") &&
+        has_column(db_, "ThreadNames", "globalTid")) {
+      Stmt s;
+      if (sqlite3_prepare_v2(db_, "SELECT globalTid, nameId FROM ThreadNames", -1, &s.handle, nullptr) ==
+          SQLITE_OK)
+        while (sqlite3_step(s.handle) == SQLITE_ROW) {
+          const auto g = int_col(s.handle, 0);
+          const std::string_view n = str(int_col(s.handle, 1));
+          if (g && !n.empty()) metadata_event("thread_name", (*g >> 24) & 0xFFFFFF, *g & 0xFFFFFF, n);
+        }
+    }
+  }
+  void metadata_event(std::string_view what, int64_t pid, int64_t tid, std::string_view name) {
+    begin("M", "__metadata", what);
+    id_field("pid", pid);
+    id_field("tid", tid);
+    out_->append(",\"args\":{\"name\":");
+    append_escaped(out_, name);
+    out_->append("}}");
+  }
+
+  // Schema metadata (META_DATA_EXPORT in 3.x, EXPORT_META_DATA in 2.x) and the GPUs of
+  // TARGET_INFO_GPU as Kineto-style deviceProperties (kept by the builder as device.<id>.<field>).
+  void metadata() {
+    for (const char* t : {"META_DATA_EXPORT", "EXPORT_META_DATA"}) {
+      if (!table_exists(db_, t) || !has_column(db_, t, "name") || !has_column(db_, t, "value")) continue;
+      Stmt s;
+      if (sqlite3_prepare_v2(db_, (std::string("SELECT name, value FROM ") + t).c_str(), -1, &s.handle,
+                             nullptr) != SQLITE_OK)
+        continue;
+      while (sqlite3_step(s.handle) == SQLITE_ROW) {
+        const unsigned char* n = sqlite3_column_text(s.handle, 0);
+        const unsigned char* v = sqlite3_column_text(s.handle, 1);
+        if (!n || !v) continue;
+        const std::string_view key = reinterpret_cast<const char*>(n);
+        const std::string_view value = reinterpret_cast<const char*>(v);
+        // A schema newer than the 2.x and 3.x this reader was written against: one warning line, then
+        // whatever tables and columns it still recognizes are imported.
+        if (key == "EXPORT_SCHEMA_VERSION_MAJOR" && !value.empty() && (value.size() > 1 || value[0] > '3'))
+          std::fprintf(
+              stderr,
+              "strata: warning: %s: Nsight Systems export schema major version %.*s is newer than the "
+              "2.x/3.x this reader knows; importing the tables and columns it recognizes\n",
+              source_.c_str(), static_cast<int>(value.size()), value.data());
+        out_->append(",");
+        append_escaped(out_, std::string("nsys.") + reinterpret_cast<const char*>(n));
+        out_->push_back(':');
+        append_escaped(out_, reinterpret_cast<const char*>(v));
+      }
+      out_->append(",\"nsys.metadata_table\":");
+      append_escaped(out_, t);
+      break;
+    }
+    if (!table_exists(db_, "TARGET_INFO_GPU")) return;
+    Stmt s;
+    if (sqlite3_prepare_v2(db_, "SELECT * FROM TARGET_INFO_GPU", -1, &s.handle, nullptr) != SQLITE_OK) return;
+    out_->append(",\"deviceProperties\":[");
+    int n = 0;
+    while (sqlite3_step(s.handle) == SQLITE_ROW && n < 64) {
+      out_->append(n++ ? ",{" : "{");
+      bool first_field = true;
+      for (int i = 0; i < sqlite3_column_count(s.handle); ++i) {
+        const int type = sqlite3_column_type(s.handle, i);
+        if (type != SQLITE_INTEGER && type != SQLITE_TEXT && type != SQLITE_FLOAT) continue;
+        if (!first_field) out_->push_back(',');
+        first_field = false;
+        std::string key = sqlite3_column_name(s.handle, i);
+        append_escaped(out_, key);
+        out_->push_back(':');
+        if (type == SQLITE_INTEGER) {
+          append_int(out_, sqlite3_column_int64(s.handle, i));
+        } else if (type == SQLITE_FLOAT) {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%.17g", sqlite3_column_double(s.handle, i));
+          out_->append(buf);
+        } else {
+          append_escaped(out_, reinterpret_cast<const char*>(sqlite3_column_text(s.handle, i)));
+        }
+      }
+      out_->push_back('}');
+    }
+    out_->push_back(']');
+  }
+
+  sqlite3* db_;
+  std::string source_;
+  std::string* out_ = nullptr;
+  std::unordered_map<int64_t, std::string> strings_;
+  uint64_t events_ = 0;
+};
+
+class NsysSqliteReader final : public model::TraceReader {
+ public:
+  std::string_view name() const override { return "nsys"; }
+  std::string_view description() const override {
+    return "Nsight Systems SQLite export (nsys export --type sqlite; schemas 2.x and 3.x)";
+  }
+  std::vector<std::string_view> formats() const override { return {"nsys", "nsys-sqlite", "sqlite"}; }
+  int probe(const model::ProbeInput& input) const override {
+    return !input.is_directory && input.head.substr(0, kMagic.size()) == kMagic ? 100 : 0;
+  }
+  uint64_t memory_estimate(const model::ProbeInput& input) const override { return input.size * 8; }
+  bool read(const model::ProbeInput& input, std::string_view, model::TraceBuilder& builder,
+            std::string* error) const override {
+    return import_nsys_sqlite(input.path, builder, error, nullptr);
+  }
+};
+
+}  // namespace
+
+bool nsys_to_kineto_json(const std::string& path, std::string* json, std::string* error) {
+  Db db;
+  if (sqlite3_open_v2(path.c_str(), &db.handle, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    *error = path + ": cannot open as SQLite: " + (db.handle ? sqlite3_errmsg(db.handle) : "out of memory");
+    return false;
+  }
+  Stmt probe;
+  if (sqlite3_prepare_v2(db.handle, "SELECT count(*) FROM sqlite_master", -1, &probe.handle, nullptr) !=
+          SQLITE_OK ||
+      sqlite3_step(probe.handle) != SQLITE_ROW) {
+    *error = path + ": not a readable SQLite database (" + sqlite3_errmsg(db.handle) +
+             "); export the report with `nsys export --type sqlite`";
+    return false;
+  }
+  Translator translator(db.handle, path);
+  return translator.run(json, error);
+}
+
+bool import_nsys_sqlite(const std::string& path, model::TraceBuilder& builder, std::string* error,
+                        ImportStats* stats) {
+  std::string json;
+  if (!nsys_to_kineto_json(path, &json, error)) return false;
+  ImportBuilder import_builder(&builder, Format::kKineto, path);
+  return convert_kineto(json, import_builder, stats, error);
+}
+
+void register_nsys_reader() { model::register_reader(std::make_unique<NsysSqliteReader>()); }
+
+}  // namespace strata::import
