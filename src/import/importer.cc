@@ -138,6 +138,9 @@ std::optional<Format> detect_format(std::string_view text, std::string* error) {
       contains(text, "\"python_function\"") || contains(text, "\"ac2g\"") ||
       contains(text, "\"deviceProperties\""))
     return Format::kKineto;
+  // torch.autograd.profiler's own export (no Kineto): a bare array, ops on the pid "CPU functions".
+  if (text[p] == '[' && (contains(text, "\"pid\": \"CPU functions\"") || contains(text, "\"pid\":\"CPU functions\"")))
+    return Format::kKineto;
   if (text[p] == '[' &&
       (contains(text, "\"op_name\"") || (contains(text, "\"Session\"") && contains(text, "\"Node\""))))
     return Format::kOnnxRuntime;
