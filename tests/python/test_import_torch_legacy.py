@@ -67,7 +67,7 @@ def test_legacy_autograd_export_imports_ops_at_layer_level(strata_bin, tmp_path)
     activities = {s["activity"] for s in spans}
     assert "cpu_op" in activities
     # The layer analyses see the ops.
-    table = run_strata("analyze", str(out), "--analysis", "layers", "--format", "csv", check=False)
+    table = run_strata("analyze", str(out), "--analysis", "op_stats", "--param", "level=layer", "--format", "csv", check=False)
     assert table.returncode == 0, table.stderr
     assert "aten::lstm" in table.stdout
 
