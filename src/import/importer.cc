@@ -9,6 +9,7 @@
 #include "format/file_format.h"
 #include "format/input_file.h"
 #include "import/converters.h"
+#include "import/ncu_csv.h"
 #include "model/trace_reader.h"
 
 namespace strata::import {
@@ -272,7 +273,10 @@ class JsonReader final : public model::TraceReader {
 
 }  // namespace
 
-void register_readers() { model::register_reader(std::make_unique<JsonReader>()); }
+void register_readers() {
+  model::register_reader(std::make_unique<JsonReader>());
+  register_ncu_reader();
+}
 
 uint64_t dropped_events(const stats::StatSet& s) {
   uint64_t total = 0;
