@@ -94,6 +94,15 @@ bool parse_number(std::string_view cell, double* value, std::string* cell_unit) 
   return true;
 }
 
+// An integer cell ("371693", "7"): false unless a whole number within +-2^53 (casting a larger
+// double to int64 is undefined).
+bool parse_integer(std::string_view cell, int64_t* out) {
+  double v = 0;
+  if (!parse_number(cell, &v, nullptr) || v != std::floor(v) || std::fabs(v) > 9007199254740992.0) return false;
+  *out = static_cast<int64_t>(v);
+  return true;
+}
+
 // Scale of a unit to ns (times) or bytes; 0 when it is neither.
 double time_scale(std::string_view unit) {
   if (unit == "ns" || unit == "nsecond") return 1;
@@ -252,11 +261,10 @@ class Parser {
     k.line = line;
     k.name = cell(f, "Kernel Name");
     k.process_name = cell(f, "Process Name");
-    double v = 0;
-    if (parse_number(cell(f, "Process ID"), &v, nullptr)) k.pid = static_cast<int64_t>(v);
-    if (parse_number(cell(f, "Device"), &v, nullptr)) k.device = static_cast<int64_t>(v);
-    if (parse_number(cell(f, "Stream"), &v, nullptr)) k.stream = static_cast<int64_t>(v);
-    if (parse_number(cell(f, "Context"), &v, nullptr)) k.context = static_cast<int64_t>(v);
+    parse_integer(cell(f, "Process ID"), &k.pid);
+    parse_integer(cell(f, "Device"), &k.device);
+    parse_integer(cell(f, "Stream"), &k.stream);
+    parse_integer(cell(f, "Context"), &k.context);
     parse_dim3(cell(f, "Block Size"), k.block);
     parse_dim3(cell(f, "Grid Size"), k.grid);
     by_id_[id] = out_->kernels.size();
@@ -276,12 +284,12 @@ class Parser {
   }
 
   bool row(const std::vector<std::string>& f, size_t line, std::string* error) {
-    double id = 0;
+    int64_t id = 0;
     const std::string id_text = cell(f, "ID");
-    if (!parse_number(id_text, &id, nullptr) || id < 0 || id != std::floor(id))
+    if (!parse_integer(id_text, &id) || id < 0)
       return fail(line, "ID", "'" + id_text.substr(0, 40) + "' is not a kernel ID", error);
     if (cell(f, "Kernel Name").empty()) return fail(line, "Kernel Name", "empty", error);
-    NcuKernel& k = kernel_of(f, static_cast<int64_t>(id), line);
+    NcuKernel& k = kernel_of(f, id, line);
     if (!out_->raw_page) {
       const std::string name = cell(f, "Metric Name");
       if (name.empty()) {
@@ -371,7 +379,8 @@ std::vector<AttrRecord> NcuKernel::canonical(model::Trace& t) const {
   if (block[0] >= 0)
     for (auto [key, v] : {std::pair{k::kBlockX, block[0]}, {k::kBlockY, block[1]}, {k::kBlockZ, block[2]}})
       out.push_back(t.int_attr(key, v));
-  if (f.registers >= 0) out.push_back(t.int_attr(k::kRegistersPerThread, static_cast<int64_t>(f.registers)));
+  if (f.registers >= 0 && f.registers < 1e9)
+    out.push_back(t.int_attr(k::kRegistersPerThread, static_cast<int64_t>(f.registers)));
   for (const NcuMetric& m : metrics) {
     const std::string key = "ncu." + m.name + (m.unit.empty() ? "" : " [" + m.unit + "]");
     out.push_back(m.numeric ? t.metric(key, m.value) : t.string_attr(key, m.text));
@@ -408,7 +417,7 @@ void add_ncu_spans(const NcuProfile& profile, const std::string& source, model::
     SpanRecord s;
     s.start_ns = clock;
     const double d = facts_of(k).duration_ns;
-    s.end_ns = clock + (d > 0 ? clamp_to_time_ns(d) : 0);
+    s.end_ns = add_time_ns(clock, d > 0 ? clamp_to_time_ns(d) : 0);
     clock = s.end_ns;
     s.name = trace->strings.intern(k.name);
     s.level = static_cast<uint8_t>(Level::kDevice);
