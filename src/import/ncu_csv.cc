@@ -396,6 +396,9 @@ void add_ncu_spans(const NcuProfile& profile, const std::string& source, model::
     if (process_of_pid.count(k.pid)) continue;
     model::Process p;
     p.pid = k.pid;
+    p.ended_cleanly = true;  // a complete file, as the JSON importers' processes
+    p.stream_id = (uint64_t{0x1C} << 56) | (trace->processes.size() + 1);
+    p.span_count = kernels_of_pid[k.pid];
     p.command_line = k.process_name;
     p.properties.set("writer", "strata import");
     p.properties.set("import.format", "ncu");
