@@ -19,7 +19,7 @@ echo
 echo "== strata analyze: model table (optimal batch size), layer table, by-type aggregation, per-op statistics =="
 "$strata" analyze "$out/$model.strata" \
   --analysis model_table,layer_type_aggregate,op_stats,kernels_by_name,conv_share --param top=15
-"$strata" analyze "$out/$model.strata" --analysis layer_table --format csv --output "$out/analysis" >/dev/null
+"$strata" analyze "$out/$model.strata" --analysis layer_table --format csv --output "$out/analysis" --force >/dev/null
 "$strata" export "$out/$model.strata" --format chrome --force -o "$out/$model.chrome.json"
 echo
 echo "Full layer table: $out/analysis/; timeline: $out/$model.chrome.json (open in ui.perfetto.dev)"

@@ -1,6 +1,5 @@
 #include "trace_fuzz_targets.h"
 
-#include <cstdio>
 #include <zstd.h>
 
 #include <algorithm>
@@ -73,13 +72,8 @@ void check_agree(const model::Trace& trace, const model::TraceSummary& summary) 
             trace.stats.get(info.id) <= summary.format_1_0_spans);
       continue;
     }
-    // Known open disagreement (found 2026-11-23 by trace_chunks_fuzz after the one-builder merge,
-    // input kept in fuzz/corpus/trace_chunks_fuzz/): reported, not fatal, until it is fixed.
-    if (info.scope == stats::Scope::kTrace && info.source != stats::Source::kCorrelation &&
-        summary.stats.get(info.id) != trace.stats.get(info.id))
-      std::fprintf(stderr, "fuzz: stat %s: loader %lld, streamed summary %lld\n", std::string(info.name).c_str(),
-                   static_cast<long long>(trace.stats.get(info.id)),
-                   static_cast<long long>(summary.stats.get(info.id)));
+    if (info.scope == stats::Scope::kTrace && info.source != stats::Source::kCorrelation)
+      check(summary.stats.get(info.id) == trace.stats.get(info.id));
   }
 }
 

@@ -1,5 +1,5 @@
 // strata analyze FILE... [--analysis NAME...] [--format table|csv|json] [--list] [--param k=v ...]
-//                [--output DIR]
+//                [--output DIR [--force]]
 // Opens the traces (any format a reader reads) into one trace, sorted once with one span tree, and
 // runs the chosen analyses over it (several files = repeated runs).
 #include <cstring>
@@ -13,6 +13,7 @@
 #include "analysis/pipeline.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/safe_files.h"
 #include "core/stats.h"
 #include "export/table_render.h"
 
@@ -21,7 +22,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: strata analyze FILE... [--analysis NAME...] [--format table|csv|json] [--param KEY=VALUE ...]\n"
-    "                      [--output DIR] [--list]\n"
+    "                      [--output DIR [--force]] [--list]\n"
     "  FILE: a Strata trace (file or directory)"
 #ifdef STRATA_HAVE_IMPORT
     ", or a Kineto/ONNX Runtime/TensorFlow JSON trace (imported on the fly)"
@@ -35,6 +36,7 @@ constexpr const char* kUsage =
     "                     (each analysis reads its own keys, listed by --list; a key none of the chosen\n"
     "                     analyses reads is an error)\n"
     "  --output DIR     write one file per table (NAME.csv / NAME.json / NAME.txt) instead of stdout\n"
+    "  --force          replace those files if they exist (only regular files of yours)\n"
     "  --list           name and describe every analysis\n";
 
 const char* extension(exporter::TableFormat f) {
@@ -47,7 +49,7 @@ int run_analyze(int argc, char** argv) {
   std::vector<std::string> inputs, names;
   std::string format_text = "table", output_dir;
   analysis::Params params;
-  bool list = false;
+  bool list = false, force = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     bool missing = false;
@@ -58,6 +60,10 @@ int run_analyze(int argc, char** argv) {
     }
     if (arg == "--list") {
       list = true;
+      continue;
+    }
+    if (arg == "--force") {
+      force = true;
       continue;
     }
     if (take_option(argc, argv, &i, "--analysis", &value, &missing) ||
@@ -163,11 +169,17 @@ int run_analyze(int argc, char** argv) {
     exporter::render_tables(tables, format, std::cout);
   } else {
     for (const auto& table : tables) {
+      // As every output: never through a planted link, an existing file replaced only with --force.
       std::string path = output_dir + "/" + table.name + extension(format);
-      std::ofstream file(path, std::ios::binary | std::ios::trunc);
+      OutputFile target;
+      std::string error;
+      if (!target.begin(path, force, &error)) return fail("analyze", error, 1);
+      std::ofstream file(target.temp_path(), std::ios::binary);
       exporter::render_table(table, format, file);
       file.flush();
       if (!file) return fail("analyze", path + ": write failed", 1);
+      file.close();
+      if (!target.commit(&error)) return fail("analyze", error, 1);
     }
   }
   std::cout.flush();

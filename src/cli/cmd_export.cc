@@ -1,4 +1,4 @@
-// strata export FILE --format chrome|json|csv [-o OUT]
+// strata export FILE --format chrome|json|csv|sqlite [-o OUT]
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -7,18 +7,21 @@
 #include "cli/commands.h"
 #include "cli/safe_files.h"
 #include "export/exporters.h"
+#include "export/sqlite_export.h"
 #include "export/text_escape.h"
 
 namespace strata::cli {
 
 int run_export(int argc, char** argv) {
   constexpr const char* kUsage =
-      "usage: strata export FILE --format chrome|json|csv [-o OUT] [--force]\n"
+      "usage: strata export FILE --format chrome|json|csv|sqlite [-o OUT] [--force]\n"
       "  FILE: a Strata trace, or any trace a reader of this build reads (Kineto/PyTorch JSON, ...)\n"
       "  chrome: Chrome Trace Event JSON (open in ui.perfetto.dev or chrome://tracing)\n"
       "  json, csv: one record per span with every field and attribute, and its parent in the span tree\n"
       "            (parent_id, parent_link: how it was established; remote_parent_id: a W3C parent\n"
       "            outside this file)\n"
+      "  sqlite: an SQLite database (tables spans, attributes, metrics, processes, threads, tracks,\n"
+      "          strings, samples; schema in docs/sql.md); needs -o; query it with `strata sql`\n"
       "  -o OUT: file to write (default: standard output); never written through a symbolic link\n"
       "  --force: replace OUT if it exists (only a regular file of yours)\n";
   std::string input, format = "chrome", output;
@@ -44,16 +47,26 @@ int run_export(int argc, char** argv) {
     input = arg;
   }
   if (input.empty()) return fail("export", std::string("no input file\n") + kUsage);
-  if (format != "chrome" && format != "json" && format != "csv")
-    return fail("export", "--format " + format + " is not one of chrome, json, csv");
+  if (format != "chrome" && format != "json" && format != "csv" && format != "sqlite")
+    return fail("export", "--format " + format + " is not one of chrome, json, csv, sqlite");
 
   std::string error;
   const bool to_file = !output.empty() && output != "-";
+  if (format == "sqlite" && !to_file) return fail("export", "--format sqlite needs -o FILE (a database is not written to standard output)");
   if (to_file && !check_output_target(output, force, &error)) return fail("export", error, 1);
   if (!check_inputs({input}, InputKind::kTrace, &error)) return fail("export", error, 1);
   model::Trace trace;
   if (!load_native_or_import(input, &trace, &error)) return fail("export", error, 1);
   for (const auto& w : trace.warnings) std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
+
+  if (format == "sqlite") {
+    OutputFile target;
+    if (!target.begin(output, force, &error)) return fail("export", error, 1);
+    if (!exporter::write_sqlite_file(trace, target.temp_path(), &error))
+      return fail("export", output + ": " + error, 1);
+    if (!target.commit(&error)) return fail("export", error, 1);
+    return 0;
+  }
 
   std::ofstream file;
   std::ostream* out = &std::cout;

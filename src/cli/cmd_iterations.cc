@@ -1,5 +1,5 @@
 // strata iterations FILE [--iterations N] [--stream SPEC] [--level L] [--max-extra-ops K] [--epsilon E]
-//                        [--max-loops M] [--format table|csv|json] [--emit OUT]
+//                        [--max-loops M] [--format table|csv|json] [--emit OUT [--force]]
 // Finds training/inference iterations without step markers (DeepProf), prints per-iteration metrics
 // and a ranked diagnosis.
 #include <cstring>
@@ -11,6 +11,7 @@
 #include "analysis/iterations/iterations_analysis.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/safe_files.h"
 #include "export/table_render.h"
 #include "model/trace_loader.h"
 #include "model/trace_saver.h"
@@ -20,7 +21,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: strata iterations FILE [--iterations N] [--stream SPEC] [--level L] [--max-extra-ops K]\n"
-    "                         [--epsilon E] [--max-loops M] [--format table|csv|json] [--emit OUT]\n"
+    "                         [--epsilon E] [--max-loops M] [--format table|csv|json] [--emit OUT [--force]]\n"
     "  FILE: a Strata trace"
 #ifdef STRATA_HAVE_IMPORT
     " or a Kineto/PyTorch profiler JSON trace (.json, .json.gz)"
@@ -32,13 +33,15 @@ constexpr const char* kUsage =
     "  --max-extra-ops K  extra ops allowed inside one iteration (Algorithm 1's k0; default: cycle/2)\n"
     "  --epsilon E      initial epsilon of Criterion 2 when N is given (doubled until a pattern fits)\n"
     "  --max-loops M    loops mined one after another (train, eval, ...; default 4)\n"
-    "  --emit OUT       write the trace plus one span per iteration (level iteration) to OUT (.strata)\n";
+    "  --emit OUT       write the trace plus one span per iteration (level iteration) to OUT (.strata)\n"
+    "  --force          replace OUT if it exists (only a regular file of yours)\n";
 
 }  // namespace
 
 int run_iterations(int argc, char** argv) {
   std::string input, format_text = "table", emit_path;
   analysis::Params params;
+  bool force = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -62,6 +65,10 @@ int run_iterations(int argc, char** argv) {
     if (taken) continue;
     if (take_option(argc, argv, &i, "--format", &format_text, &missing)) continue;
     if (missing) return fail("iterations", "--format needs a value (table, csv or json)");
+    if (arg == "--force") {
+      force = true;
+      continue;
+    }
     if (take_option(argc, argv, &i, "--emit", &emit_path, &missing)) continue;
     if (missing) return fail("iterations", "--emit needs an output path");
     if (!arg.empty() && arg[0] == '-') return fail("iterations", "unknown option '" + std::string(arg) + "'\n" + kUsage);
@@ -77,6 +84,8 @@ int run_iterations(int argc, char** argv) {
   std::string error;
   if (!iterations::options_from_params(params, &options, &error)) return fail("iterations", "--" + error);
 
+  OutputFile emit;  // checked before the work: never through a planted link, replaced only with --force
+  if (!emit_path.empty() && !emit.begin(emit_path, force, &error)) return fail("iterations", error, 1);
   model::Trace trace;
   if (!load_native_or_import(input, &trace, &error)) return fail("iterations", error, 1);
   for (const std::string& w : trace.warnings)
@@ -88,7 +97,8 @@ int run_iterations(int argc, char** argv) {
   exporter::render_tables(tables, format, std::cout);
   if (!emit_path.empty()) {
     const size_t added = iterations::add_iteration_spans(&trace, report);
-    if (!model::save_trace(trace, emit_path, &error)) return fail("iterations", error, 1);
+    if (!model::save_trace(trace, emit.temp_path(), &error) || !emit.commit(&error))
+      return fail("iterations", error, 1);
     std::fprintf(stderr, "strata iterations: wrote %s (%zu iteration spans at level iteration)\n", emit_path.c_str(),
                  added);
   }

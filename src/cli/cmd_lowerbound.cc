@@ -15,6 +15,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/lowerbound_options.h"
+#include "cli/safe_files.h"
 #include "export/table_render.h"
 #include "lowerbound/analyses/lowerbound_analyses.h"
 #include "lowerbound/bounds/bound_inputs.h"
@@ -30,7 +31,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: strata lowerbound MODEL.onnx [--db URL] [--backend cpu|cuda] [--dtype fp32,bf16,fp16]\n"
     "                         [--layout nchw|nhwc|blocked] [--fusion] [--trace RUN.strata] [--dot FILE.dot]\n"
-    "                         [--svg FILE.svg] [--layers] [--top N] [--format text|csv|json]\n"
+    "                         [--svg FILE.svg] [--force] [--layers] [--top N] [--format text|csv|json]\n"
     "                         [--threads N] [--system-tag TAG]\n"
     "  Lower bounds from the best benchmarked latency of each layer: sequential (sum) and parallel\n"
     "  (critical path through the layer DAG). The first --dtype is the main one; the others are\n"
@@ -39,7 +40,8 @@ constexpr const char* kUsage =
     "  Kineto trace from strata import) it also shows which layers' kernels ran on tensor cores.\n"
     "  --fusion adds the bound with fusable chains (conv + activation, conv + residual add) fused.\n"
     "  --threads N selects the rows benchmarked with N library threads (default $OMP_NUM_THREADS, else 1):\n"
-    "  use the framework run's count. A bound above the measured run (normalized > 1) is reported as such.\n";
+    "  use the framework run's count. A bound above the measured run (normalized > 1) is reported as such.\n"
+    "  --dot/--svg write the critical path; --force replaces those files if they exist (regular files of yours).\n";
 
 // Graphviz `dot -Tsvg DOT -o SVG`, run without a shell (paths may hold quotes or spaces), its
 // messages discarded. False when it is missing or fails.
@@ -113,33 +115,43 @@ bool compare_trace(const CommandOptions& opt, const lb::BoundInputs& in, const l
   return true;
 }
 
-// --dot / --svg: the critical path.
+// --dot / --svg: the critical path. Written as every output is (cli/safe_files.h): never through a
+// planted link, an existing file replaced only with --force.
+bool write_text_output(const std::string& path, const std::string& text, bool force, std::string* error) {
+  OutputFile target;
+  if (!target.begin(path, force, error)) return false;
+  std::ofstream out(target.temp_path(), std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    *error = path + ": cannot write the file (disk full?)";
+    return false;
+  }
+  return target.commit(error);
+}
+
 bool write_critical_path(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main,
                          std::string* error) {
   std::string dot = lb::critical_path_dot(in.model, main.latency_ns, main.bounds);
   if (!opt.dot.empty()) {
-    std::ofstream out(opt.dot);
-    out << dot;
-    if (!out) {
-      *error = opt.dot + ": cannot write the DOT file";
-      return false;
-    }
+    if (!write_text_output(opt.dot, dot, opt.force, error)) return false;
     std::fprintf(stderr, "critical path (DOT): %s\n", opt.dot.c_str());
   }
   if (opt.svg.empty()) return true;
   std::string dot_path = opt.dot.empty() ? opt.svg + ".dot" : opt.dot;
-  if (opt.dot.empty()) {
-    std::ofstream out(dot_path);
-    out << dot;
-  }
-  if (!run_dot_to_svg(dot_path, opt.svg))
+  if (opt.dot.empty() && !write_text_output(dot_path, dot, opt.force, error)) return false;
+  OutputFile svg;
+  if (!svg.begin(opt.svg, opt.force, error)) return false;
+  if (!run_dot_to_svg(dot_path, svg.temp_path())) {
     std::fprintf(
         stderr,
         "strata lowerbound: warning: graphviz `dot` failed or is missing (apt-get install graphviz); "
         "the DOT file is %s\n",
         dot_path.c_str());
-  else
-    std::fprintf(stderr, "critical path (SVG): %s\n", opt.svg.c_str());
+    return true;
+  }
+  if (!svg.commit(error)) return false;
+  std::fprintf(stderr, "critical path (SVG): %s\n", opt.svg.c_str());
   return true;
 }
 

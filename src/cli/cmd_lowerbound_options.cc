@@ -181,6 +181,10 @@ bool parse_command_options(int argc, char** argv, int first, CommandOptions* out
       out->help = true;
       continue;
     }
+    if (arg == "--force") {
+      out->force = true;
+      continue;
+    }
     if (arg == "--fusion" || arg == "--layers" || arg == "--recheck") {
       (arg == "--fusion" ? out->bench.fusion : arg == "--layers" ? out->layers : out->bench.recheck) = true;
       continue;

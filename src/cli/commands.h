@@ -15,5 +15,7 @@ int run_bench(int argc, char** argv);
 int run_lowerbound(int argc, char** argv);
 int run_profile(int argc, char** argv);
 int run_attach(int argc, char** argv);
+int run_sql(int argc, char** argv);
+int run_diff(int argc, char** argv);
 
 }  // namespace strata::cli

@@ -22,6 +22,7 @@ struct CommandOptions {
   std::string output;                  // -o / --output
   std::string trace;                   // --trace
   std::string dot, svg;                // --dot --svg
+  bool force = false;                  // --force: replace --dot/--svg files that exist
   std::string format = "text";         // --format text|csv|json
   size_t top = 10;                     // --top
   bool layers = false;                 // --layers

@@ -11,23 +11,27 @@
 
 #include "collect/session_internal.h"
 #include "core/level.h"
+#include "core/stats.h"
 #include "format/payloads.h"
 
 namespace strata::collect {
 
 namespace {
 
-constexpr const char* kDropCauseNames[kDropCauseCount] = {
-    "buffer_full", "end_lost", "unmatched_end", "attr_without_span", "string_truncated", "write_failed",
-    "corrupt_buffer",
+// Each cause is a stat of the one registry (core/stats.h), which holds its on-disk key and meaning.
+constexpr stats::Stat kDropCauseStats[kDropCauseCount] = {
+    stats::Stat::kCollectorBufferFull,       stats::Stat::kCollectorEndLost,
+    stats::Stat::kCollectorUnmatchedEnd,     stats::Stat::kCollectorAttrWithoutSpan,
+    stats::Stat::kCollectorStringTruncated,  stats::Stat::kCollectorWriteFailed,
+    stats::Stat::kCollectorCorruptBuffer,
 };
 
 uint32_t current_tid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
 
 }  // namespace
 
-const char* drop_cause_name(int cause) {
-  return cause >= 0 && cause < kDropCauseCount ? kDropCauseNames[cause] : "unknown";
+std::string_view drop_cause_key(int cause) {
+  return cause >= 0 && cause < kDropCauseCount ? stats::info(kDropCauseStats[cause]).disk_key : "dropped.unknown";
 }
 
 namespace {
@@ -162,7 +166,7 @@ void Session::write_stats() {
   for (int c = 0; c < kDropCauseCount; ++c) {
     uint64_t n = drops(c);
     hash = hash * 1000003 + n;
-    p.set_int(std::string(format::keys::kDroppedPrefix) + drop_cause_name(c), static_cast<int64_t>(n));
+    p.set_int(std::string(drop_cause_key(c)), static_cast<int64_t>(n));
   }
   for (const auto& [tid, name] : thread_names_) {
     p.set("thread_name." + std::to_string(tid), name);

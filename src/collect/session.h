@@ -46,7 +46,8 @@ struct SessionConfig {
   std::string argv;                 // NUL-separated command line, for the header
 };
 
-// Why events were dropped. Fixed names: they are written into the trace ("dropped.<name>").
+// Why events were dropped. Each is a stat of the registry (core/stats.h: collector.<cause>), written
+// into the trace under the registry's on-disk key ("dropped.<cause>").
 enum DropCause : int {
   kDropBufferFull = 0,   // no buffer space: the event was never recorded
   kDropEndLost,          // a span whose end could not be recorded (written as unfinished)
@@ -57,7 +58,8 @@ enum DropCause : int {
   kDropCorruptBuffer,    // an unreadable event in a thread buffer (a bug; the rest of the batch is lost)
   kDropCauseCount,
 };
-const char* drop_cause_name(int cause);
+// The registry's on-disk key of a cause ("dropped.buffer_full").
+std::string_view drop_cause_key(int cause);
 
 struct ThreadState;
 struct OpenSpan;

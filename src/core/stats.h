@@ -43,6 +43,7 @@ enum class Disk : uint8_t {
   kNone,     // computed when loading; never saved
   kStats,    // a Stats chunk entry (`dropped.<cause>`): cumulative, the last chunk of a stream wins
   kProcess,  // a Process chunk property
+  kRecord,   // a Record chunk property: counted by the command that wrote the file (strata record's merge)
 };
 
 // clang-format off
@@ -145,6 +146,9 @@ enum class Disk : uint8_t {
     "chunks of streams past the 65,536 (processes) a trace holds: skipped")                               \
   F(kLoadDuplicateProcessChunks, "load.duplicate_process_chunks", kNone, "", kTrace, kError, kLoader,    \
     "second Process chunks for one stream (a forged or copied part claiming it): ignored, the first stands")\
+  F(kMergeForeignStreamChunks, "merge.foreign_stream_chunks", kRecord, "merge.foreign_stream_chunks",     \
+    kTrace, kError, kFormat,                                                                             \
+    "chunks of a stream another merged part already wrote (a forged or copied part): left out of the merge")\
   F(kLoadBadCounters, "load.bad_counters", kNone, "", kTrace, kError, kLoader,                           \
     "stored counters that are not event counts (negative, above 2^48 or not integers): ignored")         \
   F(kImportEventsRead, "import.events_read", kProcess, "import.events_read", kProcess, kInfo, kImport,   \

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/stats.h"
 #include "format/chunk_reader.h"
 #include "format/chunk_writer.h"
 
@@ -75,6 +76,9 @@ MergeResult merge(size_t input_count,
   }
   // The merged file keeps what was wrong with its inputs: the record lists every warning.
   Properties full_record = record;
+  if (result.skipped_chunks > 0)  // the one registry's count, read back by every reader of the file
+    full_record.set_int(std::string(stats::info(stats::Stat::kMergeForeignStreamChunks).disk_key),
+                        static_cast<int64_t>(result.skipped_chunks));
   for (size_t i = 0; i < result.warnings.size(); ++i)
     full_record.set("warning." + std::to_string(i), result.warnings[i]);
   if (!full_record.entries().empty() && !writer.write_chunk(ChunkType::kRecord, 0, full_record.encode())) {

@@ -173,6 +173,9 @@ class Loader {
         format::Properties props;
         if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
         for (const auto& [key, value] : props.entries()) trace_->record.set(key, value);
+        problems_.clear();
+        for (const auto& [stat, count] : record_stats(props, &problems_)) builder_->count(stat, count);
+        note_problems(chunk);
         return;
       }
       default:
@@ -401,6 +404,17 @@ void read_process_properties(format::Properties props, Process* p, std::vector<s
     }
   }
   p->properties = std::move(kept);
+}
+
+std::vector<std::pair<stats::Stat, uint64_t>> record_stats(const format::Properties& props,
+                                                           std::vector<std::string>* problems) {
+  std::vector<std::pair<stats::Stat, uint64_t>> out;
+  for (const auto& [key, value] : props.entries()) {
+    std::optional<stats::Stat> stat = stats::find(key);
+    if (!stat || stats::info(*stat).disk != stats::Disk::kRecord) continue;
+    if (std::optional<uint64_t> v = counter_value(props, key, value, problems)) out.emplace_back(*stat, *v);
+  }
+  return out;
 }
 
 std::string duplicate_process_warning(uint64_t stream_id, const format::Properties& props) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stats.h"
 #include "format/chunk_reader.h"
 #include "model/trace.h"
 #include "model/trace_builder.h"
@@ -44,6 +45,11 @@ std::string nothing_recovered_error(const std::string& damage);
 void read_process_properties(format::Properties props, Process* p, std::vector<std::string>* problems);
 void read_stats_properties(const format::Properties& props, Process* p, bool thread_names,
                            std::vector<std::string>* problems);
+// The counters a Record chunk holds (stats stored as Disk::kRecord, e.g. merge.foreign_stream_chunks),
+// for the trace's stats; the loader and the streamed summary add them alike. A value that is not an
+// event count is left out with one line in *problems (load.bad_counters).
+std::vector<std::pair<stats::Stat, uint64_t>> record_stats(const format::Properties& props,
+                                                           std::vector<std::string>* problems);
 // The warning for a second Process chunk of one stream (another writer claiming its id): the loader
 // and the streamed summary ignore it alike and count it (load.duplicate_process_chunks).
 std::string duplicate_process_warning(uint64_t stream_id, const format::Properties& props);

@@ -183,7 +183,7 @@ class FileSummarizer {
   void handle(const format::Chunk& chunk);
   void handle_process(const format::Chunk& chunk, StreamState& s);
   void handle_stats(const format::Chunk& chunk, StreamState& s);
-  void handle_samples(const format::Chunk& chunk);
+  void handle_samples(const format::Chunk& chunk, const StreamState& s);
   void handle_spans(const format::Chunk& chunk, StreamState& s);
   void check_string(const StreamState& s, uint32_t id) {
     if (!s.strings.contains(id)) out_->stats.add(stats::Stat::kLoadUnknownStrings);
@@ -253,16 +253,22 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
     std::string error;
     if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
     for (const auto& [key, value] : props.entries()) out_->record.set(key, value);
+    problems_.clear();
+    for (const auto& [stat, count] : record_stats(props, &problems_)) out_->stats.add(stat, count);
+    note_problems(chunk);
     return;
   }
-  if (SampleChunkLoader::is_sample_chunk(chunk.type)) return handle_samples(chunk);
-  if (chunk.type < static_cast<uint16_t>(ChunkType::kProcess) ||
-      chunk.type > static_cast<uint16_t>(ChunkType::kEnd)) {
+  const bool samples = SampleChunkLoader::is_sample_chunk(chunk.type);
+  if (!samples && (chunk.type < static_cast<uint16_t>(ChunkType::kProcess) ||
+                   chunk.type > static_cast<uint16_t>(ChunkType::kEnd))) {
     ++unknown_chunks_;  // a newer minor version's chunk: skipped on purpose
     return;
   }
+  // As the loader: every chunk but the Record belongs to a stream (sample chunks too), and the
+  // stream limit applies to all of them.
   StreamState* s = stream(chunk);
   if (s == nullptr) return;
+  if (samples) return handle_samples(chunk, *s);
   Process& p = out_->processes[s->process];
   std::string error;
   switch (type) {
@@ -309,18 +315,55 @@ void FileSummarizer::handle(const format::Chunk& chunk) {
   }
 }
 
-// CPU samples: their total and how they were taken (the counts chunks and the configuration).
-void FileSummarizer::handle_samples(const format::Chunk& chunk) {
+// CPU samples: their total and how they were taken (the counts chunks and the configuration). Every
+// sample chunk is decoded as the loader decodes it (model/sample_loader.cc), so the same chunks are
+// counted undecodable and the same string references unknown.
+void FileSummarizer::handle_samples(const format::Chunk& chunk, const StreamState& s) {
+  using format::ChunkType;
   std::string error;
-  if (chunk.type == static_cast<uint16_t>(format::ChunkType::kSampleCounts)) {
-    format::SampleCountsHeader h;
-    std::vector<format::SampleCount> counts;
-    if (!format::decode_sample_counts(chunk.payload, &h, &counts, &error)) return skip(chunk, error);
-    for (const auto& c : counts) out_->samples += c.count;
-  } else if (chunk.type == static_cast<uint16_t>(format::ChunkType::kSampleConfig)) {
-    format::Properties props;
-    if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
-    add_sample_mode(out_, std::string(props.get("mode").value_or("")));
+  switch (static_cast<ChunkType>(chunk.type)) {
+    case ChunkType::kSampleConfig: {
+      format::Properties props;
+      if (!format::Properties::decode(chunk.payload, &props, &error)) return skip(chunk, error);
+      add_sample_mode(out_, std::string(props.get("mode").value_or("")));
+      return;
+    }
+    case ChunkType::kSampleMappings: {
+      std::vector<format::SampleMapping> mappings;
+      if (!format::decode_sample_mappings(chunk.payload, &mappings, &error)) return skip(chunk, error);
+      for (const auto& m : mappings) check_string(s, m.path);
+      return;
+    }
+    case ChunkType::kSampleFrames: {
+      std::vector<format::SampleFrame> frames;
+      if (!format::decode_sample_frames(chunk.payload, &frames, &error)) return skip(chunk, error);
+      for (const auto& f : frames) {
+        if (f.kind != format::SampleFrameKind::kPython) continue;
+        check_string(s, f.function);
+        check_string(s, f.file);
+      }
+      return;
+    }
+    case ChunkType::kSampleStacks: {
+      std::vector<format::SampleStack> stacks;
+      if (!format::decode_sample_stacks(chunk.payload, &stacks, &error)) return skip(chunk, error);
+      return;
+    }
+    case ChunkType::kSampleCounts: {
+      format::SampleCountsHeader h;
+      std::vector<format::SampleCount> counts;
+      if (!format::decode_sample_counts(chunk.payload, &h, &counts, &error)) return skip(chunk, error);
+      for (const auto& c : counts) out_->samples += c.count;
+      return;
+    }
+    case ChunkType::kSampleTimeline: {
+      uint32_t tid = 0;
+      std::vector<format::SamplePoint> points;
+      if (!format::decode_sample_timeline(chunk.payload, &tid, &points, &error)) return skip(chunk, error);
+      return;
+    }
+    default:
+      return skip(chunk, "not a sample chunk");
   }
 }
 

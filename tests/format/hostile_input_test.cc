@@ -20,6 +20,7 @@
 #include "format/payloads.h"
 #include "format/trace_merge.h"
 #include "model/trace_loader.h"
+#include "model/trace_summary.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define STRATA_UNDER_ASAN 1
@@ -285,6 +286,13 @@ TEST(HostileInput, MergeLeavesOutAPartThatReusesAnotherPartsStreamId) {
   ASSERT_EQ(t.processes.size(), 1u);
   EXPECT_EQ(t.processes[0].pid, 100);
   EXPECT_EQ(t.spans.size(), 3u);
+  // Counted in the one stats registry (the merged file's Record chunk), by the loader and by the
+  // streamed summary `strata info` uses alike: b.strata's Process and Spans chunks.
+  EXPECT_EQ(merged.skipped_chunks, 2u);
+  EXPECT_EQ(t.stats.get(stats::Stat::kMergeForeignStreamChunks), 2u);
+  model::TraceSummary summary;
+  ASSERT_TRUE(model::summarize_file(out, &summary, &error)) << error;
+  EXPECT_EQ(summary.stats.get(stats::Stat::kMergeForeignStreamChunks), 2u);
 }
 
 TEST(HostileInput, ANamedPipeIsRefusedWithoutBlocking) {

@@ -6,11 +6,22 @@
 #include <vector>
 
 #include "analysis/iterations/iterations_analysis.h"
+#include "core/activity_type.h"
 #include "core/level.h"
 #include "model/span_tree.h"
 
 namespace strata::iterations {
 namespace {
+
+// Types a generated span as the importers and tracers do on the way in (the classifier reads the
+// activity type, never names): device copies and memsets by their CUPTI-style names, kernels, and
+// PyTorch's tensor-copy ops on threads.
+uint8_t activity_of(std::string_view name, bool device) {
+  if (!device) return static_cast<uint8_t>(framework_op_activity(name));
+  if (name.rfind("Memcpy ", 0) == 0) return static_cast<uint8_t>(memcpy_activity(name.substr(7, 4)));
+  if (name.rfind("Memset", 0) == 0) return static_cast<uint8_t>(ActivityType::kMemset);
+  return static_cast<uint8_t>(kernel_activity(name));
+}
 
 struct Builder {
   model::Trace trace;
@@ -30,6 +41,7 @@ struct Builder {
     s.tid = tid;
     s.level = static_cast<uint8_t>(level);
     s.kind = static_cast<uint8_t>(level == Level::kDevice ? SpanKind::kExecution : SpanKind::kSpan);
+    s.activity = activity_of(name, level == Level::kDevice);
     if (stream != kNoStream) {
       s.stream = stream;
       s.device = 0;
@@ -148,6 +160,33 @@ TEST(IterationsAnalysis, GpuStreamsClassifiedByContent) {
   EXPECT_EQ(roles[14], std::make_pair(TrackRole::kCopy, CopyDirection::kHostToDevice));
   EXPECT_EQ(roles[15], std::make_pair(TrackRole::kCopy, CopyDirection::kDeviceToHost));
   EXPECT_EQ(roles[20].first, TrackRole::kAssist);
+  EXPECT_EQ(r.metrics.iterations.size(), 10u);
+}
+
+// The activity type decides, not the name: Nsight Systems names copies "[CUDA memcpy
+// Host-to-Device]" (no "HtoD" to match), and a kernel may carry "memcpy" and "htod" in its name.
+// Name matching took the first for compute and the second for a copy.
+TEST(IterationsAnalysis, TracksClassifiedByActivityTypeNotByName) {
+  auto trace = gpu_trace(10, 10'000);
+  const uint32_t nsys_copy = trace.strings.intern("[CUDA memcpy Host-to-Device]");
+  const uint32_t copy_named_kernel = trace.strings.intern("fused_memcpy_htod_gather_kernel");
+  for (SpanRecord& s : trace.spans) {
+    if (s.stream == 14) s.name = nsys_copy;  // still typed kMemcpyHtoD, as the nsys reader types it
+    if (s.stream == 7 && trace.name(s) == "add_kernel") s.name = copy_named_kernel;  // still kKernel
+  }
+  const auto r = run(trace);
+  ASSERT_TRUE(r.classes.device_trace);
+  for (const auto& t : r.classes.tracks) {
+    if (t.key.stream_or_tid == 14) {
+      EXPECT_EQ(t.role, TrackRole::kCopy);
+      EXPECT_EQ(t.copy_direction, CopyDirection::kHostToDevice);
+    }
+    if (t.key.stream_or_tid == 7) {
+      EXPECT_EQ(t.role, TrackRole::kMain);
+      EXPECT_EQ(t.compute_ops, 120u);
+      EXPECT_EQ(t.copies[static_cast<int>(CopyDirection::kHostToDevice)], 0u);
+    }
+  }
   EXPECT_EQ(r.metrics.iterations.size(), 10u);
 }
 

@@ -8,12 +8,23 @@
 #include <vector>
 
 #include "analysis/iterations/iterations_analysis.h"
+#include "core/activity_type.h"
 #include "core/level.h"
 
 namespace strata::iterations {
 namespace {
 
 constexpr uint32_t kMain = 7, kCopyStream = 14, kAssist = 20;
+
+// Types a generated span as the importers and tracers do on the way in (the classifier reads the
+// activity type, never names): device copies and memsets by their CUPTI-style names, kernels, and
+// PyTorch's tensor-copy ops on threads.
+uint8_t activity_of(std::string_view name, bool device) {
+  if (!device) return static_cast<uint8_t>(framework_op_activity(name));
+  if (name.rfind("Memcpy ", 0) == 0) return static_cast<uint8_t>(memcpy_activity(name.substr(7, 4)));
+  if (name.rfind("Memset", 0) == 0) return static_cast<uint8_t>(ActivityType::kMemset);
+  return static_cast<uint8_t>(kernel_activity(name));
+}
 
 struct Builder {
   model::Trace trace;
@@ -31,6 +42,7 @@ struct Builder {
     s.end_ns = end;
     s.level = static_cast<uint8_t>(Level::kDevice);
     s.kind = static_cast<uint8_t>(SpanKind::kExecution);
+    s.activity = activity_of(name, true);
     s.stream = stream;
     s.device = 0;
     std::vector<AttrRecord> attrs;

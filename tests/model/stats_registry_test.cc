@@ -42,17 +42,21 @@ TEST(StatsRegistry, NamesAndDiskKeysAreUniqueAndFindable) {
     if (s.disk == Disk::kStats) {
       EXPECT_EQ(s.disk_key.rfind("dropped.", 0), 0u) << s.disk_key;
     }
-    EXPECT_EQ(s.scope, Scope::kProcess) << s.name << ": stored stats belong to the process that wrote them";
+    // Stored stats belong to the process that wrote them, or (Record chunk) to the whole file.
+    EXPECT_EQ(s.scope, s.disk == Disk::kRecord ? Scope::kTrace : Scope::kProcess) << s.name;
   }
   EXPECT_FALSE(find("dropped.no_such_cause").has_value());
   EXPECT_FALSE(find("").has_value());
 }
 
 TEST(StatsRegistry, EveryCauseTheCollectorsWriteIsRegistered) {
+  std::set<std::string> keys;
   for (int c = 0; c < collect::kDropCauseCount; ++c) {
-    const std::string key = std::string("dropped.") + collect::drop_cause_name(c);
-    EXPECT_TRUE(find(key).has_value())
-        << key << " (collect/session.h DropCause) is not in the stats registry";
+    const std::string key(collect::drop_cause_key(c));
+    const auto stat = find(key);
+    ASSERT_TRUE(stat.has_value()) << key << " (collect/session.h DropCause) is not in the stats registry";
+    EXPECT_EQ(info(*stat).source, Source::kCollector) << key;
+    EXPECT_TRUE(keys.insert(key).second) << key << ": two drop causes share one key";
   }
   for (size_t m = 1; m < static_cast<size_t>(onednn::Malformed::kCount); ++m) {
     const std::string key =

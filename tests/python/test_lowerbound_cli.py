@@ -89,6 +89,10 @@ def test_query_miss_warns_then_incremental_bench_fills_it(models, tmp_path):
     assert "already in the database: 3" in second.stdout
     assert "benchmarked now:         2" in second.stdout
     hit = run("lowerbound", models["branch_net"], "--db", db, "--format", "json", "--dot", str(tmp_path / "g.dot"))
+    # The DOT file is an output like any other: not replaced without --force (issue 13, item 1).
+    dot_again = run("lowerbound", models["branch_net"], "--db", db, "--dot", str(tmp_path / "g.dot"), check=False)
+    assert dot_again.returncode != 0 and "exists; pass --force" in dot_again.stderr
+    run("lowerbound", models["branch_net"], "--db", db, "--dot", str(tmp_path / "g.dot"), "--force")
     assert "have no measurement" not in hit.stderr
     row = json.loads(hit.stdout)["lower_bounds"]["rows"][0]
     cols = json.loads(hit.stdout)["lower_bounds"]["columns"]

@@ -82,7 +82,7 @@ void main_sequence(const model::Trace& trace, const Classification& classes, std
   int64_t last_end = INT64_MIN;
   for (uint32_t i : main.op_spans) {
     const SpanRecord& s = trace.spans[i];
-    const CopyDirection dir = span_copy_direction(trace, classes, s, classes.device_trace);
+    const CopyDirection dir = span_copy_direction(s, classes.device_trace);
     if (dir == CopyDirection::kHostToDevice || dir == CopyDirection::kDeviceToHost ||
         dir == CopyDirection::kHostToHost)
       continue;  // copies form the copy "stream", even when they share the main stream
@@ -103,7 +103,7 @@ std::vector<CopyEvent> input_copies(const model::Trace& trace, const Classificat
         classes.device_trace ? CopyDirection::kHostToDevice : CopyDirection::kHostToHost;
     for (uint32_t i : track.op_spans) {
       const SpanRecord& s = trace.spans[i];
-      if (span_copy_direction(trace, classes, s, classes.device_trace) != wanted) continue;
+      if (span_copy_direction(s, classes.device_trace) != wanted) continue;
       out.push_back({s.start_ns, s.end_ns, bytes_of(trace, i).value_or(-1)});
     }
   }

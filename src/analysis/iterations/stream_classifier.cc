@@ -1,26 +1,14 @@
 #include "analysis/iterations/stream_classifier.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <map>
 
+#include "core/activity_type.h"
 #include "core/level.h"
 
 namespace strata::iterations {
 namespace {
-
-bool contains_ci(std::string_view text, std::string_view needle) {
-  if (needle.size() > text.size()) return false;
-  for (size_t i = 0; i + needle.size() <= text.size(); ++i) {
-    size_t j = 0;
-    while (j < needle.size() && std::tolower(static_cast<unsigned char>(text[i + j])) ==
-                                    std::tolower(static_cast<unsigned char>(needle[j])))
-      ++j;
-    if (j == needle.size()) return true;
-  }
-  return false;
-}
 
 bool parse_u32(std::string_view text, uint32_t* out) {
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
@@ -80,68 +68,44 @@ std::string_view direction_name(CopyDirection direction) {
   return "";
 }
 
-CopyDirection copy_direction(std::string_view name, bool device_span) {
-  if (contains_ci(name, "memcpy") || contains_ci(name, "copy")) {
-    if (contains_ci(name, "htod") || contains_ci(name, "h2d") || contains_ci(name, "host to device") ||
-        contains_ci(name, "hosttodevice"))
-      return CopyDirection::kHostToDevice;
-    if (contains_ci(name, "dtoh") || contains_ci(name, "d2h") || contains_ci(name, "device to host") ||
-        contains_ci(name, "devicetohost"))
-      return CopyDirection::kDeviceToHost;
-    if (contains_ci(name, "dtod") || contains_ci(name, "d2d") || contains_ci(name, "device to device"))
-      return CopyDirection::kDeviceToDevice;
-    if (contains_ci(name, "ptop") || contains_ci(name, "p2p") || contains_ci(name, "peer"))
-      return CopyDirection::kPeer;
+CopyDirection copy_direction(uint8_t activity, bool device_span) {
+  switch (static_cast<ActivityType>(activity)) {
+    case ActivityType::kMemcpyHtoD:
+      return device_span ? CopyDirection::kHostToDevice : CopyDirection::kNone;
+    case ActivityType::kMemcpyDtoH:
+      return device_span ? CopyDirection::kDeviceToHost : CopyDirection::kNone;
+    case ActivityType::kMemcpyDtoD:
+      return device_span ? CopyDirection::kDeviceToDevice : CopyDirection::kNone;
+    case ActivityType::kMemcpyPtoP:
+      return device_span ? CopyDirection::kPeer : CopyDirection::kNone;
+    case ActivityType::kMemcpyHtoH:
+      return device_span ? CopyDirection::kHostToHost : CopyDirection::kNone;
+    // Host ops that move tensor data (aten::copy_, aten::to, ...): the CPU analog of an input
+    // transfer (ones nested inside other ops are not top-level and never reach this test).
+    case ActivityType::kTensorCopy:
+      return device_span ? CopyDirection::kNone : CopyDirection::kHostToHost;
+    default:
+      // kMemcpyOther (a source that gave no direction) has no direction to name the track by: it
+      // counts as neither compute nor a directed copy.
+      return CopyDirection::kNone;
   }
-  if (device_span) return CopyDirection::kNone;
-  // Host ops that move tensor data: the CPU analog of an input transfer (ops like aten::copy_ that
-  // run nested inside other ops are not top-level and never reach this test).
-  static constexpr std::string_view kHostCopies[] = {"aten::copy_", "aten::to",         "aten::_to_copy",
-                                                     "aten::clone", "aten::contiguous", "memcpy"};
-  for (std::string_view c : kHostCopies)
-    if (name == c) return CopyDirection::kHostToHost;
-  return CopyDirection::kNone;
 }
 
-bool is_memset(std::string_view name) { return contains_ci(name, "memset"); }
+bool is_memset(uint8_t activity) { return activity == static_cast<uint8_t>(ActivityType::kMemset); }
 
 namespace {
 
-constexpr uint8_t kFilled = 0x80;
-constexpr uint8_t kMemset = 0x40;
-
-uint8_t name_flags_of(std::string_view name) {
-  return static_cast<uint8_t>(kFilled | static_cast<uint8_t>(copy_direction(name, false)) |
-                              static_cast<uint8_t>(copy_direction(name, true)) << 3 |
-                              (is_memset(name) ? kMemset : 0));
-}
-
-// The cached flags of `name`, filling the cache on first sight.
-uint8_t cached_flags(const model::Trace& trace, std::vector<uint8_t>* cache, uint32_t name) {
-  if (name >= cache->size()) cache->resize(static_cast<size_t>(name) + 1, 0);
-  uint8_t& f = (*cache)[name];
-  if (!(f & kFilled)) f = name_flags_of(trace.strings.get(name));
-  return f;
-}
-
-CopyDirection direction_from(uint8_t flags, bool device_span) {
-  return static_cast<CopyDirection>(device_span ? (flags >> 3) & 7 : flags & 7);
+// A copy whose direction the source did not give: neither compute nor a directed copy.
+bool is_undirected_copy(uint8_t activity) {
+  return activity == static_cast<uint8_t>(ActivityType::kMemcpyOther);
 }
 
 }  // namespace
 
-CopyDirection span_copy_direction(const model::Trace& trace, const Classification& classes,
-                                  const SpanRecord& span, bool device_span) {
-  if (span.name < classes.name_flags.size() && (classes.name_flags[span.name] & kFilled))
-    return direction_from(classes.name_flags[span.name], device_span);
-  return copy_direction(trace.name(span), device_span);
+CopyDirection span_copy_direction(const SpanRecord& span, bool device_span) {
+  return copy_direction(span.activity, device_span);
 }
 
-bool span_is_memset(const model::Trace& trace, const Classification& classes, const SpanRecord& span) {
-  if (span.name < classes.name_flags.size() && (classes.name_flags[span.name] & kFilled))
-    return (classes.name_flags[span.name] & kMemset) != 0;
-  return is_memset(trace.name(span));
-}
 
 bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, Classification* out,
                      std::string* error) {
@@ -174,7 +138,6 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
   }
   out->op_level = level;
   out->device_trace = level == static_cast<uint8_t>(Level::kDevice);
-  out->name_flags.assign(trace.strings.size(), 0);
 
   // On a device the ops are the stream's executions (kernels, copies, memsets). Ranges on the device
   // timeline (Kineto's gpu_user_annotation, cuda_sync) are markers, not operations: taken as ops they
@@ -241,12 +204,13 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
       info.op_spans.push_back(i);
       ++info.ops;
       info.busy_ns += s.duration_ns();
-      const uint8_t flags = cached_flags(trace, &out->name_flags, s.name);
-      const CopyDirection dir = direction_from(flags, key.device);
+      const CopyDirection dir = copy_direction(s.activity, key.device);
       if (dir != CopyDirection::kNone) {
         ++info.copies[static_cast<int>(dir)];
-      } else if (flags & kMemset) {
+      } else if (is_memset(s.activity)) {
         ++info.memsets;
+      } else if (is_undirected_copy(s.activity)) {
+        ++info.undirected_copies;
       } else {
         ++info.compute_ops;
       }
@@ -284,8 +248,8 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
       if (out->device_trace) {
         for (uint32_t i : info.op_spans) {
           const SpanRecord& s = trace.spans[i];
-          const uint8_t flags = cached_flags(trace, &out->name_flags, s.name);
-          if (direction_from(flags, true) == CopyDirection::kNone && !(flags & kMemset))
+          if (copy_direction(s.activity, true) == CopyDirection::kNone && !is_memset(s.activity) &&
+              !is_undirected_copy(s.activity))
             score += s.duration_ns();
         }
       } else {
@@ -310,7 +274,7 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
     }
     if (static_cast<int>(t) == out->main_track) {
       info.role = TrackRole::kMain;
-    } else if (info.compute_ops == 0 && info.memsets == 0 && copies > 0) {
+    } else if (info.compute_ops == 0 && info.memsets == 0 && info.undirected_copies == 0 && copies > 0) {
       info.role = TrackRole::kCopy;
       info.copy_direction = static_cast<CopyDirection>(dominant);
     } else {

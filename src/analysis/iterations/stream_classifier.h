@@ -24,10 +24,10 @@ enum class CopyDirection { kNone, kHostToDevice, kDeviceToHost, kDeviceToDevice,
 std::string_view role_name(TrackRole role);
 std::string_view direction_name(CopyDirection direction);
 
-// What a span is, from its name: copies are recognized by the names CUPTI/Kineto/ROCm and the
-// frameworks give them ("Memcpy HtoD (Pageable -> Device)", "aten::copy_", ...).
-CopyDirection copy_direction(std::string_view name, bool device_span);
-bool is_memset(std::string_view name);
+// What a span is, from its activity type (set by the tracer or importer that made it, never guessed
+// from names here): device copies by direction, framework tensor copies as host copies on threads.
+CopyDirection copy_direction(uint8_t activity, bool device_span);
+bool is_memset(uint8_t activity);
 
 struct TrackKey {
   uint16_t process = 0;
@@ -46,6 +46,7 @@ struct TrackInfo {
   uint64_t compute_ops = 0;
   uint64_t copies[6] = {};    // by CopyDirection
   uint64_t memsets = 0;
+  uint64_t undirected_copies = 0;  // copies whose source gave no direction (ActivityType kMemcpyOther)
   int64_t busy_ns = 0;        // summed duration of the top-level ops
   std::vector<uint32_t> op_spans;  // indices into trace.spans, top-level only, by start time
 };
@@ -56,17 +57,11 @@ struct Classification {
   std::vector<TrackInfo> tracks;
   int main_track = -1;         // index into tracks
   std::string note;            // how the main track was chosen
-  // Per name id: copy_direction() for host and device spans and is_memset(), computed once per
-  // distinct name while classifying (scanning each op's name for "memcpy", "copy", ... costs more
-  // than loading the trace). Bits 0-2 host direction, 3-5 device direction, 6 memset, 7 filled.
-  std::vector<uint8_t> name_flags;
 };
 
-// copy_direction(trace.name(span), device_span) and is_memset(trace.name(span)), from the
-// classification's per-name cache when it has the name.
-CopyDirection span_copy_direction(const model::Trace& trace, const Classification& classes, const SpanRecord& span,
-                                  bool device_span);
-bool span_is_memset(const model::Trace& trace, const Classification& classes, const SpanRecord& span);
+// copy_direction(span.activity, device_span).
+CopyDirection span_copy_direction(const SpanRecord& span, bool device_span);
+
 
 struct ClassifyOptions {
   std::optional<uint8_t> op_level;  // default: device if present, else layer, else the busiest level

@@ -1,0 +1,167 @@
+// strata sql TRACE "SELECT ..." [--format table|csv|json]
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "export/sqlite_export.h"
+#include "export/table_render.h"
+#include "export/text_escape.h"
+
+namespace strata::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: strata sql TRACE QUERY [--format table|csv|json]\n"
+    "  TRACE: a database written by `strata export --format sqlite` (opened read-only), or any trace\n"
+    "         (Strata, Kineto/PyTorch JSON, ...): exported into an in-memory database first\n"
+    "  QUERY: SQL (SQLite dialect); several statements separated by ';' print one table each.\n"
+    "         Tables and views: spans, attributes, metrics, processes, threads, tracks, strings,\n"
+    "         levels, frames, stack_frames, sample_counts, sample_points (docs/sql.md)\n"
+    "  --format: table (aligned text, default), csv, json\n";
+
+bool is_sqlite_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char header[16] = {};
+  in.read(header, sizeof(header));
+  return in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0;
+}
+
+table::Cell cell_of(sqlite3_stmt* stmt, int col) {
+  switch (sqlite3_column_type(stmt, col)) {
+    case SQLITE_INTEGER: return table::Cell::integer(sqlite3_column_int64(stmt, col));
+    case SQLITE_FLOAT: return table::Cell::real(sqlite3_column_double(stmt, col), 6);
+    case SQLITE_NULL: return table::Cell::empty();
+    case SQLITE_BLOB: return table::Cell::text("<blob " + std::to_string(sqlite3_column_bytes(stmt, col)) + " bytes>");
+    default: {
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, col));
+      return table::Cell::text(text ? std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt, col))) : "");
+    }
+  }
+}
+
+// Runs every statement of `sql`; each one that returns columns becomes a table. False with one
+// line in *error (SQLite's message and the statement's position) on the first failing statement.
+bool run_statements(sqlite3* db, const std::string& sql, std::vector<table::Table>* tables, std::string* error) {
+  const char* begin = sql.c_str();
+  const char* const end = begin + sql.size();
+  int index = 0;
+  while (begin < end) {
+    sqlite3_stmt* stmt = nullptr;
+    const char* tail = nullptr;
+    if (sqlite3_prepare_v2(db, begin, static_cast<int>(end - begin), &stmt, &tail) != SQLITE_OK) {
+      *error = "query at character " + std::to_string(begin - sql.c_str()) + ": " + sqlite3_errmsg(db);
+      return false;
+    }
+    begin = tail;
+    if (!stmt) continue;  // whitespace or a comment
+    ++index;
+    table::Table t;
+    t.name = "query" + std::to_string(index);
+    t.title = "Query " + std::to_string(index);
+    const int columns = sqlite3_column_count(stmt);
+    for (int c = 0; c < columns; ++c) t.columns.emplace_back(sqlite3_column_name(stmt, c));
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      std::vector<table::Cell> row;
+      row.reserve(static_cast<size_t>(columns));
+      for (int c = 0; c < columns; ++c) row.push_back(cell_of(stmt, c));
+      t.rows.push_back(std::move(row));
+    }
+    if (rc != SQLITE_DONE) {
+      *error = "query " + std::to_string(index) + ": " + sqlite3_errmsg(db);
+      sqlite3_finalize(stmt);
+      return false;
+    }
+    sqlite3_finalize(stmt);
+    if (columns > 0) tables->push_back(std::move(t));
+  }
+  if (index == 0) {
+    *error = "the query is empty: give an SQL statement, e.g. \"SELECT name, dur_ns FROM spans LIMIT 10\"";
+    return false;
+  }
+  return true;
+}
+
+// A database this exporter wrote (not another tool's SQLite file, e.g. an Nsight Systems export,
+// which goes through the trace readers instead).
+bool is_strata_database(sqlite3* db) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &stmt, nullptr) != SQLITE_OK)
+    return false;
+  const bool found = sqlite3_step(stmt) == SQLITE_ROW;
+  sqlite3_finalize(stmt);
+  return found;
+}
+
+}  // namespace
+
+int run_sql(int argc, char** argv) {
+  std::string input, query, format_text = "table";
+  bool have_query = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    bool missing = false;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (take_option(argc, argv, &i, "--format", &format_text, &missing) ||
+        take_option(argc, argv, &i, "-f", &format_text, &missing)) {
+      if (missing) return fail("sql", std::string(arg) + " needs a value\n" + kUsage);
+      continue;
+    }
+    if (input.empty() && !arg.empty() && arg[0] == '-') return fail("sql", "unknown option " + std::string(arg) + "\n" + kUsage);
+    if (input.empty()) input = arg;
+    else if (!have_query) {
+      query = arg;
+      have_query = true;
+    } else return fail("sql", "more than one query: put several statements in one argument, separated by ';'\n" + std::string(kUsage));
+  }
+  if (input.empty() || !have_query) return fail("sql", std::string("needs a trace and a query\n") + kUsage);
+  exporter::TableFormat format;
+  if (format_text == "table") format = exporter::TableFormat::kText;
+  else if (format_text == "csv") format = exporter::TableFormat::kCsv;
+  else if (format_text == "json") format = exporter::TableFormat::kJson;
+  else return fail("sql", "--format " + format_text + " is not one of table, csv, json");
+
+  std::string error;
+  if (!check_inputs({input}, InputKind::kTrace, &error)) return fail("sql", error, 1);
+  sqlite3* db = nullptr;
+  if (is_sqlite_file(input)) {
+    if (sqlite3_open_v2(input.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      error = input + ": cannot open as SQLite database: " + (db ? sqlite3_errmsg(db) : "out of memory");
+      sqlite3_close(db);
+      return fail("sql", error, 1);
+    }
+    if (!is_strata_database(db)) {
+      sqlite3_close(db);
+      db = nullptr;
+    }
+  }
+  if (!db) {
+    model::Trace trace;
+    if (!load_native_or_import(input, &trace, &error)) return fail("sql", error, 1);
+    for (const auto& w : trace.warnings) std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
+    if (sqlite3_open(":memory:", &db) != SQLITE_OK || !exporter::write_sqlite(trace, db, &error)) {
+      sqlite3_close(db);
+      return fail("sql", input + ": " + (error.empty() ? "cannot create an in-memory database" : error), 1);
+    }
+  }
+  std::vector<table::Table> tables;
+  const bool ok = run_statements(db, query, &tables, &error);
+  sqlite3_close(db);
+  if (!ok) return fail("sql", exporter::escape_terminal(error), 1);
+  exporter::render_tables(tables, format, std::cout);
+  std::cout.flush();
+  if (!std::cout) return fail("sql", "stdout: write failed", 1);
+  return 0;
+}
+
+}  // namespace strata::cli
