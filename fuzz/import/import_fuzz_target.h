@@ -10,4 +10,8 @@ namespace strata::fuzz {
 // takes gzip), then the correlation engine over the result. A failure must be one error line.
 void run_import(std::string_view bytes, const char* format);
 
+// Any bytes through the Nsight Compute CSV parser, the spans made from it, and the join of its
+// metrics into a small trace of kernels. A failure must be one error line; joined counts add up.
+void run_ncu_csv(std::string_view bytes);
+
 }  // namespace strata::fuzz

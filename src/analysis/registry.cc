@@ -51,6 +51,10 @@ std::unique_ptr<Analysis> make_layer_roofline();
 std::unique_ptr<Analysis> make_iterations();
 std::unique_ptr<Analysis> make_rank_breakdown();
 std::unique_ptr<Analysis> make_collective_wait();
+std::unique_ptr<Analysis> make_gpu_kernel_summary();
+std::unique_ptr<Analysis> make_cuda_api_summary();
+std::unique_ptr<Analysis> make_memcpy_summary();
+std::unique_ptr<Analysis> make_range_summary();
 #ifdef STRATA_HAVE_LOWERBOUND  // src/lowerbound/analyses (not built with STRATA_SKIP=lowerbound)
 std::unique_ptr<Analysis> make_framework_vs_bound();
 std::unique_ptr<Analysis> make_framework_inefficiency();
@@ -81,6 +85,10 @@ const std::vector<std::unique_ptr<Analysis>>& all_analyses() {
     v.push_back(make_iterations());
     v.push_back(make_rank_breakdown());
     v.push_back(make_collective_wait());
+    v.push_back(make_gpu_kernel_summary());
+    v.push_back(make_cuda_api_summary());
+    v.push_back(make_memcpy_summary());
+    v.push_back(make_range_summary());
 #ifdef STRATA_HAVE_LOWERBOUND
     v.push_back(make_framework_vs_bound());
     v.push_back(make_framework_inefficiency());

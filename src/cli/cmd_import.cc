@@ -10,7 +10,10 @@
 #include "core/level.h"
 #include "core/stats.h"
 #include "export/text_escape.h"
+#include "format/input_file.h"
 #include "import/importer.h"
+#include "import/ncu_csv.h"
+#include "model/trace_reader.h"
 #include "model/span_tree.h"
 #include "model/trace_reader.h"
 #include "model/trace_saver.h"
@@ -21,13 +24,17 @@ namespace {
 constexpr const char* kUsage =
     "usage: strata import FILE [-o OUT.strata] [--force] [--format auto|kineto|onnxruntime|tensorflow]\n"
     "                     [--zstd LEVEL]\n"
+    "       strata import --metrics NCU.csv --into TRACE [-o OUT.strata] [--force]\n"
     "  FILE: PyTorch profiler (Kineto) Chrome trace, ONNX Runtime profile, or TensorFlow trace JSON\n"
     "        (plain or .gz)\n"
     "  -o OUT.strata: output (default: FILE without .json/.json.gz, plus .strata); never written through a\n"
     "        symbolic link\n"
     "  --force: replace OUT.strata if it exists (only a regular file of yours)\n"
     "  --format: the producer, when auto-detection cannot tell (default auto)\n"
-    "  --zstd LEVEL: compress the output chunks (default 3; 0 stores them uncompressed)\n";
+    "  --zstd LEVEL: compress the output chunks (default 3; 0 stores them uncompressed)\n"
+    "  FILE may also be Nsight Compute CSV (ncu --csv, details page or --page raw)\n"
+    "  --metrics NCU.csv --into TRACE: join ncu's measured metrics to the kernels of TRACE (any format\n"
+    "        strata reads) by kernel name and launch order; OUT defaults to TRACE's name plus .ncu.strata\n";
 
 std::string default_output(std::string path) {
   for (const char* suffix : {".gz", ".json"})
@@ -36,10 +43,46 @@ std::string default_output(std::string path) {
   return path + ".strata";
 }
 
+// strata import --metrics NCU.csv --into TRACE: measured metrics joined to the trace's kernels.
+int join_metrics(const std::string& metrics, const std::string& into, std::string output, bool force,
+                 int zstd_level) {
+  std::string error, bytes;
+  if (!check_inputs({metrics, into}, InputKind::kFile, &error)) return fail("import", error, 1);
+  if (output.empty()) {
+    output = default_output(into);  // TRACE.json.gz -> TRACE.strata; TRACE.strata -> TRACE.strata.strata
+    for (const char* suffix : {".strata.strata", ".strata"})
+      if (output.ends_with(suffix)) {
+        output.resize(output.size() - std::string(suffix).size());
+        break;
+      }
+    output += ".ncu.strata";
+  }
+  if (!check_output_target(output, force, &error)) return fail("import", error, 1);
+  if (!format::read_regular_file(metrics, size_t{1} << 30, "split the ncu output", &bytes, &error))
+    return fail("import", error, 1);
+  import::NcuProfile profile;
+  if (!import::parse_ncu_csv(bytes, metrics, &profile, &error)) return fail("import", error, 1);
+  model::Trace trace;
+  if (!open_inputs(std::span<const std::string>(&into, 1), &trace, &error, model::OpenOptions{}))
+    return fail("import", error, 1);
+  const import::NcuJoinCounts c = import::join_ncu_metrics(profile, &trace);
+  OutputFile out;
+  if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, zstd_level) ||
+      !out.commit(&error))
+    return fail("import", error, 1);
+  std::printf("joined %s into %s: %llu of %zu ncu kernels matched a trace kernel (%llu unmatched), %llu trace "
+              "kernels without metrics -> %s\n",
+              exporter::escape_terminal(metrics).c_str(), exporter::escape_terminal(into).c_str(),
+              static_cast<unsigned long long>(c.matched), profile.kernels.size(),
+              static_cast<unsigned long long>(c.ncu_unmatched),
+              static_cast<unsigned long long>(c.trace_without_metrics), exporter::escape_terminal(output).c_str());
+  return c.matched == 0 ? 1 : 0;
+}
+
 }  // namespace
 
 int run_import(int argc, char** argv) {
-  std::string input, output, format = "auto", zstd = "3";
+  std::string input, output, format = "auto", zstd = "3", metrics, into;
   bool force = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -55,7 +98,9 @@ int run_import(int argc, char** argv) {
     if (take_option(argc, argv, &i, "-o", &output, &missing) ||
         take_option(argc, argv, &i, "--output", &output, &missing) ||
         take_option(argc, argv, &i, "--format", &format, &missing) ||
-        take_option(argc, argv, &i, "--zstd", &zstd, &missing)) {
+        take_option(argc, argv, &i, "--zstd", &zstd, &missing) ||
+        take_option(argc, argv, &i, "--metrics", &metrics, &missing) ||
+        take_option(argc, argv, &i, "--into", &into, &missing)) {
       if (missing) return fail("import", std::string(arg) + " needs a value\n" + kUsage);
       continue;
     }
@@ -65,14 +110,19 @@ int run_import(int argc, char** argv) {
       return fail("import", "one input file at a time (got " + input + " and " + std::string(arg) + ")");
     input = arg;
   }
-  if (input.empty()) return fail("import", std::string("no input file\n") + kUsage);
-  if (output.empty()) output = default_output(input);
   int zstd_level = 0;
   try {
     zstd_level = std::stoi(zstd);
   } catch (...) {
     return fail("import", "--zstd needs a number (0-19), got '" + zstd + "'");
   }
+  if (!metrics.empty() || !into.empty()) {
+    if (metrics.empty() || into.empty() || !input.empty())
+      return fail("import", std::string("--metrics NCU.csv and --into TRACE go together, without FILE\n") + kUsage);
+    return join_metrics(metrics, into, output, force, zstd_level);
+  }
+  if (input.empty()) return fail("import", std::string("no input file\n") + kUsage);
+  if (output.empty()) output = default_output(input);
 
   std::string error;
   if (!check_inputs({input}, InputKind::kFile, &error)) return fail("import", error, 1);
@@ -110,6 +160,11 @@ int run_import(int argc, char** argv) {
   std::printf("events: %llu spans, %llu metadata, %llu flow links, %llu dropped\n",
               n(Stat::kImportSpansWritten), n(Stat::kImportMetadataEvents), n(Stat::kImportFlowEvents),
               static_cast<unsigned long long>(import::dropped_events(counts)));
+  if (counts.get(Stat::kImportNcuKernels))
+    std::printf("ncu: %llu kernels, %llu metric values, %llu rule rows, %llu other lines skipped (==PROF==, the "
+                "program's output)\n",
+                n(Stat::kImportNcuKernels), n(Stat::kImportNcuMetricRows), n(Stat::kImportNcuRuleRows),
+                n(Stat::kImportNcuOtherLines));
   // Duration pairs and counters make records and events differ; say how, so the counts add up.
   if (counts.get(Stat::kImportEndEvents) || counts.get(Stat::kImportCounterEvents) ||
       counts.get(Stat::kImportUnfinishedSpans))

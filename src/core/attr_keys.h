@@ -42,6 +42,8 @@ inline constexpr std::string_view kBytes = "bytes";
 inline constexpr std::string_view kDramReadBytes = "dram_read_bytes";
 inline constexpr std::string_view kDramWriteBytes = "dram_write_bytes";
 inline constexpr std::string_view kAchievedOccupancy = "achieved_occupancy";  // percent of peak warps
+// Tensor-core instructions executed (ncu sm__inst_executed_pipe_tensor*.sum).
+inline constexpr std::string_view kTensorInstructions = "tensor_instructions";
 
 // --- Kernels ----------------------------------------------------------------------------------
 inline constexpr std::string_view kGridX = "grid_x";

@@ -181,6 +181,21 @@ enum class Disk : uint8_t {
     "non-numeric values in counter events' args (the numeric series are kept)")                          \
   F(kImportEndNameMismatch, "import.end_name_mismatch", kProcess, "import.end_name_mismatch", kProcess, \
     kInfo, kImport, "E events whose name differs from their B event's (closed anyway, Chrome semantics)")\
+  F(kImportNcuKernels, "import.ncu.kernels", kProcess, "import.ncu.kernels", kProcess, kInfo, kImport,   \
+    "kernels read from Nsight Compute CSV (one span each)")                                              \
+  F(kImportNcuMetricRows, "import.ncu.metric_rows", kProcess, "import.ncu.metric_rows", kProcess, kInfo,  \
+    kImport, "Nsight Compute metric values read (details rows, or raw-page cells), one attribute each")   \
+  F(kImportNcuRuleRows, "import.ncu.rule_rows", kProcess, "import.ncu.rule_rows", kProcess, kInfo,        \
+    kImport, "Nsight Compute details rows carrying a rule, not a metric (kept as rule.<name> attributes)")\
+  F(kImportNcuOtherLines, "import.ncu.other_lines", kProcess, "import.ncu.other_lines", kProcess, kInfo,  \
+    kImport, "lines of an ncu CSV that are no table rows (==PROF== lines, the program's output)")        \
+  F(kImportNcuJoinMatched, "import.ncu_join.matched", kProcess, "import.ncu_join.matched", kProcess,      \
+    kInfo, kImport, "trace kernels given measured ncu metrics (by kernel name and launch order)")        \
+  F(kImportNcuJoinUnmatched, "import.ncu_join.ncu_unmatched", kProcess, "import.ncu_join.ncu_unmatched",  \
+    kProcess, kDataLoss, kImport, "ncu kernels with no trace kernel of that name and launch ordinal")    \
+  F(kImportNcuJoinTraceKernelsWithout, "import.ncu_join.trace_kernels_without_metrics", kProcess,        \
+    "import.ncu_join.trace_kernels_without_metrics", kProcess, kInfo, kImport,                           \
+    "trace kernels no ncu kernel matched (ncu profiled a subset)")                                       \
   F(kImportMemoryEventsWithoutBytes, "import.memory.events_without_bytes", kProcess,                   \
     "import.memory.events_without_bytes", kProcess, kDataLoss, kImport,                                  \
     "[memory] events without a Bytes value: not counted in any op's alloc_bytes")                        \

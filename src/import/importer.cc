@@ -10,6 +10,7 @@
 #include "format/input_file.h"
 #include "import/converters.h"
 #include "import/nsys_sqlite_reader.h"
+#include "import/ncu_csv.h"
 #include "model/trace_reader.h"
 
 namespace strata::import {
@@ -138,6 +139,9 @@ std::optional<Format> detect_format(std::string_view text, std::string* error) {
       contains(text, "\"cuda_runtime\"") || contains(text, "\"user_annotation\"") ||
       contains(text, "\"python_function\"") || contains(text, "\"ac2g\"") ||
       contains(text, "\"deviceProperties\""))
+    return Format::kKineto;
+  // torch.autograd.profiler's own export (no Kineto): a bare array, ops on the pid "CPU functions".
+  if (text[p] == '[' && (contains(text, "\"pid\": \"CPU functions\"") || contains(text, "\"pid\":\"CPU functions\"")))
     return Format::kKineto;
   if (text[p] == '[' &&
       (contains(text, "\"op_name\"") || (contains(text, "\"Session\"") && contains(text, "\"Node\""))))
@@ -286,6 +290,7 @@ class JsonReader final : public model::TraceReader {
 void register_readers() {
   model::register_reader(std::make_unique<JsonReader>());
   register_nsys_reader();
+  register_ncu_reader();
 }
 
 uint64_t dropped_events(const stats::StatSet& s) {

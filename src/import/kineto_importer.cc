@@ -23,6 +23,8 @@
 //   cuda_sync                                -> device, span; sync
 //   instants ("i"/"I")                       -> application, instant; memory_event for "[memory]",
 //                                               annotation otherwise
+//   no category on pid "CPU functions" (the legacy torch.autograd.profiler export, no Kineto)
+//                                            -> like cpu_op
 //   anything else                            -> application span, unknown activity, counted in
 //                                               import.unmapped_category.*
 // Args keep their names except where Kineto spells a canonical fact its own way (kineto_key):
@@ -85,6 +87,16 @@ constexpr CategoryRule kRules[] = {
     {"gpu_user_annotation", Level::kDevice, SpanKind::kSpan, true, ActivityType::kDeviceRange},
     {"cuda_sync", Level::kDevice, SpanKind::kSpan, true, ActivityType::kSync},
 };
+
+constexpr size_t kCpuOpRule = 3;
+static_assert(kRules[kCpuOpRule].category == "cpu_op");
+
+// torch.autograd.profiler without Kineto (PyTorch <= 1.13 CPU builds, export_chrome_trace) writes
+// its ops with no category, on the pid "CPU functions" (GPU work of use_cuda=True on "CUDA
+// functions"): they are framework ops, so they map like Kineto's cpu_op (layer level).
+bool is_legacy_autograd_op(const ChromeEvent& ev) {
+  return ev.cat.empty() && ev.pid.kind == JsonScalar::kString && ev.pid.text == "CPU functions";
+}
 
 // "[4, 1, 1]" -> {4, 1, 1}; false unless three integers.
 bool parse_triple(std::string_view text, int64_t out[3]) {
@@ -306,6 +318,7 @@ class KinetoConverter {
     const CategoryRule* rule = nullptr;
     for (const CategoryRule& r : kRules)
       if (r.category == ev.cat) rule = &r;
+    if (rule == nullptr && is_legacy_autograd_op(ev)) rule = &kRules[kCpuOpRule];
     Level level = rule ? rule->level : Level::kApplication;
     SpanKind kind = instant ? SpanKind::kInstant : (rule ? rule->kind : SpanKind::kSpan);
     if (!rule && !instant) b_.note("unmapped_category." + std::string(ev.cat.empty() ? "(none)" : ev.cat));
