@@ -108,7 +108,10 @@ step "find_package(Strata) project (CMAKE_PREFIX_PATH=$usr)"
   >"$work/consumer.log" 2>&1 || { cat "$work/consumer.log"; fail "configuring the find_package project failed"; }
 "${clean[@]}" cmake --build "$work/consumer/build" >>"$work/consumer.log" 2>&1 ||
   { cat "$work/consumer.log"; fail "building the find_package project failed"; }
-ldd "$work/consumer/build/consumer" | grep -q "$usr/$libdir/libstrata.so.0" || fail "the consumer does not load the package's libstrata"
+ldd "$work/consumer/build/consumer" >"$work/consumer.ldd" 2>&1 || true
+grep -q "$usr/$libdir/libstrata.so.0" "$work/consumer.ldd" ||
+  { cat "$work/consumer.ldd"; readelf -d "$work/consumer/build/consumer" | grep -iE "runpath|rpath|needed";
+    fail "the consumer does not load the package's libstrata ($usr/$libdir/libstrata.so.0)"; }
 "${clean[@]}" "$work/consumer/build/consumer" "$work/cmake.strata" || fail "the find_package consumer failed"
 check_trace "$work/cmake.strata" "find_package consumer"
 
