@@ -73,6 +73,11 @@ while [ -n "$pending" ]; do
   pending=$next
 done
 echo "bundle.sh: $bundled libraries bundled into $stage/lib"
+# Debug information stays with the build (a RelWithDebInfo build's is most of its size): the bundle
+# carries code and symbols, as a release package does.
+while read -r elf; do
+  file -L "$elf" | grep -q ELF && strip --strip-debug "$elf"
+done < <(find "$stage" -type f \( -name '*.so*' -o -perm -u+x \))
 
 if [ -n "$archive" ]; then
   tar -C "$(dirname "$stage")" -czf "$archive" strata

@@ -202,15 +202,19 @@ TEST(OpenTrace, PicksTheReaderByContentAndByFormatName) {
   EXPECT_NE(find_reader("native"), nullptr);
   EXPECT_EQ(find_reader("kineto"), find_reader("json"));
   EXPECT_EQ(find_reader("onnxruntime"), find_reader("json"));
-  EXPECT_EQ(find_reader("nsys"), nullptr);
+  EXPECT_NE(find_reader("nsys"), nullptr);
+  EXPECT_NE(find_reader("ncu"), nullptr);
+  EXPECT_EQ(find_reader("perfetto"), nullptr);
+  const size_t readers = registered_readers().size();
+  EXPECT_EQ(readers, 4u);  // native, json, nsys, ncu
   import::register_readers();  // idempotent
-  EXPECT_EQ(registered_readers().size(), 2u);
+  EXPECT_EQ(registered_readers().size(), readers);
   Trace t;
   std::string error;
   OpenOptions o;
-  o.format = "nsys";
+  o.format = "perfetto";
   EXPECT_FALSE(open_trace(kKineto, &t, &error, o));
-  EXPECT_NE(error.find("unknown format 'nsys'"), std::string::npos) << error;
+  EXPECT_NE(error.find("unknown format 'perfetto'"), std::string::npos) << error;
   EXPECT_NE(error.find("kineto"), std::string::npos) << error;
   o.format = "kineto";
   EXPECT_TRUE(open_trace(kKineto, &t, &error, o)) << error;
@@ -232,7 +236,7 @@ TEST(OpenTrace, OneClearLineForInputsNoReaderCanOpen) {
       {dir.file("missing.strata"), "no such file or directory"},
       {dir.file("empty.strata"), "empty file (0 bytes)"},
       {dir.file("garbage.bin"), "starts with bytes 01 02 03 04"},
-      {dir.file("db.sqlite"), "an SQLite database"},
+      {dir.file("db.sqlite"), "not a readable SQLite database"},  // the nsys reader's line
       {dir.file("no_traces"), "directory holds no .strata files"},
       {dir.file("fifo"), "a FIFO, not a trace file"},
   };
