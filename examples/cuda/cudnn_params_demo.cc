@@ -1,13 +1,19 @@
 // Calls cuDNN and cuBLAS with real descriptors but no GPU context (null handles): the calls fail,
 // which is fine for checking what the interposer records. Run it under
 //   strata record --level library -o lib.strata -- build/bin/cudnn_params_demo
+// Built also as a module (STRATA_DEMO_MODULE: entry strata_demo_entry) that dlopen_local_runner loads
+// with RTLD_LOCAL, as Python loads PyTorch: cuDNN and cuBLAS are then outside the global scope.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
 
 #include <cstdio>
 
+#ifdef STRATA_DEMO_MODULE
+extern "C" int strata_demo_entry() {
+#else
 int main() {
+#endif
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;

@@ -13,14 +13,20 @@ namespace {
 // Why no kernel could be placed: which of flops and bytes is missing, and how to get it.
 std::string need_flops(const KernelGroups& g) {
   bool flops = false, bytes = false;
-  for (const KernelGroup& k : g.groups) flops = flops || k.flops.has_value(), bytes = bytes || k.bytes.has_value();
+  for (const KernelGroup& k : g.groups)
+    flops = flops || k.flops.has_value(), bytes = bytes || k.bytes.has_value();
   if (flops && !bytes)
-    return "kernels carry flops but no bytes (e.g. a Kineto trace with SASS FLOP counters only): profile DRAM "
-           "traffic too (dram__bytes_read.sum, dram__bytes_write.sum; strata record --metrics flops,dram)";
+    return "kernels carry flops but no bytes (e.g. a Kineto trace with SASS FLOP counters only): profile "
+           "DRAM "
+           "traffic too (dram__bytes_read.sum, dram__bytes_write.sum; ncu --csv, joined with strata import "
+           "--metrics NCU.csv --into TRACE)";
   if (bytes && !flops)
-    return "kernels carry bytes but no flops: profile FLOP counters too (strata record --metrics flops,dram)";
-  return "no kernel carries flops and bytes: on a GPU, strata record --level device --metrics flops,dram (or "
-         "import a Kineto trace with counters); on CPU, strata record --level library (oneDNN primitives carry "
+    return "kernels carry bytes but no flops: profile FLOP counters too (ncu --csv, joined with strata "
+           "import --metrics NCU.csv --into TRACE)";
+  return "no kernel carries flops and bytes: on a GPU, measure with ncu --csv and join it with strata import "
+         "--metrics (or "
+         "import a Kineto trace with counters); on CPU, strata record --level library (oneDNN primitives "
+         "carry "
          "them)";
 }
 

@@ -1,5 +1,8 @@
 #include "gpu/activity_translator.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <cstring>
 
 #include "core/activity_type.h"
@@ -149,6 +152,12 @@ bool ActivityTranslator::translate(const CUpti_Activity* record) {
       external(e);
       return true;
     }
+    case CUPTI_ACTIVITY_KIND_DEVICE: {
+      CUpti_ActivityDevice5 d;
+      std::memcpy(&d, record, sizeof(d));
+      device(d);
+      return true;
+    }
     default:
       ++stats_.unknown_kind;
       return false;
@@ -187,13 +196,29 @@ static bool bad_interval(uint64_t start, uint64_t end) {
   return start == CUPTI_TIMESTAMP_UNKNOWN || end == CUPTI_TIMESTAMP_UNKNOWN || end < start;
 }
 
+// CUPTI names kernels by their mangled symbol ("_ZN2at6native...", seen on an H100); Kineto, Nsight
+// Systems and Nsight Compute show them demangled, and so must Strata for names to be read and to
+// match across formats (strata diff, the ncu join). A run launches few distinct kernels many times:
+// each name is demangled once.
+std::string_view ActivityTranslator::demangled(const char* name) {
+  if (name[0] != '_' || name[1] != 'Z') return name;
+  auto [it, inserted] = demangled_.try_emplace(name);
+  if (inserted) {
+    int status = 0;
+    char* text = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    it->second = status == 0 && text != nullptr ? text : name;
+    std::free(text);
+  }
+  return it->second;
+}
+
 bool ActivityTranslator::kernel(const CUpti_ActivityKernel10& k) {
   if (bad_interval(k.start, k.end)) {
     ++stats_.bad_timestamps;
     return false;
   }
   attrs_.clear();
-  std::string_view name = k.name != nullptr ? std::string_view(k.name) : std::string_view("<unnamed kernel>");
+  std::string_view name = k.name != nullptr ? demangled(k.name) : std::string_view("<unnamed kernel>");
   SpanRecord r = base(k.start, k.end, k.deviceId, k.streamId, k.correlationId, kernel_activity(name));
   attrs_.add_int(attr_keys::kGridX, k.gridX);
   attrs_.add_int(attr_keys::kGridY, k.gridY);
@@ -345,6 +370,21 @@ void ActivityTranslator::external(const CUpti_ActivityExternalCorrelation& e) {
     ++stats_.external_map_resets;
   }
   external_by_correlation_[e.correlationId] = e.externalId;
+}
+
+// A device's properties become process properties "device.<id>.*" (the stats chunk carries them as
+// collector properties): the name picks the roofline's peak table entry (analysis/device_peaks), and
+// SM count, clocks and bandwidth say what the GPU could do, as nsys's TARGET_INFO_GPU does.
+void ActivityTranslator::device(const CUpti_ActivityDevice5& d) {
+  const std::string prefix = "device." + std::to_string(d.id) + ".";
+  if (d.name != nullptr) sink_->report_property(prefix + "name", d.name);
+  sink_->report_property(prefix + "compute_capability", std::to_string(d.computeCapabilityMajor) + "." +
+                                                            std::to_string(d.computeCapabilityMinor));
+  sink_->report_property(prefix + "sm_count", std::to_string(d.numMultiprocessors));
+  sink_->report_property(prefix + "core_clock_khz", std::to_string(d.coreClockRate));
+  sink_->report_property(prefix + "memory_bandwidth_kbps", std::to_string(d.globalMemoryBandwidth));
+  sink_->report_property(prefix + "memory_bytes", std::to_string(d.globalMemorySize));
+  sink_->report_property(prefix + "l2_bytes", std::to_string(d.l2CacheSize));
 }
 
 }  // namespace strata::gpu

@@ -10,6 +10,8 @@
 #include <cupti.h>
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/activity_type.h"
@@ -62,12 +64,15 @@ class ActivityTranslator {
   bool overhead(const CUpti_ActivityOverhead3& o);
   bool graph(const CUpti_ActivityGraphTrace2& g);
   void external(const CUpti_ActivityExternalCorrelation& e);
+  void device(const CUpti_ActivityDevice5& d);
+  std::string_view demangled(const char* name);
 
   SpanSink* sink_;
   TranslatorOptions options_;
   TranslatorStats stats_;
   AttrList attrs_;
   std::unordered_map<uint32_t, uint64_t> external_by_correlation_;
+  std::unordered_map<std::string, std::string> demangled_;  // mangled kernel name -> readable
 };
 
 const char* memcpy_kind_name(uint8_t kind);

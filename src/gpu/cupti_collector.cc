@@ -26,7 +26,8 @@ const CUpti_ActivityKind kOptionalKinds[] = {
     CUPTI_ACTIVITY_KIND_MEMCPY,      CUPTI_ACTIVITY_KIND_MEMCPY2,
     CUPTI_ACTIVITY_KIND_MEMSET,      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
     CUPTI_ACTIVITY_KIND_MEMORY2,     CUPTI_ACTIVITY_KIND_OVERHEAD,
-    CUPTI_ACTIVITY_KIND_GRAPH_TRACE, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+    CUPTI_ACTIVITY_KIND_GRAPH_TRACE, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+    CUPTI_ACTIVITY_KIND_DEVICE};
 
 const char* activity_kind_name(CUpti_ActivityKind k) {
   switch (k) {
@@ -48,6 +49,8 @@ const char* activity_kind_name(CUpti_ActivityKind k) {
       return "external_correlation";
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       return "concurrent_kernel";
+    case CUPTI_ACTIVITY_KIND_DEVICE:
+      return "device";
     default:
       return "other";
   }

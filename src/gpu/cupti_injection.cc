@@ -85,7 +85,22 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   options.buffer_bytes = static_cast<size_t>(std::max(1, env_int("STRATA_CUPTI_BUFFER_MB", 8))) << 20;
   if (!options.callbacks && !options.activity) return 1;
   // Per-kernel metrics: STRATA_GPU_METRICS=flops,dram,occupancy (kernel replay: slow, opt-in).
-  if (const char* metrics = std::getenv("STRATA_GPU_METRICS"); metrics != nullptr && *metrics != '\0') {
+  // On an H100 (driver 580, CUDA 13, PyTorch 2.11) the Range Profiler's start, made from the first
+  // launch's callback, never returned: the program hung inside CUPTI/libnvperf. Until it is started
+  // outside the callback and validated, the path runs only when asked for knowingly.
+  const char* metrics = std::getenv("STRATA_GPU_METRICS");
+  const char* unvalidated = std::getenv("STRATA_GPU_METRICS_UNVALIDATED");
+  if (metrics != nullptr && *metrics != '\0' &&
+      (unvalidated == nullptr || std::strcmp(unvalidated, "1") != 0)) {
+    std::fprintf(
+        stderr,
+        "strata: per-kernel GPU metrics are disabled: CUPTI's Range Profiler hung at the first kernel on an "
+        "H100 (docs/gpu-collector.md); measure with `ncu --csv` and join with `strata import --metrics "
+        "NCU.csv --into TRACE` (STRATA_GPU_METRICS_UNVALIDATED=1 tries it anyway); recording without GPU "
+        "metrics\n");
+    metrics = nullptr;
+  }
+  if (metrics != nullptr && *metrics != '\0') {
     std::string error;
     if (!parse_metric_request(metrics, &options.metrics, &error)) {
       std::fprintf(stderr, "strata: STRATA_GPU_METRICS: %s; recording without GPU metrics\n", error.c_str());

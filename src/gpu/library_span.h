@@ -2,8 +2,6 @@
 // wrapper, and one library-level span per outermost call.
 #pragma once
 
-#include <dlfcn.h>
-
 #include <cstdint>
 #include <string>
 
@@ -11,18 +9,28 @@
 
 namespace strata::gpu {
 
-// The next definition of `name` after this library (the real cuDNN/cuBLAS), looked up once.
-#define STRATA_REAL(fn)                                                        \
-  ([]() {                                                                      \
-    static auto real = reinterpret_cast<decltype(&fn)>(dlsym(RTLD_NEXT, #fn)); \
-    return real;                                                               \
+// The real cuDNN/cuBLAS function behind the preloaded wrapper, looked up once per name: the next
+// definition after this library (RTLD_NEXT) or, when the library was loaded into a local scope, the
+// definition in the loaded library itself (find_real_function).
+#define STRATA_REAL(fn)                                                                         \
+  ([]() {                                                                                       \
+    static auto real = reinterpret_cast<decltype(&fn)>(::strata::gpu::find_real_function(#fn)); \
+    return real;                                                                                \
   }())
 // The same for a name C++ overloads (cuBLAS adds overloads taking cublasDataType_t): `Type` picks one.
-#define STRATA_REAL_AS(fn, Type)                                      \
-  ([]() {                                                             \
-    static auto real = reinterpret_cast<Type>(dlsym(RTLD_NEXT, #fn)); \
-    return real;                                                      \
+#define STRATA_REAL_AS(fn, Type)                                                       \
+  ([]() {                                                                              \
+    static auto real = reinterpret_cast<Type>(::strata::gpu::find_real_function(#fn)); \
+    return real;                                                                       \
   }())
+
+// RTLD_NEXT sees only the global scope. A Python extension is loaded with RTLD_LOCAL, so PyTorch's
+// cuDNN and cuBLAS (dependencies of torch/_C's libraries) are not in it: their calls still bind to
+// the preloaded wrappers, but RTLD_NEXT finds no real function (seen on an H100 with PyTorch 2.11:
+// every cudnnBackendExecute failed and convolutions raised). Then the already-loaded library is
+// asked by soname (RTLD_NOLOAD: never loads one), which searches it and its own dependencies only,
+// never the preloaded wrapper. nullptr when no loaded library defines `name`.
+void* find_real_function(const char* name);
 
 // A library span for the outermost traced call on this thread. cuDNN implements some calls with
 // others (legacy convolution through the graph API): nested calls are not recorded, only counted

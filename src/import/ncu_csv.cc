@@ -63,7 +63,8 @@ bool read_record(std::string_view text, size_t* at, std::vector<std::string>* fi
 
 std::string_view next_line(std::string_view text, size_t* at) {
   const size_t end = text.find('\n', *at);
-  std::string_view line = text.substr(*at, end == std::string_view::npos ? std::string_view::npos : end - *at);
+  std::string_view line =
+      text.substr(*at, end == std::string_view::npos ? std::string_view::npos : end - *at);
   *at = end == std::string_view::npos ? text.size() : end + 1;
   return line;
 }
@@ -98,7 +99,8 @@ bool parse_number(std::string_view cell, double* value, std::string* cell_unit) 
 // double to int64 is undefined).
 bool parse_integer(std::string_view cell, int64_t* out) {
   double v = 0;
-  if (!parse_number(cell, &v, nullptr) || v != std::floor(v) || std::fabs(v) > 9007199254740992.0) return false;
+  if (!parse_number(cell, &v, nullptr) || v != std::floor(v) || std::fabs(v) > 9007199254740992.0)
+    return false;
   *out = static_cast<int64_t>(v);
   return true;
 }
@@ -138,7 +140,8 @@ void parse_dim3(std::string_view text, int64_t out[3]) {
   for (int n = 0; n < 3; ++n) {
     while (at < text.size() && (text[at] == '(' || text[at] == ' ' || text[at] == ',')) ++at;
     const size_t begin = at;
-    while (at < text.size() && text[at] >= '0' && text[at] <= '9' && at - begin < 12) v[n] = v[n] * 10 + (text[at++] - '0');
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9' && at - begin < 12)
+      v[n] = v[n] * 10 + (text[at++] - '0');
     if (at == begin) return;
   }
   while (at < text.size() && text[at] == ' ') ++at;
@@ -148,10 +151,28 @@ void parse_dim3(std::string_view text, int64_t out[3]) {
 
 // Columns that describe the kernel, not a metric (raw page: every other column is a metric).
 bool is_identity_column(std::string_view c) {
-  static constexpr std::string_view kColumns[] = {
-      "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream",
-      "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value",
-      "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup", "Function Name"};
+  static constexpr std::string_view kColumns[] = {"ID",
+                                                  "Process ID",
+                                                  "Process Name",
+                                                  "Host Name",
+                                                  "Kernel Name",
+                                                  "Kernel Time",
+                                                  "Context",
+                                                  "Stream",
+                                                  "Block Size",
+                                                  "Grid Size",
+                                                  "Device",
+                                                  "CC",
+                                                  "Section Name",
+                                                  "Metric Name",
+                                                  "Metric Unit",
+                                                  "Metric Value",
+                                                  "Rule Name",
+                                                  "Rule Type",
+                                                  "Rule Description",
+                                                  "Estimated Speedup Type",
+                                                  "Estimated Speedup",
+                                                  "Function Name"};
   return std::find(std::begin(kColumns), std::end(kColumns), c) != std::end(kColumns);
 }
 
@@ -166,7 +187,8 @@ struct Columns {
 
 class Parser {
  public:
-  Parser(std::string_view text, const std::string& source, NcuProfile* out) : text_(text), source_(source), out_(out) {}
+  Parser(std::string_view text, const std::string& source, NcuProfile* out)
+      : text_(text), source_(source), out_(out) {}
 
   bool run(std::string* error) {
     size_t at = 0, line_no = 0;
@@ -182,13 +204,15 @@ class Parser {
       ++out_->other_lines;
     }
     if (at >= text_.size()) {
-      *error = source_ + ": no Nsight Compute CSV header (a row starting \"ID\" with a \"Kernel Name\" column); " +
+      *error = source_ +
+               ": no Nsight Compute CSV header (a row starting \"ID\" with a \"Kernel Name\" column); " +
                "pass the output of ncu --csv (details page or --page raw)";
       return false;
     }
     std::vector<std::string> fields;
     size_t lines = 0;
-    if (!read_record(text_, &at, &fields, &lines)) return fail(line_no, "header", "unterminated quote", error);
+    if (!read_record(text_, &at, &fields, &lines))
+      return fail(line_no, "header", "unterminated quote", error);
     for (std::string& f : fields) {
       std::string unit;
       split_header_unit(&f, &unit);
@@ -206,8 +230,8 @@ class Parser {
 
  private:
   bool fail(size_t line, std::string_view field, std::string_view what, std::string* error) const {
-    *error = source_ + ": line " + std::to_string(line) + ", field " + std::string(field) + ": " + std::string(what) +
-             "; pass the unmodified output of ncu --csv (details page or --page raw)";
+    *error = source_ + ": line " + std::to_string(line) + ", field " + std::string(field) + ": " +
+             std::string(what) + "; pass the unmodified output of ncu --csv (details page or --page raw)";
     return false;
   }
 
@@ -230,7 +254,8 @@ class Parser {
       }
       at = start;
       size_t lines = 0;
-      if (!read_record(text_, &at, &fields, &lines)) return fail(at_line, "(record)", "unterminated quote", error);
+      if (!read_record(text_, &at, &fields, &lines))
+        return fail(at_line, "(record)", "unterminated quote", error);
       while (fields.size() > cols_.names.size() && fields.back().empty()) fields.pop_back();
       if (fields.size() > cols_.names.size())
         return fail(at_line, "(record)",
@@ -353,7 +378,8 @@ Facts facts_of(const NcuKernel& k) {
 }  // namespace
 
 bool looks_like_ncu_csv(std::string_view head) {
-  return head.substr(0, 5) == "\"ID\"," && head.substr(0, 4096).find("\"Kernel Name\"") != std::string_view::npos;
+  return head.substr(0, 5) == "\"ID\"," &&
+         head.substr(0, 4096).find("\"Kernel Name\"") != std::string_view::npos;
 }
 
 bool parse_ncu_csv(std::string_view text, const std::string& source, NcuProfile* out, std::string* error) {
@@ -438,8 +464,17 @@ void add_ncu_spans(const NcuProfile& profile, const std::string& source, model::
 }
 
 std::string_view kernel_base_name(std::string_view name) {
-  // "void ns::kern<int, 4>(float*, int)" -> "kern"; "kern" stays.
-  const size_t end = std::min(name.find('('), name.find('<'));
+  // "void ns::kern<int, 4>(float*, int)" -> "kern"; "kern" stays. An anonymous namespace is no
+  // argument list: "(anonymous namespace)" (GCC's demangler: Kineto, Strata) and "<unnamed>" (ncu).
+  size_t end = std::string_view::npos;
+  for (size_t i = 0; i < name.size() && end == std::string_view::npos; ++i) {
+    if (name.substr(i).starts_with("(anonymous namespace)"))
+      i += std::string_view("(anonymous namespace)").size() - 1;
+    else if (name.substr(i).starts_with("<unnamed>"))
+      i += std::string_view("<unnamed>").size() - 1;
+    else if (name[i] == '(' || name[i] == '<')
+      end = i;
+  }
   std::string_view head = name.substr(0, end == std::string_view::npos ? name.size() : end);
   while (!head.empty() && head.back() == ' ') head.remove_suffix(1);
   const size_t space = head.rfind(' ');
@@ -449,16 +484,55 @@ std::string_view kernel_base_name(std::string_view name) {
   return head.empty() ? name : head;
 }
 
+namespace {
+
+// Trace kernels in launch order: by correlation id when every kernel has one (CUPTI and Kineto
+// number launches in order; concurrent streams can start kernels out of launch order), else by start.
+std::vector<size_t> kernels_in_launch_order(const model::Trace& trace) {
+  std::vector<size_t> kernels;
+  bool all_correlated = true;
+  for (size_t i = 0; i < trace.spans.size(); ++i) {
+    const ActivityType a = trace.spans[i].activity_type();
+    if (a != ActivityType::kKernel && a != ActivityType::kCollective) continue;
+    kernels.push_back(i);
+    all_correlated = all_correlated && trace.spans[i].correlation_id != 0;
+  }
+  std::stable_sort(kernels.begin(), kernels.end(), [&](size_t a, size_t b) {
+    return all_correlated ? trace.spans[a].correlation_id < trace.spans[b].correlation_id
+                          : trace.spans[a].start_ns < trace.spans[b].start_ns;
+  });
+  return kernels;
+}
+
+// ncu numbers the kernels it profiled in launch order from the program's start; a trace of the same
+// program from its start has the same sequence. The two demangle differently (ncu: "native::<unnamed>::",
+// Kineto and Strata: "at::native::(anonymous namespace)::"), so names are compared by base name, and
+// position decides among the many instantiations of one template (vectorized_elementwise_kernel). Used
+// when at least 90% of the profiled kernels agree by position; otherwise the trace is another run or
+// a part of one, and kernels are matched by name and ordinal instead.
+std::vector<size_t> positional_matches(const NcuProfile& profile, const model::Trace& trace,
+                                       const std::vector<size_t>& kernels) {
+  std::vector<size_t> match(profile.kernels.size(), SIZE_MAX);
+  size_t agree = 0;
+  for (size_t n = 0; n < profile.kernels.size() && n < kernels.size(); ++n) {
+    if (kernel_base_name(profile.kernels[n].name) == kernel_base_name(trace.name(trace.spans[kernels[n]]))) {
+      match[n] = kernels[n];
+      ++agree;
+    }
+  }
+  if (profile.kernels.empty() || agree * 10 < profile.kernels.size() * 9)
+    match.assign(profile.kernels.size(), SIZE_MAX);
+  return match;
+}
+
+}  // namespace
+
 NcuJoinCounts join_ncu_metrics(const NcuProfile& profile, model::Trace* trace) {
   NcuJoinCounts counts;
-  // Trace kernels in launch order (start time), per exact name and per base name.
-  std::vector<size_t> kernels;
-  for (size_t i = 0; i < trace->spans.size(); ++i) {
-    const ActivityType a = trace->spans[i].activity_type();
-    if (a == ActivityType::kKernel || a == ActivityType::kCollective) kernels.push_back(i);
-  }
-  std::stable_sort(kernels.begin(), kernels.end(),
-                   [&](size_t a, size_t b) { return trace->spans[a].start_ns < trace->spans[b].start_ns; });
+  const std::vector<size_t> kernels = kernels_in_launch_order(*trace);
+  const std::vector<size_t> by_position = positional_matches(profile, *trace, kernels);
+  const bool positional =
+      std::any_of(by_position.begin(), by_position.end(), [](size_t m) { return m != SIZE_MAX; });
   std::map<std::string, std::vector<size_t>, std::less<>> by_name, by_base;
   for (size_t i : kernels) {
     const std::string_view name = trace->name(trace->spans[i]);
@@ -467,9 +541,12 @@ NcuJoinCounts join_ncu_metrics(const NcuProfile& profile, model::Trace* trace) {
   }
   std::map<std::string, size_t, std::less<>> seen_name, seen_base;
   std::vector<bool> joined(trace->spans.size(), false);
-  for (const NcuKernel& k : profile.kernels) {  // ID order
+  for (size_t n = 0; n < profile.kernels.size(); ++n) {  // ID order
+    const NcuKernel& k = profile.kernels[n];
     size_t span = SIZE_MAX;
-    if (auto it = by_name.find(k.name); it != by_name.end()) {
+    if (positional) {
+      span = by_position[n];
+    } else if (auto it = by_name.find(k.name); it != by_name.end()) {
       const size_t ordinal = seen_name[k.name]++;
       if (ordinal < it->second.size()) span = it->second[ordinal];
     } else {
@@ -534,7 +611,8 @@ class NcuReader final : public model::TraceReader {
   bool read(const model::ProbeInput& input, std::string_view, model::TraceBuilder& builder,
             std::string* error) const override {
     std::string bytes;
-    if (!format::read_regular_file(input.path, kMaxInput, "split the ncu output", &bytes, error)) return false;
+    if (!format::read_regular_file(input.path, kMaxInput, "split the ncu output", &bytes, error))
+      return false;
     builder.count(stats::Stat::kLoadFiles);
     builder.count(stats::Stat::kLoadBytes, bytes.size());
     NcuProfile profile;

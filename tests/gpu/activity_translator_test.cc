@@ -157,11 +157,16 @@ TEST(ActivityTranslator, CopyKindsAndCollectivesBecomeActivityTypes) {
   RecordingSink sink;
   ActivityTranslator t(&sink, {});
   const std::pair<CUpti_ActivityMemcpyKind, ActivityType> kinds[] = {
-      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, ActivityType::kMemcpyHtoD}, {CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, ActivityType::kMemcpyHtoD},
-      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, ActivityType::kMemcpyDtoH}, {CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, ActivityType::kMemcpyDtoH},
-      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, ActivityType::kMemcpyDtoD}, {CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, ActivityType::kMemcpyDtoD},
-      {CUPTI_ACTIVITY_MEMCPY_KIND_ATOD, ActivityType::kMemcpyDtoD}, {CUPTI_ACTIVITY_MEMCPY_KIND_DTOA, ActivityType::kMemcpyDtoD},
-      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, ActivityType::kMemcpyHtoH}, {CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, ActivityType::kMemcpyPtoP},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, ActivityType::kMemcpyHtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, ActivityType::kMemcpyHtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, ActivityType::kMemcpyDtoH},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, ActivityType::kMemcpyDtoH},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, ActivityType::kMemcpyDtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, ActivityType::kMemcpyDtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_ATOD, ActivityType::kMemcpyDtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOA, ActivityType::kMemcpyDtoD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, ActivityType::kMemcpyHtoH},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, ActivityType::kMemcpyPtoP},
       {CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN, ActivityType::kMemcpyOther},
   };
   for (const auto& [kind, type] : kinds) {
@@ -212,6 +217,63 @@ TEST(ActivityTranslator, ExternalCorrelationLinksKernelToStrataSpan) {
   t2.translate(as_activity(e));
   t2.translate(as_activity(k));
   EXPECT_EQ(direct.spans[0].record.parent_id, 0xABCDEFu);
+}
+
+// CUPTI gives the mangled symbol (as an H100 run with PyTorch 2.11 showed); the span carries the name
+// Kineto and Nsight show. A name that does not demangle is kept as it is.
+TEST(ActivityTranslator, KernelNamesAreDemangled) {
+  RecordingSink sink;
+  ActivityTranslator t(&sink, {});
+  CUpti_ActivityKernel10 k = make_kernel(1, 10, 20);
+  // Two names from that run; the demangled forms are how Kineto's trace of the same program names them.
+  k.name =
+      "_ZN2at6native29vectorized_elementwise_kernelILi8EZNS0_25bfloat16_copy_kernel_cudaERNS_"
+      "18TensorIteratorBaseEEUlfE_"
+      "St5arrayIPcLm2EEEEviT0_T1_";
+  ASSERT_TRUE(t.translate(as_activity(k)));
+  k.name =
+      "_ZN2at6native53_GLOBAL__N__21739cd4_20_layer_norm_kernel_cu_9c5ada8a28vectorized_layer_norm_"
+      "kernelIffLb0EEEviT0_"
+      "PKT_S6_S6_PS3_S7_PS4_";
+  ASSERT_TRUE(t.translate(as_activity(k)));
+  k.name = "_Znot_a_symbol";
+  ASSERT_TRUE(t.translate(as_activity(k)));
+  ASSERT_EQ(sink.spans.size(), 3u);
+  EXPECT_EQ(sink.spans[0].name,
+            "void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda(at::"
+            "TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(int, "
+            "at::native::bfloat16_copy_kernel_"
+            "cuda(at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul>)");
+  EXPECT_EQ(
+      sink.spans[1].name,
+      "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float, false>(int, float, "
+      "float const*, float const*, float const*, float*, float*, float*)");
+  EXPECT_EQ(sink.spans[2].name, "_Znot_a_symbol");
+}
+
+// A device record names the GPU for the roofline's peaks and says what it can do; it is no span.
+TEST(ActivityTranslator, DeviceRecordBecomesDeviceProperties) {
+  RecordingSink sink;
+  ActivityTranslator t(&sink, {});
+  CUpti_ActivityDevice5 d{};
+  d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  d.id = 0;
+  d.name = "NVIDIA H100 80GB HBM3";  // as CUPTI names the GPU of the validation run
+  d.computeCapabilityMajor = 9;
+  d.computeCapabilityMinor = 0;
+  d.numMultiprocessors = 132;
+  d.coreClockRate = 1980000;
+  d.globalMemoryBandwidth = 3352320000;
+  d.globalMemorySize = 85520809984;
+  d.l2CacheSize = 52428800;
+  ASSERT_TRUE(t.translate(as_activity(d)));
+  EXPECT_TRUE(sink.spans.empty());
+  EXPECT_EQ(sink.properties.at("device.0.name"), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(sink.properties.at("device.0.compute_capability"), "9.0");
+  EXPECT_EQ(sink.properties.at("device.0.sm_count"), "132");
+  EXPECT_EQ(sink.properties.at("device.0.core_clock_khz"), "1980000");
+  EXPECT_EQ(sink.properties.at("device.0.memory_bandwidth_kbps"), "3352320000");
+  EXPECT_EQ(t.stats().unknown_kind, 0u);
 }
 
 TEST(ActivityTranslator, BadAndUnknownRecordsAreCountedNotEmitted) {

@@ -64,7 +64,7 @@ TEST(CuptiCollector, EnablesOnlyTracedApisAndActivityKinds) {
   for (auto [d, id] : api.enabled_callbacks) ids.push_back(id);
   EXPECT_EQ(ids, (std::vector<CUpti_CallbackId>{kLaunchId, kSyncId, kDriverLaunchId}));  // not cudaGetDevice
   EXPECT_EQ(api.enabled_kinds.front(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  EXPECT_EQ(api.enabled_kinds.size(), 9u);
+  EXPECT_EQ(api.enabled_kinds.size(), 10u);
   EXPECT_STREQ(c.clock_source(), "cupti_timestamp_callback:CLOCK_MONOTONIC");
   ASSERT_NE(api.timestamp, nullptr);
   EXPECT_GT(api.timestamp(), 0u);

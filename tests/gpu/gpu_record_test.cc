@@ -147,6 +147,34 @@ TEST(GpuRecord, CudnnAndCublasParametersAreRecorded) {
   EXPECT_EQ(attr_text(t, lt[0], "compute_type"), "77");  // CUBLAS_COMPUTE_32F_FAST_TF32
 }
 
+// PyTorch's cuDNN and cuBLAS are dependencies of an extension that CPython loaded with RTLD_LOCAL: the
+// preloaded wrappers are called, but RTLD_NEXT cannot see the real libraries. Seen on an H100 with
+// PyTorch 2.11 (every cudnnBackendExecute answered "real function not found", convolutions raised);
+// the wrappers must reach the real functions there too.
+TEST(GpuRecord, CallsFromALocallyLoadedModuleReachTheRealLibraries) {
+  testing::TempDir dir;
+  std::string out = dir.file("local.strata"), log = dir.file("out.txt");
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  std::string env = "ASAN_OPTIONS=" + std::string(asan != nullptr ? asan : "") + ":detect_leaks=0 ";
+  ASSERT_EQ(run(env + kBin + "/strata record --quiet --level library -o " + out + " -- " + kBin +
+                "/dlopen_local_runner " + STRATA_BINARY_DIR + "/lib/libcudnn_params_demo_module.so > " + log +
+                " 2>&1"),
+            0)
+      << testing::read_file(log);
+  model::Trace t;
+  std::string error;
+  ASSERT_TRUE(model::load_trace(out, &t, &error)) << error;
+  for (const char* name : {"cudnnConvolutionForward", "cublasSgemm", "cublasLtMatmul"}) {
+    auto spans = spans_named(t, name);
+    ASSERT_EQ(spans.size(), 1u) << name << "\n" << testing::read_file(log);
+    EXPECT_EQ(attr_text(t, spans[0], "error"), "<missing>")
+        << name;  // the real function was found and called
+    EXPECT_NE(attr_text(t, spans[0], "status"), "<missing>")
+        << name;  // its (failing: no GPU) status recorded
+  }
+  EXPECT_EQ(attr_text(t, spans_named(t, "cudnnConvolutionForward")[0], "x.shape"), "8x64x56x56");
+}
+
 TEST(GpuRecord, RealCuptiErrorLeavesProgramRunningUntraced) {
   // No GPU/driver here: CUPTI's real subscribe fails. Loaded as the driver would load it.
   testing::TempDir dir;

@@ -2,6 +2,8 @@
 // generated raw-page files with ==PROF== lines, program output, units rows, thousands separators and
 // trailing commas, the join to a trace's kernels by name and launch order (and its mismatch counts),
 // the kernel roofline on the joined measurements, and bad input as one line.
+#include "import/ncu_csv.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -12,13 +14,13 @@
 #include "../analysis/analysis_test_util.h"
 #include "core/attr_keys.h"
 #include "import/importer.h"
-#include "import/ncu_csv.h"
 #include "model/trace_reader.h"
 
 namespace strata::testing {
 namespace {
 
-const std::string kRealCsv = std::string(STRATA_SOURCE_DIR) + "/tests/import/data/b200_cublaslt_fp8_gemm_details.csv.log";
+const std::string kRealCsv =
+    std::string(STRATA_SOURCE_DIR) + "/tests/import/data/b200_cublaslt_fp8_gemm_details.csv.log";
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -30,7 +32,8 @@ std::string read_all(const std::string& path) {
 std::optional<double> attr(const model::Trace& t, size_t span, std::string_view key) {
   if (auto a = t.find_attr(span, key)) {
     if (a->type == static_cast<uint8_t>(AttrType::kInt)) return static_cast<double>(a->value.i);
-    if (a->type == static_cast<uint8_t>(AttrType::kDouble) || a->type == static_cast<uint8_t>(AttrType::kMetric))
+    if (a->type == static_cast<uint8_t>(AttrType::kDouble) ||
+        a->type == static_cast<uint8_t>(AttrType::kMetric))
       return a->value.d;
   }
   return std::nullopt;
@@ -93,22 +96,26 @@ Generated raw_page(const std::vector<std::string>& names, uint32_t seed) {
   o << "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\","
        "\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"dram__bytes_read.sum\",\"dram__bytes_write.sum\","
        "\"gpu__time_duration.sum\",\"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum\","
-       "\"smsp__sass_thread_inst_executed_op_hadd_pred_on.sum\",\"sm__warps_active.avg.pct_of_peak_sustained_active\"\n";
-  o << "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"Kbyte\",\"byte\",\"usecond\",\"inst\",\"inst\",\"%\",\n";
+       "\"smsp__sass_thread_inst_executed_op_hadd_pred_on.sum\",\"sm__warps_active.avg.pct_of_peak_sustained_"
+       "active\"\n";
+  o << "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"Kbyte\",\"byte\",\"usecond\",\"inst\","
+       "\"inst\",\"%\",\n";
   for (size_t id = 0; id < names.size(); ++id) {
-    const double read_kb = static_cast<double>(rng() % 100000) / 10;   // Kbyte, one decimal
+    const double read_kb = static_cast<double>(rng() % 100000) / 10;  // Kbyte, one decimal
     const int64_t write = static_cast<int64_t>(rng() % 5'000'000);    // byte, with thousands separators
     const double us = 1 + static_cast<double>(rng() % 100000) / 100;  // usecond
-    const int64_t ffma = static_cast<int64_t>(rng() % 1'000'000'000), hadd = static_cast<int64_t>(rng() % 1000);
+    const int64_t ffma = static_cast<int64_t>(rng() % 1'000'000'000),
+                  hadd = static_cast<int64_t>(rng() % 1000);
     std::ostringstream w;  // 1234567 -> "1,234,567"
     std::string digits = std::to_string(write);
     for (size_t i = 0; i < digits.size(); ++i) {
       if (i > 0 && (digits.size() - i) % 3 == 0) w << ',';
       w << digits[i];
     }
-    o << '"' << id << "\",\"4242\",\"python3\",\"localhost\",\"" << names[id] << "\",\"1\",\"7\",\"(256, 1, 1)\",\"("
-      << id + 1 << ", 1, 1)\",\"0\",\"9.0\",\"" << read_kb << "\",\"" << w.str() << "\",\"" << us << "\",\"" << ffma
-      << "\",\"" << hadd << "\",\"" << (id % 100) << '"' << (id % 3 == 0 ? "," : "") << "\n";
+    o << '"' << id << "\",\"4242\",\"python3\",\"localhost\",\"" << names[id]
+      << "\",\"1\",\"7\",\"(256, 1, 1)\",\"(" << id + 1 << ", 1, 1)\",\"0\",\"9.0\",\"" << read_kb << "\",\""
+      << w.str() << "\",\"" << us << "\",\"" << ffma << "\",\"" << hadd << "\",\"" << (id % 100) << '"'
+      << (id % 3 == 0 ? "," : "") << "\n";
     if (id % 50 == 0) o << "==PROF== Profiling \"" << names[id] << "\" - " << id << ": 0%....50%....100%\n";
     g.names.push_back(names[id]);
     g.read.push_back(read_kb * 1000);
@@ -208,7 +215,7 @@ TEST(NcuCsv, RawPageJoinsByNameAndLaunchOrderAndFeedsTheRoofline) {
 TEST(NcuCsv, MismatchesAreCounted) {
   std::vector<std::string> order = launch_order(40);
   std::vector<std::string> profiled = order;
-  profiled.push_back("gemm_kernel");         // one launch more than the trace has
+  profiled.push_back("gemm_kernel");          // one launch more than the trace has
   profiled.push_back("never_traced_kernel");  // a name the trace does not have
   Generated g = raw_page(profiled, 5);
   import::NcuProfile profile;
@@ -235,8 +242,10 @@ TEST(NcuCsv, BadInputIsOneLineNamingLineAndField) {
       {"==PROF== nothing profiled\n", "no Nsight Compute CSV header"},
       {"==PROF== x\n" + header + "\"zero\",\"1\",\"p\",\"h\",\"k\",\"S\",\"Duration\",\"ns\",\"5\"\n",
        "line 3, field ID"},
-      {header + "\"0\",\"1\",\"p\",\"h\",\"\",\"S\",\"Duration\",\"ns\",\"5\"\n", "line 2, field Kernel Name"},
-      {header + "\"0\",\"1\",\"p\",\"h\",\"k\",\"S\",\"Duration\",\"ns\",\"5\",\"x\",\"y\"\n", "more than the header"},
+      {header + "\"0\",\"1\",\"p\",\"h\",\"\",\"S\",\"Duration\",\"ns\",\"5\"\n",
+       "line 2, field Kernel Name"},
+      {header + "\"0\",\"1\",\"p\",\"h\",\"k\",\"S\",\"Duration\",\"ns\",\"5\",\"x\",\"y\"\n",
+       "more than the header"},
       {header + "\"0\",\"1\",\"p\",\"h\",\"k\",\"S\",\"Duration\",\"ns\",\"5\n", "unterminated quote"},
       {header, "no kernel rows"},
   };
@@ -251,10 +260,21 @@ TEST(NcuCsv, BadInputIsOneLineNamingLineAndField) {
 }
 
 TEST(NcuCsv, KernelBaseName) {
-  EXPECT_EQ(import::kernel_base_name("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, float)"),
-            "vectorized_elementwise_kernel");
+  EXPECT_EQ(
+      import::kernel_base_name(
+          "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, float)"),
+      "vectorized_elementwise_kernel");
   EXPECT_EQ(import::kernel_base_name("ampere_sgemm_32x32_sliced1x4_tn"), "ampere_sgemm_32x32_sliced1x4_tn");
   EXPECT_EQ(import::kernel_base_name("gemm_kernel"), "gemm_kernel");
+  // The same kernel as Kineto/Strata and as ncu name it (an H100 run, tests/data/h100).
+  EXPECT_EQ(
+      import::kernel_base_name("void at::native::(anonymous namespace)::max_pool_forward_nchw<c10::BFloat16, "
+                               "int>(int, c10::BFloat16 const*, long)"),
+      "max_pool_forward_nchw");
+  EXPECT_EQ(import::kernel_base_name(
+                "void native::<unnamed>::max_pool_forward_nchw<c10::BFloat16, int>(T2, const T1 "
+                "*, long)"),
+            "max_pool_forward_nchw");
 }
 
 }  // namespace

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Validates Strata's GPU collectors on a real GPU node, from a relocatable tree (scripts/bundle.sh
+# BUILD --dir DIR) built elsewhere. Runs, each with a time limit so one hang costs one step:
+#   1. the environment: GPU, driver, PyTorch, where CUPTI/cuDNN/cuBLAS come from;
+#   2. examples/pytorch/train_gpu.py plain (baseline step time), under `strata record --level device`
+#      (CUPTI callbacks + activities, NVTX ranges per op, cuDNN/cuBLAS interposers), and under
+#      torch.profiler (Kineto) as the reference the Strata trace is compared with;
+#   3. examples/cuda/launch_loop.cu plain and recorded (overhead per launch, attribution to NVTX ranges);
+#   4. the per-kernel metrics path (--metrics flops,dram,occupancy: CUPTI Range Profiler);
+#   5. Nsight Compute's CSV of the first kernels of the same program (for `strata import --metrics`).
+# Everything it writes goes to OUT (default ./gpu-validate-out): traces, the reference, logs.
+#
+#   scripts/gpu_validate.sh STRATA_TREE [OUT]
+# GPU_VALIDATE_STEPS="torch kineto launch metrics ncu" (the default) picks the steps to run; also
+# "overhead" (plain, Strata --level device and Kineto runs interleaved, twice) and "fixtures" (3-step
+# Strata and Kineto traces of the same program, small enough for tests/data).
+set -uo pipefail
+steps=" ${GPU_VALIDATE_STEPS:-torch kineto launch metrics ncu} "
+want() { [[ "$steps" == *" $1 "* ]]; }
+tree=$(realpath "${1:?usage: gpu_validate.sh STRATA_TREE [OUT]}")
+out=$(realpath -m "${2:-gpu-validate-out}")
+mkdir -p "$out"
+root=$(cd "$(dirname "$0")/.." && pwd)
+log="$out/validate.log"
+strata="$tree/bin/strata"
+py=$(command -v python3)
+step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; } >> "$log"
+run() {  # run LIMIT_SECONDS CMD...: output to the log, status line after it
+  local limit=$1; shift
+  echo "\$ $*" >> "$log"
+  local t0=$(date +%s%N)
+  timeout --kill-after=5 "$limit" "$@" >> "$log" 2>&1
+  local rc=$?
+  echo "-> rc=$rc in $(( ($(date +%s%N) - t0) / 1000000 )) ms" >> "$log"
+  return $rc
+}
+# Like run, but a command still running after LIMIT seconds gets its processes' stacks printed
+# (cuda-gdb, when the machine has it) before it is killed: a hang says where it hangs.
+run_or_backtrace() {
+  local limit=$1; shift
+  echo "\$ $*" >> "$log"
+  "$@" >> "$log" 2>&1 &
+  local pid=$! waited=0
+  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt "$limit" ]; do sleep 1; waited=$((waited + 1)); done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "-> still running after ${limit} s: stacks of its processes" >> "$log"
+    for p in $pid $(pgrep -P "$pid") $(pgrep -P "$(pgrep -P "$pid" | head -1)" 2>/dev/null); do
+      echo "--- pid $p: $(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null)" >> "$log"
+      if command -v cuda-gdb >/dev/null; then
+        timeout 60 cuda-gdb -p "$p" -batch -ex "thread apply all bt 25" >> "$log" 2>&1
+      else
+        for t in /proc/$p/task/*; do echo "$t $(cat $t/wchan 2>/dev/null)" >> "$log"; done
+      fi
+    done
+    pkill -KILL -P "$pid"; kill -KILL "$pid" 2>/dev/null
+  fi
+  wait "$pid"; echo "-> rc=$?" >> "$log"
+}
+
+step "environment"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+  uname -r; ldd --version | head -1
+  "$py" -c 'import torch,sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
+  echo "libstdc++: $(ldconfig -p | grep -m1 'libstdc++.so.6 ' )"
+  strings "$(ldconfig -p | awk '/libstdc\+\+.so.6 / {print $NF; exit}')" 2>/dev/null | grep -c '^GLIBCXX_3.4.3'
+} >> "$log" 2>&1
+
+# The tree bundles this build machine's libstdc++; a preloaded library must not pull an older
+# libstdc++ into a process whose framework needs a newer one: keep the target's when it is newer.
+sys_cxx=$(ldconfig -p | awk '/libstdc\+\+.so.6 / {print $NF; exit}')
+if [ -n "$sys_cxx" ] && strings "$sys_cxx" | grep -q '^GLIBCXX_3.4.30$'; then
+  mv -f "$tree/lib/libstdc++.so.6" "$tree/lib/libstdc++.so.6.bundled" 2>/dev/null && \
+    echo "using the target's libstdc++ ($sys_cxx): it provides GLIBCXX_3.4.30" >> "$log"
+fi
+
+# CUDA libraries come from the target: the toolkit's CUPTI and PyTorch's wheels (cuDNN, cuBLAS).
+libdirs=""
+for d in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64 \
+  $("$py" -c 'import nvidia, os; b = list(nvidia.__path__)[0]; print(" ".join(sorted({os.path.join(r) for r, _, fs in os.walk(b) for f in fs if f.startswith(("libcudnn.so", "libcublas.so", "libcupti.so", "libcublasLt.so"))})))' 2>/dev/null); do
+  [ -d "$d" ] && libdirs="$libdirs${libdirs:+:}$d"
+done
+export LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >> "$log"
+run 20 "$strata" --version
+
+train="$root/examples/pytorch/train_gpu.py"
+if want torch; then
+  step "PyTorch: plain, Strata --level device with NVTX op ranges"
+  run 120 "$py" "$train" --steps 30
+  run 120 "$py" "$train" --steps 30 --nvtx-ops
+  run 180 "$strata" record --level device -o "$out/h100_train_device.strata" -- "$py" "$train" --steps 30 --nvtx-ops
+  run 60 "$strata" info "$out/h100_train_device.strata"
+fi
+if want kineto; then
+  step "PyTorch under torch.profiler (Kineto): the reference"
+  run 180 "$py" "$train" --steps 30 --kineto "$out/h100_train_kineto.json"
+  gzip -f "$out/h100_train_kineto.json"
+fi
+
+if want overhead; then
+  step "overhead: plain, strata --level device, Kineto; interleaved, twice"
+  for round in 1 2; do
+    run 120 "$py" "$train" --steps 30
+    run 120 "$strata" record --quiet --level device -o "/tmp/overhead-$round.strata" -- "$py" "$train" --steps 30
+    run 120 "$py" "$train" --steps 30 --kineto "/tmp/overhead-$round.json"
+  done
+fi
+if want fixtures; then
+  step "fixtures: 3 steps recorded by Strata (--level device, NVTX op ranges) and by Kineto"
+  run 120 "$strata" record --level device -o "$out/h100_train3_device.strata" -- "$py" "$train" --steps 3 --nvtx-ops
+  run 120 "$py" "$train" --steps 3 --kineto "$out/h100_train3_kineto.json"
+  gzip -f "$out/h100_train3_kineto.json"
+fi
+
+if want launch && command -v nvcc >/dev/null; then
+  step "launch-bound loop: overhead per launch and attribution"
+  run 120 nvcc -O2 -I/usr/local/cuda/include -o "$out/launch_loop" "$root/examples/cuda/launch_loop.cu" -lcuda
+  run 60 "$out/launch_loop" 20000
+  run 120 "$strata" record --level device -o "$out/launch_loop.strata" -- "$out/launch_loop" 20000
+  run 60 "$strata" analyze "$out/launch_loop.strata" --analysis kernels_by_name
+  rm -f "$out/launch_loop"
+fi
+
+if want metrics; then
+  step "per-kernel metrics (CUPTI Range Profiler)"
+  run_or_backtrace 60 "$strata" record --level device --metrics flops,dram,occupancy \
+    -o "$out/h100_train_metrics.strata" -- "$py" "$train" --steps 2
+  run 60 "$strata" info "$out/h100_train_metrics.strata"
+fi
+
+if want ncu && command -v ncu >/dev/null; then
+  step "Nsight Compute CSV of the first kernels"
+  timeout 150 ncu --csv --launch-count 60 --metrics \
+gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,smsp__sass_thread_inst_executed_op_fmul_pred_on.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
+    "$py" "$train" --steps 1 > "$out/h100_train_ncu.csv" 2>> "$log"
+  echo "ncu rc=$? lines=$(wc -l < "$out/h100_train_ncu.csv")" >> "$log"
+fi
+step "done"
+ls -la "$out" >> "$log"
