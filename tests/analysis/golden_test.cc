@@ -160,8 +160,9 @@ TEST(Golden, KinetoMultirankMerged) {
   model::OpenOptions options;
   options.before_finish = [](model::Trace& trace, std::span<const size_t>) { model::align_rank_clocks(&trace); };
   ASSERT_TRUE(model::open_traces(paths, &t, &error, options)) << error;
-  check_all(t, "multirank_merged", "rank_breakdown");
-  check_all(t, "multirank_merged", "collective_wait");
+  for (const char* name : {"rank_breakdown", "collective_wait", "idle_time", "comm_overlap", "step_time",
+                           "kernel_distribution", "launch_stats", "queue_length"})
+    check_all(t, "multirank_merged", name);
 }
 
 TEST(Golden, KinetoA100AlexNet) {
@@ -180,6 +181,8 @@ TEST(Golden, KinetoV100Iterations) {
       std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/v100_train_rank0.json.gz", &t, &error))
       << error;
   check_all(t, "v100_train_rank0", "iterations");
+  check_all(t, "v100_train_rank0", "launch_stats");  // a single-rank trace with 5 ProfilerSteps
+  check_all(t, "v100_train_rank0", "step_time");
 }
 
 // Known answers on the real trace, summed independently from its JSON (events with ph "X"):
