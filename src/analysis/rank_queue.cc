@@ -33,8 +33,8 @@ struct Segment {
   int64_t length;
 };
 
-// The queue's piecewise-constant length. At equal times departures are applied before arrivals, so
-// work that ends as the next is launched does not count as queued together with it.
+// The queue's piecewise-constant length, as stretches of positive duration: a state that lasts no
+// time (work ending at the instant the next is launched) is not a length the queue held.
 std::vector<Segment> segments(std::vector<std::pair<int64_t, int32_t>>& events) {
   std::sort(events.begin(), events.end());
   std::vector<Segment> out;
