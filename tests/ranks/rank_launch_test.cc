@@ -245,5 +245,18 @@ TEST(StepTime, MinedWhenUnmarked) {
   }
 }
 
+TEST(StepTime, NothingToFindSaysWhy) {
+  model::Trace empty;
+  const auto r = run_analysis(empty, "step_time");
+  ASSERT_TRUE(r.missing_input);
+  EXPECT_NE(r.missing_input->find("no processes"), std::string::npos) << *r.missing_input;
+  model::Trace host_only;
+  host_only.add_process({});
+  add_gen_span(host_only, 0, "op", Level::kLayer, SpanKind::kSpan, ActivityType::kCpuOp, kNoStream, 0, 0, 10);
+  const auto h = run_analysis(host_only, "step_time");
+  ASSERT_TRUE(h.missing_input);
+  EXPECT_NE(h.missing_input->find("no ProfilerStep marks and no iterations mined: "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace strata::testing

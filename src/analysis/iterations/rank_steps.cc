@@ -3,6 +3,7 @@
 // iterations analysis mines from that rank's spans alone (DeepProf; numbered from 0). The source is
 // a column. Steps of the same number are compared across ranks: the slowest rank of each step.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "analysis/analysis_util.h"
@@ -77,6 +78,14 @@ RankSteps mined_steps(const model::Trace& trace) {
   return r;
 }
 
+// (value - reference) / reference in percent; 0 for a reference of 0, and rounding residue of an
+// equal value (the median of one or two values) printed as 0, not -0.00.
+double relative_pct(double value, double reference) {
+  if (reference <= 0) return 0;
+  const double p = 100.0 * (value - reference) / reference;
+  return std::fabs(p) < 1e-9 ? 0 : p;
+}
+
 class StepTime : public Analysis {
  public:
   std::string_view name() const override { return "step_time"; }
@@ -106,7 +115,9 @@ class StepTime : public Analysis {
                                  [](const auto& kv) { return !kv.second.steps.empty(); });
     if (!any) {
       AnalysisResult r;
-      r.missing_input = "no ProfilerStep marks and no iterations mined: " + per_rank.begin()->second.problem;
+      r.missing_input =
+          "no ProfilerStep marks and no iterations mined: " +
+          (per_rank.empty() ? std::string("the trace has no processes") : per_rank.begin()->second.problem);
       return r;
     }
     return tables(trace, per_rank);
@@ -155,10 +166,9 @@ class StepTime : public Analysis {
         const int64_t duration = s.end - s.start;
         d.push_back(static_cast<double>(duration));
         const double median = step_median[n];
-        steps.rows.push_back(
-            {ranks::rank_cell(o), Cell::integer(n), Cell::text(r.source), Cell::real(ms(s.start - origin), 3),
-             Cell::real(ms(duration), 3),
-             Cell::real(median > 0 ? 100.0 * (static_cast<double>(duration) - median) / median : 0, 2)});
+        steps.rows.push_back({ranks::rank_cell(o), Cell::integer(n), Cell::text(r.source),
+                              Cell::real(ms(s.start - origin), 3), Cell::real(ms(duration), 3),
+                              Cell::real(relative_pct(static_cast<double>(duration), median), 2)});
       }
       double sum = 0;
       for (double v : d) sum += v;
