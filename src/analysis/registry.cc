@@ -51,7 +51,8 @@ std::unique_ptr<Analysis> make_layer_roofline();
 std::unique_ptr<Analysis> make_iterations();
 std::unique_ptr<Analysis> make_rank_breakdown();
 std::unique_ptr<Analysis> make_collective_wait();
-std::unique_ptr<Analysis> make_idle_time();  // rank_device.cc, rank_queue.cc, rank_launch.cc, iterations/rank_steps.cc
+// Cross-rank analyses: rank_device.cc, rank_queue.cc, rank_launch.cc, iterations/rank_steps.cc.
+std::unique_ptr<Analysis> make_idle_time();
 std::unique_ptr<Analysis> make_comm_overlap();
 std::unique_ptr<Analysis> make_step_time();
 std::unique_ptr<Analysis> make_kernel_distribution();
