@@ -21,20 +21,20 @@ struct Launch {
   int64_t delay = 0;  // work start - call start
   int64_t cpu = 0;    // the call's duration
   int64_t gpu = 0;    // the work's duration
-  bool short_kernel = false, delay_outlier = false;
+  bool short_kernel = false, delay_outlier = false, cpu_outlier = false;
 };
 
 struct RankLaunches {
   std::vector<size_t> launches;  // into the Launch list
   int64_t unlinked = 0;
-  double threshold_ns = 0;
-  ranks::MedianMad delay;
+  double threshold_ns = 0, cpu_threshold_ns = 0;
+  ranks::MedianMad delay, cpu;
 };
 
-// Per launch: delay = device start - call start, CPU time of the call, GPU time of the work. Flags: a
-// short kernel runs for less time on the GPU than its launch took on the CPU; a delay outlier
-// exceeds the rank's median delay by more than k MADs (the MAD floored at min_mad_us, since whole-
-// microsecond timestamps often give a MAD of 0).
+// Per launch: delay = device start - call start, CPU time of the call, GPU time of the work. Flags
+// (HTA's three): a short kernel runs for less time on the GPU than its launch took on the CPU; a
+// delay outlier exceeds the rank's median delay by more than k MADs, a CPU outlier the rank's median
+// call time (the MAD floored at min_mad_us, since whole-microsecond timestamps often give a MAD of 0).
 class LaunchStats : public Analysis {
  public:
   std::string_view name() const override { return "launch_stats"; }
@@ -78,24 +78,29 @@ class LaunchStats : public Analysis {
     if (launches.empty())
       return missing(
           "no device work linked to the runtime call that launched it (correlation ids): import a "
-          "Kineto/nsys GPU "
-          "trace with cuda_runtime events, or record with --level device");
+          "Kineto/nsys GPU trace with cuda_runtime events, or record with --level device");
     const double floor_ns = min_mad_us * 1e3;
     for (auto& [o, r] : per_rank) {
-      std::vector<double> delays;
-      for (size_t li : r.launches) delays.push_back(static_cast<double>(launches[li].delay));
+      std::vector<double> delays, cpu;
+      for (size_t li : r.launches) {
+        delays.push_back(static_cast<double>(launches[li].delay));
+        cpu.push_back(static_cast<double>(launches[li].cpu));
+      }
       r.delay = ranks::median_mad(std::move(delays));
       r.threshold_ns = r.delay.median + k * std::max(r.delay.mad, floor_ns);
-      for (size_t li : r.launches)
+      r.cpu = ranks::median_mad(std::move(cpu));
+      r.cpu_threshold_ns = r.cpu.median + k * std::max(r.cpu.mad, floor_ns);
+      for (size_t li : r.launches) {
         launches[li].delay_outlier = static_cast<double>(launches[li].delay) > r.threshold_ns;
+        launches[li].cpu_outlier = static_cast<double>(launches[li].cpu) > r.cpu_threshold_ns;
+      }
     }
     AnalysisResult result;
     result.tables.push_back(summary_table(launches, per_rank));
     result.tables.push_back(launch_table(trace, launches, input.params));
     result.tables.back().notes.push_back(
         "launch delay: device start - launch call start; short: GPU time < the call's CPU time; delay "
-        "outlier: > "
-        "median + k*max(MAD, min_mad_us) of the rank's delays, k=" +
+        "(cpu) outlier: > median + k*max(MAD, min_mad_us) of the rank's delays (call CPU times), k=" +
         format(k) + ", min_mad_us=" + format(min_mad_us));
     return result;
   }
@@ -109,25 +114,28 @@ class LaunchStats : public Analysis {
 
   static Table summary_table(const std::vector<Launch>& launches,
                              const std::map<int64_t, RankLaunches>& per_rank) {
-    Table t = make_table("launch_stats", "Launch statistics per rank",
-                         {"rank", "launches", "unlinked", "delay_p50_us", "delay_p90_us", "delay_max_us",
-                          "delay_mad_us", "outlier_threshold_us", "delay_outliers", "negative_delays",
-                          "short_kernels", "short_pct", "cpu_p50_us", "gpu_p50_us"});
+    Table t = make_table(
+        "launch_stats", "Launch statistics per rank",
+        {"rank", "launches", "unlinked", "delay_p50_us", "delay_p90_us", "delay_max_us", "delay_mad_us",
+         "outlier_threshold_us", "delay_outliers", "negative_delays", "short_kernels", "short_pct",
+         "cpu_p50_us", "gpu_p50_us", "cpu_outlier_threshold_us", "cpu_outliers"});
     for (const auto& [o, r] : per_rank) {
       std::vector<double> delay, cpu, gpu;
-      int64_t outliers = 0, negative = 0, short_kernels = 0;
+      int64_t outliers = 0, negative = 0, short_kernels = 0, cpu_outliers = 0;
       for (size_t li : r.launches) {
         const Launch& l = launches[li];
         delay.push_back(static_cast<double>(l.delay));
         cpu.push_back(static_cast<double>(l.cpu));
         gpu.push_back(static_cast<double>(l.gpu));
         outliers += l.delay_outlier, negative += l.delay < 0, short_kernels += l.short_kernel;
+        cpu_outliers += l.cpu_outlier;
       }
       const auto n = static_cast<int64_t>(r.launches.size());
       if (n == 0) {
         t.rows.push_back({ranks::rank_cell(o), Cell::integer(0), Cell::integer(r.unlinked), Cell::empty(),
                           Cell::empty(), Cell::empty(), Cell::empty(), Cell::empty(), Cell::integer(0),
-                          Cell::integer(0), Cell::integer(0), Cell::empty(), Cell::empty(), Cell::empty()});
+                          Cell::integer(0), Cell::integer(0), Cell::empty(), Cell::empty(), Cell::empty(),
+                          Cell::empty(), Cell::integer(0)});
         continue;
       }
       const double max_delay = *std::max_element(delay.begin(), delay.end());
@@ -138,7 +146,8 @@ class LaunchStats : public Analysis {
                         Cell::integer(outliers), Cell::integer(negative), Cell::integer(short_kernels),
                         Cell::real(ranks::pct(short_kernels, n), 2),
                         Cell::real(ranks::percentile(cpu, 50) / 1e3, 3),
-                        Cell::real(ranks::percentile(std::move(gpu), 50) / 1e3, 3)});
+                        Cell::real(ranks::percentile(std::move(gpu), 50) / 1e3, 3),
+                        Cell::real(r.cpu_threshold_ns / 1e3, 3), Cell::integer(cpu_outliers)});
     }
     t.notes.push_back(
         "unlinked: device work with no launch call in the trace (not counted in the statistics)");
@@ -150,7 +159,7 @@ class LaunchStats : public Analysis {
                             const Params& params) {
     Table t = make_table("launch_stats_launches", "Launches by launch delay",
                          {"rank", "work", "activity", "call", "call_start_ms", "launch_delay_us", "cpu_us",
-                          "gpu_us", "short", "delay_outlier"});
+                          "gpu_us", "short", "delay_outlier", "cpu_outlier"});
     std::vector<size_t> order(launches.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -168,7 +177,7 @@ class LaunchStats : public Analysis {
                         Cell::text(activity_name(s.activity)), Cell::text(std::string(trace.name(c))),
                         Cell::real(ms(c.start_ns - origin), 3), Cell::real(us(l.delay), 3),
                         Cell::real(us(l.cpu), 3), Cell::real(us(l.gpu), 3), Cell::integer(l.short_kernel),
-                        Cell::integer(l.delay_outlier)});
+                        Cell::integer(l.delay_outlier), Cell::integer(l.cpu_outlier)});
     }
     if (shown < order.size())
       t.notes.push_back("top " + std::to_string(shown) + " of " + std::to_string(order.size()) +

@@ -104,7 +104,8 @@ inline GenTrace generate_ranks(int ranks, bool unranked, int items, uint32_t see
                                : uniform(0, 1)    ? uniform(1, 12)
                                                   : uniform(20, 300);
           w.call_start = w.start - lead;
-          w.call_end = w.call_start + uniform(2, 18);
+          w.call_end =
+              w.call_start + (uniform(0, 29) == 0 ? uniform(60, 200) : uniform(2, 18));  // a few slow calls
         }
         g.work.push_back(w);
       }

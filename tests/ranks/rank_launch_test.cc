@@ -45,7 +45,7 @@ TEST(LaunchStats, MatchesBruteForceOnGeneratedRanks) {
   }
   const analysis::Table& summary = table_named(result, "launch_stats");
   ASSERT_EQ(summary.rows.size(), ref.size());
-  std::map<int64_t, double> threshold;
+  std::map<int64_t, double> threshold, cpu_threshold;
   for (const auto& row : summary.rows) {
     const int64_t owner = owner_of_row(row[0], ranks);
     const LaunchRef& r = ref.at(owner);
@@ -56,6 +56,12 @@ TEST(LaunchStats, MatchesBruteForceOnGeneratedRanks) {
     threshold[owner] = median + 4 * std::max(mad, 1000.0);
     int64_t outliers = 0;
     for (double d : r.delay) outliers += d > threshold[owner];
+    const double cpu_median = ref_percentile(r.cpu, 50);
+    std::vector<double> cpu_dev;
+    for (double c : r.cpu) cpu_dev.push_back(std::fabs(c - cpu_median));
+    cpu_threshold[owner] = cpu_median + 4 * std::max(ref_percentile(cpu_dev, 50), 1000.0);
+    int64_t cpu_outliers = 0;
+    for (double c : r.cpu) cpu_outliers += c > cpu_threshold[owner];
     SCOPED_TRACE("owner " + std::to_string(owner));
     EXPECT_EQ(num(row[column(summary, "launches")]), static_cast<double>(r.delay.size()));
     EXPECT_EQ(num(row[column(summary, "unlinked")]), static_cast<double>(r.unlinked));
@@ -68,7 +74,10 @@ TEST(LaunchStats, MatchesBruteForceOnGeneratedRanks) {
     EXPECT_EQ(num(row[column(summary, "negative_delays")]), static_cast<double>(r.negative));
     EXPECT_NEAR(num(row[column(summary, "cpu_p50_us")]), ref_percentile(r.cpu, 50) / 1e3, 1e-9);
     EXPECT_NEAR(num(row[column(summary, "gpu_p50_us")]), ref_percentile(r.gpu, 50) / 1e3, 1e-9);
+    EXPECT_NEAR(num(row[column(summary, "cpu_outlier_threshold_us")]), cpu_threshold[owner] / 1e3, 1e-9);
+    EXPECT_EQ(num(row[column(summary, "cpu_outliers")]), static_cast<double>(cpu_outliers));
     EXPECT_GT(outliers, 0);
+    EXPECT_GT(cpu_outliers, 0);
     EXPECT_GT(r.shorts, 0);
     EXPECT_GT(r.negative, 0);
   }
@@ -82,6 +91,8 @@ TEST(LaunchStats, MatchesBruteForceOnGeneratedRanks) {
     previous = delay;
     const int64_t owner = owner_of_row(row[0], ranks);
     EXPECT_EQ(num(row[column(launches, "delay_outlier")]), delay * 1e3 > threshold[owner] ? 1 : 0);
+    EXPECT_EQ(num(row[column(launches, "cpu_outlier")]),
+              num(row[column(launches, "cpu_us")]) * 1e3 > cpu_threshold[owner] ? 1 : 0);
     EXPECT_EQ(num(row[column(launches, "short")]),
               num(row[column(launches, "gpu_us")]) < num(row[column(launches, "cpu_us")]) ? 1 : 0);
   }
