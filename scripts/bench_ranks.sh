@@ -21,4 +21,7 @@ step() {
 step merge "$build/bin/strata" merge "$dir"/rank*.strata -o "$dir/job.strata"
 step rank_breakdown "$build/bin/strata" analyze "$dir/job.strata" --analysis rank_breakdown --format csv >/dev/null
 step collective_wait "$build/bin/strata" analyze "$dir/job.strata" --analysis collective_wait --format csv >/dev/null
+for a in idle_time comm_overlap step_time kernel_distribution launch_stats queue_length; do
+  step "$a" "$build/bin/strata" analyze "$dir/job.strata" --analysis "$a" --format csv >/dev/null || true  # (launch_stats: the generated ranks have no launch calls)
+done
 uptime

@@ -6,14 +6,15 @@
 #include <map>
 
 #include "analysis/analysis_util.h"
+#include "analysis/rank_util.h"
 #include "model/rank_align.h"
 
 namespace strata::analysis {
 namespace {
 
-constexpr const char* kNeedRanks =
-    "no process has a rank: merge the ranks' traces with `strata merge`, record under torchrun/SLURM/MPI, or "
-    "import Kineto traces with distributedInfo";
+using ranks::kNeedRanks;
+using ranks::ms;
+using ranks::pct;
 
 enum Category : uint8_t { kCompute = 0, kCommunication = 1, kMemcpy = 2, kNone = 3 };
 
@@ -38,9 +39,6 @@ std::string host_of_rank(const model::Trace& trace, const std::vector<int64_t>& 
     if (ranks[p] == rank && !trace.processes[p].host.empty()) return trace.processes[p].host;
   return "";
 }
-
-double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
-double pct(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * static_cast<double>(part) / whole : 0; }
 
 // Each rank's device time from its first to its last device activity, split exclusively: compute
 // where any kernel runs, else communication where a collective runs, else memcpy/memset, else idle.

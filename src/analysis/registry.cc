@@ -51,6 +51,13 @@ std::unique_ptr<Analysis> make_layer_roofline();
 std::unique_ptr<Analysis> make_iterations();
 std::unique_ptr<Analysis> make_rank_breakdown();
 std::unique_ptr<Analysis> make_collective_wait();
+// Cross-rank analyses: rank_device.cc, rank_queue.cc, rank_launch.cc, iterations/rank_steps.cc.
+std::unique_ptr<Analysis> make_idle_time();
+std::unique_ptr<Analysis> make_comm_overlap();
+std::unique_ptr<Analysis> make_step_time();
+std::unique_ptr<Analysis> make_kernel_distribution();
+std::unique_ptr<Analysis> make_launch_stats();
+std::unique_ptr<Analysis> make_queue_length();
 std::unique_ptr<Analysis> make_gpu_kernel_summary();
 std::unique_ptr<Analysis> make_cuda_api_summary();
 std::unique_ptr<Analysis> make_memcpy_summary();
@@ -85,6 +92,12 @@ const std::vector<std::unique_ptr<Analysis>>& all_analyses() {
     v.push_back(make_iterations());
     v.push_back(make_rank_breakdown());
     v.push_back(make_collective_wait());
+    v.push_back(make_idle_time());
+    v.push_back(make_comm_overlap());
+    v.push_back(make_step_time());
+    v.push_back(make_kernel_distribution());
+    v.push_back(make_launch_stats());
+    v.push_back(make_queue_length());
     v.push_back(make_gpu_kernel_summary());
     v.push_back(make_cuda_api_summary());
     v.push_back(make_memcpy_summary());
@@ -139,6 +152,12 @@ const std::vector<ParamKeys>& param_key_table() {
        {"iterations", "epsilon", "max_extra_ops", "min_repeats", "max_loops", "stream", "level", "sample_ops"}},
       {"rank_breakdown", {}},
       {"collective_wait", {"top"}},
+      {"idle_time", {"kernel_wait_us", "min_gap_us"}},
+      {"comm_overlap", {"top"}},
+      {"step_time", {}},
+      {"kernel_distribution", {"top"}},
+      {"launch_stats", {"k", "min_mad_us", "top"}},
+      {"queue_length", {"bucket_us"}},
   };
   return table;
 }

@@ -20,7 +20,9 @@
 
 #include <charconv>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -174,6 +176,7 @@ class Translator {
     names();
     out_->append("]");
     metadata();
+    rank_hints();
     out_->append("}");
     return true;
   }
@@ -485,6 +488,54 @@ class Translator {
       out_->push_back('}');
     }
     out_->push_back(']');
+  }
+
+  // Rank identity (issue 17): `nsys profile --trace=mpi` names the thread that initialized MPI "MPI
+  // Rank N" (ThreadNames, and an NVTX thread-name event of type 39 in NVTX_EVENTS); the host is
+  // TARGET_INFO_SYSTEM_ENV's Hostname. Written as Kineto's distributedInfo and host_name, so every
+  // process gets its "rank" (and the main one its host) exactly as from a Kineto trace. A report
+  // holding several ranks' processes gets no rank (one distributedInfo per file): nsys.rank_problem.
+  void rank_hints() {
+    std::map<int64_t, int64_t> rank_of_pid;
+    const auto note = [&](std::optional<int64_t> g, std::string_view name) {
+      constexpr std::string_view kPrefix = "MPI Rank ";
+      int64_t rank = -1;
+      if (!g || !name.starts_with(kPrefix)) return;
+      const auto [end, ec] = std::from_chars(name.data() + kPrefix.size(), name.data() + name.size(), rank);
+      if (ec == std::errc() && end == name.data() + name.size() && rank >= 0)
+        rank_of_pid[(*g >> 24) & 0xFFFFFF] = rank;
+    };
+    for (const char* sql : {"SELECT globalTid, nameId, NULL FROM ThreadNames",
+                            "SELECT globalTid, textId, text FROM NVTX_EVENTS WHERE eventType = 39"}) {
+      Stmt s;
+      if (sqlite3_prepare_v2(db_, sql, -1, &s.handle, nullptr) != SQLITE_OK)
+        continue;  // table or column absent
+      while (sqlite3_step(s.handle) == SQLITE_ROW) {
+        const unsigned char* text = sqlite3_column_text(s.handle, 2);
+        note(int_col(s.handle, 0), text ? reinterpret_cast<const char*>(text) : str(int_col(s.handle, 1)));
+      }
+    }
+    std::set<int64_t> ranks;
+    for (const auto& [pid, rank] : rank_of_pid) ranks.insert(rank);
+    if (ranks.size() == 1) {
+      out_->append(",\"distributedInfo\":{\"backend\":\"mpi\",\"rank\":");
+      append_int(out_, *ranks.begin());
+      out_->append("},\"nsys.rank_source\":");
+      append_escaped(out_,
+                     "thread name 'MPI Rank " + std::to_string(*ranks.begin()) + "' (nsys --trace=mpi)");
+    } else if (ranks.size() > 1) {
+      out_->append(",\"nsys.rank_problem\":");
+      append_escaped(out_,
+                     "threads named for " + std::to_string(ranks.size()) +
+                         " MPI ranks in one report: ranks not imported; profile each rank to its own report");
+    }
+    Stmt host;
+    if (sqlite3_prepare_v2(db_, "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'", -1,
+                           &host.handle, nullptr) == SQLITE_OK &&
+        sqlite3_step(host.handle) == SQLITE_ROW && sqlite3_column_text(host.handle, 0)) {
+      out_->append(",\"host_name\":");
+      append_escaped(out_, reinterpret_cast<const char*>(sqlite3_column_text(host.handle, 0)));
+    }
   }
 
   sqlite3* db_;

@@ -160,8 +160,9 @@ TEST(Golden, KinetoMultirankMerged) {
   model::OpenOptions options;
   options.before_finish = [](model::Trace& trace, std::span<const size_t>) { model::align_rank_clocks(&trace); };
   ASSERT_TRUE(model::open_traces(paths, &t, &error, options)) << error;
-  check_all(t, "multirank_merged", "rank_breakdown");
-  check_all(t, "multirank_merged", "collective_wait");
+  for (const char* name : {"rank_breakdown", "collective_wait", "idle_time", "comm_overlap", "step_time",
+                           "kernel_distribution", "launch_stats", "queue_length"})
+    check_all(t, "multirank_merged", name);
 }
 
 TEST(Golden, KinetoA100AlexNet) {
@@ -172,7 +173,8 @@ TEST(Golden, KinetoA100AlexNet) {
 }
 
 // Iteration mining on a real training trace (5 steps; tests/iterations/kineto_test.cc checks them
-// against the step annotations): its own input, checked by the iterations analysis alone.
+// against the step annotations): its own input, checked by the iterations analysis, and by
+// launch_stats and step_time (a single rank, 6,095 launches, 5 ProfilerSteps).
 TEST(Golden, KinetoV100Iterations) {
   model::Trace t;
   std::string error;
@@ -180,6 +182,8 @@ TEST(Golden, KinetoV100Iterations) {
       std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/v100_train_rank0.json.gz", &t, &error))
       << error;
   check_all(t, "v100_train_rank0", "iterations");
+  check_all(t, "v100_train_rank0", "launch_stats");
+  check_all(t, "v100_train_rank0", "step_time");
 }
 
 // Known answers on the real trace, summed independently from its JSON (events with ph "X"):

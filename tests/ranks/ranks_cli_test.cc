@@ -73,5 +73,27 @@ TEST(RanksCli, MergeRealRanks) {
   EXPECT_NE(r.out.find("rank 0 is also the rank of"), std::string::npos) << r.out;
 }
 
+// The cross-rank analyses through `strata analyze` on the merged job: JSON with every table, a bad
+// threshold refused with one line naming the key.
+TEST(RanksCli, AnalyzeMergedJobAsJson) {
+  TempDir dir;
+  const std::string job = dir.file("job.strata");
+  Result r = run(strata_cli() + " merge " + kKineto + "multirank_rank0.json.gz " + kKineto +
+                 "multirank_rank1.json.gz -o " + job);
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run(strata_cli() + " analyze " + job +
+          " --analysis idle_time,comm_overlap,step_time,kernel_distribution,launch_stats,queue_length "
+          "--param bucket_us=100000 --format json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* table :
+       {"idle_time", "comm_overlap", "comm_overlap_by_collective", "step_time", "step_time_ranks",
+        "kernel_distribution_spread", "launch_stats", "launch_stats_launches", "queue_length",
+        "queue_length_histogram", "queue_length_series"})
+    EXPECT_NE(r.out.find(std::string("\"") + table + "\""), std::string::npos) << table;
+  r = run(strata_cli() + " analyze " + job + " --analysis idle_time --param kernel_wait_us=abc");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("kernel_wait_us='abc': expected a number >= 0"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace strata::testing

@@ -1,0 +1,300 @@
+// Launch statistics (HTA's CUDA kernel launch statistics) and the kernel-duration distribution
+// across ranks (HTA's kernel duration distribution, as a rank-outlier view). Device work is joined
+// with the runtime call that launched it through the span tree's correlation links.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "analysis/analysis_util.h"
+#include "analysis/rank_util.h"
+
+namespace strata::analysis {
+namespace {
+
+using ranks::ms;
+using ranks::us;
+
+struct Launch {
+  int64_t owner = 0;
+  uint32_t span = 0;  // the device work
+  uint32_t call = 0;  // the host call that launched it
+  int64_t delay = 0;  // work start - call start
+  int64_t cpu = 0;    // the call's duration
+  int64_t gpu = 0;    // the work's duration
+  bool short_kernel = false, delay_outlier = false, cpu_outlier = false;
+};
+
+struct RankLaunches {
+  std::vector<size_t> launches;  // into the Launch list
+  int64_t unlinked = 0;
+  double threshold_ns = 0, cpu_threshold_ns = 0;
+  ranks::MedianMad delay, cpu;
+};
+
+// Per launch: delay = device start - call start, CPU time of the call, GPU time of the work. Flags
+// (HTA's three): a short kernel runs for less time on the GPU than its launch took on the CPU; a
+// delay outlier exceeds the rank's median delay by more than k MADs, a CPU outlier the rank's median
+// call time (the MAD floored at min_mad_us, since whole-microsecond timestamps often give a MAD of 0).
+class LaunchStats : public Analysis {
+ public:
+  std::string_view name() const override { return "launch_stats"; }
+  std::string_view description() const override {
+    return "launch statistics per rank (HTA): launch delay, CPU and GPU time per launch; short kernels and "
+           "delay outliers (> median + k*MAD; --param k=5, min_mad_us=1, top=50)";
+  }
+  AnalysisResult run(const AnalysisInput& input) const override {
+    double k = 0, min_mad_us = 0;
+    std::string error;
+    if (!ranks::number_param(input.params, "k", 5, 0, &k, &error) ||
+        !ranks::number_param(input.params, "min_mad_us", 1, 0, &min_mad_us, &error)) {
+      AnalysisResult r;
+      r.missing_input = "launch_stats: " + error;
+      return r;
+    }
+    const model::Trace& trace = input.trace;
+    const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
+    std::vector<Launch> launches;
+    std::map<int64_t, RankLaunches> per_rank;
+    for (size_t i = 0; i < trace.spans.size(); ++i) {
+      const SpanRecord& s = trace.spans[i];
+      if (!ranks::occupies_stream(s)) continue;
+      const int64_t o = owners[s.process];
+      const int32_t call = ranks::launch_call(trace, input.tree, i);
+      if (call < 0) {
+        ++per_rank[o].unlinked;
+        continue;
+      }
+      const SpanRecord& c = trace.spans[static_cast<size_t>(call)];
+      Launch l{o,
+               static_cast<uint32_t>(i),
+               static_cast<uint32_t>(call),
+               s.start_ns - c.start_ns,
+               c.duration_ns(),
+               s.duration_ns()};
+      l.short_kernel = l.gpu < l.cpu;
+      per_rank[o].launches.push_back(launches.size());
+      launches.push_back(l);
+    }
+    if (launches.empty())
+      return missing(
+          "no device work linked to the runtime call that launched it (correlation ids): import a "
+          "Kineto/nsys GPU trace with cuda_runtime events, or record with --level device");
+    const double floor_ns = min_mad_us * 1e3;
+    for (auto& [o, r] : per_rank) {
+      std::vector<double> delays, cpu;
+      for (size_t li : r.launches) {
+        delays.push_back(static_cast<double>(launches[li].delay));
+        cpu.push_back(static_cast<double>(launches[li].cpu));
+      }
+      r.delay = ranks::median_mad(std::move(delays));
+      r.threshold_ns = r.delay.median + k * std::max(r.delay.mad, floor_ns);
+      r.cpu = ranks::median_mad(std::move(cpu));
+      r.cpu_threshold_ns = r.cpu.median + k * std::max(r.cpu.mad, floor_ns);
+      for (size_t li : r.launches) {
+        launches[li].delay_outlier = static_cast<double>(launches[li].delay) > r.threshold_ns;
+        launches[li].cpu_outlier = static_cast<double>(launches[li].cpu) > r.cpu_threshold_ns;
+      }
+    }
+    AnalysisResult result;
+    result.tables.push_back(summary_table(launches, per_rank));
+    result.tables.push_back(launch_table(trace, launches, input.params));
+    result.tables.back().notes.push_back(
+        "launch delay: device start - launch call start; short: GPU time < the call's CPU time; delay "
+        "(cpu) outlier: > median + k*max(MAD, min_mad_us) of the rank's delays (call CPU times), k=" +
+        format(k) + ", min_mad_us=" + format(min_mad_us));
+    return result;
+  }
+
+ private:
+  static std::string format(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+  }
+
+  static Table summary_table(const std::vector<Launch>& launches,
+                             const std::map<int64_t, RankLaunches>& per_rank) {
+    Table t = make_table(
+        "launch_stats", "Launch statistics per rank",
+        {"rank", "launches", "unlinked", "delay_p50_us", "delay_p90_us", "delay_max_us", "delay_mad_us",
+         "outlier_threshold_us", "delay_outliers", "negative_delays", "short_kernels", "short_pct",
+         "cpu_p50_us", "gpu_p50_us", "cpu_outlier_threshold_us", "cpu_outliers"});
+    for (const auto& [o, r] : per_rank) {
+      std::vector<double> delay, cpu, gpu;
+      int64_t outliers = 0, negative = 0, short_kernels = 0, cpu_outliers = 0;
+      for (size_t li : r.launches) {
+        const Launch& l = launches[li];
+        delay.push_back(static_cast<double>(l.delay));
+        cpu.push_back(static_cast<double>(l.cpu));
+        gpu.push_back(static_cast<double>(l.gpu));
+        outliers += l.delay_outlier, negative += l.delay < 0, short_kernels += l.short_kernel;
+        cpu_outliers += l.cpu_outlier;
+      }
+      const auto n = static_cast<int64_t>(r.launches.size());
+      if (n == 0) {
+        t.rows.push_back({ranks::rank_cell(o), Cell::integer(0), Cell::integer(r.unlinked), Cell::empty(),
+                          Cell::empty(), Cell::empty(), Cell::empty(), Cell::empty(), Cell::integer(0),
+                          Cell::integer(0), Cell::integer(0), Cell::empty(), Cell::empty(), Cell::empty(),
+                          Cell::empty(), Cell::integer(0)});
+        continue;
+      }
+      const double max_delay = *std::max_element(delay.begin(), delay.end());
+      t.rows.push_back({ranks::rank_cell(o), Cell::integer(n), Cell::integer(r.unlinked),
+                        Cell::real(r.delay.median / 1e3, 3),
+                        Cell::real(ranks::percentile(delay, 90) / 1e3, 3), Cell::real(max_delay / 1e3, 3),
+                        Cell::real(r.delay.mad / 1e3, 3), Cell::real(r.threshold_ns / 1e3, 3),
+                        Cell::integer(outliers), Cell::integer(negative), Cell::integer(short_kernels),
+                        Cell::real(ranks::pct(short_kernels, n), 2),
+                        Cell::real(ranks::percentile(cpu, 50) / 1e3, 3),
+                        Cell::real(ranks::percentile(std::move(gpu), 50) / 1e3, 3),
+                        Cell::real(r.cpu_threshold_ns / 1e3, 3), Cell::integer(cpu_outliers)});
+    }
+    t.notes.push_back(
+        "unlinked: device work with no launch call in the trace (not counted in the statistics)");
+    return t;
+  }
+
+  // The launches with the longest delays (--param top=N, 0: all), flags included.
+  static Table launch_table(const model::Trace& trace, const std::vector<Launch>& launches,
+                            const Params& params) {
+    Table t = make_table("launch_stats_launches", "Launches by launch delay",
+                         {"rank", "work", "activity", "call", "call_start_ms", "launch_delay_us", "cpu_us",
+                          "gpu_us", "short", "delay_outlier", "cpu_outlier"});
+    std::vector<size_t> order(launches.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return launches[a].delay != launches[b].delay ? launches[a].delay > launches[b].delay
+                                                    : launches[a].span < launches[b].span;
+    });
+    const int64_t top = params.get_int("top", 50);
+    const size_t shown = top > 0 ? std::min(order.size(), static_cast<size_t>(top)) : order.size();
+    const int64_t origin = ranks::trace_origin(trace);
+    for (size_t j = 0; j < shown; ++j) {
+      const Launch& l = launches[order[j]];
+      const SpanRecord& s = trace.spans[l.span];
+      const SpanRecord& c = trace.spans[l.call];
+      t.rows.push_back({ranks::rank_cell(l.owner), Cell::text(std::string(trace.name(s))),
+                        Cell::text(activity_name(s.activity)), Cell::text(std::string(trace.name(c))),
+                        Cell::real(ms(c.start_ns - origin), 3), Cell::real(us(l.delay), 3),
+                        Cell::real(us(l.cpu), 3), Cell::real(us(l.gpu), 3), Cell::integer(l.short_kernel),
+                        Cell::integer(l.delay_outlier), Cell::integer(l.cpu_outlier)});
+    }
+    if (shown < order.size())
+      t.notes.push_back("top " + std::to_string(shown) + " of " + std::to_string(order.size()) +
+                        " launches by delay (--param top=0 shows all)");
+    return t;
+  }
+};
+
+// Per kernel name and rank: count and duration percentiles; per name across ranks: the ranks' median
+// durations side by side, their spread, and the rank furthest from the others (in MADs of the
+// ranks' medians). Kernels and collectives only; names ranked by total time over all ranks.
+class KernelDistribution : public Analysis {
+ public:
+  std::string_view name() const override { return "kernel_distribution"; }
+  std::string_view description() const override {
+    return "kernel-duration distribution across ranks (HTA): per kernel count, p50, p90, max per rank and "
+           "the "
+           "spread across ranks, with the outlier rank (--param top=20)";
+  }
+  AnalysisResult run(const AnalysisInput& input) const override {
+    const model::Trace& trace = input.trace;
+    const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
+    std::map<uint32_t, std::map<int64_t, std::vector<double>>> durations;  // name -> owner -> ns
+    std::map<uint32_t, int64_t> total;
+    for (const SpanRecord& s : trace.spans) {
+      if (!ranks::occupies_stream(s)) continue;
+      const ActivityType a = s.activity_type();
+      if (a != ActivityType::kKernel && a != ActivityType::kCollective) continue;
+      durations[s.name][owners[s.process]].push_back(static_cast<double>(s.duration_ns()));
+      total[s.name] += s.duration_ns();
+    }
+    if (durations.empty())
+      return missing(
+          "no kernels on any device: import a Kineto/nsys GPU trace or record with --level device");
+    std::vector<std::pair<int64_t, uint32_t>> names;
+    for (const auto& [n, t] : total) names.emplace_back(-t, n);
+    std::sort(names.begin(), names.end());
+    const int64_t top = input.params.get_int("top", 20);
+    const size_t shown = top > 0 ? std::min(names.size(), static_cast<size_t>(top)) : names.size();
+    Table per_rank = make_table("kernel_distribution", "Kernel durations per rank",
+                                {"kernel", "rank", "count", "total_ms", "p50_us", "p90_us", "max_us"});
+    Table spread = make_table("kernel_distribution_spread", "Kernel durations across ranks",
+                              {"kernel", "ranks", "count", "total_ms", "min_p50_us", "min_p50_rank",
+                               "max_p50_us", "max_p50_rank", "spread_pct", "outlier_rank", "outlier_mads"});
+    for (size_t j = 0; j < shown; ++j) {
+      const uint32_t name = names[j].second;
+      const std::string text(trace.strings.get(name));
+      std::vector<std::pair<int64_t, double>> medians;  // (owner, p50)
+      int64_t count = 0;
+      for (const auto& [o, d] : durations[name]) {
+        std::vector<double> sorted = d;
+        std::sort(sorted.begin(), sorted.end());
+        double sum = 0;
+        for (double v : sorted) sum += v;
+        const double p50 = percentile_sorted(sorted, 50);
+        medians.emplace_back(o, p50);
+        count += static_cast<int64_t>(sorted.size());
+        per_rank.rows.push_back({Cell::text(text), ranks::rank_cell(o),
+                                 Cell::integer(static_cast<int64_t>(sorted.size())), Cell::real(sum / 1e6, 3),
+                                 Cell::real(p50 / 1e3, 3), Cell::real(percentile_sorted(sorted, 90) / 1e3, 3),
+                                 Cell::real(sorted.back() / 1e3, 3)});
+      }
+      spread.rows.push_back(spread_row(text, medians, count, -names[j].first));
+    }
+    if (shown < names.size()) {
+      const std::string note = "the " + std::to_string(shown) + " of " + std::to_string(names.size()) +
+                               " kernels with the most total time (--param top=0 shows all)";
+      per_rank.notes.push_back(note);
+      spread.notes.push_back(note);
+    }
+    spread.notes.push_back(
+        "spread: (largest - smallest rank median) / smallest; outlier: the rank whose median is furthest "
+        "from the "
+        "median of the ranks' medians, in MADs of those (empty with fewer than 3 ranks or a MAD of 0)");
+    AnalysisResult r;
+    r.tables.push_back(std::move(spread));
+    r.tables.push_back(std::move(per_rank));
+    return r;
+  }
+
+ private:
+  static std::vector<Cell> spread_row(const std::string& name,
+                                      const std::vector<std::pair<int64_t, double>>& medians, int64_t count,
+                                      int64_t total_ns) {
+    auto lo = medians.begin(), hi = medians.begin();
+    for (auto it = medians.begin(); it != medians.end(); ++it) {
+      if (it->second < lo->second) lo = it;
+      if (it->second > hi->second) hi = it;
+    }
+    std::vector<double> values;
+    for (const auto& m : medians) values.push_back(m.second);
+    const ranks::MedianMad mm = ranks::median_mad(values);
+    Cell outlier = Cell::empty(), mads = Cell::empty();
+    if (medians.size() >= 3 && mm.mad > 0) {
+      auto far = medians.begin();
+      for (auto it = medians.begin(); it != medians.end(); ++it)
+        if (std::fabs(it->second - mm.median) > std::fabs(far->second - mm.median)) far = it;
+      outlier = ranks::rank_cell(far->first);
+      mads = Cell::real(std::fabs(far->second - mm.median) / mm.mad, 2);
+    }
+    return {Cell::text(name),
+            Cell::integer(static_cast<int64_t>(medians.size())),
+            Cell::integer(count),
+            Cell::real(total_ns / 1e6, 3),
+            Cell::real(lo->second / 1e3, 3),
+            ranks::rank_cell(lo->first),
+            Cell::real(hi->second / 1e3, 3),
+            ranks::rank_cell(hi->first),
+            Cell::real(lo->second > 0 ? 100.0 * (hi->second - lo->second) / lo->second : 0, 2),
+            outlier,
+            mads};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> make_launch_stats() { return std::make_unique<LaunchStats>(); }
+std::unique_ptr<Analysis> make_kernel_distribution() { return std::make_unique<KernelDistribution>(); }
+
+}  // namespace strata::analysis

@@ -1,0 +1,90 @@
+#include "analysis/rank_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "analysis/stats.h"
+#include "model/rank_align.h"
+
+namespace strata::analysis::ranks {
+namespace {
+std::string fmt_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace
+
+std::vector<int64_t> owner_of_processes(const model::Trace& trace) {
+  std::vector<int64_t> owner(trace.processes.size());
+  for (size_t p = 0; p < trace.processes.size(); ++p) {
+    const int64_t rank = model::process_rank(trace.processes[p]);
+    owner[p] = rank >= 0 ? rank : -1 - static_cast<int64_t>(p);
+  }
+  return owner;
+}
+
+bool any_ranked(std::span<const int64_t> owners) {
+  return std::any_of(owners.begin(), owners.end(), [](int64_t o) { return o >= 0; });
+}
+
+Cell rank_cell(int64_t owner) { return owner >= 0 ? Cell::integer(owner) : Cell::empty(); }
+
+std::string owner_label(int64_t owner) {
+  return owner >= 0 ? "rank " + std::to_string(owner) : "process " + std::to_string(-1 - owner);
+}
+
+bool occupies_stream(const SpanRecord& s) {
+  if (s.kind != static_cast<uint8_t>(SpanKind::kExecution) || s.stream == kNoStream) return false;
+  const ActivityType t = s.activity_type();
+  return t == ActivityType::kKernel || t == ActivityType::kCollective || t == ActivityType::kGraph ||
+         is_memory_transfer(t);
+}
+
+int32_t launch_call(const model::Trace& trace, const model::SpanTree& tree, size_t i) {
+  if (tree.link(i) != model::LinkKind::kCorrelation) return -1;
+  const int32_t p = tree.parent(i);
+  if (p < 0 || !is_host_call(trace.spans[static_cast<size_t>(p)].activity_type())) return -1;
+  return p;
+}
+
+int64_t trace_origin(const model::Trace& trace) {
+  int64_t origin = INT64_MAX;
+  for (const SpanRecord& s : trace.spans) origin = std::min(origin, s.start_ns);
+  return origin == INT64_MAX ? 0 : origin;
+}
+
+bool number_param(const Params& params, std::string_view key, double fallback, double min, double* out,
+                  std::string* error) {
+  const std::string text = params.get(key, "");
+  if (text.empty()) {
+    *out = fallback;
+    return true;
+  }
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < min) {
+    *error = std::string(key) + "='" + text + "': expected a number >= " + fmt_number(min);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+double percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  return percentile_sorted(values, q);
+}
+
+MedianMad median_mad(std::vector<double> values) {
+  MedianMad r;
+  if (values.empty()) return r;
+  r.median = percentile(values, 50);
+  for (double& v : values) v = std::fabs(v - r.median);
+  r.mad = percentile(std::move(values), 50);
+  return r;
+}
+
+}  // namespace strata::analysis::ranks
