@@ -41,7 +41,8 @@ from typing import Any, Dict, List, Optional
 __all__ = [
     "LEVELS", "span", "begin", "end", "instant", "counter", "set_thread_name", "is_recording",
     "level_enabled", "get_level", "set_level", "current_traceparent", "inject_context", "start",
-    "stop", "flush", "load", "analyses", "profile", "schedule", "ProfilerAction",
+    "stop", "flush", "load", "analyses", "profile", "schedule", "ProfilerAction", "StrataError",
+    "MissingInputError",
 ]
 
 LEVELS: Dict[str, int] = {
@@ -329,4 +330,5 @@ def analyses() -> "Any":
     return _analysis.analyses()
 
 
+from ._errors import MissingInputError, StrataError  # noqa: E402
 from ._profiler import ProfilerAction, profile, schedule  # noqa: E402  (after the span API it uses)

@@ -16,20 +16,13 @@ import numpy as np
 import pandas as pd
 
 from . import _native_library_paths
+from ._errors import MissingInputError, StrataError
 
 __all__ = ["load", "analyses", "Trace", "Tables", "StrataError", "MissingInputError"]
 
 _CAPI_VERSION = 1  # STRATA_CAPI_VERSION in src/pyapi/capi.h
 _LEVEL, _KIND, _ACTIVITY, _LINK = 0, 1, 2, 3
 _ATTR_TYPES = {1: "int", 2: "double", 3: "string", 4: "metric"}
-
-
-class StrataError(RuntimeError):
-    """A trace could not be opened or read (the message names the file and what to do)."""
-
-
-class MissingInputError(StrataError):
-    """The trace lacks what an analysis needs (e.g. device activity); the message says what to record."""
 
 
 class _Strings(ctypes.Structure):

@@ -83,7 +83,7 @@ def test_analysis_tables_equal_the_cli_csv(strata_bin, path, names):
     for name in names:
         expected, stderr = cli_tables(path, name)
         if expected is None:  # the CLI says the input is missing: so must the API, with its line
-            with pytest.raises(strata._analysis.MissingInputError) as err:
+            with pytest.raises(strata.MissingInputError) as err:
                 trace.analysis(name)
             assert str(err.value).splitlines()[0] in stderr
             continue
@@ -186,7 +186,7 @@ def test_bad_inputs_say_what_is_wrong(strata_bin, tmp_path):
         strata.load(tmp_path / "missing.strata")
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"\x00\x01not a trace at all" * 10)
-    with pytest.raises(strata._analysis.StrataError, match="junk.bin"):
+    with pytest.raises(strata.StrataError, match="junk.bin"):
         strata.load(junk)
     trace = strata.load(ORT)
     trace.close()
