@@ -24,6 +24,7 @@ KINETO_RANK = os.path.join(DATA, "kineto", "multirank_rank0.json.gz")
 NSYS = os.path.join(DATA, "nsys", "h100_nvfuser_matmul_nsys2024.6_schema3.16.1.sqlite")
 ORT = os.path.join(REPO, "tests", "import", "data", "ort_profile.json")
 TF = os.path.join(REPO, "tests", "import", "data", "tf_timeline.json")
+NCU = os.path.join(REPO, "tests", "import", "data", "b200_cublaslt_fp8_gemm_details.csv.log")
 
 # (trace, analyses) pairs: every reader, host-side and device-side tables.
 CASES = [
@@ -34,6 +35,7 @@ CASES = [
     (NSYS, ["gpu_kernel_summary", "cuda_api_summary", "kernel_table", "range_summary"]),
     (ORT, ["layer_table", "op_stats", "rank_breakdown"]),
     (TF, ["layer_table", "op_stats"]),
+    (NCU, ["kernel_table", "metrics_by_layer", "gpu_kernel_summary"]),
 ]
 
 
@@ -104,7 +106,8 @@ def test_analysis_tables_equal_the_cli_csv(strata_bin, path, names):
 def test_every_case_has_a_table(strata_bin):
     # The comparison above would pass on an empty result; at least these must give rows.
     for path, name in [(NATIVE_LIBRARY, "layer_table"), (KINETO, "kernel_table"), (NSYS, "gpu_kernel_summary"),
-                       (ORT, "op_stats"), (TF, "op_stats"), (KINETO_RANK, "rank_breakdown")]:
+                       (ORT, "op_stats"), (TF, "op_stats"), (KINETO_RANK, "rank_breakdown"),
+                       (NCU, "metrics_by_layer")]:
         df = strata.load(path).analysis(name)
         assert len(df) > 0, (path, name)
 
@@ -125,7 +128,7 @@ def spans_csv(path):
     return list(csv.DictReader(io.StringIO(proc.stdout)))
 
 
-@pytest.mark.parametrize("path", [NATIVE_LIBRARY, KINETO, NSYS, ORT], ids=os.path.basename)
+@pytest.mark.parametrize("path", [NATIVE_LIBRARY, KINETO, NSYS, ORT, NCU], ids=os.path.basename)
 def test_spans_and_tree_equal_the_span_export(strata_bin, path):
     spans = strata.load(path).spans
     exported = spans_csv(path)
