@@ -316,6 +316,14 @@ class Trace:
             return next(iter(tables.values()))
         return tables
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the inputs, span and process counts, spans per level."""
+        if not self._handle:
+            return f"<p>strata.Trace {_html_escape(', '.join(self.paths))} (closed)</p>"
+        levels = self.spans["level"].value_counts(sort=False).to_frame("spans")
+        return (f"<p><b>strata.Trace</b> {_html_escape(', '.join(self.paths))}: {len(self.spans)} spans, "
+                f"{len(self._document()['processes'])} processes</p>" + levels._repr_html_())
+
     def __repr__(self) -> str:
         return (f"<strata.Trace {', '.join(self.paths)}: {int(_capi().strata_capi_span_count(self._live()))} "
                 f"spans, {len(self._document()['processes'])} processes>" if self._handle

@@ -3,6 +3,8 @@
 // its spans and attributes as columns, and run the registered analyses. A library of its own, never
 // part of libstrata.so: the recorder that runs inside the user's process links no analysis code.
 //
+// Threads: calls on one trace may come from several threads at once (ctypes releases the GIL);
+// everything but strata_capi_free is safe so. A tables object belongs to one thread.
 // Conventions: a function that can fail returns 0 / NULL and leaves one line in
 // strata_capi_last_error() (per thread). Column fills write into caller-allocated arrays of the
 // length the matching count function returned (numpy arrays on the Python side), so a trace of a
@@ -83,7 +85,7 @@ typedef struct {
   int32_t* text;
 } strata_capi_attr_columns;
 int strata_capi_fill_attrs(strata_capi_trace* trace, const strata_capi_attr_columns* columns);
-// Valid after strata_capi_fill_attrs (built by it).
+// Valid after strata_capi_fill_attrs (built by its first call, unchanged by later ones).
 strata_capi_strings strata_capi_attr_strings(const strata_capi_trace* trace);
 
 // Names of the enum values a span column holds: which = 0 level, 1 kind, 2 activity, 3 link.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,8 +35,11 @@ struct strata_capi_trace {
   // Span name codes: distinct names in order of first use, and each string id's code (-1: unused).
   strata::pyapi::StringColumn span_names;
   std::vector<int32_t> name_code_of_string;
-  // Attribute keys and string values, built by strata_capi_fill_attrs.
+  // Attribute keys and string values, built by strata_capi_fill_attrs, and the info document, built
+  // on first use: under this lock (ctypes lets Python threads call in at the same time).
+  std::mutex lazy_mu;
   strata::pyapi::StringColumn attr_strings;
+  std::vector<int32_t> attr_code_of_string;
   std::string info_json;
 };
 

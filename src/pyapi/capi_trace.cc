@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -264,9 +265,10 @@ strata_capi_strings strata_capi_span_names(const strata_capi_trace* t) { return 
 
 int strata_capi_fill_attrs(strata_capi_trace* t, const strata_capi_attr_columns* c) {
   const strata::model::Trace& trace = t->trace;
-  // Keys and string values share one dense table (a string id's code, -1 until used).
-  std::vector<int32_t> code(trace.strings.size(), -1);
-  t->attr_strings = {};
+  std::lock_guard<std::mutex> lock(t->lazy_mu);
+  // Keys and string values share one dense table (a string id's code, -1 until used), filled by the
+  // first call and unchanged after it: a later call (another thread's) never moves its buffers.
+  std::vector<int32_t>& code = t->attr_code_of_string;
   auto code_of = [&](uint32_t id) {
     if (id >= code.size()) code.resize(id + 1, -1);
     if (code[id] < 0) {
@@ -302,6 +304,7 @@ const char* strata_capi_enum_name(int which, int value) {
 }
 
 const char* strata_capi_info_json(strata_capi_trace* t) {
+  std::lock_guard<std::mutex> lock(t->lazy_mu);
   if (t->info_json.empty()) t->info_json = strata::pyapi::info_json(t->trace);
   return t->info_json.c_str();
 }

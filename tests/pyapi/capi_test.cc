@@ -113,6 +113,15 @@ TEST(PyapiCapi, AttributesInLongForm) {
     EXPECT_EQ(text[i] >= 0, type[i] == 3);
     EXPECT_EQ(!std::isnan(real[i]), type[i] == 2 || type[i] == 4) << i;
   }
+  // A second fill (another thread's) gives the same codes and leaves the string table in place.
+  const strata_capi_strings before = strata_capi_attr_strings(t);
+  std::vector<int32_t> key_again(n);
+  strata_capi_attr_columns again{};
+  again.key = key_again.data();
+  ASSERT_EQ(strata_capi_fill_attrs(t, &again), 1);
+  EXPECT_EQ(key_again, key);
+  EXPECT_EQ(strata_capi_attr_strings(t).bytes, before.bytes);
+  EXPECT_EQ(strata_capi_attr_strings(t).count, before.count);
   const std::string info = strata_capi_info_json(t);
   EXPECT_EQ(info.front(), '{');
   EXPECT_NE(info.find("\"processes\":[{"), std::string::npos);

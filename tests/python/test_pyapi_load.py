@@ -208,5 +208,7 @@ def test_tables_show_in_notebooks(strata_bin):
     df = strata.load(NATIVE_LIBRARY).analysis("layer_table")
     assert "<table" in df._repr_html_()
     assert df.attrs["title"]
+    trace = strata.load(NATIVE_LIBRARY)
+    assert "layer" in trace._repr_html_() and "<table" in trace._repr_html_()
     tables = strata._analysis.Tables(a=df, b=df)
     assert tables._repr_html_().count("<table") == 2
