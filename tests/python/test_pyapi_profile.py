@@ -165,3 +165,15 @@ def test_recorded_torch_run(tmp_path, strata_bin):
         ops_per_window.append(sorted(ops["name"].astype(str)))
     assert ops_per_window[0] == ops_per_window[1]  # the same two forwards in each window
     assert record_out.exists()  # strata record still writes what came before the first window
+
+
+def test_no_schedule_records_every_step_in_one_window(tmp_path, strata_bin):
+    out = tmp_path / "all"
+    body = SCRIPT.replace("sched = strata.schedule(wait={wait}, warmup={warmup}, active={active}, repeat={repeat})",
+                          "sched = None").format(steps=3)
+    proc = run_script(tmp_path, body, [str(out)])
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(result["traces"]) == 1 and result["ready"] == result["traces"]
+    spans = check_window(result["traces"][0], [0, 1, 2, 3])  # step 3: begun by the last step(), empty
+    assert sorted(n for n in spans["name"].astype(str) if n.startswith("work")) == ["work0", "work1", "work2"]
