@@ -151,6 +151,15 @@ for i in range(3):
 strata.stop()
 EOF
 check_trace "$work/py.strata" "import strata"
+if /usr/bin/python3 -c "import pandas" 2>/dev/null; then
+  step "strata.load from the package (libstrata_analysis_capi.so found without variables)"
+  "${clean[@]}" "PYTHONPATH=$usr/$pydir" /usr/bin/python3 - "$work/py.strata" <<'EOF' || fail "strata.load from the package failed"
+import sys
+import strata
+spans = strata.load(sys.argv[1]).spans
+assert (spans["name"] == "consumer_step").sum() == 3, spans
+EOF
+fi
 
 if [ -e "$usr/$libdir/libstrata_torch.so" ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
   step "strata record --level layer of a PyTorch script"

@@ -12,7 +12,7 @@ packages=(
   libsqlite3-dev libpq-dev postgresql
   libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
   graphviz                               # lowerbound: critical path as SVG
-  python3 python3-dev python3-pytest python3-numpy
+  python3 python3-dev python3-pytest python3-numpy python3-pandas   # pandas: strata.load (python/strata/_analysis.py)
   python3-torch python3-torchvision python3-onnx
   patchelf                               # scripts/bundle.sh: RUNPATH $ORIGIN on bundled libraries
   zlib1g-dev                             # strata import: .json.gz traces

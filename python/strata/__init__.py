@@ -1,4 +1,4 @@
-"""Strata span API for Python.
+"""Strata for Python: the span API, the profiling schedule, and trace analysis.
 
     import strata
     with strata.span("predict", level="model", batch=8):
@@ -6,6 +6,20 @@
 
     @strata.span("train_step", level="model")
     def step(batch): ...
+
+Analysis (any format `strata` reads; pandas DataFrames; docs/python-api.md)::
+
+    trace = strata.load("run.strata")          # or a Kineto JSON, an nsys SQLite export, ...
+    trace.spans                                # one row per span
+    trace.analysis("layer_table", trim=0.1)    # any `strata analyze` table
+
+Windows of steps, as torch.profiler's schedule (one trace file per active window)::
+
+    with strata.profile(schedule=strata.schedule(wait=1, warmup=1, active=2),
+                        on_trace_ready=print) as prof:
+        for batch in loader:
+            train_step(batch)
+            prof.step()
 
 When the process is not being recorded (not started by ``strata record`` and no ``strata.start``),
 every call returns immediately. The native runtime (libstrata.so) is found in this order: the
@@ -22,12 +36,13 @@ import ctypes
 import functools
 import os
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 __all__ = [
     "LEVELS", "span", "begin", "end", "instant", "counter", "set_thread_name", "is_recording",
     "level_enabled", "get_level", "set_level", "current_traceparent", "inject_context", "start",
-    "stop", "flush",
+    "stop", "flush", "load", "analyses", "profile", "schedule", "ProfilerAction", "StrataError",
+    "MissingInputError",
 ]
 
 LEVELS: Dict[str, int] = {
@@ -56,6 +71,18 @@ def _library_dir() -> str:
     return os.path.normpath(os.path.join(here, LIBDIR_FROM_PACKAGE))
 
 
+def _native_library_paths(filename: str) -> List[str]:
+    """Where a native library of this Strata may be, in order: this installation's (or build tree's)
+    library folder, then, for the source checkout's python/strata, $STRATA_BUILD_DIR/lib and
+    <repo>/build/lib."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(_library_dir(), filename)]
+    if os.environ.get("STRATA_BUILD_DIR"):
+        paths.append(os.path.join(os.environ["STRATA_BUILD_DIR"], "lib", filename))
+    paths.append(os.path.join(here, "..", "..", "build", "lib", filename))
+    return paths
+
+
 def _load_native() -> Optional[ctypes.CDLL]:
     candidates = []
     # Already in the process (preloaded by `strata record`): use that instance, not a second copy.
@@ -67,12 +94,7 @@ def _load_native() -> Optional[ctypes.CDLL]:
         pass
     if os.environ.get("STRATA_LIB"):
         candidates.append(os.environ["STRATA_LIB"])
-    candidates.append(os.path.join(_library_dir(), "libstrata.so"))
-    # The source checkout's python/strata: the build tree named by STRATA_BUILD_DIR, else <repo>/build.
-    here = os.path.dirname(os.path.abspath(__file__))
-    if os.environ.get("STRATA_BUILD_DIR"):
-        candidates.append(os.path.join(os.environ["STRATA_BUILD_DIR"], "lib", "libstrata.so"))
-    candidates.append(os.path.join(here, "..", "..", "build", "lib", "libstrata.so"))
+    candidates += _native_library_paths("libstrata.so")
     for path in candidates:
         if os.path.exists(path):
             return ctypes.CDLL(os.path.normpath(path), mode=ctypes.RTLD_GLOBAL)
@@ -290,3 +312,23 @@ def stop() -> None:
 def flush() -> None:
     if _lib is not None:
         _lib.strata_flush()
+
+
+# The analysis side (pandas, libstrata_analysis_capi.so) is imported on first use: `import strata`
+# in a recorded program stays as light as the span API.
+def load(path: Any, *more_paths: Any, format: str = "auto") -> "Any":
+    """Opens a trace of any format `strata` reads (several paths: one trace of repeated runs or
+    ranks, as `strata analyze A B`). Returns a strata.Trace (spans, processes, attributes, stats,
+    analysis tables as pandas DataFrames)."""
+    from . import _analysis
+    return _analysis.load(path, *more_paths, format=format)
+
+
+def analyses() -> "Any":
+    """The registered analyses (name, description, parameters) as a DataFrame."""
+    from . import _analysis
+    return _analysis.analyses()
+
+
+from ._errors import MissingInputError, StrataError  # noqa: E402
+from ._profiler import ProfilerAction, profile, schedule  # noqa: E402  (after the span API it uses)
