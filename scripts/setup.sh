@@ -19,6 +19,7 @@ packages=(
   libtorch-dev                           # src/torch: PyTorch layer tracer (RecordFunction callbacks)
   libunwind-dev                          # src/sample: DWARF unwinding of CPU samples (--sample, attach)
   golang-github-google-pprof-dev         # tests/sample: profile.proto, to decode `strata profile --format pprof`
+  nodejs chromium                        # strata report: ECharts from npm; its browser test (headless chromium)
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -28,3 +29,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# strata report: ECharts (embedded into strata at build time) and playwright-core (its browser test),
+# pinned by report/package-lock.json (docs/report.md). Debian's nodejs comes without npm (its own
+# package); a NodeSource nodejs carries npm and conflicts with Debian's: install it only if missing.
+if ! command -v npm >/dev/null; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends npm
+fi
+(cd "$(dirname "${BASH_SOURCE[0]}")/../report" && npm ci --no-audit --no-fund --loglevel=error)

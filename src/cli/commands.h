@@ -18,5 +18,6 @@ int run_attach(int argc, char** argv);
 int run_merge(int argc, char** argv);
 int run_sql(int argc, char** argv);
 int run_diff(int argc, char** argv);
+int run_report(int argc, char** argv);  // only with STRATA_HAVE_REPORT (src/report)
 
 }  // namespace strata::cli

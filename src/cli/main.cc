@@ -21,6 +21,9 @@ constexpr Command kCommands[] = {
     {"export", "write a trace as Chrome Trace Event JSON, or spans as JSON/CSV", strata::cli::run_export},
     {"sql", "run SQL queries over a trace (or its `export --format sqlite` database)", strata::cli::run_sql},
     {"diff", "compare two traces: ops, layers and kernels slower or faster, tested against run-to-run noise", strata::cli::run_diff},
+#ifdef STRATA_HAVE_REPORT
+    {"report", "one self-contained HTML report with charts of the analyses (offline; docs/report.md)", strata::cli::run_report},
+#endif
 #ifdef STRATA_HAVE_IMPORT
     {"import", "convert a PyTorch/Kineto, ONNX Runtime or TensorFlow trace JSON into a Strata trace", strata::cli::run_import},
 #endif

@@ -1,0 +1,295 @@
+#include "report/report.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "analysis/device_peaks.h"
+#include "analysis/pipeline.h"
+#include "core/level.h"
+#include "export/table_render.h"
+#include "export/text_escape.h"
+#include "model/trace_summary.h"
+#include "profile/profile.h"
+#include "report/flame.h"
+#include "report/report_assets.h"
+#include "symbolize/symbolizer.h"
+
+namespace strata::report {
+namespace {
+
+constexpr std::string_view kAnalyses[] = {
+    "model_table",     "layer_sequence",  "layer_type_aggregate", "layer_table", "layer_device_split",
+    "kernels_by_name", "kernel_roofline", "layer_roofline",       "iterations",  "rank_breakdown",
+};
+
+void append_key(std::string* out, std::string_view key) {
+  exporter::append_json_string(out, key);
+  *out += ':';
+}
+
+void append_number(std::string* out, double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  *out += s.str();
+}
+
+// The overview: what was run, for how long, at which levels, in which processes, what was lost.
+std::string overview_json(const model::Trace& trace, const ReportOptions& options) {
+  const model::TraceSummary summary = model::summarize(trace);
+  std::string out = "{";
+  append_key(&out, "inputs");
+  out += '[';
+  for (size_t i = 0; i < options.inputs.size(); ++i) {
+    if (i) out += ',';
+    exporter::append_json_string(&out, options.inputs[i]);
+  }
+  out += "],";
+  std::string command;
+  if (auto c = summary.record.get("command"))
+    command = std::string(*c);
+  else if (!summary.processes.empty())
+    command = summary.processes.front().command_line;
+  append_key(&out, "command");
+  exporter::append_json_string(&out, command);
+  out += ',';
+  // Wall time: what `strata record` measured, else the span extent.
+  auto wall_ns = summary.record.get_int("wall_ns");
+  append_key(&out, "wall_ms");
+  append_number(&out, static_cast<double>(wall_ns.value_or(summary.last_ns - summary.first_ns)) / 1e6);
+  out += ',';
+  append_key(&out, "wall_source");
+  exporter::append_json_string(&out, wall_ns ? "strata record" : "first span start to last span end");
+  out +=
+      ",\"spans\":" + std::to_string(summary.spans) + ",\"samples\":" + std::to_string(summary.samples) + ",";
+  append_key(&out, "levels");
+  out += '[';
+  bool first = true;
+  for (const auto& [level, count] : summary.spans_per_level) {
+    out += first ? "[" : ",[";
+    first = false;
+    exporter::append_json_string(&out, level_name(level));
+    out += ',' + std::to_string(count) + ']';
+  }
+  out += "],";
+  append_key(&out, "processes");
+  out += '[';
+  for (size_t i = 0; i < summary.processes.size(); ++i) {
+    const model::Process& p = summary.processes[i];
+    if (i) out += ',';
+    out += "{\"pid\":" + std::to_string(p.pid) + ",\"spans\":" + std::to_string(p.span_count) + ",";
+    append_key(&out, "host");
+    exporter::append_json_string(&out, p.host);
+    out += ',';
+    append_key(&out, "rank");
+    auto rank = p.properties.get("rank");
+    exporter::append_json_string(&out, rank ? *rank : "");
+    out += ',';
+    append_key(&out, "command");
+    exporter::append_json_string(&out, p.command_line);
+    out += ',';
+    append_key(&out, "level");
+    exporter::append_json_string(&out, p.level_gate ? level_name(*p.level_gate) : "");
+    out += '}';
+  }
+  out += "],";
+  append_key(&out, "drops");
+  out += '[';
+  first = true;
+  for (const auto& [cause, count] : summary.drops) {
+    out += first ? "[" : ",[";
+    first = false;
+    exporter::append_json_string(&out, cause);
+    out += ',' + std::to_string(count) + ']';
+  }
+  out += "],";
+  append_key(&out, "warnings");
+  out += '[';
+  for (size_t i = 0; i < trace.warnings.size() && i < 50; ++i) {
+    if (i) out += ',';
+    exporter::append_json_string(&out, trace.warnings[i]);
+  }
+  out += "]}";
+  return out;
+}
+
+// One analysis's result as {"missing": text|null, "tables": {name: table}}: the JSON rendering of
+// `strata analyze --format json`, each table cut to max_rows.
+std::string analysis_json(table::Result result, size_t max_rows) {
+  std::string out = "{";
+  append_key(&out, "missing");
+  if (result.missing_input)
+    exporter::append_json_string(&out, *result.missing_input);
+  else
+    out += "null";
+  out += ',';
+  for (table::Table& t : result.tables) {
+    if (t.rows.size() <= max_rows) continue;
+    t.notes.push_back("the report holds the first " + std::to_string(max_rows) + " of " +
+                      std::to_string(t.rows.size()) +
+                      " rows: `strata analyze --analysis ... --format csv` gives them all");
+    t.rows.resize(max_rows);
+  }
+  std::ostringstream tables;
+  exporter::render_tables(result.tables, exporter::TableFormat::kJson, tables);
+  append_key(&out, "tables");
+  std::string text = tables.str();
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  out += text.empty() ? "{}" : text;
+  out += '}';
+  return out;
+}
+
+bool has_device_spans(const model::Trace& trace) {
+  return std::any_of(trace.spans.begin(), trace.spans.end(),
+                     [](const SpanRecord& s) { return s.level == static_cast<uint8_t>(Level::kDevice); });
+}
+
+// The ceilings the roofline tables were computed against (the same resolution: --param
+// peak_gflops/peak_gbps, device=KEY, or the device named in the trace).
+std::string peaks_json(const model::Trace& trace, const analysis::Params& params) {
+  std::string why;
+  auto peaks = analysis::resolve_peaks(trace, params, !has_device_spans(trace), &why);
+  std::string out = "{";
+  if (peaks) {
+    out += "\"gflops\":";
+    append_number(&out, peaks->gflops);
+    out += ",\"gbps\":";
+    append_number(&out, peaks->gbps);
+    out += ',';
+    append_key(&out, "description");
+    exporter::append_json_string(&out, peaks->description);
+  } else {
+    append_key(&out, "missing");
+    exporter::append_json_string(&out, why);
+  }
+  out += '}';
+  return out;
+}
+
+std::string flame_json(const model::Trace& trace, const ReportOptions& options) {
+  if (trace.samples.counts.empty())
+    return "{\"missing\":\"no CPU samples in the trace: record with `strata record --sample` (or sample a "
+           "running "
+           "process with `strata attach`)\"}";
+  symbolize::Symbolizer symbolizer;
+  profile::FrameNamer namer(trace, &symbolizer);
+  profile::ProfileOptions profile_options;
+  const std::string collapsed = profile::format_collapsed(trace, profile_options, namer);
+  FlameGraph graph = build_flame_graph(collapsed, options.max_flame_nodes, options.min_flame_share);
+  if (graph.samples == 0) return "{\"missing\":\"the trace's samples have no CPU-time event (event 0)\"}";
+  return flame_graph_json(graph);
+}
+
+// JSON inside <script type="application/json">: '<' only occurs inside strings, where \u003c
+// means the same, so no "</script>" or "<!--" of a span name can end the element.
+void append_script_safe(std::string* out, std::string_view json) {
+  for (char c : json) {
+    if (c == '<')
+      *out += "\\u003c";
+    else
+      *out += c;
+  }
+}
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const std::string_view> report_analyses() { return kAnalyses; }
+
+bool have_echarts() { return !assets::echarts_js().empty(); }
+
+bool write_report(const model::Trace& trace, const ReportOptions& options, std::ostream& out,
+                  std::string* error) {
+  if (!have_echarts()) {
+    *error =
+        "this strata was built without ECharts (report/node_modules was not installed when it was built): "
+        "run "
+        "scripts/setup.sh (or `npm ci` in report/) and rebuild";
+    return false;
+  }
+  std::vector<const analysis::Analysis*> chosen;
+  for (std::string_view name : kAnalyses)
+    if (const analysis::Analysis* a = analysis::find_analysis(name)) chosen.push_back(a);
+  analysis::PipelineResult pipeline = analysis::run_pipeline(trace, chosen, options.params);
+
+  std::string data = "{";
+  const std::string title =
+      !options.title.empty()
+          ? options.title
+          : "Strata report: " + (options.inputs.empty() ? std::string("trace") : options.inputs.front());
+  append_key(&data, "title");
+  exporter::append_json_string(&data, title);
+  data += ',';
+  append_key(&data, "generator");
+  exporter::append_json_string(&data, options.generator);
+  data += ",\"max_rows\":" + std::to_string(options.max_rows) + ",";
+  append_key(&data, "overview");
+  data += overview_json(trace, options);
+  data += ',';
+  append_key(&data, "analyses");
+  data += '{';
+  for (size_t i = 0; i < pipeline.results.size(); ++i) {
+    if (i) data += ",\n";
+    append_key(&data, pipeline.results[i].first->name());
+    data += analysis_json(std::move(pipeline.results[i].second), options.max_rows);
+  }
+  data += "},";
+  append_key(&data, "peaks");
+  data += peaks_json(trace, options.params);
+  data += ',';
+  append_key(&data, "flame");
+  data += flame_json(trace, options);
+  data += '}';
+
+  std::string html;
+  html.reserve(assets::echarts_js().size() + data.size() + 65536);
+  html +=
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      // Nothing leaves the page: no fetch, no image, no font from anywhere (the file works offline).
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src "
+      "'unsafe-inline'; "
+      "style-src 'unsafe-inline'; img-src data:\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>";
+  html += html_escape(title);
+  html += "</title>\n<style>\n";
+  html += assets::report_css();
+  html += "</style>\n</head>\n<body>\n<main id=\"report\"></main>\n<script>\n";
+  html += assets::echarts_js();
+  html += "\n</script>\n<script id=\"strata-data\" type=\"application/json\">";
+  append_script_safe(&html, data);
+  html += "</script>\n<script>\n";
+  html += assets::report_app_js();
+  html += "\n</script>\n</body>\n</html>\n";
+  out.write(html.data(), static_cast<std::streamsize>(html.size()));
+  if (!out) {
+    *error = "write failed";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace strata::report

@@ -1,0 +1,42 @@
+// `strata report`: one self-contained HTML file (docs/report.md). The report is a view of the
+// analyses' tables (src/analysis registry, run through the same pipeline as `strata analyze`) and of
+// the CPU profile's folded stacks (src/profile): it embeds those tables as JSON, the ECharts library
+// and its own script, and draws every chart in the browser from the embedded tables. Nothing is
+// recomputed here and no span is embedded: tables are aggregates, a table longer than max_rows is
+// cut (with a note), and the flame graph keeps the frames above a share of the samples.
+#pragma once
+
+#include <cstddef>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "model/trace.h"
+
+namespace strata::report {
+
+struct ReportOptions {
+  std::vector<std::string> inputs;  // the file names shown in the overview
+  std::string title;                // "" : "Strata report: <first input>"
+  std::string generator;            // e.g. "strata 0.9.0", shown in the footer
+  analysis::Params params;          // --param KEY=VALUE, passed to every analysis
+  size_t max_rows = 5000;           // rows of one table embedded at most (the rest: a note)
+  size_t max_flame_nodes = 4000;    // flame-graph frames embedded at most
+  double min_flame_share = 0.0005;  // frames under this share of the samples are folded away
+};
+
+// The analyses the report shows, in its order (each one a section or part of one).
+std::span<const std::string_view> report_analyses();
+
+// True when this build embeds ECharts (report/node_modules was installed when it was built).
+bool have_echarts();
+
+// Writes the HTML document. False with one line in *error when the report cannot be made (this
+// build has no ECharts). Sections whose analysis lacks input say what to record instead.
+bool write_report(const model::Trace& trace, const ReportOptions& options, std::ostream& out,
+                  std::string* error);
+
+}  // namespace strata::report

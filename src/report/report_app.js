@@ -1,0 +1,364 @@
+// strata report: draws the page from the tables embedded in <script id="strata-data"> (written by
+// src/report/report.cc: the analyses' tables as `strata analyze --format json` renders them, the
+// device's peaks, the overview and the flame graph's frames). Nothing here computes a figure: every
+// chart plots one table's columns, one data point per row. window.strataReport.charts lists the
+// charts with the table each one plots (the browser test reads it).
+(function () {
+  'use strict';
+  var data = JSON.parse(document.getElementById('strata-data').textContent);
+  var root = document.getElementById('report');
+  var registry = { charts: [], errors: [] };
+  window.strataReport = registry;
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === 'text') node.textContent = attrs[k];
+      else if (k === 'className') node.className = attrs[k];
+      else node.setAttribute(k, attrs[k]);
+    });
+    (children || []).forEach(function (c) { if (c) node.appendChild(c); });
+    return node;
+  }
+
+  function analysis(name) { return data.analyses[name] || { missing: 'not run', tables: {} }; }
+  function table(analysisName, tableName) {
+    var a = analysis(analysisName);
+    return a.tables ? a.tables[tableName || analysisName] || null : null;
+  }
+  function column(t, name) {
+    var i = t.columns.indexOf(name);
+    return t.rows.map(function (r) { return i < 0 ? null : r[i]; });
+  }
+  function hasValues(values) { return values.some(function (v) { return v !== null && v !== ''; }); }
+
+  function section(id, title) {
+    var s = el('section', { id: id }, [el('h2', { text: title })]);
+    root.appendChild(s);
+    nav.appendChild(el('a', { href: '#' + id, text: title }));
+    return s;
+  }
+  function say(parent, text, cls) { parent.appendChild(el('p', { className: cls || 'note', text: text })); }
+  // The analysis's own line when it lacked input (it says what to record); true if it did.
+  function missing(parent, analysisName) {
+    var a = analysis(analysisName);
+    if (!a.missing) return false;
+    say(parent, analysisName + ': ' + a.missing, 'missing');
+    return true;
+  }
+  function notes(parent, t) { (t.notes || []).forEach(function (n) { say(parent, n); }); }
+
+  function htmlTable(parent, t, shown) {
+    shown = shown || 200;
+    var head = el('tr', {}, t.columns.map(function (c) { return el('th', { text: c }); }));
+    var body = t.rows.slice(0, shown).map(function (r) {
+      return el('tr', {}, r.map(function (v) {
+        return el('td', { className: typeof v === 'number' ? 'num' : '', text: v === null ? '' : String(v) });
+      }));
+    });
+    var label = t.title + ' (' + t.rows.length + ' rows' + (t.rows.length > shown ? ', first ' + shown + ' shown' : '') + ')';
+    parent.appendChild(el('details', {}, [el('summary', { text: label }),
+      el('div', { className: 'wrap' }, [el('table', {}, [el('thead', {}, [head]), el('tbody', {}, body)])])]));
+  }
+
+  // One chart: `table` is the table whose rows are the points of the series with id 'data'.
+  function chart(parent, id, analysisName, tableName, option, tall) {
+    var div = el('div', { id: 'chart-' + id, className: 'chart' + (tall ? ' tall' : '') });
+    div.dataset.analysis = analysisName;
+    div.dataset.table = tableName;
+    parent.appendChild(div);
+    option.animation = false;
+    // Drawn in one pass: progressive rendering (ECharts' default above a few thousand items) would
+    // leave a long series half drawn for a while (and in a screenshot).
+    (option.series || []).forEach(function (series) { series.progressive = 0; });
+    option.tooltip = option.tooltip || { trigger: 'axis' };
+    var instance = echarts.init(div, null, { renderer: 'canvas' });
+    instance.setOption(option);
+    registry.charts.push({ id: id, analysis: analysisName, table: tableName, element: div.id });
+    return instance;
+  }
+
+  function categoryZoom(count) { return count > 60 ? [{ type: 'inside' }, { type: 'slider', height: 18 }] : []; }
+  // Horizontal bars: the first 30 categories shown, the rest reached with the slider on the right.
+  function rowZoom(count) {
+    return count > 30 ? [{ type: 'slider', yAxisIndex: 0, right: 4, width: 14, start: 0, end: 3000 / count },
+      { type: 'inside', yAxisIndex: 0, start: 0, end: 3000 / count }] : [];
+  }
+
+  // ---- page ----
+  var header = el('header', {}, [el('h1', { text: data.title })]);
+  root.appendChild(header);
+  var nav = el('nav');
+  root.appendChild(nav);
+
+  function overview() {
+    var o = data.overview;
+    var s = section('overview', 'Overview');
+    var rows = [
+      ['inputs', o.inputs.join(', ')],
+      ['command', o.command || '(not recorded by strata record)'],
+      ['wall time', o.wall_ms.toFixed(3) + ' ms (' + o.wall_source + ')'],
+      ['spans', String(o.spans)],
+      ['levels', o.levels.map(function (l) { return l[0] + ': ' + l[1]; }).join(', ') || 'none'],
+      ['CPU samples', String(o.samples)],
+      ['dropped', o.drops.length ? o.drops.map(function (d) { return d[0] + ': ' + d[1]; }).join(', ') : 'nothing']
+    ];
+    s.appendChild(el('table', { className: 'kv' }, rows.map(function (r) {
+      return el('tr', {}, [el('td', { text: r[0] }), el('td', { text: r[1] })]);
+    })));
+    var procs = { title: 'Processes', columns: ['pid', 'rank', 'host', 'level', 'spans', 'command'],
+      rows: o.processes.map(function (p) { return [p.pid, p.rank, p.host, p.level, p.spans, p.command]; }) };
+    htmlTable(s, procs, 100);
+    o.warnings.forEach(function (w) { say(s, 'warning: ' + w, 'missing'); });
+  }
+
+  function models() {
+    var s = section('model', 'Model and batch size');
+    if (missing(s, 'model_table')) return;
+    var t = table('model_table');
+    var batches = column(t, 'batch');
+    if (new Set(batches).size > 1) {
+      var optimal = column(t, 'optimal');
+      chart(s, 'model', 'model_table', 'model_table', {
+        title: { text: 'Latency and throughput by batch size (optimal marked)', textStyle: { fontSize: 13 } },
+        legend: { top: 26 }, grid: { top: 60 },
+        xAxis: { type: 'category', name: 'batch', data: batches.map(String) },
+        yAxis: [{ type: 'value', name: 'latency ms' }, { type: 'value', name: 'inputs/s' }],
+        series: [
+          { id: 'data', name: 'latency_ms', type: 'bar', data: column(t, 'latency_ms').map(function (v, i) {
+            return { value: v, itemStyle: optimal[i] === 'yes' ? { color: '#2da44e' } : undefined };
+          }) },
+          { id: 'throughput', name: 'throughput_per_s', type: 'line', yAxisIndex: 1, data: column(t, 'throughput_per_s') }
+        ]
+      });
+    } else {
+      say(s, 'one batch size in the trace (' + batches.join(', ') + '): record the model at several batch sizes ' +
+        '(one model span per evaluation, with its batch) to get the optimal batch size chart', 'missing');
+    }
+    notes(s, t);
+    htmlTable(s, t);
+  }
+
+  function layers() {
+    var s = section('layers', 'Layers');
+    if (!missing(s, 'layer_sequence')) {
+      var t = table('layer_sequence');
+      var memory = column(t, 'alloc_mb');
+      var series = [{ id: 'data', name: 'latency_ms', type: 'bar', data: column(t, 'latency_ms') }];
+      var yAxes = [{ type: 'value', name: 'latency ms' }];
+      if (hasValues(memory)) {
+        series.push({ id: 'memory', name: 'alloc_mb', type: 'bar', yAxisIndex: 1, data: memory });
+        yAxes.push({ type: 'value', name: 'allocated MB' });
+      }
+      var types = column(t, 'type');
+      chart(s, 'layer-sequence', 'layer_sequence', 'layer_sequence', {
+        title: { text: 'Layer latency and memory in execution order', textStyle: { fontSize: 13 } },
+        legend: { top: 26 }, grid: { top: 60, bottom: 70 },
+        tooltip: { trigger: 'axis', formatter: function (p) {
+          return p.map(function (x) { return x.seriesName + ': ' + x.value; }).join('<br>') + '<br>' + types[p[0].dataIndex];
+        } },
+        xAxis: { type: 'category', name: 'layer', data: column(t, 'index').map(String) },
+        yAxis: yAxes, dataZoom: categoryZoom(t.rows.length), series: series
+      });
+      notes(s, t);
+    }
+    if (!missing(s, 'layer_type_aggregate')) {
+      var a = table('layer_type_aggregate');
+      var mem = column(a, 'alloc_mb');
+      var ser = [{ id: 'data', name: 'latency_ms', type: 'bar', data: column(a, 'latency_ms') }];
+      if (hasValues(mem)) ser.push({ id: 'memory', name: 'alloc_mb', type: 'bar', xAxisIndex: 1, data: mem });
+      var xAxes = [{ type: 'value', name: 'ms' }];
+      if (hasValues(mem)) xAxes.push({ type: 'value', name: 'MB', position: 'top' });
+      chart(s, 'layer-types', 'layer_type_aggregate', 'layer_type_aggregate', {
+        title: { text: 'Layer latency and memory by type', textStyle: { fontSize: 13 } },
+        legend: { top: 26 }, grid: { top: 70, left: 200 },
+        yAxis: { type: 'category', inverse: true, data: column(a, 'type'), axisLabel: { width: 190, overflow: 'truncate' } },
+        xAxis: xAxes, series: ser, dataZoom: rowZoom(a.rows.length)
+      }, a.rows.length > 15);
+      notes(s, a);
+      htmlTable(s, a);
+    }
+    if (!missing(s, 'layer_table')) htmlTable(s, table('layer_table'));
+  }
+
+  function deviceSplit() {
+    var s = section('device-split', 'GPU vs non-GPU time per layer');
+    if (missing(s, 'layer_device_split')) return;
+    var t = table('layer_device_split');
+    var names = column(t, 'layer');
+    chart(s, 'device-split', 'layer_device_split', 'layer_device_split', {
+      title: { text: 'Kernel (device) and non-kernel time of each layer', textStyle: { fontSize: 13 } },
+      legend: { top: 26 }, grid: { top: 60, bottom: 70 },
+      tooltip: { trigger: 'axis', formatter: function (p) {
+        return names[p[0].dataIndex] + '<br>' + p.map(function (x) { return x.seriesName + ': ' + x.value; }).join('<br>');
+      } },
+      xAxis: { type: 'category', name: 'layer', data: column(t, 'layer_index').map(String) },
+      yAxis: { type: 'value', name: 'ms' }, dataZoom: categoryZoom(t.rows.length),
+      series: [
+        { id: 'data', name: 'kernel_ms', type: 'bar', stack: 'time', data: column(t, 'kernel_ms') },
+        { id: 'non_kernel', name: 'non_kernel_ms', type: 'bar', stack: 'time', data: column(t, 'non_kernel_ms') }
+      ]
+    });
+    notes(s, t);
+    htmlTable(s, t);
+  }
+
+  function kernels() {
+    var s = section('kernels', 'Kernels');
+    if (missing(s, 'kernels_by_name')) return;
+    var t = table('kernels_by_name');
+    chart(s, 'kernels', 'kernels_by_name', 'kernels_by_name', {
+      title: { text: 'Kernel time by name', textStyle: { fontSize: 13 } }, grid: { top: 40, left: 260 },
+      yAxis: { type: 'category', inverse: true, data: column(t, 'kernel'), axisLabel: { width: 250, overflow: 'truncate' } },
+      xAxis: { type: 'value', name: 'ms' }, dataZoom: rowZoom(t.rows.length),
+      series: [{ id: 'data', name: 'latency_ms', type: 'bar', data: column(t, 'latency_ms') }]
+    }, t.rows.length > 15);
+    notes(s, t);
+    htmlTable(s, t);
+  }
+
+  // Log-log roofline: the table's points and the device's two ceilings (memory slope, compute roof).
+  function roofline(s, analysisName, label, labelColumn) {
+    if (missing(s, analysisName)) return;
+    var t = table(analysisName);
+    var x = column(t, 'flop_per_byte'), y = column(t, 'gflop_per_s'), names = column(t, labelColumn);
+    var series = [{ id: 'data', name: label, type: 'scatter', symbolSize: 8,
+      data: x.map(function (v, i) { return [v, y[i]]; }) }];
+    var p = data.peaks;
+    if (p && p.gflops) {
+      var xs = x.concat([p.gflops / p.gbps]).filter(function (v) { return v > 0; });
+      var lo = Math.min.apply(null, xs) / 4, hi = Math.max.apply(null, xs) * 4, ridge = p.gflops / p.gbps;
+      series.push({ id: 'roof', name: 'ceilings', type: 'line', symbol: 'none', lineStyle: { color: '#cf222e' },
+        data: [[lo, lo * p.gbps], [ridge, p.gflops], [hi, p.gflops]] });
+    }
+    chart(s, analysisName, analysisName, analysisName, {
+      title: { text: label + ' roofline (log-log)', textStyle: { fontSize: 13 } }, legend: { top: 26 }, grid: { top: 60 },
+      tooltip: { trigger: 'item', formatter: function (q) {
+        return (q.seriesId === 'data' ? names[q.dataIndex] + '<br>' : 'ceiling<br>') +
+          q.value[0] + ' FLOP/byte, ' + q.value[1] + ' GFLOP/s';
+      } },
+      xAxis: { type: 'log', name: 'FLOP/byte' }, yAxis: { type: 'log', name: 'GFLOP/s' }, series: series
+    });
+    if (p && p.description) say(s, 'ceilings: ' + p.description);
+    else if (p && p.missing) say(s, 'no ceilings: ' + p.missing, 'missing');
+    notes(s, t);
+  }
+
+  function rooflines() {
+    var s = section('roofline', 'Rooflines');
+    s.appendChild(el('h3', { text: 'Kernels' }));
+    roofline(s, 'kernel_roofline', 'Kernels', 'kernel');
+    s.appendChild(el('h3', { text: 'Layers' }));
+    roofline(s, 'layer_roofline', 'Layers', 'layer');
+  }
+
+  function iterations() {
+    var s = section('iterations', 'Iterations');
+    if (missing(s, 'iterations')) return;
+    var summary = table('iterations', 'iterations_summary');
+    var t = table('iterations', 'iterations');
+    if (!t) { say(s, 'no iteration table', 'missing'); return; }
+    var start = column(t, 'start_ms'), time = column(t, 'time_ms'), loop = column(t, 'loop');
+    var loops = Math.max.apply(null, loop.concat([0]));
+    chart(s, 'iteration-timeline', 'iterations', 'iterations', {
+      title: { text: 'Iteration timeline (one bar per iteration, by loop)', textStyle: { fontSize: 13 } },
+      grid: { top: 40 }, tooltip: { trigger: 'item', formatter: function (q) {
+        return 'iteration ' + q.value[3] + ' (loop ' + q.value[2] + ')<br>start ' + q.value[0] + ' ms, ' +
+          (q.value[1] - q.value[0]).toFixed(3) + ' ms';
+      } },
+      xAxis: { type: 'value', name: 'ms', scale: true },
+      yAxis: { type: 'value', name: 'loop', min: -0.5, max: loops + 0.5, interval: 1 },
+      dataZoom: [{ type: 'inside' }, { type: 'slider', height: 18 }],
+      series: [{ id: 'data', type: 'custom', encode: { x: [0, 1], y: 2 },
+        data: start.map(function (v, i) { return [v, v + time[i], loop[i], i]; }),
+        renderItem: function (params, api) {
+          var a = api.coord([api.value(0), api.value(2)]), b = api.coord([api.value(1), api.value(2)]);
+          var h = api.size([0, 1])[1] * 0.6;
+          var shape = echarts.graphic.clipRectByRect({ x: a[0], y: a[1] - h / 2, width: Math.max(b[0] - a[0], 1), height: h },
+            { x: params.coordSys.x, y: params.coordSys.y, width: params.coordSys.width, height: params.coordSys.height });
+          return shape && { type: 'rect', shape: shape, style: api.style({ fill: params.dataIndex % 2 ? '#54aeff' : '#0969da' }) };
+        } }]
+    });
+    var metrics = ['busy_ms', 'interval_ms'].filter(function (c) { return hasValues(column(t, c)); });
+    chart(s, 'iteration-metrics', 'iterations', 'iterations', {
+      title: { text: 'Per-iteration metrics', textStyle: { fontSize: 13 } }, legend: { top: 26 }, grid: { top: 60 },
+      xAxis: { type: 'category', name: 'iteration', data: column(t, 'iteration').map(String) },
+      yAxis: { type: 'value', name: 'ms' }, dataZoom: categoryZoom(t.rows.length),
+      series: [{ id: 'data', name: 'time_ms', type: 'line', data: time }].concat(metrics.map(function (c) {
+        return { id: c, name: c, type: 'line', data: column(t, c) };
+      }))
+    });
+    if (summary) { notes(s, summary); htmlTable(s, summary); }
+    notes(s, t);
+    htmlTable(s, t);
+  }
+
+  function flame() {
+    var s = section('flame', 'CPU samples (flame graph)');
+    var f = data.flame;
+    if (f.missing) { say(s, f.missing, 'missing'); return; }
+    function color(name) {
+      var h = 0;
+      for (var i = 0; i < name.length; ++i) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+      if (name.indexOf('[op] ') === 0) return 'hsl(' + (200 + h % 30) + ',60%,' + (62 + h % 12) + '%)';
+      return 'hsl(' + (h % 50) + ',80%,' + (58 + h % 14) + '%)';
+    }
+    var div = chart(s, 'flame', 'flame', 'flame', {
+      title: { text: 'CPU samples: ' + f.samples + ' (' + f.nodes.length + ' of ' + f.frames + ' frames shown)', textStyle: { fontSize: 13 } },
+      grid: { top: 36, left: 10, right: 10, bottom: 10 },
+      tooltip: { trigger: 'item', formatter: function (q) {
+        var n = f.names[q.value[3]];
+        var esc = n.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+        return esc + '<br>' + q.value[2] + ' samples (' + (100 * q.value[2] / f.samples).toFixed(2) + '%)';
+      } },
+      xAxis: { type: 'value', min: 0, max: f.samples, show: false },
+      yAxis: { type: 'value', min: -0.5, max: f.max_depth + 0.5, show: false },
+      series: [{ id: 'data', type: 'custom', encode: { x: [1], y: 0 }, data: f.nodes,
+        renderItem: function (params, api) {
+          var depth = api.value(0), start = api.value(1), width = api.value(2), name = f.names[api.value(3)];
+          var a = api.coord([start, depth]), b = api.coord([start + width, depth]);
+          var h = api.size([0, 1])[1];
+          var shape = echarts.graphic.clipRectByRect({ x: a[0], y: a[1] - h / 2, width: b[0] - a[0], height: h - 1 },
+            { x: params.coordSys.x, y: params.coordSys.y, width: params.coordSys.width, height: params.coordSys.height });
+          if (!shape) return null;
+          var children = [{ type: 'rect', shape: shape, style: { fill: color(name), stroke: '#fff', lineWidth: 0.5 } }];
+          var chars = Math.floor((shape.width - 6) / 6.5);
+          if (chars >= 3) children.push({ type: 'text', style: { text: name.length > chars ? name.slice(0, chars - 1) + '…' : name,
+            x: shape.x + 3, y: shape.y + shape.height / 2, verticalAlign: 'middle', fill: '#1f2328', font: '11px sans-serif' } });
+          return { type: 'group', children: children };
+        } }]
+    }, f.max_depth > 20);
+    if (f.max_depth > 20) document.getElementById('chart-flame').style.height = Math.min(1600, 24 * (f.max_depth + 3)) + 'px';
+    div.resize();
+    say(s, 'Root at the bottom; "[op] NAME" frames are the layer-level spans open at the sample. Frames under ' +
+      'a small share of the samples are folded into their parent (`strata profile --format collapsed` has them all).');
+  }
+
+  function ranks() {
+    var s = section('ranks', 'Ranks');
+    if (missing(s, 'rank_breakdown')) return;
+    var t = table('rank_breakdown');
+    var parts = ['compute_ms', 'communication_ms', 'memcpy_ms', 'idle_ms'];
+    chart(s, 'ranks', 'rank_breakdown', 'rank_breakdown', {
+      title: { text: 'Time of each rank: compute, communication, memory copies, idle', textStyle: { fontSize: 13 } },
+      legend: { top: 26 }, grid: { top: 60 },
+      xAxis: { type: 'category', name: 'rank', data: column(t, 'rank').map(String) },
+      yAxis: { type: 'value', name: 'ms' },
+      series: parts.map(function (c, i) {
+        return { id: i === 0 ? 'data' : c, name: c, type: 'bar', stack: 'window', data: column(t, c) };
+      })
+    });
+    notes(s, t);
+    htmlTable(s, t);
+  }
+
+  [overview, models, layers, deviceSplit, kernels, rooflines, iterations, flame, ranks].forEach(function (draw) {
+    try { draw(); } catch (e) { registry.errors.push(String(e)); console.error('strata report: ' + e); }
+  });
+  root.appendChild(el('footer', { text: 'Written by ' + (data.generator || 'strata') + ' with Apache ECharts ' +
+    echarts.version + '. Each chart plots one table of `strata analyze` (same numbers as its CSV).' }));
+  window.addEventListener('resize', function () {
+    registry.charts.forEach(function (c) { echarts.getInstanceByDom(document.getElementById(c.element)).resize(); });
+  });
+  registry.ready = true;
+})();

@@ -1,0 +1,200 @@
+"""strata report in a browser (issue 18 item 2).
+
+Headless Chromium (Debian's `chromium`) driven by playwright-core (report/node_modules, pinned by
+report/package-lock.json; both installed by scripts/setup.sh) loads the report of a real PyTorch CPU
+run recorded here at library level with CPU samples, of a real imported Kineto GPU trace, and of a
+real two-rank job merged with `strata merge`. For each chart the page draws, the data points read
+back from ECharts (getInstanceByDom(el).getOption()) are compared with the CSV of the same analysis
+from `strata analyze`: as many points as rows, and the same values. No console error, no page error,
+no request other than the file itself. Screenshots are kept under BUILD/test-artifacts/report/.
+
+Skipped (with the reason) only when node or chromium is absent; a missing playwright-core fails.
+"""
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BUILD_DIR, SYSTEM_PYTHON, run_strata
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+NODE_MODULES = os.path.join(ROOT, "report", "node_modules")
+BROWSER_CHECK = os.path.join(ROOT, "tests", "report", "browser_check.js")
+ARTIFACTS = os.path.join(BUILD_DIR, "test-artifacts", "report")
+NODE = shutil.which("node")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+MAX_ROWS = 5000  # ReportOptions::max_rows (the report's default)
+FLAME_MAX_NODES, FLAME_MIN_SHARE = 4000, 0.0005  # ReportOptions' flame-graph defaults
+
+needs_browser = pytest.mark.skipif(
+    NODE is None or CHROMIUM is None,
+    reason="needs node and chromium (scripts/setup.sh installs both: apt-get install nodejs npm chromium)")
+
+
+def report_of(traces, name):
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    html = os.path.join(ARTIFACTS, name + ".html")
+    run_strata("report", *traces, "-o", html, "--force")
+    return html
+
+
+def load_in_browser(html, name):
+    if not os.path.isdir(os.path.join(NODE_MODULES, "playwright-core")):
+        pytest.fail(f"{NODE_MODULES}/playwright-core missing: run scripts/setup.sh (npm ci in report/)")
+    png = os.path.join(ARTIFACTS, name + ".png")
+    env = dict(os.environ, NODE_PATH=NODE_MODULES)
+    proc = subprocess.run([NODE, BROWSER_CHECK, html, png, CHROMIUM], capture_output=True, text=True, env=env,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    page = json.loads(proc.stdout)
+    assert os.path.getsize(png) > 10000, "the screenshot is (nearly) empty"
+    return page
+
+
+def analysis_tables(traces, analysis):
+    """The CSV tables `strata analyze --analysis NAME --format csv` prints, by name ({} when the
+    analysis lacks input)."""
+    out = run_strata("analyze", *traces, "--analysis", analysis, "--format", "csv", check=False)
+    tables, name, lines = {}, analysis, []
+    for line in out.stdout.splitlines(keepends=True):
+        if line.startswith("# "):
+            if lines:
+                tables[name] = list(csv.DictReader(io.StringIO("".join(lines))))
+            name, lines = line[2:].strip(), []
+        else:
+            lines.append(line)
+    if lines:
+        tables[name] = list(csv.DictReader(io.StringIO("".join(lines))))
+    return tables
+
+
+def same_value(shown, text):
+    if text in ("", None):
+        return shown is None or shown == "" or shown == "-"
+    try:
+        expected = float(text)
+    except ValueError:
+        return str(shown) == text
+    return shown is not None and abs(float(shown) - expected) <= 1e-9 * max(1.0, abs(expected))
+
+
+def expected_flame_frames(trace):
+    """Brute force over `strata profile --format collapsed`: every distinct stack prefix at least
+    FLAME_MIN_SHARE of the samples wide, at most FLAME_MAX_NODES of them."""
+    folded = run_strata("profile", trace, "--format", "collapsed").stdout
+    width, total = {}, 0
+    for line in folded.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit() or int(count) == 0:
+            continue
+        total += int(count)
+        frames = stack.split(";")
+        for n in range(1, len(frames) + 1):
+            key = tuple(frames[:n])
+            width[key] = width.get(key, 0) + int(count)
+    wide = {k: w for k, w in width.items() if w >= FLAME_MIN_SHARE * total}
+    # The kept root frames' widths (all of them while no more than FLAME_MAX_NODES frames are wide).
+    roots = sum(w for k, w in wide.items() if len(k) == 1) if len(wide) <= FLAME_MAX_NODES else None
+    return min(len(wide), FLAME_MAX_NODES), roots
+
+
+def check_page(page, traces, expected_charts, flame_trace=None):
+    assert page["console_errors"] == [], page["console_errors"]
+    assert page["page_errors"] == [], page["page_errors"]
+    assert page["report_errors"] == [], page["report_errors"]
+    assert page["requests"] == [], f"the report fetched something: {page['requests']}"
+    charts = {c["id"]: c for c in page["charts"]}
+    missing_charts = set(expected_charts) - set(charts)
+    assert not missing_charts, f"charts not drawn: {missing_charts}; page says: {page['missing']}"
+    csv_cache = {}
+    for chart in page["charts"]:
+        assert chart["width"] > 100 and chart["height"] > 100, chart["id"]
+        assert chart["series"], f"{chart['id']}: no series"
+        data_series = [s for s in chart["series"] if s["id"] == "data"]
+        assert len(data_series) == 1, chart["id"]
+        points = data_series[0]["data"]
+        if chart["analysis"] == "flame":
+            frames, roots = expected_flame_frames(flame_trace)
+            assert len(points) == frames, f"flame: {len(points)} frames drawn, {frames} expected"
+            assert roots is None or sum(p[2] for p in points if p[0] == 0) == roots, "root frames' widths"
+            continue
+        if chart["analysis"] not in csv_cache:
+            csv_cache[chart["analysis"]] = analysis_tables(traces, chart["analysis"])
+        rows = csv_cache[chart["analysis"]].get(chart["table"])
+        assert rows is not None, f"{chart['id']}: strata analyze has no table {chart['table']}"
+        assert len(points) == min(len(rows), MAX_ROWS), \
+            f"{chart['id']}: {len(points)} points drawn, {len(rows)} rows in the CSV"
+        for series in chart["series"]:  # series named after a column plot that column, row by row
+            if rows and series.get("name") in rows[0]:
+                for i, (shown, row) in enumerate(zip(series["data"], rows)):
+                    assert same_value(shown, row[series["name"]]), \
+                        f"{chart['id']} {series['name']} row {i}: {shown} drawn, {row[series['name']]} in the CSV"
+    return charts
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, strata_bin):
+    """A real PyTorch CPU run: resnet18 at two batch sizes, library level (oneDNN primitives carry
+    FLOPs and bytes: rooflines), with CPU samples (flame graph)."""
+    out = str(tmp_path_factory.mktemp("report") / "resnet18.strata")
+    proc = subprocess.run(
+        [strata_bin, "record", "--quiet", "--level", "library", "--sample", "-o", out, "--",
+         SYSTEM_PYTHON, os.path.join(ROOT, "examples", "pytorch", "infer.py"), "--model", "resnet18",
+         "--batch", "1,2", "--iterations", "4", "--warmup", "1", "--image-size", "64", "--threads", "1"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@needs_browser
+def test_report_of_a_real_pytorch_run(recorded):
+    html = report_of([recorded], "resnet18_cpu")
+    assert os.path.getsize(html) < 5 * 1024 * 1024
+    page = load_in_browser(html, "resnet18_cpu")
+    charts = check_page(page, [recorded],
+                        ["model", "layer-sequence", "layer-types", "device-split", "kernel_roofline",
+                         "layer_roofline", "iteration-timeline", "iteration-metrics", "flame"], flame_trace=recorded)
+    # Two batch sizes: two bars, and the roofline has the device's ceilings as a second series.
+    assert len([s for s in charts["model"]["series"] if s["id"] == "data"][0]["data"]) == 2
+    assert any(s["id"] == "roof" for s in charts["kernel_roofline"]["series"])
+    # No ranks in a single-process run: the section says what to do instead.
+    assert any("rank_breakdown" in m and "strata merge" in m for m in page["missing"])
+
+
+@needs_browser
+def test_report_of_an_imported_gpu_trace():
+    trace = os.path.join(ROOT, "tests", "data", "kineto", "a100_alexnet_train.json.gz")
+    html = report_of([trace], "a100_alexnet_kineto")
+    page = load_in_browser(html, "a100_alexnet_kineto")
+    check_page(page, [trace], ["layer-sequence", "layer-types", "device-split", "kernels", "ranks"])
+    # Kineto kernels carry no FLOP counters: the roofline section says what to record.
+    assert any("kernel_roofline" in m and "--metrics" in m for m in page["missing"])
+    assert any("no CPU samples" in m for m in page["missing"])
+
+
+@needs_browser
+def test_report_of_a_merged_two_rank_job(tmp_path):
+    ranks = [os.path.join(ROOT, "tests", "data", "kineto", f"multirank_rank{r}.json.gz") for r in (0, 1)]
+    merged = str(tmp_path / "job.strata")
+    run_strata("merge", *ranks, "-o", merged)
+    html = report_of([merged], "multirank_merged")
+    page = load_in_browser(html, "multirank_merged")
+    charts = check_page(page, [merged], ["ranks", "kernels", "device-split"])
+    assert len([s for s in charts["ranks"]["series"] if s["id"] == "data"][0]["data"]) == 2
+
+
+def test_report_refuses_to_replace_a_file_without_force(tmp_path):
+    trace = os.path.join(ROOT, "tests", "data", "kineto", "h100_cuda_sync_small.json")
+    out = tmp_path / "r.html"
+    out.write_text("keep me")
+    proc = run_strata("report", trace, "-o", str(out), check=False)
+    assert proc.returncode != 0 and "--force" in proc.stderr, proc.stderr
+    assert out.read_text() == "keep me"
+    run_strata("report", trace, "-o", str(out), "--force")
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    proc = run_strata("report", trace, check=False)
+    assert proc.returncode == 2 and "-o REPORT.html" in proc.stderr

@@ -1,0 +1,109 @@
+// The report is a view of the analyses' tables: each table appears in the HTML exactly as
+// `strata analyze --format json` renders it; long tables are cut with a note; the page loads
+// nothing from anywhere; a span name cannot end the script element that holds the data.
+#include "report/report.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "analysis/pipeline.h"
+#include "export/table_render.h"
+#include "report/report_assets.h"
+#include "tests/analysis/fixture_traces.h"
+
+namespace strata::report {
+namespace {
+
+std::string escaped(const std::string& json) {
+  std::string out;
+  for (char c : json) out += c == '<' ? std::string("\\u003c") : std::string(1, c);
+  return out;
+}
+
+std::string write(const model::Trace& trace, const ReportOptions& options) {
+  std::ostringstream out;
+  std::string error;
+  EXPECT_TRUE(write_report(trace, options, out, &error)) << error;
+  return out.str();
+}
+
+// The data element's text (between its start tag and the next "</script>").
+std::string data_of(const std::string& html) {
+  const std::string open = "<script id=\"strata-data\" type=\"application/json\">";
+  size_t begin = html.find(open);
+  EXPECT_NE(begin, std::string::npos);
+  begin += open.size();
+  size_t end = html.find("</script>", begin);
+  EXPECT_NE(end, std::string::npos);
+  return html.substr(begin, end - begin);
+}
+
+TEST(Report, EmbedsEchartsOnce) {
+  ASSERT_TRUE(have_echarts()) << "build without report/node_modules: run scripts/setup.sh";
+  model::Trace trace = testing::cpu_model_trace();
+  std::string html = write(trace, {});
+  EXPECT_NE(html.find(std::string(assets::echarts_js())), std::string::npos);
+  EXPECT_NE(html.find(std::string(assets::report_app_js())), std::string::npos);
+  EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos);
+  // Offline: no element loads a file (scripts and styles are inline).
+  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+}
+
+TEST(Report, HoldsEachAnalysisTableAsAnalyzeRendersIt) {
+  model::Trace trace = testing::cpu_model_trace();
+  ReportOptions options;
+  const std::string data = data_of(write(trace, options));
+  std::vector<const analysis::Analysis*> chosen;
+  for (std::string_view name : report_analyses()) {
+    const analysis::Analysis* a = analysis::find_analysis(name);
+    ASSERT_NE(a, nullptr) << name;
+    chosen.push_back(a);
+  }
+  analysis::PipelineResult pipeline = analysis::run_pipeline(trace, chosen, options.params);
+  int tables = 0;
+  for (const auto& [a, result] : pipeline.results) {
+    if (result.missing_input) {
+      EXPECT_NE(data.find(std::string(a->name()) + "\":{\"missing\":\""), std::string::npos) << a->name();
+      continue;
+    }
+    std::ostringstream json;
+    exporter::render_tables(result.tables, exporter::TableFormat::kJson, json);
+    std::string text = json.str();
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    EXPECT_NE(data.find(escaped(text)), std::string::npos) << a->name();
+    tables += static_cast<int>(result.tables.size());
+  }
+  EXPECT_GE(tables, 6) << "the CPU fixture has models, layers, oneDNN primitives and iterations";
+  EXPECT_NE(data.find("\"flame\":{\"missing\":\"no CPU samples"), std::string::npos);
+}
+
+TEST(Report, CutsLongTablesWithANote) {
+  model::Trace trace = testing::cpu_model_trace();
+  ReportOptions options;
+  options.max_rows = 2;
+  const std::string data = data_of(write(trace, options));
+  EXPECT_NE(data.find("the report holds the first 2 of 5 rows"),
+            std::string::npos);  // layer_sequence: 5 layers
+}
+
+TEST(Report, ASpanNameCannotEndTheDataElement) {
+  model::Trace trace = testing::cpu_model_trace();
+  // Every layer named like markup: it reaches the layer table's name column.
+  for (SpanRecord& s : trace.spans)
+    if (s.level == static_cast<uint8_t>(Level::kLayer) && trace.name(s) == "conv1")
+      s.name = trace.strings.intern("</script><script>alert(1)</script><!--");
+  trace.invalidate_structure();
+  ReportOptions options;
+  options.title = "<b>title</b>";
+  const std::string html = write(trace, options);
+  const std::string data = data_of(html);
+  EXPECT_NE(data.find("\\u003c/script>\\u003cscript>alert(1)"), std::string::npos);
+  EXPECT_EQ(data.find('<'), std::string::npos);
+  EXPECT_NE(html.find("<title>&lt;b&gt;title&lt;/b&gt;</title>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::report
