@@ -21,6 +21,7 @@
 #include "model/span_tree.h"
 #include "model/trace.h"
 #include "model/trace_reader.h"
+#include "table/table.h"
 
 namespace strata {
 namespace {
@@ -250,6 +251,59 @@ TEST(Hopper, RooflinePeaksFromTheUsedGpusTargetInfo) {
     ASSERT_TRUE(forced) << why;
     EXPECT_EQ(forced->gbps, 4800);
   }
+}
+
+// kernel_roofline end to end: on an H100 (deviceProperties name), a bf16 XMMA GEMM and an FP32 SIMT
+// GEMM of the same intensity (500 flop/byte: 1 GFLOP over 2 MB, 1 ms each). The tensor-core kernel's
+// roof is the dense BF16 peak, min(989500, 500 x 3350) = 989500 GFLOP/s, compute bound; the SIMT
+// one's the FP32 peak, min(66900, 1675000) = 66900.
+TEST(Hopper, KernelRooflineUsesTheTensorPeakForTensorCoreKernels) {
+  const std::string json =
+      R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}], "traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernelExC", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+     "args": {"correlation": 1}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 20, "dur": 5,
+     "args": {"correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", "pid": 0, "tid": 7,
+     "ts": 30, "dur": 1000, "args": {"device": 0, "stream": 7, "correlation": 1, "cluster": [2, 1, 1],
+     "flops": 1000000000, "bytes": 2000000}},
+    {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_tn", "pid": 0, "tid": 7, "ts": 1100,
+     "dur": 1000, "args": {"device": 0, "stream": 7, "correlation": 2, "flops": 1000000000, "bytes": 2000000}}
+  ]})";
+  model::Trace t;
+  std::string error;
+  import::ImportOptions opts;
+  opts.format = "kineto";
+  ASSERT_TRUE(import::import_buffer(json, "roof.json", &t, &error, opts)) << error;
+  const model::SpanTree tree = model::build_span_tree(t);
+  auto r = analysis::find_analysis("kernel_roofline")->run({t, tree, {}});
+  ASSERT_FALSE(r.missing_input) << *r.missing_input;
+  const auto& table = r.tables.at(0);
+  auto cell = [&](size_t row, const std::string& column) {
+    for (size_t c = 0; c < table.columns.size(); ++c)
+      if (table.columns[c] == column) return table.rows.at(row).at(c).value;
+    ADD_FAILURE() << "no column " << column;
+    return table::Cell::empty().value;
+  };
+  ASSERT_EQ(table.rows.size(), 2u);
+  for (size_t row = 0; row < 2; ++row) {
+    const bool tensor = std::get<std::string>(cell(row, "kernel")).rfind("sm90_xmma", 0) == 0;
+    EXPECT_EQ(std::get<std::string>(cell(row, "tensor_core")), tensor ? "yes" : "no");
+    EXPECT_EQ(std::get<std::string>(cell(row, "ceiling")), tensor ? "tensor bf16" : "fp32");
+    EXPECT_DOUBLE_EQ(std::get<double>(cell(row, "attainable_gflop_per_s")), tensor ? 989500 : 66900);
+    EXPECT_EQ(std::get<std::string>(cell(row, "bound")), "compute");
+  }
+  // The Ex launch's kernel carries its launch and its cluster dimensions.
+  size_t with_launch = 0;
+  for (size_t i = 0; i < t.spans.size(); ++i)
+    if (const auto api = text_attr(t, i, attr_keys::kLaunchApi)) {
+      ++with_launch;
+      EXPECT_EQ(*api, "cudaLaunchKernelExC");
+      EXPECT_EQ(text_attr(t, i, attr_keys::kClusterX), "2");
+      EXPECT_EQ(text_attr(t, i, attr_keys::kClusterY), "1");
+    }
+  EXPECT_EQ(with_launch, 1u);
 }
 
 // kernels_by_name on the real BERT trace: its tensor_core column says yes for exactly the five
