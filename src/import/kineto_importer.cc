@@ -47,11 +47,9 @@
 #include <cctype>
 #include <map>
 #include <tuple>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "core/attr_keys.h"
-#include "core/kernel_names.h"
 #include "core/memory_keys.h"
 #include "import/converters.h"
 #include "import/sass_flops.h"
@@ -263,42 +261,13 @@ class KinetoConverter {
         ++promoted;
       }
     if (promoted) b_.note("runtime_calls_linked_as_launch", promoted);
-    mark_hopper_calls();
+    mark_hopper_calls(b_);
     attribute_memory();
     bind(flows_);
     return b_.finish(events_read, stats, error);
   }
 
  private:
-  // Hopper: TMA descriptor calls get the API class "tma_descriptor"; the kernels of extensible
-  // launches (cuLaunchKernelEx, cudaLaunchKernelExC: the launches that carry cluster dimensions)
-  // the name of that launch (core/kernel_names.h).
-  void mark_hopper_calls() {
-    auto& spans = b_.spans();
-    model::Trace& t = b_.trace();
-    std::unordered_map<uint64_t, std::string> ex_launches;  // correlation id -> launch name
-    for (size_t i = 0; i < spans.size(); ++i) {
-      const SpanRecord& r = spans[i].record;
-      if (r.level != static_cast<uint8_t>(Level::kRuntimeApi)) continue;
-      const std::string_view name = t.name(r);
-      if (is_tma_descriptor_call(name))
-        b_.add_late_attr(i, t.string_attr(attr_keys::kApiClass, "tma_descriptor"));
-      else if (r.correlation_id && is_extensible_launch(name))
-        ex_launches.emplace(r.correlation_id, std::string(name));
-    }
-    if (ex_launches.empty()) return;
-    uint64_t kernels = 0;
-    for (size_t i = 0; i < spans.size(); ++i) {
-      const SpanRecord& r = spans[i].record;
-      if (r.kind != static_cast<uint8_t>(SpanKind::kExecution) || !r.correlation_id) continue;
-      auto it = ex_launches.find(r.correlation_id);
-      if (it == ex_launches.end()) continue;
-      b_.add_late_attr(i, t.string_attr(attr_keys::kLaunchApi, it->second));
-      ++kernels;
-    }
-    if (kernels) b_.note("kernels_of_extensible_launches", kernels);
-  }
-
   void on_begin(const ChromeEvent& ev) {
     if (!b_.check_times(ev, /*instant=*/true)) {  // dropped, counted by cause
       open_[{b_.id_key(ev.pid), b_.id_key(ev.tid)}].push_back(kDroppedBegin);
