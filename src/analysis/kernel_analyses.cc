@@ -1,5 +1,6 @@
 // XSP Table I, kernel level: the kernel information table and kernels aggregated by name, by layer
 // and by model; device vs non-device latency per layer; kernel metrics aggregated by layer.
+#include <algorithm>
 #include <map>
 
 #include "analysis/kernel_stats.h"
@@ -10,6 +11,12 @@ namespace {
 
 constexpr const char* kNoFlops =
     "no flops/bytes metrics on kernels: arithmetic intensity and throughput left empty";
+
+constexpr const char* kTensorCoreNote =
+    "tensor_core: the kernel's name marks a tensor-core family (hmma/imma/gmma/wgmma, XMMA with "
+    "f16/bf16/tf32/"
+    "int8/fp8 types, CUTLASS tensorop, cuBLAS nvjet, FlashAttention, MMA tiles such as s16816, AMD mfma); "
+    "memory_bound compares with the ridge of the kernel's own ceiling (its tensor-core peak)";
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
 Cell mb(const std::optional<double>& bytes) { return bytes ? Cell::real(*bytes / 1e6, 3) : Cell::empty(); }
@@ -22,6 +29,8 @@ AnalysisResult finish(Table t, const KernelGroups& g, const std::optional<Resolv
   if (flops_used && !any_flops) t.notes.push_back(kNoFlops);
   if (flops_used && any_flops && peaks)
     t.notes.push_back("memory bound: intensity below the ridge point; " + peaks->description);
+  if (std::find(t.columns.begin(), t.columns.end(), "tensor_core") != t.columns.end())
+    t.notes.push_back(kTensorCoreNote);
   for (const auto& n : g.notes) t.notes.push_back(n);
   AnalysisResult r;
   r.tables.push_back(std::move(t));
@@ -48,14 +57,16 @@ class KernelTable : public Analysis {
     KernelGroups g = kernel_instances(*w, input.params);
     Table t = make_table("kernel_table", "Kernel information",
                          {"kernel", "layer_index", "latency_ms", "gflop", "dram_read_mb", "dram_write_mb",
-                          "occupancy_pct", "flop_per_byte", "gflop_per_s", "memory_bound"});
+                          "occupancy_pct", "flop_per_byte", "gflop_per_s", "memory_bound", "tensor_core"});
     auto peaks = peaks_or_note(input, *w, &t);
-    for (const KernelGroup& k : g.groups)
-      t.rows.push_back({Cell::text(kernel_name(*w, k.example_span)),
-                        k.layer >= 0 ? Cell::integer(k.layer) : Cell::empty(), Cell::real(k.latency_ms, 4),
-                        gflop(k.flops), mb(k.dram_read), mb(k.dram_write), real_or_empty(k.occupancy_pct, 2),
-                        real_or_empty(k.intensity(), 3), real_or_empty(k.gflops_per_s(), 3),
-                        memory_bound_cell(k.intensity(), peaks)});
+    for (const KernelGroup& k : g.groups) {
+      const std::string name = kernel_name(*w, k.example_span);
+      t.rows.push_back({Cell::text(name), k.layer >= 0 ? Cell::integer(k.layer) : Cell::empty(),
+                        Cell::real(k.latency_ms, 4), gflop(k.flops), mb(k.dram_read), mb(k.dram_write),
+                        real_or_empty(k.occupancy_pct, 2), real_or_empty(k.intensity(), 3),
+                        real_or_empty(k.gflops_per_s(), 3), memory_bound_cell(k.intensity(), peaks, name),
+                        tensor_core_cell(name)});
+    }
     sort_rows_desc(&t, 2);
     keep_top(&t, input.params, 30);
     return finish(std::move(t), g, peaks, true);
@@ -75,16 +86,18 @@ class KernelsByName : public Analysis {
     KernelGroups g = group_kernels(*w, input.params, [&](uint32_t span, size_t) -> std::optional<KernelKey> {
       return KernelKey{0, kernel_name(*w, span)};
     });
-    Table t = make_table("kernels_by_name", "Kernels aggregated by name",
-                         {"kernel", "count", "latency_ms", "latency_pct", "gflop", "dram_read_mb",
-                          "dram_write_mb", "occupancy_pct", "flop_per_byte", "gflop_per_s", "memory_bound"});
+    Table t =
+        make_table("kernels_by_name", "Kernels aggregated by name",
+                   {"kernel", "count", "latency_ms", "latency_pct", "gflop", "dram_read_mb", "dram_write_mb",
+                    "occupancy_pct", "flop_per_byte", "gflop_per_s", "memory_bound", "tensor_core"});
     auto peaks = peaks_or_note(input, *w, &t);
     for (const KernelGroup& k : g.groups)
       t.rows.push_back({Cell::text(k.key.second), Cell::real(k.count, 1), Cell::real(k.latency_ms, 4),
                         Cell::real(percent(k.latency_ms, g.total_latency_ms), 2), gflop(k.flops),
                         mb(k.dram_read), mb(k.dram_write), real_or_empty(k.occupancy_pct, 2),
                         real_or_empty(k.intensity(), 3), real_or_empty(k.gflops_per_s(), 3),
-                        memory_bound_cell(k.intensity(), peaks)});
+                        memory_bound_cell(k.intensity(), peaks, k.key.second),
+                        tensor_core_cell(k.key.second)});
     sort_rows_desc(&t, 2);
     keep_top(&t, input.params, 30);
     t.notes.push_back("count and latency_ms are per evaluation");
@@ -146,9 +159,9 @@ class KernelsByModel : public Analysis {
     if (!w->has_kernels()) return missing(kNeedKernel);
     std::string param_error;
     StatOptions opt = stat_options(input.params, &param_error);
-    Table t = make_table("kernels_by_model", "Kernels aggregated by model evaluation",
-                         {"batch", "evaluations", "kernels", "kernel_ms", "kernel_sum_ms", "model_ms", "kernel_pct",
-                          "gflop"});
+    Table t = make_table(
+        "kernels_by_model", "Kernels aggregated by model evaluation",
+        {"batch", "evaluations", "kernels", "kernel_ms", "kernel_sum_ms", "model_ms", "kernel_pct", "gflop"});
     double outside_ms = 0;  // kernel time after (or before) the evaluation's span, over all rows
     for (const BatchRow& row : batch_rows(*w, opt)) {
       std::vector<double> count, busy, summed, flops;
@@ -183,7 +196,8 @@ class KernelsByModel : public Analysis {
     }
     t.notes.push_back(
         "kernel_ms: time at least one kernel ran within the evaluation (the union of their intervals), so "
-        "kernel_pct <= 100; kernel_sum_ms adds their durations (more where kernels overlap on several streams "
+        "kernel_pct <= 100; kernel_sum_ms adds their durations (more where kernels overlap on several "
+        "streams "
         "or threads)");
     if (outside_ms > 0) {
       char buf[200];
@@ -243,15 +257,18 @@ class LayerDeviceSplit : public Analysis {
                         Cell::real(percent(k, r.latency), 2)});
     }
     keep_largest(&t, input.params, 3);
-    t.notes.push_back("kernel_ms: time at least one of the layer's kernels ran (the union of their intervals)");
+    t.notes.push_back(
+        "kernel_ms: time at least one of the layer's kernels ran (the union of their intervals)");
     if (beyond)
       t.notes.push_back(
           std::to_string(beyond) +
           (w->kernel_role() == KernelRole::kDevice
-               ? " layers whose kernels ran longer than the layer's host-side span: device work is asynchronous, "
+               ? " layers whose kernels ran longer than the layer's host-side span: device work is "
+                 "asynchronous, "
                  "so it continues after the launching op returned; kernel_pct over 100 means the device, not "
                  "the host, took longer (non_kernel_ms shown as 0)"
-               : " layers whose library calls ran outside the layer's span (other threads): non_kernel_ms shown "
+               : " layers whose library calls ran outside the layer's span (other threads): non_kernel_ms "
+                 "shown "
                  "as 0"));
     return finish(std::move(t), g, std::nullopt, false);
   }

@@ -30,9 +30,14 @@ std::optional<double> KernelGroup::gflops_per_s() const {
   return *flops / (latency_ms * 1e-3) / 1e9;
 }
 
-Cell memory_bound_cell(const std::optional<double>& intensity, const std::optional<ResolvedPeaks>& peaks) {
+Cell memory_bound_cell(const std::optional<double>& intensity, const std::optional<ResolvedPeaks>& peaks,
+                       std::string_view kernel_name) {
   if (!intensity || !peaks) return Cell::empty();
-  return Cell::text(*intensity < peaks->gflops / peaks->gbps ? "yes" : "no");
+  return Cell::text(*intensity < peaks->ceiling(kernel_name) / peaks->gbps ? "yes" : "no");
+}
+
+Cell tensor_core_cell(std::string_view kernel_name) {
+  return Cell::text(is_tensor_core_kernel(kernel_name) ? "yes" : "no");
 }
 
 namespace {

@@ -51,6 +51,12 @@ KernelGroups group_kernels(
 KernelGroups kernel_instances(const Workload& w, const Params& params);
 
 std::string kernel_name(const Workload& w, uint32_t span);
-Cell memory_bound_cell(const std::optional<double>& intensity, const std::optional<ResolvedPeaks>& peaks);
+// "yes" when the intensity lies below the ridge point of the kernel's own compute ceiling (the
+// tensor-core peak of its precision for a tensor-core kernel, FP32 otherwise: ResolvedPeaks::ceiling).
+Cell memory_bound_cell(const std::optional<double>& intensity, const std::optional<ResolvedPeaks>& peaks,
+                       std::string_view kernel_name);
+// "yes" for a kernel whose name marks a tensor-core (matrix-unit) kernel family, "no" otherwise
+// (core/kernel_names.h: recognition by name, unrecognized tensor-core kernels say "no").
+Cell tensor_core_cell(std::string_view kernel_name);
 
 }  // namespace strata::analysis

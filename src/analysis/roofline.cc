@@ -30,15 +30,17 @@ std::string need_flops(const KernelGroups& g) {
          "them)";
 }
 
+// `ceiling_gflops`: the compute roof of this row (FP32, or a kernel's tensor-core peak).
 void roofline_row(Table* t, Cell label, double count, const std::optional<double>& flops,
-                  const std::optional<double>& bytes, double latency_ms, const ResolvedPeaks& peaks) {
+                  const std::optional<double>& bytes, double latency_ms, const ResolvedPeaks& peaks,
+                  double ceiling_gflops) {
   double ai = *flops / *bytes;
   double achieved = latency_ms > 0 ? *flops / (latency_ms * 1e-3) / 1e9 : 0;
-  double attainable = std::min(peaks.gflops, ai * peaks.gbps);
+  double attainable = std::min(ceiling_gflops, ai * peaks.gbps);
   t->rows.push_back({std::move(label), Cell::real(count, 1), Cell::real(latency_ms, 4), Cell::real(ai, 3),
                      Cell::real(achieved, 3), Cell::real(attainable, 3),
                      Cell::real(attainable > 0 ? 100 * achieved / attainable : 0, 2),
-                     Cell::text(ai < peaks.gflops / peaks.gbps ? "memory" : "compute")});
+                     Cell::text(ai < ceiling_gflops / peaks.gbps ? "memory" : "compute")});
 }
 
 const std::vector<std::string> kColumns = {
@@ -67,14 +69,21 @@ class KernelRoofline : public Analysis {
       return KernelKey{0, kernel_name(*w, span)};
     });
     Table t = make_table("kernel_roofline", "Kernel roofline", columns_with("kernel"));
-    size_t without = 0;
+    t.columns.insert(t.columns.end(), {"tensor_core", "ceiling", "ceiling_gflop_per_s"});
+    size_t without = 0, on_tensor_peaks = 0;
     for (const KernelGroup& k : g.groups) {
       if (!k.intensity()) {
         ++without;
         continue;
       }
       if (!peaks) break;
-      roofline_row(&t, Cell::text(k.key.second), k.count, k.flops, k.bytes, k.latency_ms, *peaks);
+      // A tensor-core kernel's roof is the tensor-core peak of its precision (ResolvedPeaks::ceiling).
+      std::string label;
+      const double ceiling = peaks->ceiling(k.key.second, &label);
+      on_tensor_peaks += label.rfind("tensor", 0) == 0;
+      roofline_row(&t, Cell::text(k.key.second), k.count, k.flops, k.bytes, k.latency_ms, *peaks, ceiling);
+      t.rows.back().insert(t.rows.back().end(),
+                           {tensor_core_cell(k.key.second), Cell::text(label), Cell::real(ceiling, 1)});
     }
     if (without == g.groups.size()) return missing(need_flops(g).c_str());
     if (!peaks) {
@@ -85,6 +94,10 @@ class KernelRoofline : public Analysis {
     sort_rows_desc(&t, 2);
     keep_top(&t, input.params, 30);
     t.notes.push_back(peaks->description);
+    if (on_tensor_peaks)
+      t.notes.push_back(std::to_string(on_tensor_peaks) +
+                        " tensor-core kernels (recognized by name) placed under their tensor-core peak: "
+                        "ceiling says which");
     if (without)
       t.notes.push_back(std::to_string(without) + " kernel names without flops/bytes metrics left out");
     for (const auto& n : g.notes) t.notes.push_back(n);
@@ -125,7 +138,9 @@ class LayerRoofline : public Analysis {
       for (const LayerRow& r : layers.rows)
         if (static_cast<int64_t>(r.index) == k.key.first) lr = &r;
       if (lr == nullptr) continue;
-      roofline_row(&t, Cell::integer(k.key.first), k.count, k.flops, k.bytes, lr->latency, *peaks);
+      // A layer mixes kernels: its roof stays the FP32 peak.
+      roofline_row(&t, Cell::integer(k.key.first), k.count, k.flops, k.bytes, lr->latency, *peaks,
+                   peaks->gflops);
       t.rows.back().insert(t.rows.back().begin() + 1, {Cell::text(lr->name), Cell::text(lr->type)});
     }
     if (without == g.groups.size()) return missing(need_flops(g).c_str());

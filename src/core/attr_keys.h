@@ -55,6 +55,15 @@ inline constexpr std::string_view kBlockZ = "block_z";
 inline constexpr std::string_view kRegistersPerThread = "registers_per_thread";
 inline constexpr std::string_view kSharedMemoryBytes = "shared_memory";  // static + dynamic, per block
 inline constexpr std::string_view kContext = "context";                   // CUDA context id
+// Thread-block cluster dimensions (Hopper and later; CUPTI kernel records, nsys clusterX/Y/Z), where
+// the source records them.
+inline constexpr std::string_view kClusterX = "cluster_x";
+inline constexpr std::string_view kClusterY = "cluster_y";
+inline constexpr std::string_view kClusterZ = "cluster_z";
+// string: the extensible launch call (cuLaunchKernelEx, cudaLaunchKernelExC; core/kernel_names.h)
+// that launched this kernel, the launch that carries cluster dimensions and launch attributes. Set
+// by importers on the kernels of such launches only.
+inline constexpr std::string_view kLaunchApi = "launch_api";
 
 // --- Copies -------------------------------------------------------------------------------------
 // (direction: the activity type) memory kinds at both ends: "pageable", "pinned", "device", ...
@@ -71,7 +80,9 @@ inline constexpr std::string_view kIssuingSpanId = "issuing_span_id";
 
 // --- Libraries and calls --------------------------------------------------------------------------
 inline constexpr std::string_view kLibrary = "library";     // "cudnn", "cublas", "onednn"
-inline constexpr std::string_view kApiClass = "api_class";  // runtime call's class: launch, memcpy, sync, ...
+// runtime call's class: launch, memcpy, sync, ..., tma_descriptor (cuTensorMapEncode*: Hopper TMA
+// descriptors built on the host)
+inline constexpr std::string_view kApiClass = "api_class";
 inline constexpr std::string_view kBatchCount = "batch_count";  // batched GEMM's batch count
 inline constexpr std::string_view kDtype = "dtype";              // element type of the call's data
 inline constexpr std::string_view kSource = "source";  // which of a tracer's sources made the span

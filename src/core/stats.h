@@ -196,6 +196,25 @@ enum class Disk : uint8_t {
   F(kImportNcuJoinTraceKernelsWithout, "import.ncu_join.trace_kernels_without_metrics", kProcess,        \
     "import.ncu_join.trace_kernels_without_metrics", kProcess, kInfo, kImport,                           \
     "trace kernels no ncu kernel matched (ncu profiled a subset)")                                       \
+  F(kImportKernelsOfExtensibleLaunches, "import.kernels_of_extensible_launches", kProcess,               \
+    "import.kernels_of_extensible_launches", kProcess, kInfo, kImport,                                   \
+    "kernels launched by cuLaunchKernelEx/cudaLaunchKernelExC (cluster-capable launches): "              \
+    "attribute launch_api")                                                                              \
+  F(kImportNsysOsrtUntyped, "import.nsys.osrt_untyped_calls", kProcess,                                  \
+    "import.nsys.osrt_untyped_calls", kProcess, kInfo, kImport,                                          \
+    "OS runtime calls (nsys OSRT_API): application spans with no activity type of their own "            \
+    "(unknown)")                                                                                         \
+  F(kImportNsysUnknownSchema, "import.nsys.unknown_schema_version", kProcess,                            \
+    "import.nsys.unknown_schema_version", kProcess, kDataLoss, kImport,                                  \
+    "an nsys export whose schema major version is newer than 3: the known tables and columns "           \
+    "imported, a warning printed once")                                                                  \
+  F(kImportNsysNvtxModelRanges, "import.nsys.nvtx_model_ranges", kProcess,                               \
+    "import.nsys.nvtx_model_ranges", kProcess, kInfo, kImport,                                           \
+    "NVTX ranges placed at the model level: step-named ranges, their enclosing ranges, or a "            \
+    "thread's one all-enclosing range")                                                                  \
+  F(kImportNsysNvtxLayerRanges, "import.nsys.nvtx_layer_ranges", kProcess,                               \
+    "import.nsys.nvtx_layer_ranges", kProcess, kInfo, kImport,                                           \
+    "NVTX ranges placed at the layer level (every range the model rule does not take)")                  \
   F(kImportMemoryEventsWithoutBytes, "import.memory.events_without_bytes", kProcess,                   \
     "import.memory.events_without_bytes", kProcess, kDataLoss, kImport,                                  \
     "[memory] events without a Bytes value: not counted in any op's alloc_bytes")                        \

@@ -1,5 +1,7 @@
 #include "gpu/api_classifier.h"
 
+#include "core/kernel_names.h"
+
 namespace strata::gpu {
 namespace {
 
@@ -32,6 +34,7 @@ ApiClass classify_driver(std::string_view n) {
   if (starts_with(n, "cuMemFree")) return ApiClass::kFree;
   if (starts_with(n, "cuCtxDestroy") || starts_with(n, "cuDevicePrimaryCtxReset"))
     return ApiClass::kDeviceReset;
+  if (is_tma_descriptor_call(n)) return ApiClass::kTmaDescriptor;
   return ApiClass::kIgnored;
 }
 
@@ -61,6 +64,8 @@ const char* api_class_name(ApiClass c) {
       return "free";
     case ApiClass::kDeviceReset:
       return "device_reset";
+    case ApiClass::kTmaDescriptor:
+      return "tma_descriptor";
     default:
       return "ignored";
   }

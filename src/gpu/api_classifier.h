@@ -8,14 +8,15 @@
 namespace strata::gpu {
 
 enum class ApiClass {
-  kIgnored,      // not traced (attribute queries, error strings, ...)
-  kLaunch,       // enqueues a kernel (incl. cooperative, Ex, graph launch)
-  kMemcpy,       // enqueues a copy
-  kMemset,       // enqueues a memset
-  kSync,         // waits for the device
-  kAlloc,        // allocates device/host memory
-  kFree,         // frees it
-  kDeviceReset,  // destroys the context: activity must be flushed first
+  kIgnored,        // not traced (attribute queries, error strings, ...)
+  kLaunch,         // enqueues a kernel (incl. cooperative, Ex, graph launch)
+  kMemcpy,         // enqueues a copy
+  kMemset,         // enqueues a memset
+  kSync,           // waits for the device
+  kAlloc,          // allocates device/host memory
+  kFree,           // frees it
+  kDeviceReset,    // destroys the context: activity must be flushed first
+  kTmaDescriptor,  // builds a Hopper TMA descriptor on the host (cuTensorMapEncode*): no device work
 };
 
 enum class ApiDomain { kRuntime, kDriver };

@@ -30,6 +30,12 @@ struct FlowEvent {
   size_t offset = 0;
 };
 // Returns, per flow, the index of the bound pending span or SIZE_MAX.
+// Hopper: TMA descriptor calls (cuTensorMapEncode*) get the API class "tma_descriptor"; the kernels
+// of extensible launches (cuLaunchKernelEx, cudaLaunchKernelExC: the launches that carry cluster
+// dimensions) the attribute launch_api naming that launch (core/kernel_names.h). Run by a converter
+// once its spans and correlation ids are complete (hopper_calls.cc).
+void mark_hopper_calls(ImportBuilder& builder);
+
 std::vector<size_t> bind_flows(const std::vector<PendingSpan>& spans, const std::vector<FlowEvent>& flows);
 
 }  // namespace strata::import

@@ -21,6 +21,8 @@
 //   cuda_profiler_range (a kernel's counters) -> device, execution; kernel
 //   gpu_user_annotation                      -> device, span (on the device stream's track); device_range
 //   cuda_sync                                -> device, span; sync
+//   nvtx_layer, os_runtime (written by the nsys reader) -> layer, span; annotation / application,
+//                                               span; unknown
 //   instants ("i"/"I")                       -> application, instant; memory_event for "[memory]",
 //                                               annotation otherwise
 //   no category on pid "CPU functions" (the legacy torch.autograd.profiler export, no Kineto)
@@ -30,7 +32,8 @@
 // Args keep their names except where Kineto spells a canonical fact its own way (kineto_key):
 // "Input Dims" -> shapes, "Input type" -> input_types, "External id" -> external_correlation_id,
 // "est. achieved occupancy %" -> achieved_occupancy, "registers per thread" -> registers_per_thread,
-// "shared memory" -> shared_memory, "grid"/"block" [x, y, z] -> grid_x.. / block_x...
+// "shared memory" -> shared_memory, "grid"/"block"/"cluster" [x, y, z] -> grid_x.. / block_x.. /
+// cluster_x...
 //
 // Phases: "X" complete events; "B"/"E" duration events, paired per JSON pid/tid as a stack (an "E"
 // closes the innermost open "B" of its track, as Chrome's viewer does; its args merge into the
@@ -86,6 +89,11 @@ constexpr CategoryRule kRules[] = {
      ActivityFrom::kKernelName},
     {"gpu_user_annotation", Level::kDevice, SpanKind::kSpan, true, ActivityType::kDeviceRange},
     {"cuda_sync", Level::kDevice, SpanKind::kSpan, true, ActivityType::kSync},
+    // Categories of Strata's own translations (the Nsight Systems reader, nsys_sqlite_reader.cc):
+    // NVTX ranges below the model level (docs/nsys.md gives the rule), OS runtime calls (no
+    // activity type of their own; counted by that reader).
+    {"nvtx_layer", Level::kLayer, SpanKind::kSpan, false, ActivityType::kAnnotation},
+    {"os_runtime", Level::kApplication, SpanKind::kSpan, false, ActivityType::kUnknown},
 };
 
 constexpr size_t kCpuOpRule = 3;
@@ -127,11 +135,12 @@ bool kineto_arg(const ChromeArg& arg, model::Trace& t, std::vector<AttrRecord>* 
       {"registers per thread", k::kRegistersPerThread},
       {"shared memory", k::kSharedMemoryBytes},
   };
-  static constexpr std::string_view kDims[2][4] = {{"grid", k::kGridX, k::kGridY, k::kGridZ},
-                                                   {"block", k::kBlockX, k::kBlockY, k::kBlockZ}};
-  // Every key handled here is 4, 5, 10, 11, 13, 20 or 25 bytes long: most args leave at once.
+  static constexpr std::string_view kDims[3][4] = {{"grid", k::kGridX, k::kGridY, k::kGridZ},
+                                                   {"block", k::kBlockX, k::kBlockY, k::kBlockZ},
+                                                   {"cluster", k::kClusterX, k::kClusterY, k::kClusterZ}};
+  // Every key handled here is 4, 5, 7, 10, 11, 13, 20 or 25 bytes long: most args leave at once.
   const size_t n = arg.key.size();
-  if (n != 4 && n != 5 && n != 10 && n != 11 && n != 13 && n != 20 && n != 25) return false;
+  if (n != 4 && n != 5 && n != 7 && n != 10 && n != 11 && n != 13 && n != 20 && n != 25) return false;
   const JsonScalar& v = arg.value;
   for (const auto& [from, to] : kRenames) {
     if (arg.key != from) continue;
@@ -252,6 +261,7 @@ class KinetoConverter {
         ++promoted;
       }
     if (promoted) b_.note("runtime_calls_linked_as_launch", promoted);
+    mark_hopper_calls(b_);
     attribute_memory();
     bind(flows_);
     return b_.finish(events_read, stats, error);

@@ -9,8 +9,10 @@
 // stream, correlation id; graphNodeId and cluster dims kept when present); MEMCPY -> "Memcpy HtoD"...
 // by copyKind; MEMSET; SYNCHRONIZATION; RUNTIME / DRIVER -> API calls named through StringIds with
 // the versioned suffix stripped (cudaLaunchKernel_v7000 -> cudaLaunchKernel, original kept as
-// nsys_name); NVTX_EVENTS ranges (push/pop, start/end) -> annotations containing their launches,
-// marks -> instants; OSRT_API -> OS runtime calls. globalTid: pid = (g >> 24) & 0xFFFFFF,
+// nsys_name); NVTX_EVENTS ranges (push/pop, start/end) -> annotations containing their launches, at
+// the model level (user_annotation) or the layer level (nvtx_layer) by the rule of
+// nsys_nvtx_levels.h, marks -> instants; OSRT_API -> OS runtime calls (os_runtime, counted in
+// import.nsys.osrt_untyped_calls). globalTid: pid = (g >> 24) & 0xFFFFFF,
 // tid = g & 0xFFFFFF. Tables absent because a kind was not captured are skipped. Metadata comes
 // from META_DATA_EXPORT (3.x) or EXPORT_META_DATA (2.x). A row with NULL or non-integer times is
 // passed on with an unusable ts and so counted as dropped by the converter (import.*).
@@ -25,9 +27,11 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "import/converters.h"
 #include "import/importer.h"
+#include "import/nsys_nvtx_levels.h"
 #include "model/trace_reader.h"
 
 namespace strata::import {
@@ -144,9 +148,15 @@ std::string_view copy_kind_name(int64_t kind) {
   }
 }
 
+// What the translation counted for the import's stats (import.nsys.*).
+struct NsysCounts {
+  uint64_t osrt = 0, unknown_schema = 0, nvtx_model = 0, nvtx_layer = 0;
+};
+
 class Translator {
  public:
   Translator(sqlite3* db, std::string source) : db_(db), source_(std::move(source)) {}
+  const NsysCounts& counts() const { return counts_; }
 
   bool run(std::string* json, std::string* error) {
     out_ = json;
@@ -166,6 +176,7 @@ class Translator {
       if (!table_exists(db_, t)) continue;
       any = true;
       if (!table(t, error)) return false;
+      if (std::string_view(t) == "NVTX_EVENTS") emit_nvtx();
     }
     if (!any) {
       *error = source_ +
@@ -357,6 +368,7 @@ class Translator {
       const char* cat = t == "CUPTI_ACTIVITY_KIND_RUNTIME"  ? "cuda_runtime"
                         : t == "CUPTI_ACTIVITY_KIND_DRIVER" ? "cuda_driver"
                                                             : "os_runtime";
+      if (t == "OSRT_API") ++counts_.osrt;
       begin("X", cat, name);
       times(start, end, false);
       thread_ids(s, c["globalTid"]);
@@ -365,29 +377,62 @@ class Translator {
       if (name != original) arg_text(&first, "nsys_name", original);
       end_args(first);
     } else if (t == "NVTX_EVENTS") {
-      const auto type = int_col(s, c["eventType"]);
-      std::string_view text;
-      const int tc = c["text"];
-      if (tc >= 0 && sqlite3_column_type(s, tc) == SQLITE_TEXT)
-        text = reinterpret_cast<const char*>(sqlite3_column_text(s, tc));
-      if (text.empty()) text = str(int_col(s, c["textId"]));
-      // 59: push/pop range, 60: start/end range, 34: mark; other types (domain and category
-      // registration, thread names) carry no time extent.
-      if (type == 34) {
-        begin("i", "user_annotation", text);
-        times(start, end, true);
+      nvtx_row(s, c, start, end);
+    }
+  }
+
+  // NVTX_EVENTS rows are kept until the table is read: a range's level depends on the ranges around
+  // it (nsys_nvtx_levels.h).
+  struct NvtxRow {
+    std::optional<int64_t> start, end, type, domain, range_id, global_tid;
+    std::string text;
+  };
+  void nvtx_row(sqlite3_stmt* s, const Cols& c, std::optional<int64_t> start, std::optional<int64_t> end) {
+    NvtxRow r;
+    r.start = start;
+    r.end = end;
+    r.type = int_col(s, c["eventType"]);
+    // 59: push/pop range, 60: start/end range, 34: mark; other types (domain and category
+    // registration, thread names) carry no time extent.
+    if (r.type != 34 && r.type != 59 && r.type != 60 && (r.type || !end)) return;
+    const int tc = c["text"];
+    if (tc >= 0 && sqlite3_column_type(s, tc) == SQLITE_TEXT)
+      r.text = reinterpret_cast<const char*>(sqlite3_column_text(s, tc));
+    if (r.text.empty()) r.text = std::string(str(int_col(s, c["textId"])));
+    r.domain = int_col(s, c["domainId"]);
+    r.range_id = int_col(s, c["rangeId"]);
+    r.global_tid = int_col(s, c["globalTid"]);
+    nvtx_.push_back(std::move(r));
+  }
+  void emit_nvtx() {
+    std::vector<NvtxRange> ranges(nvtx_.size());
+    for (size_t i = 0; i < nvtx_.size(); ++i) {
+      const NvtxRow& r = nvtx_[i];
+      if (r.type == 34) continue;  // marks are instants: no part in the nesting
+      ranges[i] = {r.start, r.end, r.global_tid.value_or(0), r.text};
+    }
+    const std::vector<bool> model = nvtx_model_level(ranges);
+    for (size_t i = 0; i < nvtx_.size(); ++i) {
+      const NvtxRow& r = nvtx_[i];
+      if (r.type == 34) {
+        begin("i", "user_annotation", r.text);
+        times(r.start, r.end, true);
         out_->append(",\"s\":\"t\"");
-      } else if (type == 59 || type == 60 || (!type && end)) {
-        begin("X", "user_annotation", text);
-        times(start, end, false);
       } else {
-        return;  // begin() was not called: nothing written
+        // Model-level ranges keep Kineto's user_annotation (model level, ProfilerStep#N -> step).
+        begin("X", model[i] ? "user_annotation" : "nvtx_layer", r.text);
+        times(r.start, r.end, false);
+        ++(model[i] ? counts_.nvtx_model : counts_.nvtx_layer);
       }
-      thread_ids(s, c["globalTid"]);
-      arg(&first, "nvtx domain", int_col(s, c["domainId"]));
-      arg(&first, "nvtx range id", int_col(s, c["rangeId"]));
+      const int64_t g = r.global_tid.value_or(0);  // globalTid as in thread_ids()
+      id_field("pid", (g >> 24) & 0xFFFFFF);
+      id_field("tid", g & 0xFFFFFF);
+      bool first = true;
+      arg(&first, "nvtx domain", r.domain);
+      arg(&first, "nvtx range id", r.range_id);
       end_args(first);
     }
+    nvtx_.clear();
   }
 
   // Process and thread names: PROCESSES (3.x), ThreadNames (2.x) where present.
@@ -444,7 +489,8 @@ class Translator {
         const std::string_view value = reinterpret_cast<const char*>(v);
         // A schema newer than the 2.x and 3.x this reader was written against: one warning line, then
         // whatever tables and columns it still recognizes are imported.
-        if (key == "EXPORT_SCHEMA_VERSION_MAJOR" && !value.empty() && (value.size() > 1 || value[0] > '3'))
+        if (key == "EXPORT_SCHEMA_VERSION_MAJOR" && !value.empty() && (value.size() > 1 || value[0] > '3') &&
+            !counts_.unknown_schema++)
           std::fprintf(
               stderr,
               "strata: warning: %s: Nsight Systems export schema major version %.*s is newer than the "
@@ -543,6 +589,8 @@ class Translator {
   std::string* out_ = nullptr;
   std::unordered_map<int64_t, std::string> strings_;
   uint64_t events_ = 0;
+  std::vector<NvtxRow> nvtx_;
+  NsysCounts counts_;
 };
 
 class NsysSqliteReader final : public model::TraceReader {
@@ -564,7 +612,9 @@ class NsysSqliteReader final : public model::TraceReader {
 
 }  // namespace
 
-bool nsys_to_kineto_json(const std::string& path, std::string* json, std::string* error) {
+namespace {
+
+bool translate(const std::string& path, std::string* json, std::string* error, NsysCounts* counts) {
   Db db;
   if (sqlite3_open_v2(path.c_str(), &db.handle, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     *error = path + ": cannot open as SQLite: " + (db.handle ? sqlite3_errmsg(db.handle) : "out of memory");
@@ -579,14 +629,28 @@ bool nsys_to_kineto_json(const std::string& path, std::string* json, std::string
     return false;
   }
   Translator translator(db.handle, path);
-  return translator.run(json, error);
+  const bool ok = translator.run(json, error);
+  if (counts) *counts = translator.counts();
+  return ok;
+}
+
+}  // namespace
+
+bool nsys_to_kineto_json(const std::string& path, std::string* json, std::string* error) {
+  return translate(path, json, error, nullptr);
 }
 
 bool import_nsys_sqlite(const std::string& path, model::TraceBuilder& builder, std::string* error,
                         ImportStats* stats) {
   std::string json;
-  if (!nsys_to_kineto_json(path, &json, error)) return false;
+  NsysCounts counts;
+  if (!translate(path, &json, error, &counts)) return false;
   ImportBuilder import_builder(&builder, Format::kKineto, path);
+  // Counted by the translation, recorded with the converter's stats (import.nsys.*).
+  if (counts.osrt) import_builder.note("nsys.osrt_untyped_calls", counts.osrt);
+  if (counts.unknown_schema) import_builder.note("nsys.unknown_schema_version", 1);
+  if (counts.nvtx_model) import_builder.note("nsys.nvtx_model_ranges", counts.nvtx_model);
+  if (counts.nvtx_layer) import_builder.note("nsys.nvtx_layer_ranges", counts.nvtx_layer);
   return convert_kineto(json, import_builder, stats, error);
 }
 

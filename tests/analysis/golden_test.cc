@@ -172,6 +172,28 @@ TEST(Golden, KinetoA100AlexNet) {
   check_all(t, "a100_alexnet_train");
 }
 
+// The three real Nsight Systems exports (tests/data/nsys, origins in its README) and the two real H100
+// Kineto traces (tests/data/kineto_hopper): every analysis, through the reader registry. The kernel
+// tables of the H100 inputs show which kernels are tensor-core kernels (tests/import/hopper_test.cc
+// counts them against kernel names checked by hand).
+TEST(Golden, NsysExportsAndH100Traces) {
+  import::register_readers();
+  const std::string data = std::string(STRATA_SOURCE_DIR) + "/tests/data/";
+  const std::pair<const char*, const char*> inputs[] = {
+      {"nsys/a100_saxpy_mpi_nsys2022.2_schema2.9.1.sqlite", "nsys_a100_saxpy"},
+      {"nsys/a100_cloverleaf_nsys2024.5_schema3.13.2.sqlite", "nsys_a100_cloverleaf"},
+      {"nsys/h100_nvfuser_matmul_nsys2024.6_schema3.16.1.sqlite", "nsys_h100_nvfuser"},
+      {"kineto_hopper/h100_bert_small.json.gz", "h100_bert_small"},
+      {"kineto_hopper/h100_vit_image_classification.json.gz", "h100_vit"},
+  };
+  for (const auto& [file, input] : inputs) {
+    model::Trace t;
+    std::string error;
+    ASSERT_TRUE(model::open_trace(data + file, &t, &error)) << error;
+    check_all(t, input);
+  }
+}
+
 // Iteration mining on a real training trace (5 steps; tests/iterations/kineto_test.cc checks them
 // against the step annotations): its own input, checked by the iterations analysis, and by
 // launch_stats and step_time (a single rank, 6,095 launches, 5 ProfilerSteps).

@@ -21,6 +21,12 @@ TEST(ApiClassifier, RuntimeAndDriverNames) {
   EXPECT_EQ(classify_api(ApiDomain::kDriver, "cuMemcpyHtoDAsync_v2"), ApiClass::kMemcpy);
   EXPECT_EQ(classify_api(ApiDomain::kDriver, "cuCtxSynchronize"), ApiClass::kSync);
   EXPECT_EQ(classify_api(ApiDomain::kDriver, "cuCtxGetCurrent"), ApiClass::kIgnored);
+  // Hopper TMA descriptors: traced, under their own class, with no device work.
+  EXPECT_EQ(classify_api(ApiDomain::kDriver, "cuTensorMapEncodeTiled"), ApiClass::kTmaDescriptor);
+  EXPECT_EQ(classify_api(ApiDomain::kDriver, "cuTensorMapEncodeIm2col"), ApiClass::kTmaDescriptor);
+  EXPECT_EQ(classify_api(ApiDomain::kDriver, "cuTensorMapReplaceAddress"), ApiClass::kTmaDescriptor);
+  EXPECT_STREQ(api_class_name(ApiClass::kTmaDescriptor), "tma_descriptor");
+  EXPECT_FALSE(produces_device_work(ApiClass::kTmaDescriptor));
   EXPECT_TRUE(produces_device_work(ApiClass::kMemset));
   EXPECT_FALSE(produces_device_work(ApiClass::kSync));
 }

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/activity_type.h"
+#include "core/kernel_names.h"
 #include "core/level.h"
 #include "lowerbound/analyses/call_params.h"
 #include "lowerbound/analyses/iteration.h"
@@ -16,59 +17,6 @@ using table::Table;
 
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return c >= 'a' && c <= 'z'; }
-
-// "tensor16x8x8" (XMMA's MMA shape), "_mi16x16x1" (Tensile's MFMA instruction): the token `prefix`
-// followed by three 'x'-separated numbers. Returns the token, or empty.
-std::string shape_token(const std::string& n, const std::string& prefix) {
-  for (size_t at = n.find(prefix); at != std::string::npos; at = n.find(prefix, at + 1)) {
-    if (prefix == "_mi" && at + prefix.size() < n.size() && !is_digit(n[at + prefix.size()])) continue;
-    size_t i = at + prefix.size();
-    int numbers = 0;
-    while (numbers < 3) {
-      size_t start = i;
-      while (i < n.size() && is_digit(n[i])) ++i;
-      if (i == start) break;
-      ++numbers;
-      if (numbers < 3) {
-        if (i >= n.size() || n[i] != 'x') break;
-        ++i;
-      }
-    }
-    if (numbers == 3) return n.substr(prefix == "_mi" ? at + 1 : at, i - (prefix == "_mi" ? at + 1 : at));
-  }
-  return "";
-}
-
-// MMA tile tokens of cuBLAS/cuDNN/CUTLASS kernel names: a type letter and the MMA instruction shape,
-// e.g. volta_h884gemm, turing_fp16_s1688gemm, ampere_h16816gemm, cutlass_tensorop_i8816gemm,
-// ampere_bf16_s16816gemm, volta_s884cudnn. The digits must be exactly one of the MMA shapes and be
-// followed by what the kernel computes (gemm, cudnn, conv...) or a separator.
-std::string mma_tile_token(const std::string& n) {
-  static const char* const kShapes[] = {"884", "1684", "1688", "8816", "16816", "16832", "16864"};
-  static const char* const kAfter[] = {"gemm", "cudnn", "conv", "fprop", "dgrad", "wgrad", "_", ""};
-  for (size_t i = 0; i < n.size(); ++i) {
-    if (!is_digit(n[i]) || (i > 0 && is_digit(n[i - 1]))) continue;
-    size_t end = i;
-    while (end < n.size() && is_digit(n[end])) ++end;
-    std::string digits = n.substr(i, end - i);
-    if (std::find(std::begin(kShapes), std::end(kShapes), digits) == std::end(kShapes)) continue;
-    if (i == 0) continue;
-    char type = n[i - 1];
-    if (type != 'h' && type != 's' && type != 'i' && type != 'd' && type != 'f') continue;
-    if (type == 'f' && (i < 2 || n[i - 2] != 'b')) continue;  // only "bf" (bf16816)
-    size_t letters = i - 1;                                   // the type letter must start a word
-    if (type == 'f') --letters;
-    if (letters > 0 && (is_alpha(n[letters - 1]) || is_digit(n[letters - 1]))) continue;
-    std::string rest = n.substr(end);
-    for (const char* after : kAfter)
-      if (rest.rfind(after, 0) == 0 && (*after != '\0' || rest.empty()))
-        return n.substr(letters, end - letters);
-  }
-  return "";
-}
-
 // Device executions that are kernels (not copies, memsets, syncs or graph records); an execution
 // whose source gave no type counts as a kernel.
 bool is_kernel(const SpanRecord& s) {
@@ -77,24 +25,6 @@ bool is_kernel(const SpanRecord& s) {
 }
 
 }  // namespace
-
-std::string tensor_core_marker(std::string_view kernel_name) {
-  const std::string n = lower(kernel_name);
-  // SIMT kernels of families that are otherwise tensor-core ones: CUTLASS "simt", XMMA "ffma".
-  if (n.find("simt") != std::string::npos || n.find("ffma") != std::string::npos) return "";
-  for (const char* marker :
-       {"wgmma", "hgmma", "gmma", "hmma", "imma", "dmma", "qmma", "tensorop", "tensor_op", "mfma", "nvjet"})
-    if (n.find(marker) != std::string::npos) return marker == std::string("tensor_op") ? "tensorop" : marker;
-  if (std::string t = shape_token(n, "tensor"); !t.empty()) return t;
-  if (std::string t = shape_token(n, "_mi"); !t.empty()) return "mfma " + t;
-  if (n.find("xmma") != std::string::npos) {
-    // XMMA names carry their data types; fp32-only ones (without tf32) run on SIMT cores.
-    for (const char* type : {"tf32", "bf16", "f16", "fp16", "int8", "i8i8", "e4m3", "e5m2", "fp8"})
-      if (n.find(type) != std::string::npos) return std::string("xmma ") + type;
-    return "";
-  }
-  return mma_tile_token(n);
-}
 
 TensorCoreUsage tensor_core_usage(const LayerModel& model, const Iteration& iteration) {
   TensorCoreUsage u;
@@ -215,7 +145,8 @@ Table tensor_core_table(const LayerModel& model, const TensorCoreUsage& u) {
          Cell::text(u.other_tensor_core_kernels > 0 ? "yes" : "no"), Cell::text(""), Cell::text("")});
   t.notes.push_back(
       "tensor-core kernels are recognised by name: MMA families (hmma, imma, dmma, gmma, wgmma, xmma with "
-      "f16/bf16/tf32/int8/fp8 types or a tensorMxNxK shape, CUTLASS tensorop, cuBLAS nvjet, AMD mfma) and "
+      "f16/bf16/tf32/int8/fp8 types or a tensorMxNxK shape, CUTLASS tensorop, cuBLAS nvjet, FlashAttention, "
+      "AMD mfma) and "
       "MMA tiles such as h884, s1688, i8816, h16816; SIMT kernels (ampere_sgemm, scudnn, FFT, CUTLASS simt, "
       "XMMA ffma) and unrecognised names count as not using tensor cores");
   t.notes.push_back(

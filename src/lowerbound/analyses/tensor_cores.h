@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/kernel_names.h"
 #include "lowerbound/ir/layer_ir.h"
 #include "model/trace.h"
 #include "table/table.h"
@@ -23,10 +24,9 @@ namespace strata::lowerbound {
 
 class Iteration;  // iteration.h
 
-// The marker that identifies `kernel_name` as a tensor-core kernel ("hmma", "xmma", "wgmma",
-// "tensorop", "s1688", "h884", "tensor16x8x8", "mfma", ...); empty when the name shows none, or shows
-// a SIMT kernel of a tensor-core family (CUTLASS "simt", XMMA "ffma").
-std::string tensor_core_marker(std::string_view kernel_name);
+// Kernel names are classified by strata::tensor_core_marker (core/kernel_names.h), shared with the
+// kernel analyses; re-exported here for the callers that know it under this namespace.
+using strata::tensor_core_marker;
 
 struct LayerTensorCores {
   uint32_t layer = 0;
