@@ -19,6 +19,7 @@ packages=(
   libtorch-dev                           # src/torch: PyTorch layer tracer (RecordFunction callbacks)
   libunwind-dev                          # src/sample: DWARF unwinding of CPU samples (--sample, attach)
   golang-github-google-pprof-dev         # tests/sample: profile.proto, to decode `strata profile --format pprof`
+  help2man                               # src/cli: man pages generated from each command's --help
 )
 missing=()
 for p in "${packages[@]}"; do
