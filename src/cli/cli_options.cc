@@ -6,8 +6,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "export/text_escape.h"
@@ -155,6 +157,18 @@ int CommandLine::usage_error(const std::string& message) const {
 }
 
 CLI::Validator positive_count(int64_t max) { return CLI::Range(int64_t{1}, max); }
+
+CLI::Validator number_in(double min, double max, const std::string& what, bool open) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool inside = open ? v > min && v < max : v >= min && v <= max;
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || !inside) return text + " is not " + what;
+        return "";
+      },
+      "", "number");
+}
 
 bool is_gzip_name(const std::string& path) { return path.size() > 3 && path.ends_with(".gz"); }
 

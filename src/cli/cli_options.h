@@ -73,6 +73,9 @@ class CommandLine {
 
 // Validators for the common kinds of values.
 CLI::Validator positive_count(int64_t max);  // an integer from 1 to max
+// A number in [min, max] (inclusive ends unless `open`), described by `what` in the error:
+// "--alpha: 2 is not a probability between 0 and 1".
+CLI::Validator number_in(double min, double max, const std::string& what, bool open = false);
 
 bool is_gzip_name(const std::string& path);
 // A native .strata trace is written chunk by chunk and read by seeking (zstd per chunk with

@@ -62,7 +62,7 @@ int run_attach(int argc, char** argv) {
   cl.app()
       .add_option("--max-disk", max_disk_mb,
                   "keep the epoch files under MB megabytes: the oldest are removed (and counted)")
-      ->check(CLI::PositiveNumber)
+      ->check(number_in(0, 1e12, "a number of megabytes above 0", true))
       ->type_name("MB");
   cl.app()
       .add_option("--unwind", unwind, "fp (default) or dwarf (16 KiB of stack per sample, unwound here)")

@@ -31,30 +31,30 @@ int run_diff(int argc, char** argv) {
                   "BASE and NEW: traces of the same workload, any format (Strata, Kineto/PyTorch JSON, ...); "
                   "record each with "
                   "--runs 5 so changes are tested against run-to-run noise")
-      ->expected(2)
-      ->required();
+      ->type_name("BASE NEW");
   cl.app()
       .add_option("--threshold", options.threshold_pct,
                   "a regression is slower by more than PCT% of its own time (default 10)")
-      ->check(CLI::Range(0.0, 1e9))
+      ->check(number_in(0, 1e9, "a percentage (e.g. 10)"))
       ->type_name("PCT");
   cl.app()
       .add_option("--min-impact", options.min_impact_pct, "... and by at least PCT% of the total (default 1)")
-      ->check(CLI::Range(0.0, 1e9))
+      ->check(number_in(0, 1e9, "a percentage (e.g. 1)"))
       ->type_name("PCT");
   cl.app()
       .add_option("--alpha", options.alpha, "... and significant at level P (default 0.05)")
-      ->check(CLI::Range(1e-12, 1.0 - 1e-12))
+      ->check(number_in(0, 1, "a probability between 0 and 1 (e.g. 0.05)", true))
       ->type_name("P");
   cl.app().add_flag("--no-normalize", no_normalize, "judge raw changes (no common speed factor)");
   cl.app()
       .add_option("--top", top, "items shown besides the totals (default 20)")
-      ->check(CLI::Range(0.0, 1e9))
+      ->check(number_in(0, 1e9, "a count"))
       ->type_name("N");
   cl.app().add_flag("--fail-on-regression", fail_on_regression, "exit 1 when any item is a regression");
   cl.add_format(&format, {"table", "markdown", "json", "csv"},
                 "table (default), markdown (a pull-request comment), json, csv");
   if (int code = cl.parse(argc, argv); code >= 0) return code;
+  if (inputs.size() != 2) return cl.usage_error("needs two traces, BASE and NEW");
   options.normalize = !no_normalize;
   if (top != static_cast<double>(static_cast<size_t>(top)))
     return cl.usage_error("--top: not a whole number");

@@ -74,7 +74,7 @@ int run_merge(int argc, char** argv) {
       ->type_name("MODE");
   cl.app()
       .add_option("--reference-rank", reference_rank, "the rank whose clock is kept (default 0)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(number_in(0, 1e9, "a rank (an integer >= 0)"))
       ->type_name("N");
   if (int code = cl.parse(argc, argv); code >= 0) return code;
   if (output == "-")

@@ -320,7 +320,7 @@ void describe_record(CommandLine& cl, RecordRequest* req) {
          "--buffer-mb", opt.buffer_mb,
          "event buffer budget per process in MiB, fixed; overflow is dropped and counted (default: 64, "
          "growing under bursts up to 1/16 of memory, at most 512)")
-      ->check(CLI::PositiveNumber)
+      ->check(number_in(1, 1 << 20, "a number of MiB from 1"))
       ->type_name("N");
   app.add_option("--compress", opt.compress, "zstd level for chunks (default 0: uncompressed)")
       ->check(CLI::Range(0, 19))
