@@ -26,77 +26,90 @@ const char* extension(exporter::TableFormat f) {
   return f == exporter::TableFormat::kCsv ? ".csv" : f == exporter::TableFormat::kJson ? ".json" : ".txt";
 }
 
-}  // namespace
-
-int run_analyze(int argc, char** argv) {
+struct AnalyzeArgs {
   std::vector<std::string> inputs, names, param_texts;
   std::string format_text = "table", output_dir;
-  analysis::Params params;
   bool list = false, force = false, gzip = false;
-  CommandLine cl(
-      "analyze",
-      "Run XSP analyses (model/layer/kernel tables, rooflines, per-op statistics) on traces. The "
-      "traces are opened into one trace (sorted once, one span tree); several files are analyzed as "
-      "repeated runs.");
-  cl.app().add_option("FILE", inputs,
+};
+
+// Declares analyze's options (the text of `strata analyze --help`).
+void describe_analyze(CommandLine& cl, AnalyzeArgs* a) {
+  cl.app().add_option("FILE", a->inputs,
                       "a Strata trace (file or directory)"
 #ifdef STRATA_HAVE_IMPORT
                       ", or a Kineto/ONNX Runtime/TensorFlow JSON trace (imported on the fly)"
 #endif
   );
   cl.app()
-      .add_option("-a,--analysis", names,
+      .add_option("-a,--analysis", a->names,
                   "run NAME (repeatable, or comma-separated; 'all' runs every analysis; --list names them)")
       ->allow_extra_args(false)
       ->delimiter(',')
       ->type_name("NAME");
   cl.app()
-      .add_option("-p,--param", param_texts,
+      .add_option("-p,--param", a->param_texts,
                   "KEY=VALUE: trim=0.1 stat=trimmed_mean|mean|median|min|max batch=N model=NAME_PART "
                   "threshold=0.05 latency_target_ms=MS top=N sort=latency device=h100|a100|... peak_gflops=G "
                   "peak_gbps=B (each analysis reads its own keys, listed by --list; a key none of the chosen "
                   "analyses reads is an error)")
       ->allow_extra_args(false)
       ->type_name("KEY=VALUE");
-  cl.add_format(&format_text, {"table", "csv", "json"}, "how tables are printed (default table)");
+  cl.add_format(&a->format_text, {"table", "csv", "json"}, "how tables are printed (default table)");
   cl.add_output(
-        &output_dir,
+        &a->output_dir,
         "write one file per table (NAME.csv / NAME.json / NAME.txt) into DIR instead of standard output",
         "-o,--output")
       ->type_name("DIR");
-  cl.add_force(&force);
-  cl.app().add_flag("--gzip", gzip, "with --output: gzip-compress each table file (NAME.csv.gz, ...)");
-  cl.app().add_flag("--list", list, "name and describe every analysis");
+  cl.add_force(&a->force);
+  cl.app().add_flag("--gzip", a->gzip, "with --output: gzip-compress each table file (NAME.csv.gz, ...)");
+  cl.app().add_flag("--list", a->list, "name and describe every analysis");
+}
+
+void print_analysis_list() {
+  for (const auto& a : analysis::all_analyses()) {
+    std::string keys;
+    for (std::string_view k : a->param_keys()) keys += (keys.empty() ? "" : ", ") + std::string(k);
+    std::printf("%-24s %s\n%-24s   --param keys: %s\n", std::string(a->name()).c_str(),
+                std::string(a->description()).c_str(), "", keys.empty() ? "none" : keys.c_str());
+  }
+}
+
+}  // namespace
+
+int run_analyze(int argc, char** argv) {
+  AnalyzeArgs args;
+  analysis::Params params;
+  CommandLine cl(
+      "analyze",
+      "Run XSP analyses (model/layer/kernel tables, rooflines, per-op statistics) on traces. The "
+      "traces are opened into one trace (sorted once, one span tree); several files are analyzed as "
+      "repeated runs.");
+  describe_analyze(cl, &args);
   if (int code = cl.parse(argc, argv); code >= 0) return code;
-  for (const std::string& value : param_texts) {
+  for (const std::string& value : args.param_texts) {
     size_t eq = value.find('=');
     if (eq == std::string::npos || eq == 0)
       return cl.usage_error("--param needs KEY=VALUE, e.g. --param trim=0.2");
     params.set(value.substr(0, eq), value.substr(eq + 1));
   }
-  if (list) {
-    for (const auto& a : analysis::all_analyses()) {
-      std::string keys;
-      for (std::string_view k : a->param_keys()) keys += (keys.empty() ? "" : ", ") + std::string(k);
-      std::printf("%-24s %s\n%-24s   --param keys: %s\n", std::string(a->name()).c_str(),
-                  std::string(a->description()).c_str(), "", keys.empty() ? "none" : keys.c_str());
-    }
+  if (args.list) {
+    print_analysis_list();
     return 0;
   }
   exporter::TableFormat format;
-  if (!exporter::parse_table_format(format_text, &format))
-    return fail("analyze", "--format " + format_text + " is not one of table, csv, json");
-  if (inputs.empty()) return cl.usage_error("no input file");
-  if (gzip && output_dir.empty())
+  if (!exporter::parse_table_format(args.format_text, &format))
+    return fail("analyze", "--format " + args.format_text + " is not one of table, csv, json");
+  if (args.inputs.empty()) return cl.usage_error("no input file");
+  if (args.gzip && args.output_dir.empty())
     return cl.usage_error("--gzip compresses the files of --output DIR: give --output");
   if (auto bad = analysis::validate_params(params)) return fail("analyze", *bad);
 
   std::vector<const analysis::Analysis*> chosen;
-  if (names.empty()) {
+  if (args.names.empty()) {
     for (std::string_view n : analysis::default_analyses())
       if (const auto* a = analysis::find_analysis(n)) chosen.push_back(a);
   } else {
-    for (const std::string& n : names) {
+    for (const std::string& n : args.names) {
       if (n == "all") {
         for (const auto& a : analysis::all_analyses()) chosen.push_back(a.get());
         continue;
@@ -113,10 +126,11 @@ int run_analyze(int argc, char** argv) {
   if (!is_quiet())
     for (const std::string& note : keys.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
 
-  if (std::string error; !check_inputs(inputs, InputKind::kTrace, &error)) return fail("analyze", error, 1);
+  if (std::string error; !check_inputs(args.inputs, InputKind::kTrace, &error))
+    return fail("analyze", error, 1);
   model::Trace trace;
   std::string error;
-  if (!open_inputs(inputs, &trace, &error)) return fail("analyze", error, 1);
+  if (!open_inputs(args.inputs, &trace, &error)) return fail("analyze", error, 1);
   print_warnings(trace.warnings);
   if (uint64_t drops = trace.total_drops(); drops && !is_quiet())
     std::fprintf(stderr, "note: the trace records %llu dropped events (strata info lists them by cause)\n",
@@ -138,10 +152,10 @@ int run_analyze(int argc, char** argv) {
                  "--serialize to resolve them\n",
                  static_cast<unsigned long long>(ambiguous));
 
-  if (!output_dir.empty()) {
+  if (!args.output_dir.empty()) {
     std::error_code ec;
-    std::filesystem::create_directories(output_dir, ec);
-    if (ec) return fail("analyze", output_dir + ": cannot create directory: " + ec.message(), 1);
+    std::filesystem::create_directories(args.output_dir, ec);
+    if (ec) return fail("analyze", args.output_dir + ": cannot create directory: " + ec.message(), 1);
   }
   int missing_count = 0;
   std::vector<analysis::Table> tables;
@@ -153,16 +167,17 @@ int run_analyze(int argc, char** argv) {
     }
     for (auto& table : result.tables) tables.push_back(std::move(table));
   }
-  if (output_dir.empty()) {
+  if (args.output_dir.empty()) {
     // One document: CSV tables separated by "# name" lines, JSON as one object keyed by table name.
     exporter::render_tables(tables, format, std::cout);
   } else {
     for (const auto& table : tables) {
       // As every output: never through a planted link, an existing file replaced only with --force.
-      std::string path = output_dir + "/" + table.name + extension(format);
+      std::string path = args.output_dir + "/" + table.name + extension(format);
       Output target;
       std::string error;
-      if (!target.begin(path + (gzip ? ".gz" : ""), force, &error)) return fail("analyze", error, 1);
+      if (!target.begin(path + (args.gzip ? ".gz" : ""), args.force, &error))
+        return fail("analyze", error, 1);
       std::ofstream file(target.path(), std::ios::binary);
       exporter::render_table(table, format, file);
       file.flush();
