@@ -102,7 +102,10 @@ def _outputs(tmp_path):
     native = str(tmp_path / "in.strata")
     run_strata("import", KINETO, "-o", native, "-q")
     t = lambda name: str(tmp_path / name)  # noqa: E731
+    sampled = t("sampled.strata")
+    run_strata("record", "-q", "--sample", "-o", sampled, "--", "/usr/bin/python3", "-c", "sum(range(10**7))")
     return [
+        (["profile", sampled, "--format", "collapsed", "-o", t("p.txt")], t("p.txt")),
         (["export", native, "--format", "csv", "-o", t("e.csv")], t("e.csv")),
         (["export", native, "--format", "sqlite", "-o", t("e.sqlite")], t("e.sqlite")),
         (["import", KINETO, "-o", t("i.strata"), "-q"], t("i.strata")),
