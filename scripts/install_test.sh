@@ -79,8 +79,8 @@ echo "   $out"
 step "man pages and bash completion"
 if [[ " ${targets[*]} " == *" strata_man_pages "* ]]; then
   for page in strata strata-record strata-analyze strata-export; do
-    f=$usr/share/man/man1/$page.1
-    [ -f "$f" ] || fail "the package lacks /usr/share/man/man1/$page.1"
+    f=$usr/share/man/man1/$page.1.gz
+    [ -f "$f" ] || fail "the package lacks /usr/share/man/man1/$page.1.gz"
     if command -v man >/dev/null; then
       want=--quiet  # every command's page lists the common options; strata.1 lists the commands
       [ "$page" = strata ] && want=record

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Man pages from the built tool's own --help (help2man): strata.1 and one strata-CMD.1 per command
-# that `strata --help` lists, so a build without a module has no page for its commands.
+# that `strata --help` lists, so a build without a module has no page for its commands. Written
+# gzip'd (strata.1.gz), as Debian policy wants them installed; man reads them as they are.
 # usage: make_man_pages.sh STRATA VERSION OUTDIR
 set -euo pipefail
 strata=$1 version=$2 out=$3
@@ -20,3 +21,5 @@ for command in $commands; do
   summary=$("$strata" --help | awk -v c="$command" '$1 == c {$1 = ""; sub(/^ +/, ""); print; exit}')
   help2man "${common[@]}" --name="$summary" --output="$out/strata-$command.1" "$wrappers/strata-$command"
 done
+rm -f "$out"/*.1.gz
+gzip -9n "$out"/*.1  # -n: no name or time stamp, so a rebuild gives the same bytes

@@ -176,13 +176,13 @@ def test_man_pages_are_built_for_every_command(strata_bin):
     if not shutil.which("help2man"):
         pytest.skip("help2man not installed (scripts/setup.sh installs it)")
     pages = set(os.listdir(man_dir))
-    assert "strata.1" in pages
+    assert "strata.1.gz" in pages
     for c in commands():
-        assert f"strata-{c}.1" in pages, c
-    text = open(os.path.join(man_dir, "strata-analyze.1")).read()
+        assert f"strata-{c}.1.gz" in pages, c
+    text = gzip.open(os.path.join(man_dir, "strata-analyze.1.gz"), "rt").read()
     assert ".TH STRATA-ANALYZE" in text and "\\-\\-quiet" in text
     if shutil.which("man"):
-        shown = subprocess.run(["man", "-l", os.path.join(man_dir, "strata-export.1")], capture_output=True,
+        shown = subprocess.run(["man", "-l", os.path.join(man_dir, "strata-export.1.gz")], capture_output=True,
                                text=True, env={**os.environ, "MANPAGER": "cat", "PAGER": "cat"})
         assert shown.returncode == 0 and "--format" in shown.stdout
 
