@@ -203,3 +203,32 @@ def test_bash_completion(strata_bin):
     assert _complete(["strata", "analyze", "--outp"]) == ["--output"]
     assert "--force" in _complete(["strata", "export", "--f"])
     assert _complete(["strata", "bench", "g"]) == ["generate"]
+
+
+BRANCH_NET = os.path.join(HERE, "..", "lowerbound", "data", "branch_net.onnx")
+
+
+def test_bench_generate_writes_into_a_non_empty_directory_only_with_force(strata_bin, tmp_path):
+    if "bench" not in commands():
+        pytest.skip("built without the lowerbound module")
+    out = tmp_path / "benchmarks"
+    out.mkdir()
+    (out / "notes.txt").write_text("precious\n")
+    refused = run_strata("bench", "generate", BRANCH_NET, "-o", str(out), check=False)
+    assert refused.returncode == 1 and "pass --force" in refused.stderr, refused.stderr
+    assert sorted(os.listdir(out)) == ["notes.txt"]
+    run_strata("bench", "generate", BRANCH_NET, "-o", str(out), "--force")
+    assert "CMakeLists.txt" in os.listdir(out) and (out / "notes.txt").read_text() == "precious\n"
+
+
+def test_lowerbound_dot_gz_is_the_plain_dot_gzipped(strata_bin, tmp_path):
+    if "lowerbound" not in commands():
+        pytest.skip("built without the lowerbound module")
+    db = ["--db", str(tmp_path / "perf.sqlite")]
+    # Every layer measured (noise allowed: the bound's value does not matter here, only its files).
+    run_strata("bench", "run", BRANCH_NET, *db, "--repetitions", "3", "--min-time-ms", "1", "--max-spread", "10")
+    plain = run_strata("lowerbound", BRANCH_NET, *db, "--dot", str(tmp_path / "cp.dot"), check=False)
+    packed = run_strata("lowerbound", BRANCH_NET, *db, "--dot", str(tmp_path / "cp.dot.gz"), check=False)
+    assert plain.returncode == packed.returncode, (plain.stderr, packed.stderr)
+    assert plain.returncode == 0, plain.stderr
+    assert gzip.decompress((tmp_path / "cp.dot.gz").read_bytes()) == (tmp_path / "cp.dot").read_bytes()
