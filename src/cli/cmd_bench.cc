@@ -107,6 +107,7 @@ int run_bench(int argc, char** argv) {
     lb::GenerateStats stats;
     if (!lb::generate_benchmarks(models, opt.bench, opt.output, &stats, &error))
       return fail("bench", error, 1);
+    if (is_quiet()) return 0;
     std::printf("wrote %llu benchmarks (%s backend) to %s\n",
                 static_cast<unsigned long long>(stats.benchmarks), opt.bench.backend.c_str(),
                 opt.output.c_str());
@@ -126,7 +127,7 @@ int run_bench(int argc, char** argv) {
   FILE* progress = isatty(STDERR_FILENO) && !is_quiet() ? stderr : nullptr;
   if (!lb::run_benchmarks(models, opt.bench, opt.measure, db.get(), &stats, &error, progress))
     return fail("bench", error, 1);
-  print_run(opt, *db, stats);
+  if (!is_quiet()) print_run(opt, *db, stats);  // quiet: the exit code says whether layers were refused
   return stats.refused > 0 ? 3 : 0;
 }
 
