@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -122,8 +123,26 @@ CLI::Option* CommandLine::add_format(std::string* format, const std::vector<std:
 }
 
 int CommandLine::parse(int argc, char** argv) {
+  // "-o=FILE" meant FILE before CLI11 (which would read "=FILE"): split it for a short option
+  // this command has. Not for record, whose words after the options are the traced command's.
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--" || app_.get_prefix_command()) {
+      args.insert(args.end(), argv + i, argv + argc);
+      break;
+    }
+    if (word.size() > 3 && word[0] == '-' && word[1] != '-' && word[2] == '=' &&
+        app_.get_option_no_throw(word.substr(0, 2)) != nullptr) {
+      args.push_back(word.substr(0, 2));
+      args.push_back(word.substr(3));
+    } else {
+      args.push_back(word);
+    }
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes the words last first
   try {
-    app_.parse(argc, argv);
+    app_.parse(args);
   } catch (const CLI::CallForHelp&) {
     std::fputs(app_.help().c_str(), stdout);
     return 0;

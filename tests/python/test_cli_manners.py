@@ -232,3 +232,10 @@ def test_lowerbound_dot_gz_is_the_plain_dot_gzipped(strata_bin, tmp_path):
     assert plain.returncode == packed.returncode, (plain.stderr, packed.stderr)
     assert plain.returncode == 0, plain.stderr
     assert gzip.decompress((tmp_path / "cp.dot.gz").read_bytes()) == (tmp_path / "cp.dot").read_bytes()
+
+
+def test_short_options_take_their_value_after_an_equals_sign_as_before(strata_bin, tmp_path):
+    run_strata("export", KINETO, "-f=csv", f"-o={tmp_path / 'a.csv'}")
+    run_strata("export", KINETO, "--format=csv", f"--output={tmp_path / 'b.csv'}")
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert not (tmp_path / "=").exists() and (tmp_path / "a.csv").stat().st_size > 0
