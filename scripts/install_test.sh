@@ -23,6 +23,7 @@ targets=(strata_tool strata strata_python)
 for t in strata_torch strata_onednn strata_cupti strata_nvtx strata_cudnn strata_lowerbound_cuda; do
   ninja -C "$build" -t query "$t" >/dev/null 2>&1 && targets+=("$t")
 done
+ninja -C "$build" -t query strata_man_pages >/dev/null 2>&1 && targets+=(strata_man_pages)
 ninja -C "$build" -j "$(nproc)" -l 4 "${targets[@]}" >/dev/null
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 [ -n "$version" ] || fail "no CMAKE_PROJECT_VERSION in $build/CMakeCache.txt"
@@ -54,7 +55,7 @@ for f in bin/strata "$libdir/libstrata.so" include/strata/strata.h include/strat
   [ -e "$usr/$f" ] || fail "the package lacks /usr/$f"
 done
 for t in "${targets[@]}"; do
-  case $t in strata_tool | strata | strata_python) continue ;; esac
+  case $t in strata_tool | strata | strata_python | strata_man_pages) continue ;; esac
   [ -e "$usr/$libdir/lib$t.so" ] || fail "$t is built but the package lacks /usr/$libdir/lib$t.so"
 done
 # No path into the build or source tree may leak into the package (RPATHs, CMake files, .pc).
@@ -74,6 +75,28 @@ step "strata --version"
 out=$("${clean[@]}" "$usr/bin/strata" --version)
 [[ "$out" == "strata $version"* ]] || fail "strata --version printed '$out', expected 'strata $version...'"
 echo "   $out"
+
+step "man pages and bash completion"
+if [[ " ${targets[*]} " == *" strata_man_pages "* ]]; then
+  for page in strata strata-record strata-analyze strata-export; do
+    f=$usr/share/man/man1/$page.1.gz
+    [ -f "$f" ] || fail "the package lacks /usr/share/man/man1/$page.1.gz"
+    if command -v man >/dev/null; then
+      want=--quiet  # every command's page lists the common options; strata.1 lists the commands
+      [ "$page" = strata ] && want=record
+      MANPAGER=cat man -l "$f" 2>/dev/null | grep -q -- "$want" || fail "man -l $f does not render '$want'"
+    fi
+  done
+  echo "   $(ls "$usr/share/man/man1" | wc -l) man pages"
+else
+  echo "   (help2man not found at configure time: no man pages to check)"
+fi
+completion=$usr/share/bash-completion/completions/strata
+[ -f "$completion" ] || fail "the package lacks /usr/share/bash-completion/completions/strata"
+got=$("${clean[@]}" bash -c "PATH=$usr/bin:\$PATH; source '$completion'; complete -p strata >/dev/null &&
+  COMP_WORDS=(strata an); COMP_CWORD=1; _strata; printf '%s ' \"\${COMPREPLY[@]}\"")
+[ "$got" = "analyze " ] || fail "completing 'strata an<TAB>' gave '$got', expected 'analyze'"
+echo "   strata an<TAB> -> $got"
 
 mkdir -p "$work/consumer"
 cat >"$work/consumer/main.cc" <<'EOF'

@@ -20,6 +20,7 @@ packages=(
   libunwind-dev                          # src/sample: DWARF unwinding of CPU samples (--sample, attach)
   golang-github-google-pprof-dev         # tests/sample: profile.proto, to decode `strata profile --format pprof`
   nodejs chromium                        # strata report: ECharts from npm; its browser test (headless chromium)
+  help2man                               # src/cli: man pages generated from each command's --help
 )
 missing=()
 for p in "${packages[@]}"; do

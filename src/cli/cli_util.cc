@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <set>
 #include <vector>
 
+#include "cli/cli_options.h"
 #include "core/level.h"
 #include "core/stats.h"
 #include "export/text_escape.h"
@@ -18,27 +20,16 @@
 
 namespace strata::cli {
 
+void print_warnings(const std::vector<std::string>& warnings) {
+  if (is_quiet()) return;
+  for (const std::string& w : warnings)
+    std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
+}
+
 int fail(std::string_view command, std::string_view message, int code) {
   std::fprintf(stderr, "strata %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
                static_cast<int>(message.size()), message.data());
   return code;
-}
-
-bool take_option(int argc, char** argv, int* i, std::string_view name, std::string* value, bool* missing) {
-  std::string_view arg = argv[*i];
-  if (arg == name) {
-    if (*i + 1 >= argc) {
-      *missing = true;
-      return true;
-    }
-    *value = argv[++*i];
-    return true;
-  }
-  if (arg.size() > name.size() && arg.substr(0, name.size()) == name && arg[name.size()] == '=') {
-    *value = std::string(arg.substr(name.size() + 1));
-    return true;
-  }
-  return false;
 }
 
 bool check_inputs(const std::vector<std::string>& paths, InputKind kind, std::string* error) {
@@ -54,7 +45,31 @@ bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::s
 #ifdef STRATA_HAVE_IMPORT
   import::register_readers();
 #endif
-  return model::open_traces(paths, trace, error, options);
+  const char* command = current_command();
+  if (is_verbose())
+    for (const std::string& path : paths) {
+      std::string why;
+      const model::TraceReader* reader = model::reader_for(path, options.format, &why);
+      std::error_code ec;
+      const auto bytes =
+          std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
+      detail(command, "reading %s (%llu bytes) with the %s reader", exporter::escape_terminal(path).c_str(),
+             static_cast<unsigned long long>(bytes),
+             reader ? std::string(reader->name()).c_str() : "(none: the open will say why)");
+    }
+  const auto start = std::chrono::steady_clock::now();
+  bool ok;
+  {
+    Progress progress(command);
+    progress.phase(paths.size() == 1 ? "reading " + paths[0]
+                                     : "reading " + std::to_string(paths.size()) + " traces");
+    ok = model::open_traces(paths, trace, error, options);
+  }
+  if (ok)
+    detail(command, "read %zu span(s) in %zu process(es), %zu warning(s), in %.3f s", trace->spans.size(),
+           trace->processes.size(), trace->warnings.size(),
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return ok;
 }
 
 bool load_native_or_import(const std::string& path, model::Trace* trace, std::string* error) {
@@ -73,10 +88,14 @@ std::string executable_dir() {
 std::string format_duration_ns(int64_t ns) {
   char buf[64];
   double v = static_cast<double>(ns);
-  if (ns >= 1'000'000'000) std::snprintf(buf, sizeof(buf), "%.3f s", v / 1e9);
-  else if (ns >= 1'000'000) std::snprintf(buf, sizeof(buf), "%.3f ms", v / 1e6);
-  else if (ns >= 1'000) std::snprintf(buf, sizeof(buf), "%.3f us", v / 1e3);
-  else std::snprintf(buf, sizeof(buf), "%lld ns", static_cast<long long>(ns));
+  if (ns >= 1'000'000'000)
+    std::snprintf(buf, sizeof(buf), "%.3f s", v / 1e9);
+  else if (ns >= 1'000'000)
+    std::snprintf(buf, sizeof(buf), "%.3f ms", v / 1e6);
+  else if (ns >= 1'000)
+    std::snprintf(buf, sizeof(buf), "%.3f us", v / 1e3);
+  else
+    std::snprintf(buf, sizeof(buf), "%lld ns", static_cast<long long>(ns));
   return buf;
 }
 
@@ -170,8 +189,10 @@ void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings)
   }
   print_drops(s, out);
   using stats::Stat;
-  const uint64_t truncated = s.stats.get(Stat::kLoadTruncatedFiles), corrupt = s.stats.get(Stat::kLoadCorruptChunks),
-                 unknown = s.stats.get(Stat::kLoadUnknownChunks), strings = s.stats.get(Stat::kLoadUnknownStrings);
+  const uint64_t truncated = s.stats.get(Stat::kLoadTruncatedFiles),
+                 corrupt = s.stats.get(Stat::kLoadCorruptChunks),
+                 unknown = s.stats.get(Stat::kLoadUnknownChunks),
+                 strings = s.stats.get(Stat::kLoadUnknownStrings);
   if (truncated || corrupt || unknown || strings) {
     std::fprintf(out,
                  "load: %llu truncated file(s), %llu corrupt chunk(s), %llu unknown chunk(s), %llu undefined "

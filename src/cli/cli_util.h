@@ -16,9 +16,8 @@ namespace strata::cli {
 // Prints "strata <command>: <message>" to stderr; returns `code` for `return fail(...)`.
 int fail(std::string_view command, std::string_view message, int code = 2);
 
-// For "--opt VALUE" and "--opt=VALUE": when argv[*i] matches, stores the value, advances *i and
-// returns true. A missing value sets *missing.
-bool take_option(int argc, char** argv, int* i, std::string_view name, std::string* value, bool* missing);
+// "warning: ..." for each of a trace's warnings (escaped for the terminal); nothing with --quiet.
+void print_warnings(const std::vector<std::string>& warnings);
 
 // What a command reads: a trace (a file, or a directory of per-process files) or one file.
 enum class InputKind { kTrace, kFile };
@@ -30,7 +29,8 @@ bool check_inputs(const std::vector<std::string>& paths, InputKind kind, std::st
 
 // Opens traces of every format this build reads (native; with the importer, Kineto/PyTorch, ONNX
 // Runtime and TensorFlow JSON) through the model's reader registry, after check_inputs; several
-// paths become one trace (sorted once, one span tree). One error line on failure.
+// paths become one trace (sorted once, one span tree). One error line on failure. With --verbose,
+// says which reader reads each path and what was read in how long; a progress line on a terminal.
 bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::string* error,
                  const model::OpenOptions& options = {});
 // The same for one path.

@@ -1,7 +1,8 @@
 // strata analyze FILE... [--analysis NAME...] [--format table|csv|json] [--list] [--param k=v ...]
-//                [--output DIR [--force]]
+//                [--output DIR [--force] [--gzip]]
 // Opens the traces (any format a reader reads) into one trace, sorted once with one span tree, and
 // runs the chosen analyses over it (several files = repeated runs).
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/pipeline.h"
+#include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/safe_files.h"
@@ -20,104 +22,94 @@
 namespace strata::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: strata analyze FILE... [--analysis NAME...] [--format table|csv|json] [--param KEY=VALUE ...]\n"
-    "                      [--output DIR [--force]] [--list]\n"
-    "  FILE: a Strata trace (file or directory)"
-#ifdef STRATA_HAVE_IMPORT
-    ", or a Kineto/ONNX Runtime/TensorFlow JSON trace (imported on the fly)"
-#endif
-    "; several files are analyzed as repeated runs\n"
-    "  --analysis NAME  run NAME (repeatable, or comma-separated; 'all' runs every analysis)\n"
-    "  --param KEY=VALUE  trim=0.1 stat=trimmed_mean|mean|median|min|max batch=N model=NAME_PART "
-    "threshold=0.05\n"
-    "                     latency_target_ms=MS top=N sort=latency device=h100|a100|... peak_gflops=G "
-    "peak_gbps=B\n"
-    "                     (each analysis reads its own keys, listed by --list; a key none of the chosen\n"
-    "                     analyses reads is an error)\n"
-    "  --output DIR     write one file per table (NAME.csv / NAME.json / NAME.txt) instead of stdout\n"
-    "  --force          replace those files if they exist (only regular files of yours)\n"
-    "  --list           name and describe every analysis\n";
-
 const char* extension(exporter::TableFormat f) {
   return f == exporter::TableFormat::kCsv ? ".csv" : f == exporter::TableFormat::kJson ? ".json" : ".txt";
+}
+
+struct AnalyzeArgs {
+  std::vector<std::string> inputs, names, param_texts;
+  std::string format_text = "table", output_dir;
+  bool list = false, force = false, gzip = false;
+};
+
+// Declares analyze's options (the text of `strata analyze --help`).
+void describe_analyze(CommandLine& cl, AnalyzeArgs* a) {
+  cl.app().add_option("FILE", a->inputs,
+                      "a Strata trace (file or directory)"
+#ifdef STRATA_HAVE_IMPORT
+                      ", or a Kineto/ONNX Runtime/TensorFlow JSON trace (imported on the fly)"
+#endif
+  );
+  cl.app()
+      .add_option("-a,--analysis", a->names,
+                  "run NAME (repeatable, or comma-separated; 'all' runs every analysis; --list names them)")
+      ->allow_extra_args(false)
+      ->delimiter(',')
+      ->type_name("NAME");
+  cl.app()
+      .add_option("-p,--param", a->param_texts,
+                  "KEY=VALUE: trim=0.1 stat=trimmed_mean|mean|median|min|max batch=N model=NAME_PART "
+                  "threshold=0.05 latency_target_ms=MS top=N sort=latency device=h100|a100|... peak_gflops=G "
+                  "peak_gbps=B (each analysis reads its own keys, listed by --list; a key none of the chosen "
+                  "analyses reads is an error)")
+      ->allow_extra_args(false)
+      ->type_name("KEY=VALUE");
+  cl.add_format(&a->format_text, {"table", "csv", "json"}, "how tables are printed (default table)");
+  cl.add_output(
+        &a->output_dir,
+        "write one file per table (NAME.csv / NAME.json / NAME.txt) into DIR instead of standard output",
+        "-o,--output")
+      ->type_name("DIR");
+  cl.add_force(&a->force);
+  cl.app().add_flag("--gzip", a->gzip, "with --output: gzip-compress each table file (NAME.csv.gz, ...)");
+  cl.app().add_flag("--list", a->list, "name and describe every analysis");
+}
+
+void print_analysis_list() {
+  for (const auto& a : analysis::all_analyses()) {
+    std::string keys;
+    for (std::string_view k : a->param_keys()) keys += (keys.empty() ? "" : ", ") + std::string(k);
+    std::printf("%-24s %s\n%-24s   --param keys: %s\n", std::string(a->name()).c_str(),
+                std::string(a->description()).c_str(), "", keys.empty() ? "none" : keys.c_str());
+  }
 }
 
 }  // namespace
 
 int run_analyze(int argc, char** argv) {
-  std::vector<std::string> inputs, names;
-  std::string format_text = "table", output_dir;
+  AnalyzeArgs args;
   analysis::Params params;
-  bool list = false, force = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    bool missing = false;
-    std::string value;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--list") {
-      list = true;
-      continue;
-    }
-    if (arg == "--force") {
-      force = true;
-      continue;
-    }
-    if (take_option(argc, argv, &i, "--analysis", &value, &missing) ||
-        take_option(argc, argv, &i, "-a", &value, &missing)) {
-      if (missing) return fail("analyze", std::string(arg) + " needs a name (see strata analyze --list)");
-      for (size_t start = 0; start <= value.size();) {
-        size_t comma = value.find(',', start);
-        if (comma == std::string::npos) comma = value.size();
-        if (comma > start) names.push_back(value.substr(start, comma - start));
-        start = comma + 1;
-      }
-      continue;
-    }
-    if (take_option(argc, argv, &i, "--param", &value, &missing) ||
-        take_option(argc, argv, &i, "-p", &value, &missing)) {
-      size_t eq = value.find('=');
-      if (missing || eq == std::string::npos || eq == 0)
-        return fail("analyze", "--param needs KEY=VALUE, e.g. --param trim=0.2");
-      params.set(value.substr(0, eq), value.substr(eq + 1));
-      continue;
-    }
-    if (take_option(argc, argv, &i, "--format", &format_text, &missing) ||
-        take_option(argc, argv, &i, "-f", &format_text, &missing) ||
-        take_option(argc, argv, &i, "--output", &output_dir, &missing) ||
-        take_option(argc, argv, &i, "-o", &output_dir, &missing)) {
-      if (missing) return fail("analyze", std::string(arg) + " needs a value\n" + kUsage);
-      continue;
-    }
-    if (!arg.empty() && arg[0] == '-' && arg != "-")
-      return fail("analyze", "unknown option " + std::string(arg) + "\n" + kUsage);
-    inputs.emplace_back(arg);
+  CommandLine cl(
+      "analyze",
+      "Run XSP analyses (model/layer/kernel tables, rooflines, per-op statistics) on traces. The "
+      "traces are opened into one trace (sorted once, one span tree); several files are analyzed as "
+      "repeated runs.");
+  describe_analyze(cl, &args);
+  if (int code = cl.parse(argc, argv); code >= 0) return code;
+  for (const std::string& value : args.param_texts) {
+    size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return cl.usage_error("--param needs KEY=VALUE, e.g. --param trim=0.2");
+    params.set(value.substr(0, eq), value.substr(eq + 1));
   }
-  if (list) {
-    for (const auto& a : analysis::all_analyses()) {
-      std::string keys;
-      for (std::string_view k : a->param_keys())
-        keys += (keys.empty() ? "" : ", ") + std::string(k);
-      std::printf("%-24s %s\n%-24s   --param keys: %s\n", std::string(a->name()).c_str(),
-                  std::string(a->description()).c_str(), "", keys.empty() ? "none" : keys.c_str());
-    }
+  if (args.list) {
+    print_analysis_list();
     return 0;
   }
   exporter::TableFormat format;
-  if (!exporter::parse_table_format(format_text, &format))
-    return fail("analyze", "--format " + format_text + " is not one of table, csv, json");
-  if (inputs.empty()) return fail("analyze", std::string("no input file\n") + kUsage);
+  if (!exporter::parse_table_format(args.format_text, &format))
+    return fail("analyze", "--format " + args.format_text + " is not one of table, csv, json");
+  if (args.inputs.empty()) return cl.usage_error("no input file");
+  if (args.gzip && args.output_dir.empty())
+    return cl.usage_error("--gzip compresses the files of --output DIR: give --output");
   if (auto bad = analysis::validate_params(params)) return fail("analyze", *bad);
 
   std::vector<const analysis::Analysis*> chosen;
-  if (names.empty()) {
+  if (args.names.empty()) {
     for (std::string_view n : analysis::default_analyses())
       if (const auto* a = analysis::find_analysis(n)) chosen.push_back(a);
   } else {
-    for (const std::string& n : names) {
+    for (const std::string& n : args.names) {
       if (n == "all") {
         for (const auto& a : analysis::all_analyses()) chosen.push_back(a.get());
         continue;
@@ -131,28 +123,39 @@ int run_analyze(int argc, char** argv) {
   // Every --param is read by a chosen analysis, or the command says which and stops.
   analysis::ParamKeyCheck keys = analysis::check_param_keys(params, chosen);
   if (keys.error) return fail("analyze", *keys.error);
-  for (const std::string& note : keys.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  if (!is_quiet())
+    for (const std::string& note : keys.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
 
-  if (std::string error; !check_inputs(inputs, InputKind::kTrace, &error)) return fail("analyze", error, 1);
+  if (std::string error; !check_inputs(args.inputs, InputKind::kTrace, &error))
+    return fail("analyze", error, 1);
   model::Trace trace;
   std::string error;
-  if (!open_inputs(inputs, &trace, &error)) return fail("analyze", error, 1);
-  for (const auto& w : trace.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  if (uint64_t drops = trace.total_drops())
+  if (!open_inputs(args.inputs, &trace, &error)) return fail("analyze", error, 1);
+  print_warnings(trace.warnings);
+  if (uint64_t drops = trace.total_drops(); drops && !is_quiet())
     std::fprintf(stderr, "note: the trace records %llu dropped events (strata info lists them by cause)\n",
                  static_cast<unsigned long long>(drops));
 
-  analysis::PipelineResult pipeline = analysis::run_pipeline(trace, chosen, params);
-  if (uint64_t ambiguous = trace.stat(stats::Stat::kTreeAmbiguous))
+  const auto start = std::chrono::steady_clock::now();
+  analysis::PipelineResult pipeline;
+  {
+    Progress progress("analyze");
+    progress.phase("running " + std::to_string(chosen.size()) + " analyses over " +
+                   std::to_string(trace.spans.size()) + " spans");
+    pipeline = analysis::run_pipeline(trace, chosen, params);
+  }
+  detail("analyze", "ran %zu analyses in %.3f s", chosen.size(),
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (uint64_t ambiguous = trace.stat(stats::Stat::kTreeAmbiguous); ambiguous && !is_quiet())
     std::fprintf(stderr,
                  "note: %llu spans had several overlapping candidate parents (parallel work); record with "
                  "--serialize to resolve them\n",
                  static_cast<unsigned long long>(ambiguous));
 
-  if (!output_dir.empty()) {
+  if (!args.output_dir.empty()) {
     std::error_code ec;
-    std::filesystem::create_directories(output_dir, ec);
-    if (ec) return fail("analyze", output_dir + ": cannot create directory: " + ec.message(), 1);
+    std::filesystem::create_directories(args.output_dir, ec);
+    if (ec) return fail("analyze", args.output_dir + ": cannot create directory: " + ec.message(), 1);
   }
   int missing_count = 0;
   std::vector<analysis::Table> tables;
@@ -164,17 +167,18 @@ int run_analyze(int argc, char** argv) {
     }
     for (auto& table : result.tables) tables.push_back(std::move(table));
   }
-  if (output_dir.empty()) {
+  if (args.output_dir.empty()) {
     // One document: CSV tables separated by "# name" lines, JSON as one object keyed by table name.
     exporter::render_tables(tables, format, std::cout);
   } else {
     for (const auto& table : tables) {
       // As every output: never through a planted link, an existing file replaced only with --force.
-      std::string path = output_dir + "/" + table.name + extension(format);
-      OutputFile target;
+      std::string path = args.output_dir + "/" + table.name + extension(format);
+      Output target;
       std::string error;
-      if (!target.begin(path, force, &error)) return fail("analyze", error, 1);
-      std::ofstream file(target.temp_path(), std::ios::binary);
+      if (!target.begin(path + (args.gzip ? ".gz" : ""), args.force, &error))
+        return fail("analyze", error, 1);
+      std::ofstream file(target.path(), std::ios::binary);
       exporter::render_table(table, format, file);
       file.flush();
       if (!file) return fail("analyze", path + ": write failed", 1);

@@ -1,8 +1,12 @@
 // strata bench generate|run MODEL...: per unique layer, the library call a framework would make.
 // `generate` writes standalone Google Benchmark sources; `run` times the same calls in-process and
 // stores them in the performance database (only what the database lacks for this system).
-#include <cstdio>
+#include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/lowerbound_options.h"
@@ -15,31 +19,6 @@ namespace strata::cli {
 namespace lb = strata::lowerbound;
 
 namespace {
-
-constexpr const char* kUsage =
-    "usage: strata bench generate MODEL.onnx... -o DIR [--backend cpu|cuda] [--dtype fp32,bf16,fp16]\n"
-    "                             [--layout nchw,nhwc,blocked] [--fusion]\n"
-    "       strata bench run MODEL.onnx... [--db URL] [--backend cpu|cuda] [--dtype ...] [--layout ...]\n"
-    "                             [--fusion] [--threads N] [--repetitions N] [--min-time-ms MS]\n"
-    "                             [--max-spread F] [--attempts N] [--recheck] [--system-tag TAG]\n"
-    "  generate: standalone C++ benchmarks (Google Benchmark) + CMakeLists.txt, one per unique layer,\n"
-    "            algorithm, data type and layout.\n"
-    "  run:      times them here and stores median, spread and repetitions in the performance database\n"
-    "            (--db FILE.sqlite or postgresql://...; default $STRATA_PERF_DB or\n"
-    "            ~/.cache/strata/perf.sqlite). Layers the database already has for this system are skipped.\n"
-    "  --threads N     library (OpenMP) threads: the framework run's count (default $OMP_NUM_THREADS, else "
-    "1;\n"
-    "                  PyTorch: torch.get_num_threads()). One thread is timed by its CPU clock, several by\n"
-    "                  the wall clock with preempted repetitions discarded, so other processes do not "
-    "count.\n"
-    "  --max-spread F  a measurement whose interquartile range exceeds F x its median (default 0.1) is\n"
-    "                  re-measured, up to --attempts times (default 3); still noisy, the layer is not "
-    "stored.\n"
-    "  --recheck       also re-measure stored layers whose rows are suspicious (no quality recorded, or "
-    "noisy).\n"
-    "  cpu backend: oneDNN; cuda backend: cuDNN + cuBLAS (needs a GPU and the CUDA plugin).\n"
-    "  --fusion: also each convolution fused with what follows it as oneDNN post-ops: an activation\n"
-    "            (Relu, Clip/ReLU6, Sigmoid, Tanh, Elu, LeakyRelu) or a residual Add (+ activation).\n";
 
 // The run's summary on stdout; warnings, re-measured and refused entries on stderr.
 void print_run(const CommandOptions& opt, const lb::PerfDb& db, const lb::BenchRunStats& stats) {
@@ -68,33 +47,67 @@ void print_run(const CommandOptions& opt, const lb::PerfDb& db, const lb::BenchR
   for (const std::string& w : stats.warnings) std::fprintf(stderr, "strata bench: %s\n", w.c_str());
 }
 
+void describe_generate(CommandLine& cl) {
+  cl.app().name("strata bench generate");
+  cl.app().description(
+      "Generate standalone C++ benchmarks (Google Benchmark) and a CMakeLists.txt, one per unique layer, "
+      "algorithm, data type and layout of the models.");
+}
+
+void describe_run(CommandLine& cl) {
+  cl.app().name("strata bench run");
+  cl.app().description(
+      "Time every unique layer of the models here and store median, spread and repetitions in the "
+      "performance "
+      "database; layers the database already has for this system are skipped. One thread is timed by its CPU "
+      "clock, several by the wall clock with preempted repetitions discarded, so other processes do not "
+      "count.");
+}
+
+int parse_mode_options(CommandLine& cl, int argc, char** argv, const std::string& mode, CommandOptions* opt) {
+  return parse_command_options(
+      cl, argc, argv,
+      mode == "generate" ? kBenchOptions | kOutputOption : kBenchOptions | kDbOptions | kMeasureOptions, opt);
+}
+
 }  // namespace
 
 int run_bench(int argc, char** argv) {
-  if (argc < 2 || std::string_view(argv[1]) == "-h" || std::string_view(argv[1]) == "--help") {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  const std::string mode = argc >= 2 ? argv[1] : "";
+  if (mode != "generate" && mode != "run") {
+    // `strata bench --help` (or no mode): both modes' help, from their declarations.
+    for (const char* m : {"generate", "run"}) {
+      CommandOptions unused;
+      CommandLine help("bench", "");
+      char* args[] = {const_cast<char*>(m), const_cast<char*>("--help")};
+      std::string(m) == "generate" ? describe_generate(help) : describe_run(help);
+      if (mode == "-h" || mode == "--help") parse_mode_options(help, 2, args, m, &unused);
+    }
+    if (mode == "-h" || mode == "--help") return 0;
+    CommandLine cl("bench", "");
+    return cl.usage_error(mode.empty() ? "give a mode: generate or run"
+                                       : "unknown mode '" + mode + "': use generate or run");
   }
-  const std::string mode = argv[1];
-  if (mode != "generate" && mode != "run")
-    return fail("bench", "unknown mode '" + mode + "': use generate or run");
   CommandOptions opt;
   std::string error;
-  if (!parse_command_options(argc, argv, 2, &opt, &error)) return fail("bench", error);
-  if (opt.help) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (opt.models.empty()) return fail("bench", "no model given: strata bench " + mode + " MODEL.onnx...");
+  CommandLine cl("bench", "");
+  mode == "generate" ? describe_generate(cl) : describe_run(cl);
+  if (int code = parse_mode_options(cl, argc - 1, argv + 1, mode, &opt); code >= 0) return code;
+  if (opt.models.empty()) return cl.usage_error("no model given: strata bench " + mode + " MODEL.onnx...");
   std::vector<lb::LayerModel> models;
   if (!check_inputs(opt.models, InputKind::kFile, &error) || !load_models(opt.models, &models, &error))
     return fail("bench", error, 1);
 
   if (mode == "generate") {
-    if (opt.output.empty()) return fail("bench", "generate needs -o DIR");
+    if (opt.output.empty()) return cl.usage_error("generate needs -o DIR");
+    std::error_code ec;  // the benchmarks' files would replace what is there: only with --force
+    if (!opt.force && std::filesystem::exists(opt.output, ec) && !std::filesystem::is_empty(opt.output, ec))
+      return fail("bench",
+                  opt.output + ": exists and is not empty; pass --force to write the benchmarks into it", 1);
     lb::GenerateStats stats;
     if (!lb::generate_benchmarks(models, opt.bench, opt.output, &stats, &error))
       return fail("bench", error, 1);
+    if (is_quiet()) return 0;
     std::printf("wrote %llu benchmarks (%s backend) to %s\n",
                 static_cast<unsigned long long>(stats.benchmarks), opt.bench.backend.c_str(),
                 opt.output.c_str());
@@ -110,9 +123,11 @@ int run_bench(int argc, char** argv) {
   auto db = lb::open_perf_db(url, &error);
   if (!db) return fail("bench", error, 1);
   lb::BenchRunStats stats;
-  if (!lb::run_benchmarks(models, opt.bench, opt.measure, db.get(), &stats, &error, stderr))
+  // The per-layer progress line only on a terminal (a log file gets the summary alone).
+  FILE* progress = isatty(STDERR_FILENO) && !is_quiet() ? stderr : nullptr;
+  if (!lb::run_benchmarks(models, opt.bench, opt.measure, db.get(), &stats, &error, progress))
     return fail("bench", error, 1);
-  print_run(opt, *db, stats);
+  if (!is_quiet()) print_run(opt, *db, stats);  // quiet: the exit code says whether layers were refused
   return stats.refused > 0 ? 3 : 0;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/safe_files.h"
@@ -13,28 +14,12 @@
 #include "format/input_file.h"
 #include "import/importer.h"
 #include "import/ncu_csv.h"
-#include "model/trace_reader.h"
 #include "model/span_tree.h"
 #include "model/trace_reader.h"
 #include "model/trace_saver.h"
 
 namespace strata::cli {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: strata import FILE [-o OUT.strata] [--force] [--format auto|kineto|onnxruntime|tensorflow]\n"
-    "                     [--zstd LEVEL]\n"
-    "       strata import --metrics NCU.csv --into TRACE [-o OUT.strata] [--force]\n"
-    "  FILE: PyTorch profiler (Kineto) Chrome trace, ONNX Runtime profile, or TensorFlow trace JSON\n"
-    "        (plain or .gz)\n"
-    "  -o OUT.strata: output (default: FILE without .json/.json.gz, plus .strata); never written through a\n"
-    "        symbolic link\n"
-    "  --force: replace OUT.strata if it exists (only a regular file of yours)\n"
-    "  --format: the producer, when auto-detection cannot tell (default auto)\n"
-    "  --zstd LEVEL: compress the output chunks (default 3; 0 stores them uncompressed)\n"
-    "  FILE may also be Nsight Compute CSV (ncu --csv, details page or --page raw)\n"
-    "  --metrics NCU.csv --into TRACE: join ncu's measured metrics to the kernels of TRACE (any format\n"
-    "        strata reads) by kernel name and launch order; OUT defaults to TRACE's name plus .ncu.strata\n";
 
 std::string default_output(std::string path) {
   for (const char* suffix : {".gz", ".json"})
@@ -57,7 +42,8 @@ int join_metrics(const std::string& metrics, const std::string& into, std::strin
       }
     output += ".ncu.strata";
   }
-  if (!check_output_target(output, force, &error)) return fail("import", error, 1);
+  if (refuse_gzip_native(output, &error) || !check_output_target(output, force, &error))
+    return fail("import", error, is_gzip_name(output) ? 2 : 1);
   if (!format::read_regular_file(metrics, size_t{1} << 30, "split the ncu output", &bytes, &error))
     return fail("import", error, 1);
   import::NcuProfile profile;
@@ -70,80 +56,19 @@ int join_metrics(const std::string& metrics, const std::string& into, std::strin
   if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, zstd_level) ||
       !out.commit(&error))
     return fail("import", error, 1);
-  std::printf("joined %s into %s: %llu of %zu ncu kernels matched a trace kernel (%llu unmatched), %llu trace "
-              "kernels without metrics -> %s\n",
-              exporter::escape_terminal(metrics).c_str(), exporter::escape_terminal(into).c_str(),
-              static_cast<unsigned long long>(c.matched), profile.kernels.size(),
-              static_cast<unsigned long long>(c.ncu_unmatched),
-              static_cast<unsigned long long>(c.trace_without_metrics), exporter::escape_terminal(output).c_str());
+  if (!is_quiet())
+    std::printf(
+        "joined %s into %s: %llu of %zu ncu kernels matched a trace kernel (%llu unmatched), %llu trace "
+        "kernels without metrics -> %s\n",
+        exporter::escape_terminal(metrics).c_str(), exporter::escape_terminal(into).c_str(),
+        static_cast<unsigned long long>(c.matched), profile.kernels.size(),
+        static_cast<unsigned long long>(c.ncu_unmatched),
+        static_cast<unsigned long long>(c.trace_without_metrics), exporter::escape_terminal(output).c_str());
   return c.matched == 0 ? 1 : 0;
 }
 
-}  // namespace
-
-int run_import(int argc, char** argv) {
-  std::string input, output, format = "auto", zstd = "3", metrics, into;
-  bool force = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    bool missing = false;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--force") {
-      force = true;
-      continue;
-    }
-    if (take_option(argc, argv, &i, "-o", &output, &missing) ||
-        take_option(argc, argv, &i, "--output", &output, &missing) ||
-        take_option(argc, argv, &i, "--format", &format, &missing) ||
-        take_option(argc, argv, &i, "--zstd", &zstd, &missing) ||
-        take_option(argc, argv, &i, "--metrics", &metrics, &missing) ||
-        take_option(argc, argv, &i, "--into", &into, &missing)) {
-      if (missing) return fail("import", std::string(arg) + " needs a value\n" + kUsage);
-      continue;
-    }
-    if (!arg.empty() && arg[0] == '-' && arg != "-")
-      return fail("import", "unknown option " + std::string(arg) + "\n" + kUsage);
-    if (!input.empty())
-      return fail("import", "one input file at a time (got " + input + " and " + std::string(arg) + ")");
-    input = arg;
-  }
-  int zstd_level = 0;
-  try {
-    zstd_level = std::stoi(zstd);
-  } catch (...) {
-    return fail("import", "--zstd needs a number (0-19), got '" + zstd + "'");
-  }
-  if (!metrics.empty() || !into.empty()) {
-    if (metrics.empty() || into.empty() || !input.empty())
-      return fail("import", std::string("--metrics NCU.csv and --into TRACE go together, without FILE\n") + kUsage);
-    return join_metrics(metrics, into, output, force, zstd_level);
-  }
-  if (input.empty()) return fail("import", std::string("no input file\n") + kUsage);
-  if (output.empty()) output = default_output(input);
-
-  std::string error;
-  if (!check_inputs({input}, InputKind::kFile, &error)) return fail("import", error, 1);
-  if (!check_output_target(output, force, &error)) return fail("import", error, 1);
-
-  model::OpenOptions options;
-  options.format = format == "auto" ? "json" : format;  // foreign formats only: a native trace is refused
-  if (format == "auto") {  // a foreign reader recognized by content (nsys SQLite) is used as such
-    import::register_readers();
-    std::string probe_error;
-    const model::TraceReader* reader = model::reader_for(input, "auto", &probe_error);
-    if (reader != nullptr && reader->name() != "native") options.format = std::string(reader->name());
-  }
-  model::Trace trace;
-  if (!open_inputs(std::span<const std::string>(&input, 1), &trace, &error, options))
-    return fail("import", error, 1);
-  OutputFile out;
-  if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, zstd_level) ||
-      !out.commit(&error))
-    return fail("import", error, 1);
-
+// What the import read, linked and dropped (stdout; --quiet leaves it out).
+void print_import_report(const model::Trace& trace, const std::string& input, const std::string& output) {
   // The import's counts are its main process's stats; the tree's, the trace's.
   using stats::Stat;
   stats::StatSet counts;
@@ -161,10 +86,11 @@ int run_import(int argc, char** argv) {
               n(Stat::kImportSpansWritten), n(Stat::kImportMetadataEvents), n(Stat::kImportFlowEvents),
               static_cast<unsigned long long>(import::dropped_events(counts)));
   if (counts.get(Stat::kImportNcuKernels))
-    std::printf("ncu: %llu kernels, %llu metric values, %llu rule rows, %llu other lines skipped (==PROF==, the "
-                "program's output)\n",
-                n(Stat::kImportNcuKernels), n(Stat::kImportNcuMetricRows), n(Stat::kImportNcuRuleRows),
-                n(Stat::kImportNcuOtherLines));
+    std::printf(
+        "ncu: %llu kernels, %llu metric values, %llu rule rows, %llu other lines skipped (==PROF==, the "
+        "program's output)\n",
+        n(Stat::kImportNcuKernels), n(Stat::kImportNcuMetricRows), n(Stat::kImportNcuRuleRows),
+        n(Stat::kImportNcuOtherLines));
   // Duration pairs and counters make records and events differ; say how, so the counts add up.
   if (counts.get(Stat::kImportEndEvents) || counts.get(Stat::kImportCounterEvents) ||
       counts.get(Stat::kImportUnfinishedSpans))
@@ -224,6 +150,79 @@ int run_import(int argc, char** argv) {
     if (auto problem = p.properties.get("import.first_problem"))
       std::printf("first problem: %s\n", exporter::escape_terminal(*problem).c_str());
   print_summary(model::summarize(trace), stdout);
+}
+
+}  // namespace
+
+int run_import(int argc, char** argv) {
+  std::string input, output, format = "auto", metrics, into;
+  bool force = false;
+  int zstd_level = 3;
+  CommandLine cl(
+      "import",
+      "Convert a framework profiler's trace into a Strata trace, and say what was read, written and "
+      "dropped; or join Nsight Compute's measured metrics to a trace's kernels (--metrics --into).");
+  cl.app().add_option(
+      "FILE", input,
+      "PyTorch profiler (Kineto) Chrome trace, ONNX Runtime profile or TensorFlow trace JSON (plain "
+      "or .gz), an Nsight Systems SQLite export, or Nsight Compute CSV (ncu --csv, details page "
+      "or --page raw)");
+  cl.add_output(
+      &output,
+      "the Strata trace to write (default: FILE without .json/.json.gz, plus .strata); never written "
+      "through a symbolic link; not gzip'd (a .gz name is refused: --zstd compresses its chunks)");
+  cl.add_force(&force);
+  cl.app()
+      .add_option("--format", format, "the producer, when auto-detection cannot tell (default auto)")
+      ->type_name("NAME");
+  cl.app()
+      .add_option("--zstd", zstd_level,
+                  "compress the output chunks with zstd at LEVEL (default 3; 0: uncompressed)")
+      ->check(CLI::Range(0, 19))
+      ->type_name("LEVEL");
+  cl.app()
+      .add_option("--metrics", metrics, "ncu --csv output to join to the kernels of --into TRACE")
+      ->type_name("NCU.csv");
+  cl.app()
+      .add_option("--into", into,
+                  "with --metrics: the trace (any format strata reads) whose kernels get ncu's metrics, by "
+                  "kernel name and launch order; the output defaults to TRACE's name plus .ncu.strata")
+      ->type_name("TRACE");
+  cl.set_extra_argument_note("one input file at a time");
+  if (int code = cl.parse(argc, argv); code >= 0) return code;
+  if (!metrics.empty() || !into.empty()) {
+    if (metrics.empty() || into.empty() || !input.empty())
+      return cl.usage_error("--metrics NCU.csv and --into TRACE go together, without FILE");
+    return join_metrics(metrics, into, output, force, zstd_level);
+  }
+  if (input.empty()) return cl.usage_error("no input file");
+  if (output.empty()) output = default_output(input);
+
+  std::string error;
+  if (refuse_gzip_native(output, &error)) return cl.usage_error(error);
+  if (!check_inputs({input}, InputKind::kFile, &error)) return fail("import", error, 1);
+  if (!check_output_target(output, force, &error)) return fail("import", error, 1);
+
+  model::OpenOptions options;
+  options.format = format == "auto" ? "json" : format;  // foreign formats only: a native trace is refused
+  if (format == "auto") {  // a foreign reader recognized by content (nsys SQLite) is used as such
+    import::register_readers();
+    std::string probe_error;
+    const model::TraceReader* reader = model::reader_for(input, "auto", &probe_error);
+    if (reader != nullptr && reader->name() != "native") options.format = std::string(reader->name());
+  }
+  model::Trace trace;
+  if (!open_inputs(std::span<const std::string>(&input, 1), &trace, &error, options))
+    return fail("import", error, 1);
+  OutputFile out;
+  {
+    Progress progress("import");
+    progress.phase("writing " + output);
+    if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, zstd_level) ||
+        !out.commit(&error))
+      return fail("import", error, 1);
+  }
+  if (!is_quiet()) print_import_report(trace, input, output);
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "core/activity_type.h"
@@ -19,11 +20,6 @@
 
 namespace strata::cli {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: strata info FILE\n"
-    "  FILE: a .strata trace (or a directory of them), read as a stream so any size fits in memory; or any\n"
-    "        trace a reader of this build opens (Kineto/PyTorch, ONNX Runtime, TensorFlow JSON)\n";
 
 // Text from the trace, safe to print on a terminal.
 std::string shown(std::string_view text) { return exporter::escape_terminal(text); }
@@ -67,14 +63,16 @@ void print_rank(const model::Process& p) {
     std::snprintf(buf, sizeof(buf), "+-%.3f us", bound / 1e3);
     bound_text = buf;
   }
-  std::printf("  clock: %s (reference rank %s), offset %.3f us, drift %s ppm, uncertainty %s; %lld collective "
-              "ends matched, %lld rejected, residual p90 %.3f us\n",
-              shown(std::string(*method)).c_str(), shown(std::string(props.get("clock.reference_rank").value_or("?"))).c_str(),
-              props.get_int("clock.offset_ns").value_or(0) / 1e3,
-              shown(std::string(props.get("clock.drift_ppm").value_or("0"))).c_str(), bound_text.c_str(),
-              static_cast<long long>(props.get_int("clock.matched").value_or(0)),
-              static_cast<long long>(props.get_int("clock.rejected").value_or(0)),
-              props.get_int("clock.residual_p90_ns").value_or(-1) / 1e3);
+  std::printf(
+      "  clock: %s (reference rank %s), offset %.3f us, drift %s ppm, uncertainty %s; %lld collective "
+      "ends matched, %lld rejected, residual p90 %.3f us\n",
+      shown(std::string(*method)).c_str(),
+      shown(std::string(props.get("clock.reference_rank").value_or("?"))).c_str(),
+      props.get_int("clock.offset_ns").value_or(0) / 1e3,
+      shown(std::string(props.get("clock.drift_ppm").value_or("0"))).c_str(), bound_text.c_str(),
+      static_cast<long long>(props.get_int("clock.matched").value_or(0)),
+      static_cast<long long>(props.get_int("clock.rejected").value_or(0)),
+      props.get_int("clock.residual_p90_ns").value_or(-1) / 1e3);
 }
 
 void print_process(const model::Process& p, uint64_t snapshots) {
@@ -98,23 +96,19 @@ void print_process(const model::Process& p, uint64_t snapshots) {
 
 int run_info(int argc, char** argv) {
   std::string path;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--" && i + 1 < argc && path.empty()) {  // a file whose name starts with '-'
-      path = argv[++i];
-      continue;
-    }
-    if (!arg.empty() && arg[0] == '-')
-      return fail("info", "unknown option " + std::string(arg) + "\n" + kUsage);
-    if (!path.empty())
-      return fail("info", "one trace at a time (got " + path + " and " + std::string(arg) + ")");
-    path = arg;
-  }
-  if (path.empty()) return fail("info", std::string("no trace file given\n") + kUsage);
+  CommandLine cl(
+      "info",
+      "Show a trace's header, processes, span counts, drops by cause, clock domains, damage and every "
+      "non-zero stat.");
+  cl.app()
+      .add_option(
+          "FILE", path,
+          "a .strata trace (or a directory of them), read as a stream so any size fits in memory; or any "
+          "trace a reader of this build opens (Kineto/PyTorch, ONNX Runtime, TensorFlow JSON, ...); a "
+          "name starting with '-' goes after --")
+      ->required();
+  cl.set_extra_argument_note("one trace at a time");
+  if (int code = cl.parse(argc, argv); code >= 0) return code;
 
   model::TraceSummary summary;
   std::string error;
@@ -124,8 +118,11 @@ int run_info(int argc, char** argv) {
 #endif
   const model::TraceReader* reader = model::reader_for(path, "auto", &error);
   if (reader == nullptr) return fail("info", error, 1);
-  model::Trace trace;  // only for formats that are not streamed
+  model::Trace trace;                // only for formats that are not streamed
   if (reader->name() == "native") {  // streamed: memory independent of the trace's size
+    detail("info", "reading %s with the native reader, as a stream", shown(path).c_str());
+    Progress progress("info");
+    progress.phase("reading " + path);
     if (!model::summarize_file(path, &summary, &error)) return fail("info", error, 1);
   } else {
     if (!load_native_or_import(path, &trace, &error)) return fail("info", error, 1);
@@ -159,9 +156,10 @@ int run_info(int argc, char** argv) {
     std::printf(" %s=%llu", activity_name(activity).c_str(), static_cast<unsigned long long>(count));
   std::printf("\n");
   if (summary.format_1_0_spans)
-    std::printf("format 1.0: %llu spans stored without an activity type (typed and their attribute keys renamed "
-                "when loaded: analyze, export, iterations)\n",
-                static_cast<unsigned long long>(summary.format_1_0_spans));
+    std::printf(
+        "format 1.0: %llu spans stored without an activity type (typed and their attribute keys renamed "
+        "when loaded: analyze, export, iterations)\n",
+        static_cast<unsigned long long>(summary.format_1_0_spans));
   print_summary(summary, stdout, 64);
   print_stats(summary.stats, summary.processes, stdout);
   for (const auto& [key, value] : summary.record.entries())

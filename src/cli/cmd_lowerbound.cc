@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "analysis/workload.h"
+#include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/lowerbound_options.h"
@@ -27,21 +28,6 @@ namespace strata::cli {
 namespace lb = strata::lowerbound;
 
 namespace {
-
-constexpr const char* kUsage =
-    "usage: strata lowerbound MODEL.onnx [--db URL] [--backend cpu|cuda] [--dtype fp32,bf16,fp16]\n"
-    "                         [--layout nchw|nhwc|blocked] [--fusion] [--trace RUN.strata] [--dot FILE.dot]\n"
-    "                         [--svg FILE.svg] [--force] [--layers] [--top N] [--format text|csv|json]\n"
-    "                         [--threads N] [--system-tag TAG]\n"
-    "  Lower bounds from the best benchmarked latency of each layer: sequential (sum) and parallel\n"
-    "  (critical path through the layer DAG). The first --dtype is the main one; the others are\n"
-    "  compared in the precision table. --trace compares a framework run (strata record --level layer,\n"
-    "  --level library for algorithm selection) with the bound; on a GPU run (--level device, or a\n"
-    "  Kineto trace from strata import) it also shows which layers' kernels ran on tensor cores.\n"
-    "  --fusion adds the bound with fusable chains (conv + activation, conv + residual add) fused.\n"
-    "  --threads N selects the rows benchmarked with N library threads (default $OMP_NUM_THREADS, else 1):\n"
-    "  use the framework run's count. A bound above the measured run (normalized > 1) is reported as such.\n"
-    "  --dot/--svg write the critical path; --force replaces those files if they exist (regular files of yours).\n";
 
 // Graphviz `dot -Tsvg DOT -o SVG`, run without a shell (paths may hold quotes or spaces), its
 // messages discarded. False when it is missing or fails.
@@ -118,9 +104,9 @@ bool compare_trace(const CommandOptions& opt, const lb::BoundInputs& in, const l
 // --dot / --svg: the critical path. Written as every output is (cli/safe_files.h): never through a
 // planted link, an existing file replaced only with --force.
 bool write_text_output(const std::string& path, const std::string& text, bool force, std::string* error) {
-  OutputFile target;
+  Output target;  // a name ending in .gz is gzip'd
   if (!target.begin(path, force, error)) return false;
-  std::ofstream out(target.temp_path(), std::ios::binary);
+  std::ofstream out(target.path(), std::ios::binary);
   out << text;
   out.close();
   if (!out) {
@@ -135,14 +121,17 @@ bool write_critical_path(const CommandOptions& opt, const lb::BoundInputs& in, c
   std::string dot = lb::critical_path_dot(in.model, main.latency_ns, main.bounds);
   if (!opt.dot.empty()) {
     if (!write_text_output(opt.dot, dot, opt.force, error)) return false;
-    std::fprintf(stderr, "critical path (DOT): %s\n", opt.dot.c_str());
+    inform("lowerbound", "critical path (DOT): %s", opt.dot.c_str());
   }
   if (opt.svg.empty()) return true;
-  std::string dot_path = opt.dot.empty() ? opt.svg + ".dot" : opt.dot;
-  if (opt.dot.empty() && !write_text_output(dot_path, dot, opt.force, error)) return false;
-  OutputFile svg;
+  // Graphviz reads plain DOT: a gzip'd --dot gets a plain copy next to the SVG.
+  const bool own_dot = opt.dot.empty() || is_gzip_name(opt.dot);
+  const std::string svg_plain = is_gzip_name(opt.svg) ? opt.svg.substr(0, opt.svg.size() - 3) : opt.svg;
+  std::string dot_path = own_dot ? svg_plain + ".dot" : opt.dot;
+  if (own_dot && !write_text_output(dot_path, dot, opt.force, error)) return false;
+  Output svg;
   if (!svg.begin(opt.svg, opt.force, error)) return false;
-  if (!run_dot_to_svg(dot_path, svg.temp_path())) {
+  if (!run_dot_to_svg(dot_path, svg.path())) {
     std::fprintf(
         stderr,
         "strata lowerbound: warning: graphviz `dot` failed or is missing (apt-get install graphviz); "
@@ -151,7 +140,7 @@ bool write_critical_path(const CommandOptions& opt, const lb::BoundInputs& in, c
     return true;
   }
   if (!svg.commit(error)) return false;
-  std::fprintf(stderr, "critical path (SVG): %s\n", opt.svg.c_str());
+  inform("lowerbound", "critical path (SVG): %s", opt.svg.c_str());
   return true;
 }
 
@@ -160,11 +149,18 @@ bool write_critical_path(const CommandOptions& opt, const lb::BoundInputs& in, c
 int run_lowerbound(int argc, char** argv) {
   CommandOptions opt;
   std::string error;
-  if (!parse_command_options(argc, argv, 1, &opt, &error)) return fail("lowerbound", error);
-  if (opt.help || opt.models.size() != 1) {
-    std::fputs(kUsage, opt.help ? stdout : stderr);
-    return opt.help ? 0 : 2;
-  }
+  CommandLine cl(
+      "lowerbound",
+      "Lower bounds of an ONNX model's latency from the best benchmarked latency of each layer: "
+      "sequential (sum) and parallel (critical path through the layer DAG). The first --dtype is the "
+      "main one; the others are compared in the precision table. --fusion adds the bound with fusable "
+      "chains (conv + activation, conv + residual add) fused. Use --threads with the framework run's "
+      "count. A bound above the measured run (normalized > 1) is reported as such.");
+  if (int code = parse_command_options(
+          cl, argc, argv, kFormatOption | kLayersOption | kBenchOptions | kDbOptions | kTraceOptions, &opt);
+      code >= 0)
+    return code;
+  if (opt.models.size() != 1) return cl.usage_error("give exactly one MODEL.onnx");
   lb::BoundRequest request;
   request.onnx_path = opt.models[0];
   request.db_url = opt.db_url;

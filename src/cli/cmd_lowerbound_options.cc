@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string_view>
 
+#include "cli/cli_options.h"
 #include "cli/lowerbound_options.h"
 #include "lowerbound/ir/onnx_loader.h"
 #include "lowerbound/perfdb/db_url.h"
@@ -144,83 +146,82 @@ bool set_attempts(const std::string& v, CommandOptions* out, std::string* error)
   return false;
 }
 
-struct ValueOption {
-  std::string_view name;
-  Setter set;
-};
-constexpr ValueOption kValueOptions[] = {
-    {"--db", [](const std::string& v, CommandOptions* o, std::string*) { return o->db_url = v, true; }},
-    {"--system-tag",
-     [](const std::string& v, CommandOptions* o, std::string*) { return o->bench.system_tag = v, true; }},
-    {"--trace", [](const std::string& v, CommandOptions* o, std::string*) { return o->trace = v, true; }},
-    {"--dot", [](const std::string& v, CommandOptions* o, std::string*) { return o->dot = v, true; }},
-    {"--svg", [](const std::string& v, CommandOptions* o, std::string*) { return o->svg = v, true; }},
-    {"-o", [](const std::string& v, CommandOptions* o, std::string*) { return o->output = v, true; }},
-    {"--output", [](const std::string& v, CommandOptions* o, std::string*) { return o->output = v, true; }},
-    {"--top",
-     [](const std::string& v, CommandOptions* o, std::string*) {
-       return o->top = static_cast<size_t>(std::max(1, std::atoi(v.c_str()))), true;
-     }},
-    {"--format", set_format},
-    {"--backend", set_backend},
-    {"--dtype", set_dtypes},
-    {"--layout", set_layouts},
-    {"--repetitions", set_repetitions},
-    {"--min-time-ms", set_min_time},
-    {"--threads", set_threads},
-    {"--max-spread", set_max_spread},
-    {"--attempts", set_attempts},
-};
+// CLI11 callback from a setter: a bad value is a parse error carrying the setter's line.
+std::function<void(const std::string&)> checked(Setter set, CommandOptions* out) {
+  return [set, out](const std::string& v) {
+    std::string error;
+    if (!set(v, out, &error)) throw CLI::ValidationError(error);
+  };
+}
+
+CLI::Option* value(CommandLine& cl, const std::string& name, Setter set, CommandOptions* out,
+                   const char* type, const std::string& help) {
+  return cl.app().add_option_function<std::string>(name, checked(set, out), help)->type_name(type);
+}
 
 }  // namespace
 
-bool parse_command_options(int argc, char** argv, int first, CommandOptions* out, std::string* error) {
-  for (int i = first; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      out->help = true;
-      continue;
-    }
-    if (arg == "--force") {
-      out->force = true;
-      continue;
-    }
-    if (arg == "--fusion" || arg == "--layers" || arg == "--recheck") {
-      (arg == "--fusion" ? out->bench.fusion : arg == "--layers" ? out->layers : out->bench.recheck) = true;
-      continue;
-    }
-    const ValueOption* option = nullptr;
-    std::string value;
-    for (const ValueOption& o : kValueOptions) {
-      if (arg == o.name) {
-        if (i + 1 >= argc) {
-          *error = "option " + std::string(o.name) + " needs a value";
-          return false;
-        }
-        value = argv[++i];
-      } else if (arg.size() > o.name.size() && arg.substr(0, o.name.size()) == o.name &&
-                 arg[o.name.size()] == '=') {
-        value = std::string(arg.substr(o.name.size() + 1));
-      } else {
-        continue;
-      }
-      option = &o;
-      break;
-    }
-    if (option) {
-      if (!option->set(value, out, error)) return false;
-    } else if (!arg.empty() && arg[0] == '-') {
-      *error = "unknown option '" + std::string(arg) + "' (see --help)";
-      return false;
-    } else {
-      out->models.emplace_back(arg);
-    }
+int parse_command_options(CommandLine& cl, int argc, char** argv, unsigned groups, CommandOptions* out) {
+  CLI::App& app = cl.app();
+  app.add_option("MODEL", out->models, "ONNX model files (shape inference included)")
+      ->type_name("MODEL.onnx");
+  if (groups & kFormatOption) value(cl, "-f,--format", set_format, out, "NAME", "text (default), csv, json");
+  if (groups & kLayersOption)
+    app.add_flag("--layers", out->layers, "also list every layer: type, shapes, attributes, predecessors");
+  if (groups & kBenchOptions) {
+    value(cl, "--backend", set_backend, out, "NAME",
+          "cpu (oneDNN, default) or cuda (cuDNN + cuBLAS: needs a GPU and the CUDA plugin)");
+    value(cl, "--dtype", set_dtypes, out, "LIST", "data types, comma-separated: fp32 (default), bf16, fp16");
+    value(cl, "--layout", set_layouts, out, "LIST",
+          "layouts, comma-separated: nchw (default), nhwc, blocked");
+    app.add_flag("--fusion", out->bench.fusion,
+                 "also each convolution fused with what follows it as oneDNN post-ops: an activation (Relu, "
+                 "Clip/ReLU6, Sigmoid, Tanh, Elu, LeakyRelu) or a residual Add (+ activation)");
   }
-  if (!out->db_url.empty() && !check_db_argument(argc, argv, first, out->db_url, error)) return false;
+  if (groups & kDbOptions) {
+    app.add_option("--db", out->db_url,
+                   "performance database: FILE.sqlite or postgresql://... (no password: ~/.pgpass); default "
+                   "$STRATA_PERF_DB or ~/.cache/strata/perf.sqlite")
+        ->type_name("URL");
+    app.add_option("--system-tag", out->bench.system_tag, "rows of this system tag (default: this machine's)")
+        ->type_name("TAG");
+    value(cl, "--threads", set_threads, out, "N",
+          "library (OpenMP) threads: the framework run's count (default $OMP_NUM_THREADS, else 1; PyTorch: "
+          "torch.get_num_threads())");
+  }
+  if (groups & kMeasureOptions) {
+    value(cl, "--repetitions", set_repetitions, out, "N", "timed repetitions per measurement (1-1000)");
+    value(cl, "--min-time-ms", set_min_time, out, "MS", "least time of one repetition");
+    value(
+        cl, "--max-spread", set_max_spread, out, "F",
+        "a measurement whose interquartile range exceeds F x its median (default 0.1) is re-measured, up to "
+        "--attempts times; still noisy, the layer is not stored");
+    value(cl, "--attempts", set_attempts, out, "N", "measurements of a noisy layer (default 3, 1-100)");
+    app.add_flag("--recheck", out->bench.recheck,
+                 "also re-measure stored layers whose rows are suspicious (no quality recorded, or noisy)");
+  }
+  if (groups & kOutputOption)
+    cl.add_output(&out->output, "directory for the generated benchmarks")->type_name("DIR");
+  if (groups & kTraceOptions) {
+    app.add_option("--trace", out->trace,
+                   "compare a framework run (strata record --level layer; --level library for algorithm "
+                   "selection; --level device or an imported Kineto trace: tensor-core use) with the bound")
+        ->type_name("RUN");
+    app.add_option("--top", out->top, "rows of the largest gaps shown (default 10)")
+        ->check(positive_count(1000000))
+        ->type_name("N");
+    cl.add_output(&out->dot, "write the critical path as Graphviz DOT (.gz: gzip'd)", "--dot");
+    cl.add_output(&out->svg, "write the critical path as SVG (needs Graphviz's dot; .gz: gzip'd)", "--svg");
+  }
+  if (groups & (kOutputOption | kTraceOptions)) cl.add_force(&out->force);
+  if (int code = cl.parse(argc, argv); code >= 0) return code;
+  std::string error;
+  if (!out->db_url.empty() && !check_db_argument(argc, argv, 1, out->db_url, &error))
+    return cl.usage_error(error);
   if (!out->threads_given) out->measure.threads = lowerbound::default_threads();
   if (out->bench.dtypes.empty()) out->bench.dtypes = {"f32"};
   if (out->bench.layouts.empty()) out->bench.layouts = {"nchw"};
-  return true;
+  return -1;
 }
 
 bool load_models(const std::vector<std::string>& paths, std::vector<LayerModel>* models, std::string* error) {

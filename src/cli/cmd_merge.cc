@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/safe_files.h"
@@ -14,17 +15,6 @@
 
 namespace strata::cli {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: strata merge TRACE... -o JOB.strata [--force] [--align auto|always|none] [--reference-rank N]\n"
-    "  TRACE: one trace per rank, of any format this build reads (native, Kineto/PyTorch JSON, ...);\n"
-    "         its rank is what the trace says (strata record: RANK/SLURM_PROCID/OMPI_COMM_WORLD_RANK/\n"
-    "         PMI_RANK; Kineto: distributedInfo.rank), else its position on the command line\n"
-    "  --align auto: fit each rank's clock offset and drift to the reference rank from the ends of\n"
-    "         matched collective kernels, except ranks on the reference rank's host (one clock);\n"
-    "         always: also those; none: keep every time as recorded\n"
-    "  --reference-rank N: the rank whose clock is kept (default 0)\n"
-    "  -o OUT: the merged native trace; --force replaces OUT if it exists\n";
 
 // Each input's processes get the input's rank when they carry none; two inputs claiming one rank
 // are refused (their spans would mix in one process group).
@@ -59,37 +49,37 @@ bool label_ranks(model::Trace& trace, std::span<const size_t> first, std::span<c
 
 int run_merge(int argc, char** argv) {
   std::vector<std::string> inputs;
-  std::string output, align = "auto", reference = "0";
+  std::string output, align = "auto";
+  int64_t reference_rank = 0;
   bool force = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    bool missing = false;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--force") {
-      force = true;
-      continue;
-    }
-    if (take_option(argc, argv, &i, "-o", &output, &missing) ||
-        take_option(argc, argv, &i, "--align", &align, &missing) ||
-        take_option(argc, argv, &i, "--reference-rank", &reference, &missing)) {
-      if (missing) return fail("merge", std::string(arg) + " needs a value\n" + kUsage);
-      continue;
-    }
-    if (!arg.empty() && arg[0] == '-')
-      return fail("merge", "unknown option " + std::string(arg) + "\n" + kUsage);
-    inputs.emplace_back(arg);
-  }
-  if (inputs.empty()) return fail("merge", std::string("no input traces\n") + kUsage);
-  if (output.empty() || output == "-") return fail("merge", std::string("-o OUT is required\n") + kUsage);
-  if (align != "auto" && align != "always" && align != "none")
-    return fail("merge", "--align " + align + " is not one of auto, always, none");
-  char* end = nullptr;
-  const long long reference_rank = std::strtoll(reference.c_str(), &end, 10);
-  if (reference.empty() || *end != '\0' || reference_rank < 0)
-    return fail("merge", "--reference-rank " + reference + " is not a rank (an integer >= 0)");
+  CommandLine cl("merge",
+                 "Merge the traces of the ranks of one job into one trace, one process group per rank, the "
+                 "ranks' clocks aligned on the reference rank's.");
+  cl.app()
+      .add_option(
+          "TRACE", inputs,
+          "one trace per rank, of any format this build reads (native, Kineto/PyTorch JSON, ...); its rank "
+          "is what the trace says (strata record: RANK/SLURM_PROCID/OMPI_COMM_WORLD_RANK/PMI_RANK; "
+          "Kineto: distributedInfo.rank), else its position on the command line")
+      ->required();
+  cl.add_output(&output, "the merged native trace (required; not gzip'd: readers seek in it)")->required();
+  cl.add_force(&force);
+  cl.app()
+      .add_option(
+          "--align", align,
+          "auto: fit each rank's clock offset and drift to the reference rank from the ends of matched "
+          "collective kernels, except ranks on the reference rank's host (one clock); always: also "
+          "those; none: keep every time as recorded (default auto)")
+      ->check(CLI::IsMember({"auto", "always", "none"}))
+      ->type_name("MODE");
+  cl.app()
+      .add_option("--reference-rank", reference_rank, "the rank whose clock is kept (default 0)")
+      ->check(number_in(0, 1e9, "a rank (an integer >= 0)"))
+      ->type_name("N");
+  if (int code = cl.parse(argc, argv); code >= 0) return code;
+  if (output == "-")
+    return cl.usage_error("-o OUT must be a file (a native trace is not written to standard output)");
+  if (std::string error; refuse_gzip_native(output, &error)) return cl.usage_error(error);
 
   std::string error;
   if (!check_output_target(output, force, &error)) return fail("merge", error, 1);
@@ -108,13 +98,17 @@ int run_merge(int argc, char** argv) {
   };
   if (!open_inputs(inputs, &trace, &error, open)) return fail("merge", error, 1);
   if (!label_error.empty()) return fail("merge", label_error, 1);
-  for (const auto& w : trace.warnings)
-    std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
+  print_warnings(trace.warnings);
 
   OutputFile out;
-  if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, 3) ||
-      !out.commit(&error))
-    return fail("merge", error, 1);
+  {
+    Progress progress("merge");
+    progress.phase("writing " + output);
+    if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, 3) ||
+        !out.commit(&error))
+      return fail("merge", error, 1);
+  }
+  if (is_quiet()) return 0;
   std::printf("%s: %zu ranks, %zu processes, %zu spans\n", output.c_str(), inputs.size(),
               trace.processes.size(), trace.spans.size());
   if (renumbered > 0)

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/lowerbound_options.h"
@@ -19,17 +20,14 @@ using table::Cell;
 int run_model(int argc, char** argv) {
   CommandOptions opt;
   std::string error;
-  if (!parse_command_options(argc, argv, 1, &opt, &error)) return fail("model", error);
-  if (opt.help || opt.models.empty()) {
-    std::fputs(
-        "usage: strata model FILE.onnx... [--layers] [--format text|csv|json]\n"
-        "  Loads ONNX models (shape inference included) and counts unique layers: two layers are the\n"
-        "  same when operator, input/weight/output shapes and attributes match (weights ignored); lists\n"
-        "  the convolutions `bench run --fusion` fuses with their consumers.\n"
-        "  --layers  also list every layer: type, shapes, attributes, predecessors\n",
-        opt.help ? stdout : stderr);
-    return opt.help ? 0 : 2;
-  }
+  CommandLine cl(
+      "model",
+      "Load ONNX models (shape inference included) and count unique layers: two layers are the same "
+      "when operator, input/weight/output shapes and attributes match (weights ignored); list the "
+      "convolutions `bench run --fusion` fuses with their consumers.");
+  if (int code = parse_command_options(cl, argc, argv, kFormatOption | kLayersOption, &opt); code >= 0)
+    return code;
+  if (opt.models.empty()) return cl.usage_error("no model given");
   std::vector<lb::LayerModel> models;
   if (!check_inputs(opt.models, InputKind::kFile, &error) || !load_models(opt.models, &models, &error))
     return fail("model", error, 1);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/safe_files.h"
@@ -17,101 +18,99 @@
 #include "profile/profile.h"
 
 namespace strata::cli {
-namespace {
-
-constexpr const char* kUsage =
-    "usage: strata profile TRACE|DIR [--by function|op|layer|module|line] [--top N] [--event N]\n"
-    "                      [--format table|csv|json|collapsed|pprof|speedscope] [-o FILE]\n"
-    "  TRACE|DIR     a trace recorded with `strata record --sample`, or the directory `strata attach`\n"
-    "                wrote (all its epochs are read together)\n"
-    "  --by function self share (the sample's leaf) and total share (anywhere on the stack) per\n"
-    "                function (default); Python functions show their file and hottest line\n"
-    "  --by op       per op (the innermost layer span open at the sample), with the functions that took\n"
-    "                its samples; samples outside any op form their own row\n"
-    "  --by layer    per outermost layer-level span (the module around the ops)\n"
-    "  --by module   per mapped file (Python frames: per source file)\n"
-    "  --by line     Python frames per file:line (native frames per function)\n"
-    "  --top N       rows shown in the table (default 30; csv and json have every row)\n"
-    "  --format F    table (default), csv, json, or collapsed: folded stacks \"root;...;leaf count\" for\n"
-    "                flame-graph tools, the layer spans open at the sample as \"[op] NAME\" root frames;\n"
-    "                pprof: gzip profile.proto (labels op, layer, thread), written to -o FILE;\n"
-    "                speedscope: speedscope's JSON, one profile per thread\n"
-    "  -o FILE       write the output to FILE (a new file: not replaced, links not followed)\n"
-    "  --event N     which sampled event (0: CPU time; more with a hardware PMU; see strata info)\n";
-
-}  // namespace
-
 int run_profile(int argc, char** argv) {
-  std::string path, by = "function", top = "30", event = "0", format = "table", output;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    bool missing = false;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (take_option(argc, argv, &i, "--by", &by, &missing) || take_option(argc, argv, &i, "--top", &top, &missing) ||
-        take_option(argc, argv, &i, "--event", &event, &missing) ||
-        take_option(argc, argv, &i, "--format", &format, &missing) || take_option(argc, argv, &i, "-o", &output, &missing)) {
-      if (missing) return fail("profile", std::string(arg) + " needs a value\n" + kUsage);
-      continue;
-    }
-    if (arg == "--" && i + 1 < argc && path.empty()) {
-      path = argv[++i];
-      continue;
-    }
-    if (!arg.empty() && arg[0] == '-') return fail("profile", "unknown option " + std::string(arg) + "\n" + kUsage);
-    if (!path.empty()) return fail("profile", "one trace at a time\n" + std::string(kUsage));
-    path = std::string(arg);
-  }
-  if (path.empty()) return fail("profile", std::string("no trace given\n") + kUsage);
+  std::string path, by = "function", format = "table", output;
+  int64_t top = 30, event = 0;
+  bool force = false;
+  CommandLine cl(
+      "profile",
+      "CPU profile from a trace's samples (`strata record --sample`, or the epoch files of `strata "
+      "attach`): self and total shares by function (module, line), or by op with the functions that "
+      "took each op's samples and the time outside any op; as a table, CSV, JSON, folded stacks for "
+      "flame graphs, pprof or speedscope.");
+  cl.app()
+      .add_option(
+          "TRACE", path,
+          "a trace recorded with `strata record --sample`, or the directory `strata attach` wrote (all "
+          "its epochs are read together)")
+      ->required();
+  cl.app()
+      .add_option(
+          "--by", by,
+          "function: self share (the sample's leaf) and total share (anywhere on the stack) per function "
+          "(default), Python functions with their file and hottest line; op: per op (the innermost layer "
+          "span open at the sample), with the functions that took its samples, samples outside any op in "
+          "their own row; layer: per outermost layer-level span; module: per mapped file (Python frames: "
+          "per source file); line: Python frames per file:line (native frames per function)")
+      ->check(CLI::IsMember({"function", "op", "layer", "module", "line"}))
+      ->type_name("KEY");
+  cl.app()
+      .add_option("--top", top, "rows shown in the table (default 30; csv and json have every row)")
+      ->check(positive_count(1000000))
+      ->type_name("N");
+  cl.app()
+      .add_option("--event", event,
+                  "which sampled event (0: CPU time; more with a hardware PMU; see strata info)")
+      ->check(CLI::Range(int64_t{0}, int64_t{64}))
+      ->type_name("N");
+  cl.add_format(
+      &format, {"table", "csv", "json", "collapsed", "pprof", "speedscope"},
+      "table (default), csv, json, or collapsed: folded stacks \"root;...;leaf count\" for flame-graph "
+      "tools, the layer spans open at the sample as \"[op] NAME\" root frames; pprof: gzip "
+      "profile.proto (labels op, layer, thread), written to -o FILE; speedscope: speedscope's JSON, "
+      "one profile per thread");
+  cl.add_output(
+      &output,
+      "write the output to FILE; never through a symbolic link; a name ending in .gz is gzip'd (pprof "
+      "is gzip'd whatever its name)");
+  cl.add_force(&force);
+  cl.set_extra_argument_note("one trace at a time");
+  if (int code = cl.parse(argc, argv); code >= 0) return code;
   profile::ProfileOptions options;
-  if (!profile::parse_profile_by(by, &options.by))
-    return fail("profile", "--by " + by + " is not function, op, layer, module or line");
-  if (format != "table" && format != "csv" && format != "json" && format != "collapsed" && format != "pprof" &&
-      format != "speedscope")
-    return fail("profile", "--format " + format + " is not table, csv, json, collapsed, pprof or speedscope");
-  if (format == "pprof" && output.empty()) return fail("profile", "--format pprof writes binary data: give -o FILE");
-  char* end = nullptr;
-  long n = std::strtol(top.c_str(), &end, 10);
-  if (end == top.c_str() || *end != '\0' || n < 1 || n > 1000000) return fail("profile", "--top " + top + " is not a count");
-  options.top = static_cast<size_t>(n);
-  n = std::strtol(event.c_str(), &end, 10);
-  if (end == event.c_str() || *end != '\0' || n < 0 || n > 64) return fail("profile", "--event " + event + " is not an event index");
-  options.event = static_cast<int>(n);
+  profile::parse_profile_by(by, &options.by);
+  if (format == "pprof" && output.empty())
+    return cl.usage_error("--format pprof writes binary data: give -o FILE");
+  options.top = static_cast<size_t>(top);
+  options.event = static_cast<int>(event);
 
   model::Trace trace;
   std::string error;
-  if (!output.empty() && !check_output_target(output, false, &error)) return fail("profile", error, 1);
+  if (!output.empty() && !check_output_target(output, force, &error)) return fail("profile", error, 1);
   if (!model::load_trace(path, &trace, &error)) return fail("profile", error, 1);
   symbolize::Symbolizer symbolizer;
   profile::FrameNamer namer(trace, &symbolizer);
   profile::Profile result = profile::build_profile(trace, options, namer);
-  if (format != "table" || !output.empty()) {  // machine-readable: written as is (consumers escape for display)
+  if (format != "table" ||
+      !output.empty()) {  // machine-readable: written as is (consumers escape for display)
     std::string text;
     if (format == "pprof") {
       text = exporter::format_profile_pprof(trace, options, namer, &error);
       if (text.empty()) return fail("profile", error, 1);
     } else {
-      text = format == "csv"         ? exporter::format_profile_csv(result, options)
-             : format == "json"      ? exporter::format_profile_json(result, options)
-             : format == "collapsed" ? profile::format_collapsed(trace, options, namer)
+      text = format == "csv"          ? exporter::format_profile_csv(result, options)
+             : format == "json"       ? exporter::format_profile_json(result, options)
+             : format == "collapsed"  ? profile::format_collapsed(trace, options, namer)
              : format == "speedscope" ? exporter::format_profile_speedscope(trace, options, namer)
-                                     : profile::format_profile(result, options);
+                                      : profile::format_profile(result, options);
     }
     if (output.empty()) {
       std::fwrite(text.data(), 1, text.size(), stdout);
     } else {
-      OutputFile target;
-      if (!target.begin(output, false, &error)) return fail("profile", error, 1);
-      std::ofstream file(target.temp_path(), std::ios::binary);
+      // pprof is gzip'd by its writer: a second gzip for a .gz name would make it unreadable.
+      OutputFile plain;
+      Output target;
+      if (format == "pprof" ? !plain.begin(output, force, &error) : !target.begin(output, force, &error))
+        return fail("profile", error, 1);
+      std::ofstream file(format == "pprof" ? plain.temp_path() : target.path(), std::ios::binary);
       file.write(text.data(), static_cast<std::streamsize>(text.size()));
       file.close();
-      if (!file || !target.commit(&error)) return fail("profile", file ? error : output + ": write failed", 1);
+      if (!file || !(format == "pprof" ? plain.commit(&error) : target.commit(&error)))
+        return fail("profile", file ? error : output + ": write failed", 1);
     }
-    for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", exporter::escape_terminal(note).c_str());
-    for (const std::string& w : trace.warnings)
-      std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
+    if (!is_quiet())
+      for (const std::string& note : result.notes)
+        std::fprintf(stderr, "note: %s\n", exporter::escape_terminal(note).c_str());
+    print_warnings(trace.warnings);
     return result.samples > 0 ? 0 : 1;
   }
   const std::string text = profile::format_profile(result, options);
@@ -123,8 +122,7 @@ int run_profile(int argc, char** argv) {
     std::printf("%s\n", exporter::escape_terminal(std::string_view(text).substr(start, nl - start)).c_str());
     start = nl + 1;
   }
-  for (const std::string& w : trace.warnings)
-    std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
+  print_warnings(trace.warnings);
   return result.samples > 0 ? 0 : 1;
 }
 

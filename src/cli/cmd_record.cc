@@ -23,12 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/gpu_record_env.h"
 #include "cli/safe_files.h"
 #include "collect/clock.h"
-#include "strata_install_layout.h"
 #include "collect/trace_context.h"
 #include "core/level.h"
 #include "export/text_escape.h"
@@ -38,44 +38,12 @@
 #include "model/trace_summary.h"
 #include "runs/leveled.h"
 #include "runs/run_set.h"
+#include "strata_install_layout.h"
 
 namespace strata::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kUsage =
-    "usage: strata record [-o OUT] [--force] [--level LEVEL] [--runs N] [--leveled] [--serialize]\n"
-    "                     [--buffer-mb N] [--compress N] [--keep-parts] [--sample[=HZ]] [--unwind fp|dwarf]\n"
-    "                     -- CMD [ARGS...]\n"
-    "  -o OUT         trace file to write (default: strata-<date>-<time>.strata); never written through a\n"
-    "                 symbolic link\n"
-    "  --force        replace OUT if it exists (only a regular file of yours)\n"
-    "  --level LEVEL  deepest level to record: application, model, layer, library, runtime, device (default "
-    "layer)\n"
-    "                 layer: PyTorch ops (aten::*) with shapes and module paths; library: oneDNN primitives\n"
-    "  --onednn MODE  how --level library traces oneDNN: auto (default: interposer, and oneDNN's verbose\n"
-    "                 output for what it cannot see, e.g. oneDNN linked statically), interpose, verbose, off\n"
-    "  --runs N       run the command N times into one trace (processes tagged with property run=<index>)\n"
-    "  --leveled      run at each level from model down to LEVEL (N times each; N >= 3 measures noise): every\n"
-    "                 run is kept as recorded, analyses time each level by the runs where it was the deepest\n"
-    "                 traced; prints what tracing each level adds, with its run-to-run spread\n"
-    "  --serialize    run with OMP_NUM_THREADS=1, MKL_NUM_THREADS=1, CUDA_LAUNCH_BLOCKING=1 (no overlapping\n"
-    "                 work, so parents are unambiguous)\n"
-    "  --metrics LIST per-kernel GPU metrics with --level device: flops,dram,occupancy (CUPTI Range Profiler,\n"
-    "                 kernel replay: slow; GPU machines only)\n"
-    "  --buffer-mb N  event buffer budget per process in MiB, fixed; overflow is dropped and counted\n"
-    "                 (default: 64, growing under bursts up to 1/16 of memory, at most 512)\n"
-    "  --compress N   zstd level for chunks (default 0: uncompressed)\n"
-    "  --sample[=HZ]  sample CPU stacks (default 999 Hz per thread of CPU time), each attributed to the span\n"
-    "                 open on its thread; Python frames for CPython 3.11. Read with `strata profile`\n"
-    "  --unwind MODE  stacks of --sample: fp (frame pointers, the kernel's callchain; default) or dwarf\n"
-    "                 (registers and 16 KiB of stack copied per sample, unwound with the binaries' CFI:\n"
-    "                 code without frame pointers and system libraries unwind fully)\n"
-    "  --keep-parts   keep the per-process files (in OUT.parts.XXXXXX/, a private directory)\n"
-    "  --quiet        no summary\n"
-    "Ctrl-C reaches CMD as it would without strata; the trace is still written. If the recorder is\n"
-    "killed, CMD gets SIGTERM and its files stay in OUT.parts.XXXXXX/ (read them with strata info DIR).\n";
 
 // Signals. Terminal signals (Ctrl-C's SIGINT, Ctrl-\'s SIGQUIT) go to the whole foreground
 // process group, the command included: the recorder ignores them while the command runs, as a
@@ -172,10 +140,10 @@ void prepend_env(const char* name, const std::string& value, char sep) {
 struct RecordOptions {
   Level level = Level::kModel;
   std::string buffer_mb, compress = "0";  // buffer_mb empty: the runtime's growing default
-  std::string gpu_metrics;  // --metrics: read by the CUPTI collector (STRATA_GPU_METRICS)
-  std::string onednn_mode;  // --onednn: read by libstrata_onednn.so (STRATA_ONEDNN_MODE)
+  std::string gpu_metrics;                // --metrics: read by the CUPTI collector (STRATA_GPU_METRICS)
+  std::string onednn_mode;                // --onednn: read by libstrata_onednn.so (STRATA_ONEDNN_MODE)
   bool serialize = false;
-  int sample_hz = 0;        // --sample: CPU sampling rate (0: off)
+  int sample_hz = 0;  // --sample: CPU sampling rate (0: off)
   std::string unwind = "fp";
   std::string runtime, onednn_tracer, sampler, python_dir;
   std::string traceparent;
@@ -207,8 +175,10 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
   setenv("STRATA_OUTPUT_DIR", parts.c_str(), 1);
   unsetenv("STRATA_OUTPUT");
   setenv("STRATA_LEVEL", std::to_string(lv).c_str(), 1);
-  if (opt.buffer_mb.empty()) unsetenv("STRATA_BUFFER_MB");
-  else setenv("STRATA_BUFFER_MB", opt.buffer_mb.c_str(), 1);
+  if (opt.buffer_mb.empty())
+    unsetenv("STRATA_BUFFER_MB");
+  else
+    setenv("STRATA_BUFFER_MB", opt.buffer_mb.c_str(), 1);
   setenv("STRATA_COMPRESS", opt.compress.c_str(), 1);
   setenv("STRATA_LIB", opt.runtime.c_str(), 1);
   // GPU environment setup (owned by "gpu"): NVTX / cuDNN+cuBLAS / CUPTI by level. Keep it one call.
@@ -299,14 +269,6 @@ std::vector<Level> leveled_levels(Level deepest) {
   return out;
 }
 
-int parse_count(const std::string& text, int* out) {
-  char* end = nullptr;
-  long v = std::strtol(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0' || v < 1 || v > 10000) return 0;
-  *out = static_cast<int>(v);
-  return 1;
-}
-
 // What the command line asked for.
 struct RecordRequest {
   RecordOptions opt;
@@ -316,77 +278,105 @@ struct RecordRequest {
   int command_index = 0;  // argv index of the command
 };
 
+// Declares record's options (the text of `strata record --help`).
+void describe_record(CommandLine& cl, RecordRequest* req) {
+  RecordOptions& opt = req->opt;
+  CLI::App& app = cl.app();
+  cl.add_output(
+      &req->output,
+      "trace file to write (default: strata-<date>-<time>.strata); never written through a symbolic link");
+  cl.add_force(&req->force);
+  app.add_option(
+         "--level", req->level_text,
+         "deepest level to record: application, model, layer (default: PyTorch ops with shapes and module "
+         "paths), library (oneDNN primitives), runtime, device")
+      ->check(CLI::IsMember({"application", "model", "layer", "library", "runtime", "device"}))
+      ->type_name("LEVEL");
+  app.add_option(
+         "--onednn", opt.onednn_mode,
+         "how --level library traces oneDNN: auto (default: interposer, and oneDNN's verbose output for "
+         "what it cannot see, e.g. oneDNN linked statically), interpose, verbose, off")
+      ->check(CLI::IsMember({"auto", "interpose", "verbose", "off"}))
+      ->type_name("MODE");
+  app.add_option("--runs", req->runs,
+                 "run the command N times into one trace (processes tagged with property run=<index>)")
+      ->check(positive_count(10000))
+      ->type_name("N");
+  app.add_flag(
+      "--leveled", req->leveled,
+      "run at each level from model down to LEVEL (N times each; N >= 3 measures noise): every run is "
+      "kept as recorded, analyses time each level by the runs where it was the deepest traced; prints "
+      "what tracing each level adds, with its run-to-run spread");
+  app.add_flag(
+      "--serialize", opt.serialize,
+      "run with OMP_NUM_THREADS=1, MKL_NUM_THREADS=1, CUDA_LAUNCH_BLOCKING=1 (no overlapping work, so "
+      "parents are unambiguous)");
+  app.add_option(
+         "--metrics", opt.gpu_metrics,
+         "per-kernel GPU metrics with --level device: flops,dram,occupancy (CUPTI Range Profiler, kernel "
+         "replay: slow; GPU machines only)")
+      ->type_name("LIST");
+  app.add_option(
+         "--buffer-mb", opt.buffer_mb,
+         "event buffer budget per process in MiB, fixed; overflow is dropped and counted (default: 64, "
+         "growing under bursts up to 1/16 of memory, at most 512)")
+      ->check(number_in(1, 1 << 20, "a number of MiB from 1"))
+      ->type_name("N");
+  app.add_option("--compress", opt.compress, "zstd level for chunks (default 0: uncompressed)")
+      ->check(CLI::Range(0, 19))
+      ->type_name("N");
+  // A flag with an optional value: --sample is 999 Hz, --sample=HZ sets the rate (a separate word
+  // after --sample is the command, as before).
+  app.add_flag(
+         "--sample{999}", opt.sample_hz,
+         "--sample[=HZ]: sample CPU stacks (default 999 Hz per thread of CPU time), each attributed to the "
+         "span open on its thread; Python frames for CPython 3.11. Read with `strata profile`")
+      ->check(CLI::Range(1, 10000));
+  app.add_option(
+         "--unwind", opt.unwind,
+         "stacks of --sample: fp (frame pointers, the kernel's callchain; default) or dwarf (registers and "
+         "16 KiB of stack copied per sample, unwound with the binaries' CFI: code without frame pointers "
+         "and system libraries unwind fully)")
+      ->check(CLI::IsMember({"fp", "dwarf"}))
+      ->type_name("MODE");
+  app.add_flag("--keep-parts", req->keep_parts,
+               "keep the per-process files (in OUT.parts.XXXXXX/, a private directory)");
+  app.footer(
+      "CMD runs with libstrata preloaded; the first word that is not an option starts it (the -- before it "
+      "is "
+      "optional). Ctrl-C reaches CMD as it would without strata; the trace is still written. If the recorder "
+      "is killed, CMD gets SIGTERM and its files stay in OUT.parts.XXXXXX/ (read them with strata info "
+      "DIR).");
+  app.prefix_command();  // everything from CMD on is CMD's
+}
+
 // Parses the options; returns -1 to go on, or the exit code to return (help, bad usage).
 int parse_record_args(int argc, char** argv, RecordRequest* req) {
-  std::string runs_text = "1";
   RecordOptions& opt = req->opt;
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    bool missing = false;
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--sample" || arg.rfind("--sample=", 0) == 0) {
-      opt.sample_hz = 999;
-      if (arg.size() > 9) {
-        char* end = nullptr;
-        long hz = std::strtol(argv[i] + 9, &end, 10);
-        if (end == argv[i] + 9 || *end != '\0' || hz < 1 || hz > 10000)
-          return fail("record", std::string(arg) + ": the rate must be a number of samples per second from 1 to 10000");
-        opt.sample_hz = static_cast<int>(hz);
-      }
-      continue;
-    }
-    if (take_option(argc, argv, &i, "-o", &req->output, &missing) ||
-        take_option(argc, argv, &i, "--unwind", &opt.unwind, &missing) ||
-        take_option(argc, argv, &i, "--output", &req->output, &missing) ||
-        take_option(argc, argv, &i, "--level", &req->level_text, &missing) ||
-        take_option(argc, argv, &i, "--runs", &runs_text, &missing) ||
-        take_option(argc, argv, &i, "--buffer-mb", &opt.buffer_mb, &missing) ||
-        take_option(argc, argv, &i, "--metrics", &opt.gpu_metrics, &missing) ||
-        take_option(argc, argv, &i, "--onednn", &opt.onednn_mode, &missing) ||
-        take_option(argc, argv, &i, "--compress", &opt.compress, &missing)) {
-      if (missing) return fail("record", std::string(arg) + " needs a value\n" + kUsage);
-      continue;
-    }
-    bool* flag = arg == "--keep-parts"               ? &req->keep_parts
-                 : arg == "--leveled"                ? &req->leveled
-                 : arg == "--serialize"              ? &opt.serialize
-                 : arg == "--force"                  ? &req->force
-                 : (arg == "--quiet" || arg == "-q") ? &req->quiet
-                                                     : nullptr;
-    if (flag != nullptr) {
-      *flag = true;
-      continue;
-    }
-    if (!arg.empty() && arg[0] == '-')
-      return fail("record", "unknown option " + std::string(arg) + "\n" + kUsage);
-    break;  // first non-option: the command (the "--" is optional)
-  }
-  if (i >= argc) return fail("record", std::string("no command given\n") + kUsage);
+  CommandLine cl(
+      "record",
+      "Run a command with tracing and write one trace of all its processes (children included); print "
+      "a summary. --runs repeats the command; --leveled runs it once per level set and measures what "
+      "tracing each level adds.");
+  describe_record(cl, req);
+  if (int code = cl.parse(argc, argv); code >= 0) return code;
+  req->quiet = is_quiet();
+  std::vector<std::string> rest = cl.app().remaining();
+  int i = argc - static_cast<int>(rest.size());
+  if (!rest.empty() && rest[0] == "--")
+    ++i;
+  else if (!rest.empty() && rest[0].size() > 1 && rest[0][0] == '-')
+    return cl.usage_error("unknown option " + rest[0]);
+  if (i >= argc) return cl.usage_error("no command given");
   req->command_index = i;
-  auto level = parse_level(req->level_text);
-  if (!level)
-    return fail("record", "--level " + req->level_text +
-                              " is not a level (application, model, layer, library, runtime, device)");
-  opt.level = *level;
+  opt.level = *parse_level(req->level_text);
   if (!opt.gpu_metrics.empty() && opt.level < Level::kDevice)
-    return fail("record", "--metrics measures kernels: use it with --level device");
-  if (!opt.onednn_mode.empty() && opt.onednn_mode != "auto" && opt.onednn_mode != "interpose" &&
-      opt.onednn_mode != "verbose" && opt.onednn_mode != "off")
-    return fail("record", "--onednn " + opt.onednn_mode + " is not auto, interpose, verbose or off");
-  if (!parse_count(runs_text, &req->runs))
-    return fail("record", "--runs " + runs_text + " is not a count from 1 to 10000");
-  if (opt.unwind != "fp" && opt.unwind != "dwarf")
-    return fail("record", "--unwind " + opt.unwind + " is not fp or dwarf");
+    return cl.usage_error("--metrics measures kernels: use it with --level device");
   if (opt.sample_hz > 0 && (req->runs > 1 || req->leveled))
-    return fail("record", "--sample records one run: combining the samples of --runs/--leveled runs is not supported");
+    return cl.usage_error(
+        "--sample records one run: combining the samples of --runs/--leveled runs is not supported");
+  std::string error;
+  if (refuse_gzip_native(req->output, &error)) return cl.usage_error(error);
   return -1;
 }
 
@@ -545,7 +535,8 @@ int run_record(int argc, char** argv) {
   std::string gpu_note;
   if (static_cast<int>(opt.level) >= static_cast<int>(Level::kRuntimeApi) || !opt.gpu_metrics.empty()) {
     if (auto why = gpu_unavailable_reason()) {
-      gpu_note = "--level " + req.level_text + (opt.gpu_metrics.empty() ? "" : " --metrics " + opt.gpu_metrics) +
+      gpu_note = "--level " + req.level_text +
+                 (opt.gpu_metrics.empty() ? "" : " --metrics " + opt.gpu_metrics) +
                  ": no GPU work can be recorded here: " + *why +
                  "; only the CPU levels are recorded (run on a machine with an NVIDIA GPU and driver; on "
                  "CPU, --level library traces oneDNN)";

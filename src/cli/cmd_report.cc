@@ -1,12 +1,13 @@
 // strata report TRACE... -o report.html [--force] [--param KEY=VALUE ...] [--title TEXT] [--max-rows N]
 // One self-contained HTML file drawn from the analyses' tables (src/report; docs/report.md).
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "analysis/pipeline.h"
+#include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/safe_files.h"
@@ -14,67 +15,43 @@
 #include "report/report.h"
 
 namespace strata::cli {
-namespace {
-
-constexpr const char* kUsage =
-    "usage: strata report TRACE... -o REPORT.html [--force] [--param KEY=VALUE ...] [--title TEXT]\n"
-    "                     [--max-rows N]\n"
-    "  TRACE: any trace strata reads (native, Kineto/PyTorch JSON, Nsight Systems SQLite, ...); several\n"
-    "         are one trace, as with `strata analyze` (repeated runs, or the ranks of a merged job)\n"
-    "  -o, --output  the HTML file: self-contained (ECharts inlined), opens offline in any browser\n"
-    "  --force       replace REPORT.html if it exists (only a regular file of yours)\n"
-    "  --param       passed to the analyses, as with `strata analyze` (e.g. device=h100, trim=0.1)\n"
-    "  --title       the page's title (default: \"Strata report: TRACE\")\n"
-    "  --max-rows    rows of one table embedded at most (default 5000; the rest is left out with a note)\n";
-
-}  // namespace
 
 int run_report(int argc, char** argv) {
-  std::vector<std::string> inputs;
-  std::string output, title, max_rows_text;
+  std::vector<std::string> inputs, param_texts;
+  std::string output, title;
+  int64_t max_rows = 5000;
   bool force = false;
+  CommandLine cl(
+      "report",
+      "One self-contained HTML file with charts of the analyses (ECharts inlined; opens offline in "
+      "any browser; docs/report.md). Several traces are one trace, as with `strata analyze` "
+      "(repeated runs, or the ranks of a merged job).");
+  cl.app()
+      .add_option("TRACE", inputs,
+                  "any trace strata reads (native, Kineto/PyTorch JSON, Nsight Systems SQLite, ...)")
+      ->required();
+  cl.add_output(&output, "the HTML file")->required()->type_name("REPORT.html");
+  cl.add_force(&force);
+  cl.app()
+      .add_option("-p,--param", param_texts,
+                  "KEY=VALUE passed to the analyses, as with `strata analyze` (e.g. device=h100, trim=0.1)")
+      ->allow_extra_args(false)
+      ->type_name("KEY=VALUE");
+  cl.app().add_option("--title", title, "the page's title (default: \"Strata report: TRACE\")");
+  cl.app()
+      .add_option("--max-rows", max_rows,
+                  "rows of one table embedded at most (default 5000; the rest is left out with a note)")
+      ->check(positive_count(10000000));
+  if (int code = cl.parse(argc, argv); code >= 0) return code;
   analysis::Params params;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    bool missing = false;
-    std::string value;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--force") {
-      force = true;
-      continue;
-    }
-    if (take_option(argc, argv, &i, "--param", &value, &missing) ||
-        take_option(argc, argv, &i, "-p", &value, &missing)) {
-      size_t eq = value.find('=');
-      if (missing || eq == std::string::npos || eq == 0)
-        return fail("report", "--param needs KEY=VALUE, e.g. --param device=h100");
-      params.set(value.substr(0, eq), value.substr(eq + 1));
-      continue;
-    }
-    if (take_option(argc, argv, &i, "--output", &output, &missing) ||
-        take_option(argc, argv, &i, "-o", &output, &missing) ||
-        take_option(argc, argv, &i, "--title", &title, &missing) ||
-        take_option(argc, argv, &i, "--max-rows", &max_rows_text, &missing)) {
-      if (missing) return fail("report", std::string(arg) + " needs a value\n" + kUsage);
-      continue;
-    }
-    if (!arg.empty() && arg[0] == '-')
-      return fail("report", "unknown option " + std::string(arg) + "\n" + kUsage);
-    inputs.emplace_back(arg);
+  for (const std::string& value : param_texts) {
+    const size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return cl.usage_error("--param needs KEY=VALUE, e.g. --param device=h100");
+    params.set(value.substr(0, eq), value.substr(eq + 1));
   }
-  if (inputs.empty()) return fail("report", std::string("no trace given\n") + kUsage);
-  if (output.empty()) return fail("report", std::string("no output file: give -o REPORT.html\n") + kUsage);
   report::ReportOptions options;
-  if (!max_rows_text.empty()) {
-    char* end = nullptr;
-    long long n = std::strtoll(max_rows_text.c_str(), &end, 10);
-    if (end == max_rows_text.c_str() || *end != '\0' || n < 1 || n > 10000000)
-      return fail("report", "--max-rows " + max_rows_text + " is not a count from 1 to 10000000");
-    options.max_rows = static_cast<size_t>(n);
-  }
+  options.max_rows = static_cast<size_t>(max_rows);
   if (auto bad = analysis::validate_params(params)) return fail("report", *bad);
   std::vector<const analysis::Analysis*> analyses;
   for (std::string_view name : report::report_analyses())

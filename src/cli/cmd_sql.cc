@@ -1,4 +1,4 @@
-// strata sql TRACE "SELECT ..." [--format table|csv|json]
+// strata sql TRACE "SELECT ..." [--format table|csv|json] [-o FILE[.gz] [--force]]
 #include <sqlite3.h>
 
 #include <cstdio>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "export/sqlite_export.h"
@@ -16,15 +17,6 @@
 
 namespace strata::cli {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: strata sql TRACE QUERY [--format table|csv|json]\n"
-    "  TRACE: a database written by `strata export --format sqlite` (opened read-only), or any trace\n"
-    "         (Strata, Kineto/PyTorch JSON, ...): exported into an in-memory database first\n"
-    "  QUERY: SQL (SQLite dialect); several statements separated by ';' print one table each.\n"
-    "         Tables and views: spans, attributes, metrics, processes, threads, tracks, strings,\n"
-    "         levels, frames, stack_frames, sample_counts, sample_points (docs/sql.md)\n"
-    "  --format: table (aligned text, default), csv, json\n";
 
 bool is_sqlite_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -35,20 +27,26 @@ bool is_sqlite_file(const std::string& path) {
 
 table::Cell cell_of(sqlite3_stmt* stmt, int col) {
   switch (sqlite3_column_type(stmt, col)) {
-    case SQLITE_INTEGER: return table::Cell::integer(sqlite3_column_int64(stmt, col));
-    case SQLITE_FLOAT: return table::Cell::real(sqlite3_column_double(stmt, col), 6);
-    case SQLITE_NULL: return table::Cell::empty();
-    case SQLITE_BLOB: return table::Cell::text("<blob " + std::to_string(sqlite3_column_bytes(stmt, col)) + " bytes>");
+    case SQLITE_INTEGER:
+      return table::Cell::integer(sqlite3_column_int64(stmt, col));
+    case SQLITE_FLOAT:
+      return table::Cell::real(sqlite3_column_double(stmt, col), 6);
+    case SQLITE_NULL:
+      return table::Cell::empty();
+    case SQLITE_BLOB:
+      return table::Cell::text("<blob " + std::to_string(sqlite3_column_bytes(stmt, col)) + " bytes>");
     default: {
       const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, col));
-      return table::Cell::text(text ? std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt, col))) : "");
+      return table::Cell::text(text ? std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt, col)))
+                                    : "");
     }
   }
 }
 
 // Runs every statement of `sql`; each one that returns columns becomes a table. False with one
 // line in *error (SQLite's message and the statement's position) on the first failing statement.
-bool run_statements(sqlite3* db, const std::string& sql, std::vector<table::Table>* tables, std::string* error) {
+bool run_statements(sqlite3* db, const std::string& sql, std::vector<table::Table>* tables,
+                    std::string* error) {
   const char* begin = sql.c_str();
   const char* const end = begin + sql.size();
   int index = 0;
@@ -93,7 +91,8 @@ bool run_statements(sqlite3* db, const std::string& sql, std::vector<table::Tabl
 // which goes through the trace readers instead).
 bool is_strata_database(sqlite3* db) {
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &stmt, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &stmt, nullptr) !=
+      SQLITE_OK)
     return false;
   const bool found = sqlite3_step(stmt) == SQLITE_ROW;
   sqlite3_finalize(stmt);
@@ -103,33 +102,32 @@ bool is_strata_database(sqlite3* db) {
 }  // namespace
 
 int run_sql(int argc, char** argv) {
-  std::string input, query, format_text = "table";
-  bool have_query = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    bool missing = false;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (take_option(argc, argv, &i, "--format", &format_text, &missing) ||
-        take_option(argc, argv, &i, "-f", &format_text, &missing)) {
-      if (missing) return fail("sql", std::string(arg) + " needs a value\n" + kUsage);
-      continue;
-    }
-    if (input.empty() && !arg.empty() && arg[0] == '-') return fail("sql", "unknown option " + std::string(arg) + "\n" + kUsage);
-    if (input.empty()) input = arg;
-    else if (!have_query) {
-      query = arg;
-      have_query = true;
-    } else return fail("sql", "more than one query: put several statements in one argument, separated by ';'\n" + std::string(kUsage));
-  }
-  if (input.empty() || !have_query) return fail("sql", std::string("needs a trace and a query\n") + kUsage);
-  exporter::TableFormat format;
-  if (format_text == "table") format = exporter::TableFormat::kText;
-  else if (format_text == "csv") format = exporter::TableFormat::kCsv;
-  else if (format_text == "json") format = exporter::TableFormat::kJson;
-  else return fail("sql", "--format " + format_text + " is not one of table, csv, json");
+  std::string input, query, format_text = "table", output;
+  bool force = false;
+  CommandLine cl("sql",
+                 "Run SQL queries over a trace, or over the database `strata export --format sqlite` wrote.");
+  cl.app()
+      .add_option("TRACE", input,
+                  "a database written by `strata export --format sqlite` (opened read-only), or any trace "
+                  "(Strata, Kineto/PyTorch JSON, ...): exported into an in-memory database first")
+      ->required();
+  cl.app()
+      .add_option(
+          "QUERY", query,
+          "SQL (SQLite dialect); several statements separated by ';' print one table each. Tables and "
+          "views: spans, attributes, metrics, processes, threads, tracks, strings, levels, frames, "
+          "stack_frames, sample_counts, sample_points (docs/sql.md)")
+      ->required();
+  cl.add_format(&format_text, {"table", "csv", "json"}, "table (aligned text, default), csv, json");
+  cl.add_output(&output,
+                "write the tables to FILE instead of standard output (a name ending in .gz is gzip'd)");
+  cl.add_force(&force);
+  if (int code = cl.parse(argc, argv); code >= 0) return code;
+  exporter::TableFormat format = format_text == "csv"    ? exporter::TableFormat::kCsv
+                                 : format_text == "json" ? exporter::TableFormat::kJson
+                                                         : exporter::TableFormat::kText;
+  const bool to_file = !output.empty() && output != "-";
+  if (std::string error; to_file && !check_output_target(output, force, &error)) return fail("sql", error, 1);
 
   std::string error;
   if (!check_inputs({input}, InputKind::kTrace, &error)) return fail("sql", error, 1);
@@ -148,7 +146,7 @@ int run_sql(int argc, char** argv) {
   if (!db) {
     model::Trace trace;
     if (!load_native_or_import(input, &trace, &error)) return fail("sql", error, 1);
-    for (const auto& w : trace.warnings) std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
+    print_warnings(trace.warnings);
     if (sqlite3_open(":memory:", &db) != SQLITE_OK || !exporter::write_sqlite(trace, db, &error)) {
       sqlite3_close(db);
       return fail("sql", input + ": " + (error.empty() ? "cannot create an in-memory database" : error), 1);
@@ -158,9 +156,18 @@ int run_sql(int argc, char** argv) {
   const bool ok = run_statements(db, query, &tables, &error);
   sqlite3_close(db);
   if (!ok) return fail("sql", exporter::escape_terminal(error), 1);
-  exporter::render_tables(tables, format, std::cout);
-  std::cout.flush();
-  if (!std::cout) return fail("sql", "stdout: write failed", 1);
+  if (!to_file) {
+    exporter::render_tables(tables, format, std::cout);
+    std::cout.flush();
+    return std::cout ? 0 : fail("sql", "stdout: write failed", 1);
+  }
+  Output target;
+  if (!target.begin(output, force, &error)) return fail("sql", error, 1);
+  std::ofstream file(target.path(), std::ios::binary | std::ios::trunc);
+  exporter::render_tables(tables, format, file);
+  file.close();
+  if (!file) return fail("sql", output + ": write failed", 1);
+  if (!target.commit(&error)) return fail("sql", error, 1);
   return 0;
 }
 

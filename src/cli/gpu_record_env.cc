@@ -117,16 +117,18 @@ std::optional<std::string> gpu_unavailable_reason() {
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(status)) return "probing the NVIDIA driver crashed (signal " + std::to_string(WTERMSIG(status)) + ")";
+  if (!WIFEXITED(status))
+    return "probing the NVIDIA driver crashed (signal " + std::to_string(WTERMSIG(status)) + ")";
   if (answer.empty()) return std::nullopt;
   return answer;
 }
 
 std::optional<std::string> gpu_outcome_note(const model::TraceSummary& summary, int level) {
-  if (level < static_cast<int>(Level::kRuntimeApi) || summary.record.get("gpu.unavailable")) return std::nullopt;
+  if (level < static_cast<int>(Level::kRuntimeApi) || summary.record.get("gpu.unavailable"))
+    return std::nullopt;
   for (const auto& [span_level, count] : summary.spans_per_level)
-    if (span_level >= static_cast<uint8_t>(Level::kRuntimeApi) && span_level <= static_cast<uint8_t>(Level::kDevice) &&
-        count > 0)
+    if (span_level >= static_cast<uint8_t>(Level::kRuntimeApi) &&
+        span_level <= static_cast<uint8_t>(Level::kDevice) && count > 0)
       return std::nullopt;
   return "no CUDA API call or GPU activity was recorded: the program did not use CUDA, or the driver never "
          "loaded the collector (CUDA_INJECTION64_PATH)";

@@ -26,11 +26,24 @@ struct CommandOptions {
   std::string format = "text";         // --format text|csv|json
   size_t top = 10;                     // --top
   bool layers = false;                 // --layers
-  bool help = false;
 };
 
-// Parses argv[first..argc). False with a one-line `error` for unknown options or bad values.
-bool parse_command_options(int argc, char** argv, int first, CommandOptions* out, std::string* error);
+class CommandLine;
+
+// Which of the shared options a command takes (each command only those it reads).
+enum : unsigned {
+  kFormatOption = 1,     // -f/--format text|csv|json
+  kLayersOption = 2,     // --layers
+  kBenchOptions = 4,     // --backend --dtype --layout --fusion
+  kDbOptions = 8,        // --db --system-tag --threads
+  kMeasureOptions = 16,  // --repetitions --min-time-ms --max-spread --attempts --recheck
+  kOutputOption = 32,    // -o/--output DIR
+  kTraceOptions = 64,    // --trace --top --dot --svg
+};
+
+// Declares the MODEL positionals and the `groups` of options on `cl`, and parses argv (argv[0]: the
+// command, or the bench mode). -1 to go on, else the exit code (0 after --help, 2 after a usage error).
+int parse_command_options(CommandLine& cl, int argc, char** argv, unsigned groups, CommandOptions* out);
 
 // Loads every model; false with the first error (file + what is wrong).
 bool load_models(const std::vector<std::string>& paths, std::vector<lowerbound::LayerModel>* models,

@@ -16,29 +16,41 @@ struct Command {
 
 // One line per subcommand; later modules add theirs here.
 constexpr Command kCommands[] = {
-    {"record", "run a command with tracing and write one trace of all its processes", strata::cli::run_record},
+    {"record", "run a command with tracing and write one trace of all its processes",
+     strata::cli::run_record},
     {"info", "show a trace's header, processes, counts, drops and clock domains", strata::cli::run_info},
     {"export", "write a trace as Chrome Trace Event JSON, or spans as JSON/CSV", strata::cli::run_export},
     {"sql", "run SQL queries over a trace (or its `export --format sqlite` database)", strata::cli::run_sql},
-    {"diff", "compare two traces: ops, layers and kernels slower or faster, tested against run-to-run noise", strata::cli::run_diff},
+    {"diff", "compare two traces: ops, layers and kernels slower or faster, tested against run-to-run noise",
+     strata::cli::run_diff},
 #ifdef STRATA_HAVE_REPORT
-    {"report", "one self-contained HTML report with charts of the analyses (offline; docs/report.md)", strata::cli::run_report},
+    {"report", "one self-contained HTML report with charts of the analyses (offline; docs/report.md)",
+     strata::cli::run_report},
 #endif
 #ifdef STRATA_HAVE_IMPORT
-    {"import", "convert a PyTorch/Kineto, ONNX Runtime or TensorFlow trace JSON into a Strata trace", strata::cli::run_import},
+    {"import", "convert a PyTorch/Kineto, ONNX Runtime or TensorFlow trace JSON into a Strata trace",
+     strata::cli::run_import},
 #endif
-    {"analyze", "run XSP analyses (model/layer/kernel tables, rooflines, per-op stats) on traces", strata::cli::run_analyze},
-    {"iterations", "find training iterations without step markers; per-iteration metrics and diagnosis", strata::cli::run_iterations},
+    {"analyze", "run XSP analyses (model/layer/kernel tables, rooflines, per-op stats) on traces",
+     strata::cli::run_analyze},
+    {"iterations", "find training iterations without step markers; per-iteration metrics and diagnosis",
+     strata::cli::run_iterations},
 #ifdef STRATA_HAVE_LOWERBOUND
-    {"model", "load ONNX models: layer IR, shapes, unique layers per model and across models", strata::cli::run_model},
-    {"bench", "generate or run per-layer library benchmarks (oneDNN, cuDNN/cuBLAS) into the perf database", strata::cli::run_bench},
+    {"model", "load ONNX models: layer IR, shapes, unique layers per model and across models",
+     strata::cli::run_model},
+    {"bench", "generate or run per-layer library benchmarks (oneDNN, cuDNN/cuBLAS) into the perf database",
+     strata::cli::run_bench},
 #endif
-    {"profile", "CPU profile from a trace's samples: shares by function or by op (record with --sample)", strata::cli::run_profile},
-    {"attach", "sample a running process's CPU stacks (no restart), one trace file per epoch", strata::cli::run_attach},
+    {"profile", "CPU profile from a trace's samples: shares by function or by op (record with --sample)",
+     strata::cli::run_profile},
+    {"attach", "sample a running process's CPU stacks (no restart), one trace file per epoch",
+     strata::cli::run_attach},
 #ifdef STRATA_HAVE_LOWERBOUND
-    {"lowerbound", "sequential/parallel lower-bound latency of an ONNX model; compare with a framework trace", strata::cli::run_lowerbound},
+    {"lowerbound", "sequential/parallel lower-bound latency of an ONNX model; compare with a framework trace",
+     strata::cli::run_lowerbound},
 #endif
-    {"merge", "merge the traces of a job's ranks into one, clocks aligned on collective kernels", strata::cli::run_merge},
+    {"merge", "merge the traces of a job's ranks into one, clocks aligned on collective kernels",
+     strata::cli::run_merge},
 };
 
 void usage(FILE* out) {

@@ -78,8 +78,8 @@ def test_kineto_trace_against_itself(strata_bin):
 @pytest.mark.parametrize("args,needle", [
     (["/nonexistent/a.strata", KINETO], "/nonexistent/a.strata"),
     ([KINETO], "needs two traces"),
-    ([KINETO, KINETO, "--threshold", "ten"], "--threshold ten"),
-    ([KINETO, KINETO, "--format", "html"], "--format html"),
+    ([KINETO, KINETO, "--threshold", "ten"], "--threshold: ten is not a percentage"),
+    ([KINETO, KINETO, "--format", "html"], "--format: html not in"),
 ])
 def test_bad_input_is_one_line(strata_bin, args, needle):
     r = subprocess.run([STRATA, "diff", *args], capture_output=True, text=True)

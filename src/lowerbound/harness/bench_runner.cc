@@ -253,7 +253,8 @@ bool run_benchmarks(const std::vector<LayerModel>& models, const BenchOptions& o
                    item.layer->op_type.c_str(), item.dtype.c_str(), item.layout.c_str(),
                    item.post_ops.empty() ? "" : " +", item.post_ops.c_str());
   }
-  if (progress && stats->benchmarked) std::fprintf(progress, "\n");
+  // The progress line is erased: the summary that follows starts on a clean line.
+  if (progress && stats->benchmarked) std::fprintf(progress, "\r\033[K");
   stats->load_after = machine_load();
   stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return true;
