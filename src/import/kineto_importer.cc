@@ -81,7 +81,8 @@ constexpr CategoryRule kRules[] = {
     {"Runtime", Level::kRuntimeApi, SpanKind::kSpan, false, ActivityType::kRuntimeCall},
     {"kernel", Level::kDevice, SpanKind::kExecution, true, ActivityType::kKernel, ActivityFrom::kKernelName},
     {"Kernel", Level::kDevice, SpanKind::kExecution, true, ActivityType::kKernel, ActivityFrom::kKernelName},
-    {"gpu_memcpy", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemcpyOther, ActivityFrom::kCopy},
+    {"gpu_memcpy", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemcpyOther,
+     ActivityFrom::kCopy},
     {"Memcpy", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemcpyOther, ActivityFrom::kCopy},
     {"gpu_memset", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemset},
     {"Memset", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemset},
@@ -185,7 +186,8 @@ CopyName parse_copy_name(std::string_view name) {
   if (end == std::string_view::npos) return c;
   rest = rest.substr(end + 1);
   size_t arrow = rest.find(" -> ");
-  if (rest.size() < 2 || rest.front() != '(' || rest.back() != ')' || arrow == std::string_view::npos) return c;
+  if (rest.size() < 2 || rest.front() != '(' || rest.back() != ')' || arrow == std::string_view::npos)
+    return c;
   c.src = rest.substr(1, arrow - 1);
   c.dst = rest.substr(arrow + 4, rest.size() - arrow - 5);
   return c;
@@ -335,9 +337,12 @@ class KinetoConverter {
     if (level == Level::kRuntimeApi && looks_like_launch(ev.name)) kind = SpanKind::kLaunch;
 
     ActivityType activity = rule ? rule->activity : ActivityType::kUnknown;
-    if (instant) activity = ev.name == "[memory]" ? ActivityType::kMemoryEvent : ActivityType::kAnnotation;
-    else if (rule && rule->from == ActivityFrom::kOpName) activity = framework_op_activity(ev.name);
-    else if (rule && rule->from == ActivityFrom::kKernelName) activity = kernel_activity(ev.name);
+    if (instant)
+      activity = ev.name == "[memory]" ? ActivityType::kMemoryEvent : ActivityType::kAnnotation;
+    else if (rule && rule->from == ActivityFrom::kOpName)
+      activity = framework_op_activity(ev.name);
+    else if (rule && rule->from == ActivityFrom::kKernelName)
+      activity = kernel_activity(ev.name);
     CopyName copy;
     if (!instant && rule && rule->from == ActivityFrom::kCopy) {
       copy = parse_copy_name(ev.name);
@@ -662,65 +667,6 @@ class KinetoConverter {
 };
 
 }  // namespace
-
-std::vector<size_t> bind_flows(const std::vector<PendingSpan>& spans, const std::vector<FlowEvent>& flows) {
-  std::vector<size_t> result(flows.size(), SIZE_MAX);
-  if (flows.empty()) return result;
-  // Spans per JSON track, by start, with their start beside them: the searches below stay in one
-  // contiguous array instead of reaching into the span list at every step.
-  struct Member {
-    int64_t start_ns;
-    uint32_t span;
-  };
-  std::map<std::pair<int64_t, int64_t>, std::vector<Member>> tracks;
-  for (size_t i = 0; i < spans.size(); ++i)
-    if (spans[i].record.kind != static_cast<uint8_t>(SpanKind::kInstant) &&
-        spans[i].record.kind != static_cast<uint8_t>(SpanKind::kCounter))
-      tracks[{spans[i].track_pid, spans[i].track_tid}].push_back({spans[i].record.start_ns, static_cast<uint32_t>(i)});
-  // std::sort by start alone, as before: equal starts keep the order this sort has always given them.
-  for (auto& [key, members] : tracks)
-    std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.start_ns < b.start_ns; });
-  const std::pair<int64_t, int64_t>* last_key = nullptr;
-  const std::vector<Member>* last_members = nullptr;
-  for (size_t k = 0; k < flows.size(); ++k) {
-    const FlowEvent& f = flows[k];
-    if (last_key == nullptr || *last_key != std::pair(f.track_pid, f.track_tid)) {
-      auto it = tracks.find({f.track_pid, f.track_tid});
-      if (it == tracks.end()) continue;
-      last_key = &it->first;
-      last_members = &it->second;
-    }
-    const auto& members = *last_members;
-    // First span starting after ts; candidates for "enclosing" are before it.
-    auto upper = std::upper_bound(members.begin(), members.end(), f.ts_ns,
-                                  [](int64_t ts, const Member& m) { return ts < m.start_ns; });
-    if (f.enclosing) {
-      // The innermost (shortest) slice containing ts; scanning back a bounded number of slices keeps
-      // this O(log n) per flow on well-nested tracks. A slice starting at s that contains ts lasts at
-      // least ts - s, so once that reaches the best duration no earlier slice can win: the scan
-      // stops there (same answer, usually after one or two slices instead of 256).
-      size_t best = SIZE_MAX;
-      int64_t best_duration = INT64_MAX;
-      int budget = 256;
-      for (auto p = upper; p != members.begin() && budget-- > 0;) {
-        --p;
-        if (f.ts_ns - p->start_ns >= best_duration) break;
-        const SpanRecord& r = spans[p->span].record;
-        if (r.end_ns >= f.ts_ns && r.duration_ns() < best_duration) {
-          best = p->span;
-          best_duration = r.duration_ns();
-        }
-      }
-      result[k] = best;
-    } else {
-      // The next slice to start at or after ts.
-      auto lower = std::lower_bound(members.begin(), members.end(), f.ts_ns,
-                                    [](const Member& m, int64_t ts) { return m.start_ns < ts; });
-      if (lower != members.end()) result[k] = lower->span;
-    }
-  }
-  return result;
-}
 
 bool convert_kineto(std::string_view json, ImportBuilder& builder, ImportStats* stats, std::string* error) {
   KinetoConverter converter(builder);
