@@ -499,6 +499,16 @@ bool locate_runtime(RecordRequest* req) {
   return true;
 }
 
+// A work directory of an earlier recording to the same output that did not finish is kept, never
+// deleted: say where it is and how to read it.
+void note_leftover_work_dirs(const std::string& output) {
+  for (const std::string& dir : leftover_work_dirs(output))
+    std::fprintf(stderr,
+                 "strata record: note: %s is left from a recording that did not finish; it is kept (read it "
+                 "with `strata info %s`, remove it when done)\n",
+                 dir.c_str(), dir.c_str());
+}
+
 }  // namespace
 
 int run_record(int argc, char** argv) {
@@ -511,13 +521,7 @@ int run_record(int argc, char** argv) {
   std::string error;
   if (!check_output_target(req.output, req.force, &error)) return fail("record", error);
   if (!locate_runtime(&req)) return 2;
-  if (!req.quiet)
-    for (const std::string& dir : leftover_work_dirs(req.output))
-      std::fprintf(
-          stderr,
-          "strata record: note: %s is left from a recording that did not finish; it is kept (read it "
-          "with `strata info %s`, remove it when done)\n",
-          dir.c_str(), dir.c_str());
+  if (!req.quiet) note_leftover_work_dirs(req.output);
 
   // The processes' files go to a fresh private directory next to the output (same file system).
   PrivateDir work;
