@@ -37,6 +37,20 @@
 namespace strata::import {
 namespace {
 
+// SQLite's message, on one line: a malformed schema is quoted in it, newlines included (found by the
+// fuzzer), and every failure here must be one error line.
+std::string sqlite_message(sqlite3* db) {
+  std::string out;
+  for (const char* c = db != nullptr ? sqlite3_errmsg(db) : "out of memory"; *c != '\0'; ++c) {
+    const bool space = static_cast<unsigned char>(*c) < 0x20 || *c == ' ';
+    if (!space)
+      out += *c;
+    else if (!out.empty() && out.back() != ' ')
+      out += ' ';
+  }
+  return out;
+}
+
 constexpr std::string_view kMagic{"SQLite format 3\0", 16};
 
 struct Db {
@@ -194,7 +208,7 @@ class Translator {
 
  private:
   bool fail(const std::string& table, std::string* error) {
-    *error = source_ + ": table " + table + ": " + sqlite3_errmsg(db_) +
+    *error = source_ + ": table " + table + ": " + sqlite_message(db_) +
              "; the file is not a complete Nsight Systems export: re-export with `nsys export --type sqlite`";
     return false;
   }
@@ -617,14 +631,14 @@ namespace {
 bool translate(const std::string& path, std::string* json, std::string* error, NsysCounts* counts) {
   Db db;
   if (sqlite3_open_v2(path.c_str(), &db.handle, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    *error = path + ": cannot open as SQLite: " + (db.handle ? sqlite3_errmsg(db.handle) : "out of memory");
+    *error = path + ": cannot open as SQLite: " + sqlite_message(db.handle);
     return false;
   }
   Stmt probe;
   if (sqlite3_prepare_v2(db.handle, "SELECT count(*) FROM sqlite_master", -1, &probe.handle, nullptr) !=
           SQLITE_OK ||
       sqlite3_step(probe.handle) != SQLITE_ROW) {
-    *error = path + ": not a readable SQLite database (" + sqlite3_errmsg(db.handle) +
+    *error = path + ": not a readable SQLite database (" + sqlite_message(db.handle) +
              "); export the report with `nsys export --type sqlite`";
     return false;
   }
