@@ -230,8 +230,19 @@ class Parser {
 
  private:
   bool fail(size_t line, std::string_view field, std::string_view what, std::string* error) const {
-    *error = source_ + ": line " + std::to_string(line) + ", field " + std::string(field) + ": " +
-             std::string(what) + "; pass the unmodified output of ncu --csv (details page or --page raw)";
+    // A quoted cell can hold a newline (found by the fuzzer): the error stays one line, the cell's
+    // control characters written as escapes.
+    std::string text;
+    for (const char c : what) {
+      if (c == '\n')
+        text += "\\n";
+      else if (static_cast<unsigned char>(c) < 0x20)
+        text += ' ';
+      else
+        text += c;
+    }
+    *error = source_ + ": line " + std::to_string(line) + ", field " + std::string(field) + ": " + text +
+             "; pass the unmodified output of ncu --csv (details page or --page raw)";
     return false;
   }
 
