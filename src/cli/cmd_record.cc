@@ -313,8 +313,9 @@ void describe_record(CommandLine& cl, RecordRequest* req) {
       "parents are unambiguous)");
   app.add_option(
          "--metrics", opt.gpu_metrics,
-         "per-kernel GPU metrics with --level device: flops,dram,occupancy (CUPTI Range Profiler, kernel "
-         "replay: slow; GPU machines only)")
+         "per-kernel GPU metrics with --level device: flops,dram,occupancy (CUPTI Range Profiler). Refused "
+         "unless STRATA_GPU_METRICS_UNVALIDATED=1: on an H100 it hung (docs/gpu-collector.md); measure with "
+         "ncu and `strata import --metrics NCU.csv --into TRACE` instead")
       ->type_name("LIST");
   app.add_option(
          "--buffer-mb", opt.buffer_mb,
