@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bundled_libstdcxx.h"
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -172,6 +173,9 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
     unsetenv("STRATA_SAMPLE");
   }
   prepend_env("LD_PRELOAD", opt.runtime, ':');
+  // From a bundle: the node's libstdc++ first when it is at least as new as the bundled copy.
+  const std::string system_cxx = newer_system_libstdcxx(opt.runtime, default_system_library_dirs());
+  if (!system_cxx.empty()) prepend_env("LD_PRELOAD", system_cxx, ':');
   setenv("STRATA_OUTPUT_DIR", parts.c_str(), 1);
   unsetenv("STRATA_OUTPUT");
   setenv("STRATA_LEVEL", std::to_string(lv).c_str(), 1);

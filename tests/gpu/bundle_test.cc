@@ -75,6 +75,19 @@ TEST(Bundle, MovedTreeRecordsWithItsOwnLibraries) {
   for (const auto& s : t.spans)
     if (t.name(s) == "layer1" && s.level == static_cast<uint8_t>(Level::kLayer)) ++nvtx_spans;
   EXPECT_EQ(nvtx_spans, 1u);
+
+  // The bundled libstdc++ is this machine's, so the node's own (here the same version) is preloaded
+  // ahead of the runtime: a framework needing a newer one than the bundle's never gets the bundle's.
+  ASSERT_TRUE(fs::exists(moved + "/lib/libstdc++.so.6"));
+  std::string preload = dir.file("preload.txt"), err2 = dir.file("record2.log");
+  ASSERT_EQ(run("env -u LD_LIBRARY_PATH " + moved + "/bin/strata record --quiet -o " + dir.file("env.strata") +
+                " -- /bin/sh -c 'printf %s \"$LD_PRELOAD\" > " + preload + "' 2> " + err2),
+            0)
+      << testing::read_file(err2);
+  std::string preloaded = testing::read_file(preload);
+  EXPECT_NE(preloaded.find("/libstdc++.so.6:"), std::string::npos) << preloaded;
+  EXPECT_EQ(preloaded.find(moved + "/lib/libstdc++.so.6"), std::string::npos) << preloaded;
+  EXPECT_LT(preloaded.find("libstdc++.so.6"), preloaded.find("libstrata.so")) << preloaded;
 }
 
 TEST(Bundle, ArchiveStaysUnder64MiB) {
