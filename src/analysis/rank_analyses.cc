@@ -48,7 +48,7 @@ class RankBreakdown : public Analysis {
   std::string_view name() const override { return "rank_breakdown"; }
   std::string_view description() const override {
     return "temporal breakdown per rank: device time in compute, communication, memcpy and idle, and the "
-           "communication time overlapped by compute";
+           "communication time overlapped by compute (--param scope=trace|steps)";
   }
   AnalysisResult run(const AnalysisInput& input) const override {
     const model::Trace& trace = input.trace;
@@ -58,11 +58,16 @@ class RankBreakdown : public Analysis {
       int8_t delta;
       uint8_t category;
     };
+    std::vector<char> in_scope;
+    std::string error;
+    if (!ranks::device_scope(input, ranks, &in_scope, &error))
+      return missing(("rank_breakdown: " + error).c_str());
     std::map<int64_t, std::vector<Edge>> edges;  // rank -> interval edges
-    for (const SpanRecord& s : trace.spans) {
+    for (size_t i = 0; i < trace.spans.size(); ++i) {
+      const SpanRecord& s = trace.spans[i];
       const int64_t rank = ranks[s.process];
       const Category c = category_of(s);
-      if (rank < 0 || c == kNone || s.end_ns <= s.start_ns) continue;
+      if (rank < 0 || c == kNone || s.end_ns <= s.start_ns || !ranks::counts(in_scope, i)) continue;
       auto& e = edges[rank];
       e.push_back({s.start_ns, 1, c});
       e.push_back({s.end_ns, -1, c});
@@ -106,6 +111,7 @@ class RankBreakdown : public Analysis {
     t.notes.push_back(
         "exclusive split: compute over communication over memcpy/memset; idle: no device activity "
         "between the rank's first and last");
+    if (!in_scope.empty()) t.notes.push_back(ranks::kScopeNote);
     AnalysisResult r;
     r.tables.push_back(std::move(t));
     return r;

@@ -33,13 +33,14 @@ struct Work {
 };
 
 // Every span that holds a device stream, per (rank, device, stream), with its launch time.
-std::map<StreamKey, std::vector<Work>> stream_work(const AnalysisInput& input) {
+std::map<StreamKey, std::vector<Work>> stream_work(const AnalysisInput& input,
+                                                   const std::vector<char>& in_scope) {
   const model::Trace& trace = input.trace;
   const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
   std::map<StreamKey, std::vector<Work>> out;
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     const SpanRecord& s = trace.spans[i];
-    if (!ranks::occupies_stream(s) || s.end_ns < s.start_ns) continue;
+    if (!ranks::occupies_stream(s) || s.end_ns < s.start_ns || !ranks::counts(in_scope, i)) continue;
     const int32_t call = ranks::launch_call(trace, input.tree, i);
     out[{owners[s.process], s.device, s.stream}].push_back(
         {s.start_ns, s.end_ns, call >= 0 ? trace.spans[static_cast<size_t>(call)].start_ns : kLaunchUnknown});
@@ -58,7 +59,7 @@ class IdleTime : public Analysis {
   std::string_view name() const override { return "idle_time"; }
   std::string_view description() const override {
     return "device idle time per rank and stream by cause (HTA): host wait, kernel wait, other "
-           "(--param kernel_wait_us=30, min_gap_us=0)";
+           "(--param kernel_wait_us=30, min_gap_us=0, scope=trace|steps)";
   }
   AnalysisResult run(const AnalysisInput& input) const override {
     double kernel_wait_us = 0, min_gap_us = 0;
@@ -66,8 +67,11 @@ class IdleTime : public Analysis {
     if (!ranks::number_param(input.params, "kernel_wait_us", 30, 0, &kernel_wait_us, &error) ||
         !ranks::number_param(input.params, "min_gap_us", 0, 0, &min_gap_us, &error))
       return missing_text("idle_time: " + error);
+    std::vector<char> in_scope;
+    if (!ranks::device_scope(input, ranks::owner_of_processes(input.trace), &in_scope, &error))
+      return missing_text("idle_time: " + error);
     const int64_t kernel_wait = to_ns(kernel_wait_us), min_gap = to_ns(min_gap_us);
-    auto streams = stream_work(input);
+    auto streams = stream_work(input, in_scope);
     if (streams.empty()) return missing(ranks::kNeedDeviceWork);
     Table t = make_table(
         "idle_time", "Device idle time by cause per rank and stream",
@@ -109,6 +113,7 @@ class IdleTime : public Analysis {
         "gap: from the latest end on the stream to the next start; host wait: the next work's launch "
         "call started after the stream went idle; kernel wait: shorter than kernel_wait_us=" +
         format_number(kernel_wait_us) + " with the work already launched; other: the rest");
+    if (!in_scope.empty()) t.notes.push_back(ranks::kScopeNote);
     if (min_gap > 0)
       t.notes.push_back("gaps of min_gap_us=" + format_number(min_gap_us) + " or less are not idle");
     AnalysisResult r;
@@ -171,16 +176,23 @@ class CommOverlap : public Analysis {
   std::string_view name() const override { return "comm_overlap"; }
   std::string_view description() const override {
     return "communication-computation overlap per rank (HTA): the share of collective time overlapped by "
-           "compute "
-           "kernels, per rank and per collective";
+           "compute kernels, per rank and per collective (--param top=50, scope=trace|steps)";
   }
   AnalysisResult run(const AnalysisInput& input) const override {
     const model::Trace& trace = input.trace;
     const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
+    std::vector<char> in_scope;
+    std::string error;
+    if (!ranks::device_scope(input, owners, &in_scope, &error)) {
+      AnalysisResult bad;
+      bad.missing_input = "comm_overlap: " + error;
+      return bad;
+    }
     std::map<int64_t, Intervals> compute, comm;
     std::map<std::pair<int64_t, uint32_t>, std::vector<const SpanRecord*>> calls;  // (owner, name)
-    for (const SpanRecord& s : trace.spans) {
-      if (!ranks::occupies_stream(s)) continue;
+    for (size_t i = 0; i < trace.spans.size(); ++i) {
+      const SpanRecord& s = trace.spans[i];
+      if (!ranks::occupies_stream(s) || !ranks::counts(in_scope, i)) continue;
       const ActivityType a = s.activity_type();
       const int64_t o = owners[s.process];
       if (a == ActivityType::kCollective) {
@@ -208,6 +220,7 @@ class CommOverlap : public Analysis {
         "overlap: time a collective and a compute kernel (kernel, graph) both run on the rank's devices, "
         "over the "
         "time a collective runs; exposed: collective time with no compute");
+    if (!in_scope.empty()) per_rank.notes.push_back(ranks::kScopeNote);
     Table per_call = make_table("comm_overlap_by_collective", "Overlap per collective name and rank",
                                 {"rank", "collective", "calls", "time_ms", "overlapped_ms", "overlap_pct"});
     for (const auto& [key, list] : calls) {

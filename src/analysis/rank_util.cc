@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <set>
 
 #include "analysis/stats.h"
+#include "core/attr_keys.h"
 #include "model/rank_align.h"
 
 namespace strata::analysis::ranks {
@@ -48,6 +51,47 @@ int32_t launch_call(const model::Trace& trace, const model::SpanTree& tree, size
   const int32_t p = tree.parent(i);
   if (p < 0 || !is_host_call(trace.spans[static_cast<size_t>(p)].activity_type())) return -1;
   return p;
+}
+
+bool device_scope(const AnalysisInput& input, std::span<const int64_t> owners, std::vector<char>* in_scope,
+                  std::string* error) {
+  in_scope->clear();
+  const std::string scope = input.params.get(kScopeParam, "trace");
+  if (scope == "trace") return true;
+  if (scope != "steps") {
+    *error =
+        "scope='" + scope + "': expected trace (all device work) or steps (HTA's: the steps before the last)";
+    return false;
+  }
+  const model::Trace& trace = input.trace;
+  // Each owner's step marks (model-level spans with the step attribute): how many, the last start.
+  struct Marks {
+    std::set<int64_t> steps;  // distinct numbers: a step marked twice (nested spans) is one step
+    int64_t last_start = INT64_MIN;
+  };
+  std::map<int64_t, Marks> marks;
+  const uint32_t step_key = trace.strings.find(attr_keys::kStep);
+  for (size_t i = 0; step_key != UINT32_MAX && i < trace.spans.size(); ++i) {
+    const SpanRecord& s = trace.spans[i];
+    if (s.level != static_cast<uint8_t>(Level::kModel)) continue;
+    for (const AttrRecord& a : trace.attributes(i))
+      if (a.key == step_key) {
+        Marks& m = marks[owners[s.process]];
+        m.steps.insert(a.value.i);
+        m.last_start = std::max(m.last_start, s.start_ns);
+        break;
+      }
+  }
+  in_scope->assign(trace.spans.size(), 1);
+  for (size_t i = 0; i < trace.spans.size(); ++i) {
+    const SpanRecord& s = trace.spans[i];
+    if (s.stream == kNoStream && s.device == kNoDevice) continue;  // host work: not scoped
+    const auto m = marks.find(owners[s.process]);
+    if (m == marks.end() || m->second.steps.size() < 2) continue;
+    const int32_t call = launch_call(trace, input.tree, i);
+    (*in_scope)[i] = call >= 0 && trace.spans[static_cast<size_t>(call)].start_ns < m->second.last_start;
+  }
+  return true;
 }
 
 int64_t trace_origin(const model::Trace& trace) {

@@ -37,6 +37,19 @@ bool occupies_stream(const SpanRecord& span);
 // link; -1 when the trace has none for it.
 int32_t launch_call(const model::Trace& trace, const model::SpanTree& tree, size_t i);
 
+// --param scope: which device work the HTA-style analyses (rank_breakdown, idle_time, comm_overlap)
+// count. "trace" (the default): all of it. "steps": HTA's own default scope, so the figures compare
+// with HTA's — on an owner with two or more ProfilerStep marks, only the work whose launch call started
+// before the last step began (HTA leaves the last, often cut-off, step out; work with no known launch
+// call is left out with it, as HTA's correlation join does); an owner with fewer marks keeps all.
+// *in_scope gets one flag per span (empty: everything counts). False with *error for a bad value.
+inline constexpr std::string_view kScopeParam = "scope";
+bool device_scope(const AnalysisInput& input, std::span<const int64_t> owners, std::vector<char>* in_scope,
+                  std::string* error);
+inline bool counts(const std::vector<char>& in_scope, size_t i) { return in_scope.empty() || in_scope[i]; }
+inline constexpr const char* kScopeNote =
+    "scope=steps: device work launched before each rank's last ProfilerStep began (HTA's scope)";
+
 // The trace's earliest span start: the origin of the *_ms columns.
 int64_t trace_origin(const model::Trace& trace);
 
