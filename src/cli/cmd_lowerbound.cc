@@ -11,17 +11,15 @@
 #include <fstream>
 #include <iostream>
 
-#include "analysis/workload.h"
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/lowerbound_compare.h"
 #include "cli/lowerbound_options.h"
 #include "cli/safe_files.h"
 #include "export/table_render.h"
 #include "lowerbound/analyses/lowerbound_analyses.h"
-#include "lowerbound/bounds/bound_inputs.h"
 #include "lowerbound/bounds/estimate.h"
-#include "model/span_tree.h"
 
 namespace strata::cli {
 
@@ -47,43 +45,13 @@ bool run_dot_to_svg(const std::string& dot_path, const std::string& svg_path) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-// Prints the warnings about layers the bound leaves out.
-void warn_missing(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main) {
-  const std::string& dtype = opt.bench.dtypes[0];
-  const std::string& layout = opt.bench.layouts[0];
-  if (main.missing > 0)
-    std::fprintf(
-        stderr,
-        "strata lowerbound: warning: %llu of %zu layers have no measurement for this system (%s, %s) in "
-        "%s; the bound leaves them out. Fill them with: strata bench run %s --db %s --dtype %s --layout "
-        "%s%s%s\n",
-        static_cast<unsigned long long>(main.missing), in.model.layers.size(), dtype.c_str(), layout.c_str(),
-        in.db_description.c_str(), in.model.path.c_str(), in.db_description.c_str(),
-        join(opt.bench.dtypes, ",").c_str(), layout.c_str(), opt.bench.fusion ? " --fusion" : "",
-        opt.bench.system_tag.empty() ? "" : (" --system-tag " + opt.bench.system_tag).c_str());
-  if (main.unsupported > 0)
-    std::fprintf(stderr,
-                 "strata lowerbound: warning: %llu layers have no benchmark (operator without a library-call "
-                 "mapping, or no implementation in the library): they count 0 in the bound; `--layers` lists "
-                 "them\n",
-                 static_cast<unsigned long long>(main.unsupported));
-}
-
 // --trace: the framework's run compared with the bound by the registered lower-bound analyses, over
 // one span tree and workload view.
-bool compare_trace(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main,
-                   std::vector<table::Table>* tables, std::string* error) {
+bool compare_trace(const CommandOptions& opt, const LoadedBound& bound, std::vector<table::Table>* tables,
+                   std::string* error) {
   model::Trace trace;
   if (!load_native_or_import(opt.trace, &trace, error)) return false;  // checks the input, any format
-  const model::SpanTree& tree = trace.tree();  // built once, when the trace was opened
-  const analysis::Workload workload(trace, tree);
-  analysis::Params params;
-  const analysis::AnalysisInput input{trace, tree, params, &workload};
-  const lb::BoundContext bound{&in.model, &main, opt.top};
-  for (std::string_view name : lb::kBoundAnalyses) {
-    const lb::BoundAnalysis* analysis = lb::find_bound_analysis(name);
-    if (!analysis) continue;
-    analysis::AnalysisResult r = analysis->run_bound(input, bound);
+  for (auto& [name, r] : run_bound_analyses(trace, bound, opt.top, lb::kBoundAnalyses)) {
     if (r.missing_input) {
       if (name == "tensor_cores") continue;  // a CPU run: nothing to say about tensor cores
       *error = opt.trace + ": " + *r.missing_input;
@@ -161,30 +129,14 @@ int run_lowerbound(int argc, char** argv) {
       code >= 0)
     return code;
   if (opt.models.size() != 1) return cl.usage_error("give exactly one MODEL.onnx");
-  lb::BoundRequest request;
-  request.onnx_path = opt.models[0];
-  request.db_url = opt.db_url;
-  request.backend = opt.bench.backend;
-  request.system_tag = opt.bench.system_tag;
-  request.threads = opt.measure.threads;
-  request.dtype = opt.bench.dtypes[0];
-  request.layout = opt.bench.layouts[0];
-  request.fusion = opt.bench.fusion;
   if (!check_inputs(opt.models, InputKind::kFile, &error)) return fail("lowerbound", error, 1);
-  lb::BoundInputs in;
-  if (!lb::load_bound_inputs(request, &in, &error)) return fail("lowerbound", error, 1);
-
+  LoadedBound bound;
+  if (!load_bound("lowerbound", opt, &bound, &error)) return fail("lowerbound", error, 1);
+  const lb::BoundInputs& in = bound.inputs;
   const std::string& dtype = opt.bench.dtypes[0];
   const std::string& layout = opt.bench.layouts[0];
-  std::vector<lb::ModelEstimate> estimates;
-  estimates.push_back(lb::estimate_model(in.model, in.index, dtype, layout, false));
-  if (opt.bench.fusion) estimates.push_back(lb::estimate_model(in.model, in.index, dtype, layout, true));
+  const std::vector<lb::ModelEstimate>& estimates = bound.estimates;
   const lb::ModelEstimate& main = estimates[0];
-  if (std::string none = lb::no_measurement_error(request, in, main); !none.empty())
-    return fail("lowerbound", none, 1);
-  warn_missing(opt, in, main);
-  if (std::string w = lb::untrusted_rows_warning(request, in, main); !w.empty())
-    std::fprintf(stderr, "strata lowerbound: warning: %s\n", w.c_str());
 
   std::vector<table::Table> tables;
   tables.push_back(lb::bounds_table(in.model, estimates));
@@ -192,8 +144,7 @@ int run_lowerbound(int argc, char** argv) {
   if (opt.bench.fusion) tables.push_back(lb::fusion_table(in.model, in.index, dtype, layout));
   if (opt.bench.dtypes.size() > 1)
     tables.push_back(lb::precision_table(in.model, in.index, layout, opt.bench.dtypes));
-  if (!opt.trace.empty() && !compare_trace(opt, in, main, &tables, &error))
-    return fail("lowerbound", error, 1);
+  if (!opt.trace.empty() && !compare_trace(opt, bound, &tables, &error)) return fail("lowerbound", error, 1);
   if (!write_critical_path(opt, in, main, &error)) return fail("lowerbound", error, 1);
   exporter::TableFormat format;
   exporter::parse_table_format(opt.format, &format);

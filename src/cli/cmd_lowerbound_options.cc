@@ -163,8 +163,14 @@ CLI::Option* value(CommandLine& cl, const std::string& name, Setter set, Command
 
 int parse_command_options(CommandLine& cl, int argc, char** argv, unsigned groups, CommandOptions* out) {
   CLI::App& app = cl.app();
-  app.add_option("MODEL", out->models, "ONNX model files (shape inference included)")
-      ->type_name("MODEL.onnx");
+  if (groups & kModelOption)
+    app.add_option("--model", out->models,
+                   "the run's ONNX model: compare the run with its lower bound (`strata lowerbound`)")
+        ->type_name("MODEL.onnx")
+        ->expected(1);
+  else
+    app.add_option("MODEL", out->models, "ONNX model files (shape inference included)")
+        ->type_name("MODEL.onnx");
   if (groups & kFormatOption) value(cl, "-f,--format", set_format, out, "NAME", "text (default), csv, json");
   if (groups & kLayersOption)
     app.add_flag("--layers", out->layers, "also list every layer: type, shapes, attributes, predecessors");
@@ -207,12 +213,13 @@ int parse_command_options(CommandLine& cl, int argc, char** argv, unsigned group
                    "compare a framework run (strata record --level layer; --level library for algorithm "
                    "selection; --level device or an imported Kineto trace: tensor-core use) with the bound")
         ->type_name("RUN");
-    app.add_option("--top", out->top, "rows of the largest gaps shown (default 10)")
-        ->check(positive_count(1000000))
-        ->type_name("N");
     cl.add_output(&out->dot, "write the critical path as Graphviz DOT (.gz: gzip'd)", "--dot");
     cl.add_output(&out->svg, "write the critical path as SVG (needs Graphviz's dot; .gz: gzip'd)", "--svg");
   }
+  if (groups & (kTraceOptions | kTopOption))
+    app.add_option("--top", out->top, "rows of the largest gaps shown (default 10)")
+        ->check(positive_count(1000000))
+        ->type_name("N");
   if (groups & (kOutputOption | kTraceOptions)) cl.add_force(&out->force);
   if (int code = cl.parse(argc, argv); code >= 0) return code;
   std::string error;

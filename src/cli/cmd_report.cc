@@ -1,4 +1,5 @@
 // strata report TRACE... -o report.html [--force] [--param KEY=VALUE ...] [--title TEXT] [--max-rows N]
+//               [--model MODEL.onnx [--db URL --threads N --dtype --layout --fusion --top N ...]]
 // One self-contained HTML file drawn from the analyses' tables (src/report; docs/report.md).
 #include <cstdint>
 #include <cstdio>
@@ -13,8 +14,63 @@
 #include "cli/safe_files.h"
 #include "cli/version.h"
 #include "report/report.h"
+#ifdef STRATA_HAVE_LOWERBOUND
+#include "cli/lowerbound_compare.h"
+#include "cli/lowerbound_options.h"
+#endif
 
 namespace strata::cli {
+
+namespace {
+
+#ifdef STRATA_HAVE_LOWERBOUND
+// The options of `strata lowerbound` the report reads (--model instead of the MODEL positional).
+constexpr unsigned kReportBoundOptions = kModelOption | kBenchOptions | kDbOptions | kTopOption;
+constexpr const char* kBoundOptionNames[] = {"--db",    "--system-tag", "--threads", "--backend",
+                                             "--dtype", "--layout",     "--fusion",  "--top"};
+
+// --model: the lower bound loaded before the (possibly long) trace load, so a bad model or database
+// stops the command early. 0 to go on, else the exit code.
+int load_report_bound(CommandLine& cl, const CommandOptions& opt, LoadedBound* bound) {
+  if (opt.models.empty()) {
+    for (const char* name : kBoundOptionNames)
+      if (cl.app().count(name) > 0)
+        return cl.usage_error(std::string(name) +
+                              " is an option of the lower-bound section: give --model MODEL.onnx");
+    return 0;
+  }
+  if (opt.models.size() != 1) return cl.usage_error("give one --model MODEL.onnx (the model the trace ran)");
+  std::string error;
+  if (!check_inputs(opt.models, InputKind::kFile, &error)) return fail("report", error, 1);
+  if (!load_bound("report", opt, bound, &error)) return fail("report", error, 1);
+  return 0;
+}
+
+// framework_vs_bound over the loaded trace. A trace it cannot compare (no layer-level spans) keeps the
+// reason in the section and says it on stderr; the rest of the report is still written.
+table::Result report_bound(const model::Trace& trace, const std::string& trace_name, const LoadedBound& bound,
+                           size_t top) {
+  constexpr std::string_view kNames[] = {report::kLowerBoundAnalysis};
+  auto results = run_bound_analyses(trace, bound, top, kNames);
+  if (results.empty()) {
+    table::Result none;
+    none.missing_input = "this strata has no framework_vs_bound analysis";
+    return none;
+  }
+  table::Result r = std::move(results.front().second);
+  if (r.missing_input)
+    std::fprintf(stderr, "strata report: warning: %s: no lower-bound comparison: %s\n", trace_name.c_str(),
+                 r.missing_input->c_str());
+  for (const table::Table& t : r.tables)
+    if (t.name == report::kLowerBoundAnalysis)
+      for (const std::string& note : t.notes)
+        if (note.rfind("warning: the sequential bound", 0) == 0 || note.rfind("warning: threads", 0) == 0)
+          std::fprintf(stderr, "strata report: %s\n", note.c_str());
+  return r;
+}
+#endif
+
+}  // namespace
 
 int run_report(int argc, char** argv) {
   std::vector<std::string> inputs, param_texts;
@@ -25,7 +81,8 @@ int run_report(int argc, char** argv) {
       "report",
       "One self-contained HTML file with charts of the analyses (ECharts inlined; opens offline in "
       "any browser; docs/report.md). Several traces are one trace, as with `strata analyze` "
-      "(repeated runs, or the ranks of a merged job).");
+      "(repeated runs, or the ranks of a merged job). With --model (and the options of `strata "
+      "lowerbound`), a section compares the run with the model's sequential and parallel lower bounds.");
   cl.app()
       .add_option("TRACE", inputs,
                   "any trace strata reads (native, Kineto/PyTorch JSON, Nsight Systems SQLite, ...)")
@@ -42,7 +99,13 @@ int run_report(int argc, char** argv) {
       .add_option("--max-rows", max_rows,
                   "rows of one table embedded at most (default 5000; the rest is left out with a note)")
       ->check(positive_count(10000000));
+#ifdef STRATA_HAVE_LOWERBOUND
+  CommandOptions bound_options;
+  if (int code = parse_command_options(cl, argc, argv, kReportBoundOptions, &bound_options); code >= 0)
+    return code;
+#else
   if (int code = cl.parse(argc, argv); code >= 0) return code;
+#endif
   analysis::Params params;
   for (const std::string& value : param_texts) {
     const size_t eq = value.find('=');
@@ -69,9 +132,17 @@ int run_report(int argc, char** argv) {
   // Checked before the (possibly long) load: an existing file without --force stops here.
   if (!check_output_target(output, force, &error)) return fail("report", error, 1);
   if (!check_inputs(inputs, InputKind::kTrace, &error)) return fail("report", error, 1);
+#ifdef STRATA_HAVE_LOWERBOUND
+  LoadedBound bound;
+  if (int code = load_report_bound(cl, bound_options, &bound); code != 0) return code;
+#endif
   model::Trace trace;
   if (!open_inputs(inputs, &trace, &error)) return fail("report", error, 1);
   for (const auto& w : trace.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+#ifdef STRATA_HAVE_LOWERBOUND
+  if (!bound_options.models.empty())
+    options.lower_bound = report_bound(trace, inputs.front(), bound, bound_options.top);
+#endif
 
   options.inputs = inputs;
   options.title = title;

@@ -39,6 +39,8 @@ enum : unsigned {
   kMeasureOptions = 16,  // --repetitions --min-time-ms --max-spread --attempts --recheck
   kOutputOption = 32,    // -o/--output DIR
   kTraceOptions = 64,    // --trace --top --dot --svg
+  kModelOption = 128,    // the model as --model MODEL.onnx, not as positionals (`strata report TRACE`)
+  kTopOption = 256,      // --top alone (kTraceOptions includes it)
 };
 
 // Declares the MODEL positionals and the `groups` of options on `cl`, and parses argv (argv[0]: the

@@ -182,6 +182,16 @@ std::string flame_json(const model::Trace& trace, const ReportOptions& options) 
   return flame_graph_json(graph);
 }
 
+table::Result lower_bound_result(const ReportOptions& options) {
+  if (options.lower_bound) return *options.lower_bound;
+  table::Result none;
+  none.missing_input =
+      "no model given: `strata report TRACE --model MODEL.onnx --db PERF.sqlite --threads N -o REPORT.html` "
+      "compares the run with the model's sequential and parallel lower bounds (the database that `strata "
+      "bench run MODEL.onnx` fills; N: the run's thread count)";
+  return none;
+}
+
 // JSON inside <script type="application/json">: '<' only occurs inside strings, where \u003c
 // means the same, so no "</script>" or "<!--" of a span name can end the element.
 void append_script_safe(std::string* out, std::string_view json) {
@@ -257,6 +267,9 @@ bool write_report(const model::Trace& trace, const ReportOptions& options, std::
     append_key(&data, pipeline.results[i].first->name());
     data += analysis_json(std::move(pipeline.results[i].second), options.max_rows);
   }
+  if (!pipeline.results.empty()) data += ",\n";
+  append_key(&data, kLowerBoundAnalysis);
+  data += analysis_json(lower_bound_result(options), options.max_rows);
   data += "},";
   append_key(&data, "peaks");
   data += peaks_json(trace, options.params);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "analysis/analysis.h"
 #include "model/trace.h"
+#include "table/table.h"
 
 namespace strata::report {
 
@@ -26,7 +28,14 @@ struct ReportOptions {
   size_t max_rows = 5000;           // rows of one table embedded at most (the rest: a note)
   size_t max_flame_nodes = 4000;    // flame-graph frames embedded at most
   double min_flame_share = 0.0005;  // frames under this share of the samples are folded away
+  // The run against its model's lower bounds: framework_vs_bound's tables (`strata lowerbound MODEL
+  // --trace RUN`), computed by the caller (report sits beside lowerbound, not above it). Unset: the
+  // section says how to get it (--model).
+  std::optional<table::Result> lower_bound;
 };
+
+// The name the lower-bound section's tables are embedded under (the analysis that makes them).
+inline constexpr std::string_view kLowerBoundAnalysis = "framework_vs_bound";
 
 // The analyses the report shows, in its order (each one a section or part of one).
 std::span<const std::string_view> report_analyses();

@@ -181,6 +181,54 @@
     if (!missing(s, 'layer_table')) htmlTable(s, table('layer_table'));
   }
 
+  // The run against its model's lower bounds (`strata report --model`: the tables of `strata
+  // lowerbound MODEL --trace RUN`): the measured model time next to the sequential and parallel
+  // bound, and the layers furthest above their own bound (framework op time = bound + gap).
+  function lowerBound() {
+    var s = section('lower-bound', 'Lower bound');
+    if (missing(s, 'framework_vs_bound')) return;
+    var t = table('framework_vs_bound');
+    chart(s, 'lower-bound', 'framework_vs_bound', 'framework_vs_bound', {
+      title: { text: t.title, textStyle: { fontSize: 13 } }, legend: { top: 26 }, grid: { top: 60 },
+      xAxis: { type: 'category', name: 'model', data: column(t, 'model').map(String) },
+      yAxis: { type: 'value', name: 'ms' },
+      series: [
+        { id: 'data', name: 'measured_ms', type: 'bar', data: column(t, 'measured_ms') },
+        { id: 'sequential', name: 'sequential_bound_ms', type: 'bar', data: column(t, 'sequential_bound_ms') },
+        { id: 'parallel', name: 'parallel_bound_ms', type: 'bar', data: column(t, 'parallel_bound_ms') }
+      ]
+    });
+    notes(s, t);
+    htmlTable(s, t);
+    var g = table('framework_vs_bound', 'layer_gaps');
+    if (g && g.rows.length) {
+      var measured = column(g, 'measured_us'), ops = column(g, 'framework_op'), types = column(g, 'type');
+      chart(s, 'layer-gaps', 'framework_vs_bound', 'layer_gaps', {
+        title: { text: g.title + ' (framework op time = bound + gap)', textStyle: { fontSize: 13 } },
+        legend: { top: 26 }, grid: { top: 60, left: 200 },
+        tooltip: { trigger: 'axis', formatter: function (p) {
+          var i = p[0].dataIndex;
+          return p[0].name + ' (' + types[i] + ', ' + ops[i] + ')<br>measured_us: ' + measured[i] + '<br>' +
+            p.map(function (x) { return x.seriesName + ': ' + x.value; }).join('<br>');
+        } },
+        yAxis: { type: 'category', inverse: true, data: column(g, 'layer').map(String),
+          axisLabel: { width: 190, overflow: 'truncate' } },
+        xAxis: { type: 'value', name: 'us' }, dataZoom: rowZoom(g.rows.length),
+        series: [
+          { id: 'bound', name: 'bound_us', type: 'bar', stack: 'layer', data: column(g, 'bound_us') },
+          { id: 'data', name: 'gap_us', type: 'bar', stack: 'layer', data: column(g, 'gap_us') }
+        ]
+      }, g.rows.length > 15);
+      say(s, 'A negative gap (the framework ran the layer faster than its benchmark) is drawn left of zero.');
+    } else {
+      say(s, 'no layer has both a framework op and a measurement: no per-layer gaps', 'missing');
+    }
+    ['layer_gaps', 'algorithm_selection', 'extra_framework_ops'].forEach(function (name) {
+      var x = table('framework_vs_bound', name);
+      if (x) { notes(s, x); htmlTable(s, x); }
+    });
+  }
+
   function deviceSplit() {
     var s = section('device-split', 'GPU vs non-GPU time per layer');
     if (missing(s, 'layer_device_split')) return;
@@ -352,7 +400,7 @@
     htmlTable(s, t);
   }
 
-  [overview, models, layers, deviceSplit, kernels, rooflines, iterations, flame, ranks].forEach(function (draw) {
+  [overview, models, layers, lowerBound, deviceSplit, kernels, rooflines, iterations, flame, ranks].forEach(function (draw) {
     try { draw(); } catch (e) { registry.errors.push(String(e)); console.error('strata report: ' + e); }
   });
   root.appendChild(el('footer', { text: 'Written by ' + (data.generator || 'strata') + ' with Apache ECharts ' +

@@ -35,10 +35,10 @@ needs_browser = pytest.mark.skipif(
     reason="needs node and chromium (scripts/setup.sh installs both: apt-get install nodejs npm chromium)")
 
 
-def report_of(traces, name):
+def report_of(traces, name, *extra):
     os.makedirs(ARTIFACTS, exist_ok=True)
     html = os.path.join(ARTIFACTS, name + ".html")
-    run_strata("report", *traces, "-o", html, "--force")
+    run_strata("report", *traces, "-o", html, "--force", *extra)
     return html
 
 
@@ -59,8 +59,13 @@ def analysis_tables(traces, analysis):
     """The CSV tables `strata analyze --analysis NAME --format csv` prints, by name ({} when the
     analysis lacks input)."""
     out = run_strata("analyze", *traces, "--analysis", analysis, "--format", "csv", check=False)
-    tables, name, lines = {}, analysis, []
-    for line in out.stdout.splitlines(keepends=True):
+    return csv_tables(out.stdout, analysis)
+
+
+def csv_tables(text, name):
+    """Tables of a `--format csv` output, each after its "# NAME" line (the first one: `name`)."""
+    tables, lines = {}, []
+    for line in text.splitlines(keepends=True):
         if line.startswith("# "):
             if lines:
                 tables[name] = list(csv.DictReader(io.StringIO("".join(lines))))
@@ -102,7 +107,9 @@ def expected_flame_frames(trace):
     return min(len(wide), FLAME_MAX_NODES), roots
 
 
-def check_page(page, traces, expected_charts, flame_trace=None):
+def check_page(page, traces, expected_charts, flame_trace=None, cli_tables=None):
+    """cli_tables: {analysis: {table: rows}} for analyses whose CSV comes from another command than
+    `strata analyze TRACE --analysis NAME` (the lower bound: `strata lowerbound MODEL --trace TRACE`)."""
     assert page["console_errors"] == [], page["console_errors"]
     assert page["page_errors"] == [], page["page_errors"]
     assert page["report_errors"] == [], page["report_errors"]
@@ -110,7 +117,7 @@ def check_page(page, traces, expected_charts, flame_trace=None):
     charts = {c["id"]: c for c in page["charts"]}
     missing_charts = set(expected_charts) - set(charts)
     assert not missing_charts, f"charts not drawn: {missing_charts}; page says: {page['missing']}"
-    csv_cache = {}
+    csv_cache = dict(cli_tables or {})
     for chart in page["charts"]:
         assert chart["width"] > 100 and chart["height"] > 100, chart["id"]
         assert chart["series"], f"{chart['id']}: no series"
@@ -198,3 +205,85 @@ def test_report_refuses_to_replace_a_file_without_force(tmp_path):
     assert out.read_text().startswith("<!DOCTYPE html>")
     proc = run_strata("report", trace, check=False)
     assert proc.returncode == 2 and "--output is required" in proc.stderr, proc.stderr  # one usage line
+
+
+# Real Nsight Systems exports (tests/data/nsys/README.md): NVTX ranges are the layers of the H100 run;
+# CloverLeaf's A100 run has kernels and no NVTX.
+NSYS_CASES = [
+    ("h100_nvfuser_matmul_nsys2024.6_schema3.16.1.sqlite",
+     ["layer-sequence", "layer-types", "device-split", "kernels", "iteration-timeline", "iteration-metrics"]),
+    ("a100_cloverleaf_nsys2024.5_schema3.13.2.sqlite", ["kernels", "iteration-timeline", "iteration-metrics"]),
+]
+
+
+@needs_browser
+@pytest.mark.parametrize("export,expected", NSYS_CASES, ids=[c[0].split("_nsys")[0] for c in NSYS_CASES])
+def test_report_of_an_imported_nsys_export(export, expected):
+    trace = os.path.join(ROOT, "tests", "data", "nsys", export)
+    name = export.split("_nsys")[0] + "_nsys"
+    page = load_in_browser(report_of([trace], name), name)
+    charts = check_page(page, [trace], expected)
+    assert set(charts) == set(expected), f"charts drawn: {sorted(charts)}"
+    # No model given: the lower-bound section says what to pass.
+    assert any(m.startswith("framework_vs_bound: no model given") and "--model" in m for m in page["missing"])
+
+
+LB_DATA = os.path.join(ROOT, "tests", "lowerbound", "data")
+LB_MODEL = os.path.join(LB_DATA, "resnet18.onnx")
+LB_TRACE = os.path.join(LB_DATA, "resnet18_cpu_library.trace")  # recorded with OMP_NUM_THREADS=1
+
+
+@pytest.fixture(scope="module")
+def perf_db(tmp_path_factory):
+    """resnet18's layers benchmarked here with oneDNN on one thread (the recorded run's count)."""
+    db = str(tmp_path_factory.mktemp("perfdb") / "perf.sqlite")
+    run_strata("bench", "run", LB_MODEL, "--db", db, "--threads", "1", "--repetitions", "2", "--min-time-ms", "0.2",
+               "--max-spread", "10", timeout=600)
+    return db
+
+
+@needs_browser
+def test_report_lower_bound_section_plots_the_lowerbound_cli_tables(perf_db):
+    bound = ["--model", LB_MODEL, "--db", perf_db, "--threads", "1"]
+    page = load_in_browser(report_of([LB_TRACE], "resnet18_lower_bound", *bound), "resnet18_lower_bound")
+    cli = run_strata("lowerbound", LB_MODEL, "--db", perf_db, "--threads", "1", "--trace", LB_TRACE, "--format", "csv")
+    tables = csv_tables(cli.stdout, "lower_bounds")
+    charts = check_page(page, [LB_TRACE], ["lower-bound", "layer-gaps", "layer-sequence", "layer-types"],
+                        cli_tables={"framework_vs_bound": tables})
+    assert "lower-bound" in page["sections"]
+    assert not any(m.startswith("framework_vs_bound") for m in page["missing"]), page["missing"]
+    # Measured, sequential and parallel bound: one bar each, the CSV's numbers (check_page compared them).
+    assert [s["name"] for s in charts["lower-bound"]["series"]] == \
+        ["measured_ms", "sequential_bound_ms", "parallel_bound_ms"]
+    # The gap chart stacks bound + gap = the framework's op time, row by row (to the CSV's 0.01 us).
+    gaps = tables["layer_gaps"]
+    assert len(gaps) == 10  # --top's default, resnet18 has more matched layers
+    series = {s["name"]: s["data"] for s in charts["layer-gaps"]["series"]}
+    for i, row in enumerate(gaps):
+        assert abs(series["bound_us"][i] + series["gap_us"][i] - float(row["measured_us"])) <= 0.011, row
+    # The sequential bound is the sum of the layers' bounds and the parallel one at most that.
+    summary = tables["framework_vs_bound"][0]
+    assert float(summary["parallel_bound_ms"]) <= float(summary["sequential_bound_ms"])
+
+
+def test_report_lower_bound_options_need_a_model_and_a_measured_database(tmp_path, perf_db):
+    trace = os.path.join(ROOT, "tests", "data", "nsys", NSYS_CASES[1][0])  # kernels only, no layers
+    out = str(tmp_path / "r.html")
+    proc = run_strata("report", LB_TRACE, "-o", out, "--db", perf_db, check=False)
+    assert proc.returncode == 2 and "--db" in proc.stderr and "--model" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07garbage" * 10)
+    proc = run_strata("report", LB_TRACE, "-o", out, "--model", str(bad), "--db", perf_db, check=False)
+    assert proc.returncode == 1 and str(bad) in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    empty = str(tmp_path / "empty.sqlite")
+    proc = run_strata("report", LB_TRACE, "-o", out, "--model", LB_MODEL, "--db", empty, check=False)
+    assert proc.returncode == 1 and "strata bench run" in proc.stderr, proc.stderr
+    assert not os.path.exists(out)
+    # A trace without framework ops: the report is written, the section and stderr say why.
+    proc = run_strata("report", trace, "-o", out, "--model", LB_MODEL, "--db", perf_db, "--threads", "1", check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "no lower-bound comparison" in proc.stderr
+    with open(out, encoding="utf-8") as f:
+        html = f.read()
+    assert '"framework_vs_bound":{"missing":"' in html and "no model given" not in html

@@ -105,5 +105,40 @@ TEST(Report, ASpanNameCannotEndTheDataElement) {
   EXPECT_NE(html.find("<title>&lt;b&gt;title&lt;/b&gt;</title>"), std::string::npos);
 }
 
+// The lower-bound section holds the tables the caller passes (the CLI's framework_vs_bound tables),
+// as analyze renders them; without them it says how to get them (--model).
+TEST(Report, HoldsTheLowerBoundTablesItIsGiven) {
+  model::Trace trace = testing::cpu_model_trace();
+  const std::string without = data_of(write(trace, {}));
+  EXPECT_NE(
+      without.find("\"framework_vs_bound\":{\"missing\":\"no model given: `strata report TRACE --model"),
+      std::string::npos);
+
+  ReportOptions options;
+  table::Result bound;
+  table::Table t;
+  t.name = "framework_vs_bound";
+  t.title = "Framework end-to-end latency vs lower bound (f32, nchw)";
+  t.columns = {"model", "measured_ms", "sequential_bound_ms", "parallel_bound_ms"};
+  t.rows.push_back({table::Cell::text("net"), table::Cell::real(2.5, 3), table::Cell::real(1.25, 3),
+                    table::Cell::real(1.0, 3)});
+  bound.tables.push_back(t);
+  options.lower_bound = bound;
+  const std::string with = data_of(write(trace, options));
+  std::ostringstream json;
+  exporter::render_tables(bound.tables, exporter::TableFormat::kJson, json);
+  std::string text = json.str();
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  EXPECT_NE(with.find("\"framework_vs_bound\":{\"missing\":null,\"tables\":" + escaped(text)),
+            std::string::npos);
+  EXPECT_EQ(with.find("no model given"), std::string::npos);
+
+  table::Result lacking;
+  lacking.missing_input = "no layer-level spans in the trace";
+  options.lower_bound = lacking;
+  EXPECT_NE(data_of(write(trace, options)).find("\"framework_vs_bound\":{\"missing\":\"no layer-level spans"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace strata::report
