@@ -104,22 +104,16 @@ def find_compiler() -> str:
 
 
 def torch_include_dirs(torch) -> List[str]:
-    """Header folders of the running torch: the wheel's torch/include, else Debian's /usr/include."""
-    dirs: List[str] = []
-    try:
-        from torch.utils import cpp_extension
-        dirs = [d for d in cpp_extension.include_paths() if os.path.isdir(d)]
-    except Exception:  # cpp_extension imports setuptools and more; the folders are enough
-        base = os.path.join(os.path.dirname(torch.__file__), "include")
-        dirs = [base, os.path.join(base, "torch", "csrc", "api", "include")]
-    if not any(os.path.exists(os.path.join(d, "ATen", "record_function.h")) for d in dirs):
-        system = ["/usr/include", "/usr/include/torch/csrc/api/include"]
-        if os.path.exists("/usr/include/ATen/record_function.h"):
-            dirs = system  # Debian's python3-torch ships no headers; libtorch-dev puts them here
-    if not any(os.path.exists(os.path.join(d, "ATen", "record_function.h")) for d in dirs):
-        raise BridgeUnavailable("PyTorch's C++ headers not found (ATen/record_function.h; pip wheels have them "
-                                "in torch/include; Debian: apt-get install libtorch-dev)")
-    return dirs
+    """Header folders of the running torch: the wheel's torch/include (what
+    torch.utils.cpp_extension.include_paths() lists for a CPU build; not imported: it prints about
+    CUDA and pulls in setuptools), else Debian's /usr/include (libtorch-dev)."""
+    base = os.path.join(os.path.dirname(os.path.realpath(torch.__file__)), "include")
+    for dirs in ([base, os.path.join(base, "torch", "csrc", "api", "include")],
+                 ["/usr/include", "/usr/include/torch/csrc/api/include"]):
+        if os.path.exists(os.path.join(dirs[0], "ATen", "record_function.h")):
+            return dirs
+    raise BridgeUnavailable("PyTorch's C++ headers not found (ATen/record_function.h in " + base +
+                            " or /usr/include; pip wheels have them; Debian: apt-get install libtorch-dev)")
 
 
 # --- The cache ---------------------------------------------------------------------------------------
@@ -226,7 +220,15 @@ def cached_bridge(build: Build) -> "tuple[str, str]":
     """The cache entry's library for `build`, compiling it on a miss. Returns (library, how): how is
     "cached", "compiled in N s" or "rebuilt in N s: the cached entry was corrupt"."""
     root = cache_root()
-    os.makedirs(root, exist_ok=True)
+    try:
+        os.makedirs(root, mode=0o700, exist_ok=True)  # libraries this process will load: the user's own
+        return _cached_bridge_in(build, root)
+    except OSError as exc:
+        raise BridgeUnavailable(f"the bridge cache {root} is not usable ({exc.strerror or exc}; "
+                                "set XDG_CACHE_HOME to a writable folder)") from None
+
+
+def _cached_bridge_in(build: Build, root: str) -> "tuple[str, str]":
     entry = os.path.join(root, build.key)
     if entry_is_valid(entry):
         return os.path.join(entry, LIBRARY), "cached"

@@ -15,8 +15,8 @@ puts a startup hook on PYTHONPATH that calls enable_layer_tracing() once torch i
 are captured by a native RecordFunction callback (the bridge: Strata's prebuilt libstrata_torch.so
 when the program runs the torch Strata was built with, else compiled at first use for the running
 torch and cached; without a compiler, slower Python hooks: docs/torch.md; one line on stderr says
-which) and written as layer spans on the thread that ran them, nested under the model spans of that thread. Each op carries what it did to
-PyTorch's CPU allocator (alloc_bytes, freed_bytes, net_alloc_bytes = torch.profiler's "CPU Mem",
+which) and written as layer spans on the thread that ran them, nested under the model spans of that
+thread. Each op carries what it did to PyTorch's CPU allocator (alloc_bytes, freed_bytes, net_alloc_bytes = torch.profiler's "CPU Mem",
 self_net_alloc_bytes = "Self CPU Mem", peak_alloc_bytes, peak_live_bytes), and the live bytes of the
 allocator are written as a counter track, the memory timeline (docs/memory.md).
 """

@@ -133,3 +133,24 @@ def test_compile_command_matches_the_running_torch(cache):
     assert ["-isystem", "/t/include"] == cmd[cmd.index("/t/include") - 1:cmd.index("/t/include") + 1]
     assert "/lib/libtorch_cpu.so" in cmd and "/lib/libstrata_torch_rt.so" in cmd
     assert "-Wl,-rpath,/lib" in cmd
+
+
+def test_unusable_cache_folder_says_so(tmp_path, monkeypatch):
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(not_a_folder))
+    cxx = fake_compiler(tmp_path, 'printf "x" > "$out"\n')
+    with pytest.raises(tb.BridgeUnavailable, match="the bridge cache .* is not usable .*set XDG_CACHE_HOME"):
+        tb.cached_bridge(plan(tmp_path, cxx))
+    assert calls(tmp_path) == 0
+
+
+def test_headers_of_the_running_torch_are_found(tmp_path):
+    class FakeTorch:
+        __file__ = str(tmp_path / "torch" / "__init__.py")
+
+    (tmp_path / "torch" / "include" / "ATen").mkdir(parents=True)
+    (tmp_path / "torch" / "include" / "ATen" / "record_function.h").write_text("")
+    dirs = tb.torch_include_dirs(FakeTorch)
+    include = tmp_path / "torch" / "include"
+    assert dirs == [str(include), str(include / "torch" / "csrc" / "api" / "include")]
