@@ -154,6 +154,8 @@ def main() -> int:
         if per_op[ref] > 0 and per_op_total[ref] > 0:
             print(f"  ratio strata-layer / {ref}: hot path {per_op['strata-layer'] / per_op[ref]:.2f}, "
                   f"total {per_op_total['strata-layer'] / per_op_total[ref]:.2f}")
+    if not args.iterations:  # --iterations 0: the tiny-op loop only
+        return 0
     print(f"{args.model} batch 1: predict CPU time (median over {args.repeats} processes of the median of "
           f"{args.iterations} calls; 1 intra-op thread)")
     for c in configs:

@@ -180,7 +180,8 @@ def compile_command(build: Build, output: str) -> List[str]:
     cmd = [build.cxx, "-std=c++17", "-O2", "-g0", "-DNDEBUG", "-fPIC", "-shared", "-fvisibility=hidden",
            f"-D_GLIBCXX_USE_CXX11_ABI={build.abi}", "-I" + build.source_dir]
     for d in build.includes:
-        cmd += ["-isystem", d]
+        if d not in ("/usr/include", "/usr/local/include"):  # already searched; -isystem would reorder
+            cmd += ["-isystem", d]                           # them before the C++ library's (clang)
     cmd += [os.path.join(build.source_dir, "torch_bridge.cc"), "-o", output]
     cmd += build.torch_libs + [build.runtime, "-Wl,-rpath," + rpath]
     return cmd

@@ -133,6 +133,10 @@ def test_compile_command_matches_the_running_torch(cache):
     assert ["-isystem", "/t/include"] == cmd[cmd.index("/t/include") - 1:cmd.index("/t/include") + 1]
     assert "/lib/libtorch_cpu.so" in cmd and "/lib/libstrata_torch_rt.so" in cmd
     assert "-Wl,-rpath,/lib" in cmd
+    # Debian's headers in /usr/include: not passed as -isystem (clang would then search it before
+    # the C++ library's own headers, and <cstdlib>'s #include_next fails).
+    debian = tb.compile_command(build._replace(includes=["/usr/include", "/usr/include/torch/csrc/api/include"]), "/o")
+    assert "/usr/include" not in debian and "/usr/include/torch/csrc/api/include" in debian
 
 
 def test_unusable_cache_folder_says_so(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@
 // so its C++ ABI need not match Strata's. Loaded with ctypes after `import torch`.
 //
 // Versions: written against PyTorch 1.13 (validated) and the 2.x API (not compiled here: no 2.x
-// headers on the build machine); the differences are under #if on TORCH_VERSION_* below.
+// headers on the build machine); see TrackingCpuAllocator for the one difference known to matter.
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -23,15 +23,6 @@
 #include <string>
 
 #include "strata_torch_bridge.h"
-
-// c10::Allocator::allocate lost its const and gained the pure virtual copy_data in PyTorch 2.3.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
-#define STRATA_TORCH_ALLOCATE_CONST
-#define STRATA_TORCH_HAS_COPY_DATA 1
-#else
-#define STRATA_TORCH_ALLOCATE_CONST const
-#define STRATA_TORCH_HAS_COPY_DATA 0
-#endif
 
 #define STRATA_BRIDGE_STR2(x) #x
 #define STRATA_BRIDGE_STR(x) STRATA_BRIDGE_STR2(x)
@@ -143,11 +134,25 @@ void on_op_end(const at::RecordFunction&, at::ObserverContext* observer) {
 // Hands out the inner allocator's memory under strata_torch_rt_on_free (so frees come back to the
 // runtime's table) while tracking is on. Why a wrapper and not c10's memory-reporting hook: the hook
 // lives in the thread-local slot torch.profiler uses for its own state (docs/memory.md).
+//
+// c10::Allocator changed in PyTorch 2.x (2.3, as far as known): allocate() lost its const and
+// copy_data() became pure virtual. Rather than guess the release with #if, the wrapper declares
+// allocate() both ways (the one matching the base class overrides it; the other is a plain
+// overload) and defines copy_data() (an override where it exists, an unused member in 1.13).
 class TrackingCpuAllocator final : public c10::Allocator {
  public:
   explicit TrackingCpuAllocator(c10::Allocator* inner) : inner_(inner) {}
 
-  c10::DataPtr allocate(size_t n) STRATA_TORCH_ALLOCATE_CONST override {
+  c10::DataPtr allocate(size_t n) const { return allocate_tracked(n); }
+  c10::DataPtr allocate(size_t n) { return allocate_tracked(n); }
+
+  // No `override` anywhere here: clang warns when only some overriding members say it.
+  c10::DeleterFnPtr raw_deleter() const { return &strata_torch_rt_on_free; }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
+
+ private:
+  c10::DataPtr allocate_tracked(size_t n) const {
     c10::DataPtr inner = inner_->allocate(n);
     void* data = inner.get();
     if (data == nullptr || strata_torch_rt_memory_tracking() == 0) return inner;
@@ -159,15 +164,6 @@ class TrackingCpuAllocator final : public c10::Allocator {
     return {data, data, &strata_torch_rt_on_free, device};
   }
 
-  c10::DeleterFnPtr raw_deleter() const override { return &strata_torch_rt_on_free; }
-
-#if STRATA_TORCH_HAS_COPY_DATA
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    default_copy_data(dest, src, count);
-  }
-#endif
-
- private:
   c10::Allocator* inner_;
 };
 
