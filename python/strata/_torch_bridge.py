@@ -237,7 +237,7 @@ def _cached_bridge_in(build: Build, root: str) -> "tuple[str, str]":
     with open(os.path.join(root, build.key + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if entry_is_valid(entry):
-            return os.path.join(entry, LIBRARY), "cached (built by another process)"
+            return os.path.join(entry, LIBRARY), "cached, built by another process"
         corrupt = os.path.exists(entry)
         start = time.monotonic()
         fresh = _compile_into(build, root)
@@ -255,7 +255,10 @@ def _cached_bridge_in(build: Build, root: str) -> "tuple[str, str]":
 
 def _load(path: str, runtime: Optional[str]) -> ctypes.CDLL:
     if runtime is not None:  # first, so the bridge binds to this Strata's runtime whatever its rpath says
-        ctypes.CDLL(runtime, mode=ctypes.RTLD_GLOBAL)
+        try:
+            ctypes.CDLL(runtime, mode=ctypes.RTLD_GLOBAL)
+        except OSError as exc:
+            raise BridgeUnavailable(f"{runtime} does not load ({exc}): rebuild or reinstall Strata") from None
     return ctypes.CDLL(path)
 
 
@@ -290,25 +293,33 @@ def select_route(torch) -> Route:
         if mode in ("auto", "prebuilt"):
             prebuilt = _prebuilt()
             if prebuilt is not None:
-                return Route("prebuilt", f"built with Strata for this libtorch_cpu, {prebuilt}", prebuilt,
-                             _load(prebuilt, runtime))
-            if mode == "prebuilt":
+                try:
+                    return Route("prebuilt", f"built with Strata for this libtorch_cpu, {prebuilt}", prebuilt,
+                                 _load(prebuilt, runtime))
+                except OSError as exc:  # e.g. a dependency removed since: the compiled route can still do
+                    if mode == "prebuilt":
+                        raise BridgeUnavailable(f"Strata's prebuilt bridge does not load ({exc})") from None
+            elif mode == "prebuilt":
                 raise BridgeUnavailable("STRATA_TORCH_BRIDGE=prebuilt, but Strata's prebuilt bridge is absent or "
                                         "was built for another libtorch_cpu")
-        build = plan_build(torch)
+        return _compiled_route(torch, runtime)
+    except BridgeUnavailable as exc:
+        return Route("python", str(exc), None, None)
+
+
+def _compiled_route(torch, runtime: str) -> Route:
+    build = plan_build(torch)
+    path, how = cached_bridge(build)
+    try:
+        lib = _load(path, runtime)
+    except OSError as exc:  # checksum right but unloadable (a dependency moved): rebuild once
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
         path, how = cached_bridge(build)
         try:
             lib = _load(path, runtime)
-        except OSError as exc:  # checksum right but unloadable (a dependency moved): rebuild once
-            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
-            path, how = cached_bridge(build)
-            try:
-                lib = _load(path, runtime)
-            except OSError:
-                raise BridgeUnavailable(f"the compiled bridge does not load ({exc})") from None
-        return Route("compiled", f"{how}, {os.path.dirname(path)}", path, lib)
-    except BridgeUnavailable as exc:
-        return Route("python", str(exc), None, None)
+        except OSError:
+            raise BridgeUnavailable(f"the compiled bridge does not load ({exc})") from None
+    return Route("compiled", f"{how}, {os.path.dirname(path)}", path, lib)
 
 
 def route_line(torch, route: Route) -> str:
