@@ -45,7 +45,8 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 # CPack's --ignore-missing-info; the CUDA collectors load only where they are present.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch")
+# g++: the layer tracer compiles its PyTorch bridge for a torch other than Debian's (docs/torch.md).
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch, g++")
 # strata.load (python/strata/_analysis.py) needs numpy and pandas; the span API and strata.profile do not.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-numpy, python3-pandas")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)

@@ -202,7 +202,20 @@ for i in range(3):
         model(torch.randn(4, 32))
 EOF
   (cd "$work" && "${clean[@]}" "$usr/bin/strata" record --quiet -o "$work/rec.strata" --level layer -- \
-    /usr/bin/python3 "$work/torch_script.py" "$usr/$pydir") || fail "strata record of the PyTorch script failed"
+    /usr/bin/python3 "$work/torch_script.py" "$usr/$pydir" 2>"$work/rec.err") || {
+    cat "$work/rec.err" >&2; fail "strata record of the PyTorch script failed"; }
+  grep -q "layer tracer: prebuilt bridge" "$work/rec.err" || { cat "$work/rec.err" >&2; fail "installed tree: not the prebuilt bridge"; }
+  # The bridge compiled at first use from the sources installed with the package (docs/torch.md).
+  if command -v c++ >/dev/null; then
+    (cd "$work" && "${clean[@]}" XDG_CACHE_HOME="$work/cache" STRATA_TORCH_BRIDGE=compile "$usr/bin/strata" record \
+      --quiet -o "$work/rec-compiled.strata" --level layer -- /usr/bin/python3 "$work/torch_script.py" "$usr/$pydir" \
+      2>"$work/rec-compiled.err") || { cat "$work/rec-compiled.err" >&2; fail "strata record with the compiled bridge failed"; }
+    grep -q "layer tracer: compiled bridge (compiled in" "$work/rec-compiled.err" ||
+      { cat "$work/rec-compiled.err" >&2; fail "installed tree: the bridge was not compiled at first use"; }
+    "${clean[@]}" "$usr/bin/strata" export "$work/rec-compiled.strata" --format csv | grep -q "aten::addmm" ||
+      fail "compiled bridge: no PyTorch op spans"
+    echo "   bridge compiled at first use from the installed sources"
+  fi
   "${clean[@]}" "$usr/bin/strata" export "$work/rec.strata" --format csv >"$work/rec.csv"
   [ "$(grep -c consumer_step "$work/rec.csv")" = 3 ] || fail "strata record: the 3 consumer_step spans are missing"
   grep -q "aten::linear\|aten::addmm" "$work/rec.csv" || fail "strata record: no PyTorch op spans (layer tracer not loaded?)"

@@ -4,11 +4,13 @@ and layer-level tracing on resnet18 batch 1. Every configuration runs in its own
 callback or hook of one configuration stays installed in another), `--repeats` times; medians.
 
     STRATA_BUILD_DIR=build /usr/bin/python3 bench/torch/layer_tracing_cost.py [--repeats 5] [--ops 20000]
-        [--torch-lib-before OLD/libstrata_torch.so]
+        [--torch-lib-before OLD/libstrata_torch.so] [--compiled-bridge]
 
 --torch-lib-before adds a configuration "strata-layer-before": layer tracing with another build of
 libstrata_torch.so (e.g. main's), interleaved with the others, for before/after figures measured
-side by side.
+side by side. --compiled-bridge adds "strata-layer-compiled": the bridge compiled at first use for
+the running torch (docs/torch.md; compiled into the user's cache before the timed processes) instead
+of Strata's prebuilt one.
 
 Tiny-op loop: `--ops` calls of torch.add on two 1-element tensors (each one aten::add op).
 Per-op cost = (loop CPU time traced - loop CPU time untraced) / ops. CPU time, not wall time: the
@@ -104,18 +106,25 @@ def main() -> int:
     ap.add_argument("--model", default="resnet18")
     ap.add_argument("--iterations", type=int, default=10, help="timed predict calls per process (median)")
     ap.add_argument("--torch-lib-before", help="libstrata_torch.so of the build to compare with")
+    ap.add_argument("--compiled-bridge", action="store_true", help="also time the bridge compiled at first use")
     args = ap.parse_args()
     configs = CONFIGS + (["strata-layer-before"] if args.torch_lib_before else [])
+    configs += ["strata-layer-compiled"] if args.compiled_bridge else []
     build = os.environ.get("STRATA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
     env = dict(os.environ, STRATA_PY=os.path.join(build, "lib", "python"),
                STRATA_LIB=os.path.join(build, "lib", "libstrata.so"))
     results = {c: [] for c in configs}
     with tempfile.TemporaryDirectory() as tmp:
         env["BENCH_TMP"] = tmp
+        if args.compiled_bridge:  # the first use compiles (or finds the cache): not part of any timing
+            subprocess.run([sys.executable, "-c", CHILD, "strata-layer", "10", args.model, "0"],
+                           env=dict(env, STRATA_TORCH_BRIDGE="compile"), capture_output=True, check=True)
         for _ in range(args.repeats):  # interleaved, so drift in machine load hits every config alike
             for c in configs:
                 child_env = dict(env, STRATA_TORCH_LIB=os.path.abspath(args.torch_lib_before)) \
                     if c == "strata-layer-before" else env
+                if c == "strata-layer-compiled":
+                    child_env = dict(env, STRATA_TORCH_BRIDGE="compile")
                 out = subprocess.run([sys.executable, "-c", CHILD, c, str(args.ops), args.model, str(args.iterations)],
                                      env=child_env, capture_output=True, text=True)
                 if out.returncode != 0:
@@ -135,6 +144,9 @@ def main() -> int:
         per_op_total[c] = (med[c]["total_cpu_ns"] - base_total) / args.ops
         print(f"  {c:24s} loop {med[c]['tiny_ns'] / 1e6:9.3f} ms   per op: hot path {per_op[c]:8.1f} ns, "
               f"total {per_op_total[c]:8.1f} ns")
+    if "strata-layer-compiled" in per_op and per_op["strata-layer"] > 0:
+        print(f"  ratio strata-layer-compiled / strata-layer (prebuilt): hot path "
+              f"{per_op['strata-layer-compiled'] / per_op['strata-layer']:.2f}")
     if "strata-layer-before" in per_op and per_op["strata-layer-before"] > 0:
         print(f"  ratio strata-layer / strata-layer-before: hot path "
               f"{per_op['strata-layer'] / per_op['strata-layer-before']:.2f}")
@@ -142,6 +154,8 @@ def main() -> int:
         if per_op[ref] > 0 and per_op_total[ref] > 0:
             print(f"  ratio strata-layer / {ref}: hot path {per_op['strata-layer'] / per_op[ref]:.2f}, "
                   f"total {per_op_total['strata-layer'] / per_op_total[ref]:.2f}")
+    if not args.iterations:  # --iterations 0: the tiny-op loop only
+        return 0
     print(f"{args.model} batch 1: predict CPU time (median over {args.repeats} processes of the median of "
           f"{args.iterations} calls; 1 intra-op thread)")
     for c in configs:

@@ -12,9 +12,11 @@ Model level (no PyTorch knowledge needed by Strata)::
 Layer level: ``strata record --level layer -- python script.py`` turns on tracing of every framework
 op (aten::*) with its input shapes and nn.Module path, without edits to the script (the recorder
 puts a startup hook on PYTHONPATH that calls enable_layer_tracing() once torch is imported). The ops
-are captured by a native RecordFunction callback (libstrata_torch.so) and written as layer spans on
-the thread that ran them, nested under the model spans of that thread. Each op carries what it did to
-PyTorch's CPU allocator (alloc_bytes, freed_bytes, net_alloc_bytes = torch.profiler's "CPU Mem",
+are captured by a native RecordFunction callback (the bridge: Strata's prebuilt libstrata_torch.so
+when the program runs the torch Strata was built with, else compiled at first use for the running
+torch and cached; without a compiler, slower Python hooks: docs/torch.md; one line on stderr says
+which) and written as layer spans on the thread that ran them, nested under the model spans of that
+thread. Each op carries what it did to PyTorch's CPU allocator (alloc_bytes, freed_bytes, net_alloc_bytes = torch.profiler's "CPU Mem",
 self_net_alloc_bytes = "Self CPU Mem", peak_alloc_bytes, peak_live_bytes), and the live bytes of the
 allocator are written as a counter track, the memory timeline (docs/memory.md).
 """
@@ -24,7 +26,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
-import os
+import sys
 import threading
 import weakref
 from typing import Any, Iterator, Optional
@@ -32,9 +34,11 @@ from typing import Any, Iterator, Optional
 import strata
 
 __all__ = ["predict_step", "train_step", "eval_step", "step", "enable_layer_tracing",
-           "disable_layer_tracing", "layer_tracing_enabled", "ops_recorded", "memory_stats"]
+           "disable_layer_tracing", "layer_tracing_enabled", "ops_recorded", "memory_stats", "layer_tracer_route"]
 
-_native: Optional[ctypes.CDLL] = None
+_native: Optional[ctypes.CDLL] = None  # the bridge (None on the python-hooks route)
+_runtime: Optional[ctypes.CDLL] = None  # libstrata_torch_rt.so (through the bridge when there is one)
+_route: Any = None  # strata._torch_bridge.Route once chosen
 _set_module: Any = None  # lib.strata_torch_set_module once loaded
 _hooks: list = []
 _lock = threading.Lock()
@@ -76,39 +80,61 @@ def eval_step(**attributes: Any) -> strata.span:
     return strata.span("eval_step", level="model", **_canonical(attributes))
 
 
-def _library_path() -> Optional[str]:
-    candidates = []
-    if os.environ.get("STRATA_TORCH_LIB"):
-        candidates.append(os.environ["STRATA_TORCH_LIB"])
-    if os.environ.get("STRATA_LIB"):
-        candidates.append(os.path.join(os.path.dirname(os.environ["STRATA_LIB"]), "libstrata_torch.so"))
-    candidates.append(os.path.join(strata._library_dir(), "libstrata_torch.so"))
-    for path in candidates:
-        if os.path.exists(path):
-            return os.path.abspath(path)
-    return None
+def _bind_runtime(runtime: ctypes.CDLL) -> None:
+    runtime.strata_torch_set_module.argtypes = [ctypes.c_char_p]
+    runtime.strata_torch_set_module.restype = None
+    runtime.strata_torch_ops_recorded.restype = ctypes.c_uint64
+    if hasattr(runtime, "strata_torch_memory_stats"):  # absent from libraries built before it existed
+        runtime.strata_torch_memory_stats.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int]
+        runtime.strata_torch_memory_stats.restype = ctypes.c_int
+    if hasattr(runtime, "strata_torch_rt_op_begin"):  # the python-hooks route calls these per op
+        runtime.strata_torch_rt_op_begin.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                                                     ctypes.POINTER(ctypes.c_uint32)]
+        runtime.strata_torch_rt_op_begin.restype = ctypes.c_uint64
+        runtime.strata_torch_rt_op_end.argtypes = [ctypes.c_uint64, ctypes.c_uint32]
+        runtime.strata_torch_rt_op_end.restype = None
+        runtime.strata_torch_rt_layer_enabled.restype = ctypes.c_int
+
+
+def _load_route() -> Any:
+    """Picks the layer tracer's route for the running torch once (strata/_torch_bridge.py) and says
+    which on stderr, in one line."""
+    global _native, _runtime, _set_module, _route
+    if _route is None:
+        import torch  # libtorch_cpu must be loaded before the bridge that links to it
+        from strata import _torch_bridge
+        route = _torch_bridge.select_route(torch)
+        if route.lib is not None:
+            lib = route.lib
+            lib.strata_torch_enable.argtypes = [ctypes.c_int]
+            lib.strata_torch_enable.restype = ctypes.c_int
+            runtime = lib  # symbols are looked up through the bridge's dependencies too (the runtime)
+        else:
+            try:
+                runtime = ctypes.CDLL(_torch_bridge.runtime_library(), mode=ctypes.RTLD_GLOBAL)
+            except _torch_bridge.BridgeUnavailable as exc:
+                raise RuntimeError(str(exc)) from None
+        sys.stderr.write(_torch_bridge.route_line(torch, route) + "\n")
+        _bind_runtime(runtime)
+        _native = route.lib
+        _runtime = runtime
+        _set_module = runtime.strata_torch_set_module  # bound once: the module hooks call it per module call
+        _route = route
+    return _route
 
 
 def _load_native() -> ctypes.CDLL:
-    global _native, _set_module
+    """The native bridge (RuntimeError on the python-hooks route, which has none)."""
+    route = _load_route()
     if _native is None:
-        import torch  # noqa: F401  (libtorch_cpu must be loaded before the tracer that links to it)
-        path = _library_path()
-        if path is None:
-            raise RuntimeError("libstrata_torch.so not found next to libstrata.so: Strata was built "
-                               "without PyTorch's C++ headers (apt-get install libtorch-dev, rebuild)")
-        lib = ctypes.CDLL(path)
-        lib.strata_torch_enable.argtypes = [ctypes.c_int]
-        lib.strata_torch_enable.restype = ctypes.c_int
-        lib.strata_torch_set_module.argtypes = [ctypes.c_char_p]
-        lib.strata_torch_set_module.restype = None
-        lib.strata_torch_ops_recorded.restype = ctypes.c_uint64
-        if hasattr(lib, "strata_torch_memory_stats"):  # absent from libraries built before it existed
-            lib.strata_torch_memory_stats.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int]
-            lib.strata_torch_memory_stats.restype = ctypes.c_int
-        _native = lib
-        _set_module = lib.strata_torch_set_module  # bound once: the module hooks call it per module call
+        raise RuntimeError(f"no native PyTorch bridge: {route.detail}")
     return _native
+
+
+def layer_tracer_route() -> Optional[str]:
+    """How ops are traced in this process: "prebuilt", "compiled", "library" (STRATA_TORCH_LIB) or
+    "python" (hooks); None before layer tracing was first enabled."""
+    return _route.kind if _route is not None else None
 
 
 # --- nn.Module paths -------------------------------------------------------------------------------
@@ -176,8 +202,11 @@ def enable_layer_tracing(record_shapes: bool = True, module_paths: bool = True) 
     if not strata.level_enabled("layer"):
         return False
     with _lock:
-        lib = _load_native()
-        if not lib.strata_torch_enable(1 if record_shapes else 0):
+        route = _load_route()
+        if route.kind == "python":
+            from strata import _torch_pyhooks
+            _torch_pyhooks.enable(_runtime, record_shapes)
+        elif not _native.strata_torch_enable(1 if record_shapes else 0):
             return False
         if not _atexit_registered:
             # Remove the callback before PyTorch's own teardown (it warns about leaked handles).
@@ -194,18 +223,21 @@ def disable_layer_tracing() -> None:
     with _lock:
         if _native is not None:
             _native.strata_torch_disable()
+        elif _route is not None:
+            from strata import _torch_pyhooks
+            _torch_pyhooks.disable()
         for handle in _hooks:
             handle.remove()
         _hooks.clear()
 
 
 def layer_tracing_enabled() -> bool:
-    return bool(_hooks) or (_native is not None and ops_recorded() > 0)
+    return bool(_hooks) or (_runtime is not None and ops_recorded() > 0)
 
 
 def ops_recorded() -> int:
     """Ops turned into spans by this process so far."""
-    return int(_native.strata_torch_ops_recorded()) if _native is not None else 0
+    return int(_runtime.strata_torch_ops_recorded()) if _runtime is not None else 0
 
 
 _MEMORY_STATS = ("live_bytes", "peak_live_bytes", "allocations", "frees", "timeline_samples", "ops_too_deep",
@@ -216,10 +248,10 @@ def memory_stats() -> "dict[str, int]":
     """What the layer tracer's memory tracking saw of PyTorch's CPU allocator: bytes alive now and at
     the highest point since tracking began (tensors allocated while layer tracing was on), counts of
     allocations, frees and memory-timeline samples. Empty when layer tracing never ran."""
-    if _native is None or not hasattr(_native, "strata_torch_memory_stats"):
+    if _runtime is None or not hasattr(_runtime, "strata_torch_memory_stats"):
         return {}
     values = (ctypes.c_int64 * len(_MEMORY_STATS))()
-    n = _native.strata_torch_memory_stats(values, len(_MEMORY_STATS))
+    n = _runtime.strata_torch_memory_stats(values, len(_MEMORY_STATS))
     return {key: int(values[i]) for i, key in enumerate(_MEMORY_STATS[:n])}
 
 

@@ -1,19 +1,15 @@
 // Memory accounting of the PyTorch layer tracer: see memory_tracker.h and docs/memory.md.
 //
-// Why a wrapper around the CPU allocator and not c10's memory-reporting hook: the hook lives in the
-// thread-local slot torch.profiler uses for its own state, which would then mistake Strata's object
-// for its own. The wrapper hands out the inner allocator's memory under its own deleter (so frees
-// come back here) and remembers each live block's size and the inner deleter in a table.
+// The bridge's wrapper around PyTorch's CPU allocator (bridge/torch_bridge.cc) hands out the inner
+// allocator's memory under on_free (so frees come back here); this file remembers each live block's
+// size and the inner deleter in a table. Nothing here includes PyTorch: the bridge is compiled
+// against the user's torch, this is built with Strata.
 //
 // One mutex guards the table, the live level and the timeline: PyTorch's own memory profiler takes
 // one per allocation as well, and tensor allocations come almost only from the thread running the
 // ops. The per-op sums are thread-local and take no lock.
 #include "torch/memory_tracker.h"
 
-#include "core/activity_type.h"
-
-#include <c10/core/Allocator.h>
-#include <c10/core/CPUAllocator.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -22,11 +18,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "collect/runtime.h"
 #include "collect/session.h"
+#include "core/activity_type.h"
 #include "core/level.h"
 #include "core/memory_keys.h"
 #include "strata/detail/hot_path.h"
@@ -67,7 +65,7 @@ struct Tracker {
 Tracker* g_tracker = nullptr;
 std::atomic<bool> g_tracking{false};
 std::atomic<int64_t> g_ops_too_deep{0};
-c10::DeleterFnPtr g_inner_raw_deleter = nullptr;
+strata_torch_deleter g_inner_raw_deleter = nullptr;
 
 constexpr std::string_view kAllocator = "PyTorch CPU allocator";
 constexpr std::string_view kDevice = "cpu";
@@ -155,68 +153,6 @@ void fold_into(OpMemory& parent, const OpMemory& child) {
   parent.peak_live = std::max(parent.peak_live, child.peak_live);
 }
 
-void tracked_delete(void* data);
-
-class TrackingCpuAllocator final : public c10::Allocator {
- public:
-  explicit TrackingCpuAllocator(c10::Allocator* inner) : inner_(inner) {}
-
-  c10::DataPtr allocate(size_t n) const override {
-    c10::DataPtr inner = inner_->allocate(n);
-    void* data = inner.get();
-    if (data == nullptr || !g_tracking.load(std::memory_order_relaxed)) return inner;
-    Block b;
-    b.address = reinterpret_cast<uintptr_t>(data);
-    b.size = static_cast<int64_t>(n);
-    b.inner_context = inner.get_context();
-    b.inner_deleter = inner.get_deleter();  // c10::DeleterFnPtr
-    const c10::Device device = inner.device();
-    int64_t live_after = 0;
-    {
-      std::lock_guard<std::mutex> lock(g_tracker->mu);
-      g_tracker->blocks.insert(b);  // throws only before anything changed: `inner` frees the block
-      static_cast<void>(inner.release_context());  // the table owns the block now
-      Tracker& t = *g_tracker;
-      t.live += b.size;
-      t.peak_live = std::max(t.peak_live, t.live);
-      ++t.allocations;
-      live_after = t.live;
-      on_level_change(t);
-    }
-    note_alloc_on_thread(b.size, live_after);
-    return {data, data, &tracked_delete, device};
-  }
-
-  c10::DeleterFnPtr raw_deleter() const override { return &tracked_delete; }
-
- private:
-  c10::Allocator* inner_;
-};
-
-void tracked_delete(void* data) {
-  if (data == nullptr) return;
-  Block b;
-  bool found;
-  {
-    std::lock_guard<std::mutex> lock(g_tracker->mu);
-    Tracker& t = *g_tracker;
-    found = t.blocks.take(reinterpret_cast<uintptr_t>(data), &b);
-    if (found) {
-      t.live -= b.size;
-      ++t.frees;
-      on_level_change(t);
-    } else {
-      ++t.untracked_frees;
-    }
-  }
-  if (!found) {  // raw_allocate'd while tracking was off: the inner allocator's block
-    if (g_inner_raw_deleter != nullptr) g_inner_raw_deleter(data);
-    return;
-  }
-  note_free_on_thread(b.size);
-  if (b.inner_deleter != nullptr) b.inner_deleter(b.inner_context);
-}
-
 // A fork while another thread holds the mutex must not leave the child's copy locked.
 void before_fork() {
   if (g_tracker != nullptr) g_tracker->mu.lock();
@@ -258,18 +194,63 @@ uint64_t interval_ticks_from_env() {
 
 }  // namespace
 
-void start_memory_tracking() {
+bool on_alloc(void* data, int64_t size, void* inner_context, strata_torch_deleter inner_deleter) {
+  if (data == nullptr || g_tracker == nullptr || !g_tracking.load(std::memory_order_relaxed)) return false;
+  Block b;
+  b.address = reinterpret_cast<uintptr_t>(data);
+  b.size = size;
+  b.inner_context = inner_context;
+  b.inner_deleter = inner_deleter;
+  int64_t live_after = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_tracker->mu);
+    try {
+      g_tracker->blocks.insert(b);  // throws only before anything changed: the caller keeps the block
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+    Tracker& t = *g_tracker;
+    t.live += b.size;
+    t.peak_live = std::max(t.peak_live, t.live);
+    ++t.allocations;
+    live_after = t.live;
+    on_level_change(t);
+  }
+  note_alloc_on_thread(b.size, live_after);
+  return true;
+}
+
+void on_free(void* data) {
+  if (data == nullptr) return;
+  Block b;
+  bool found = false;
+  if (g_tracker != nullptr) {
+    std::lock_guard<std::mutex> lock(g_tracker->mu);
+    Tracker& t = *g_tracker;
+    found = t.blocks.take(reinterpret_cast<uintptr_t>(data), &b);
+    if (found) {
+      t.live -= b.size;
+      ++t.frees;
+      on_level_change(t);
+    } else {
+      ++t.untracked_frees;
+    }
+  }
+  if (!found) {  // raw_allocate'd while tracking was off: the inner allocator's block
+    if (g_inner_raw_deleter != nullptr) g_inner_raw_deleter(data);
+    return;
+  }
+  note_free_on_thread(b.size);
+  if (b.inner_deleter != nullptr) b.inner_deleter(b.inner_context);
+}
+
+void start_memory_tracking(strata_torch_deleter inner_raw_deleter) {
   if (g_tracker == nullptr) {
     g_tracker = new Tracker();
     g_tracker->counter_name = memory_keys::counter_name(kAllocator, kDevice);
-    c10::Allocator* current = c10::GetCPUAllocator();
-    g_inner_raw_deleter = current->raw_deleter();
-    auto* tracking = new TrackingCpuAllocator(current);
-    // The registry keeps the allocator of the highest priority seen; PyTorch registers its own at 0.
-    c10::SetCPUAllocator(tracking, 0);
-    if (c10::GetCPUAllocator() != tracking) c10::SetCPUAllocator(tracking, UINT8_MAX);
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   }
+  if (inner_raw_deleter != nullptr) g_inner_raw_deleter = inner_raw_deleter;
   {
     std::lock_guard<std::mutex> lock(g_tracker->mu);
     g_tracker->interval_ticks = interval_ticks_from_env();
@@ -319,6 +300,8 @@ bool pop_op(uint32_t depth, strata_span_id span, OpMemory* out) {
   if (depth > 0) fold_into(t_open[depth - 1], *out);
   return true;
 }
+
+bool memory_tracking() { return g_tracking.load(std::memory_order_relaxed); }
 
 MemoryStats memory_stats() {
   MemoryStats s;

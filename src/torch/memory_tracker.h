@@ -1,6 +1,7 @@
 // Memory accounting of the PyTorch layer tracer (XSP Table I: a layer's allocated memory).
 //
-// A wrapper around PyTorch's CPU allocator sees every allocation and free of tensor memory: each
+// The bridge's wrapper around PyTorch's CPU allocator reports every allocation and free of tensor
+// memory here (bridge/strata_torch_bridge.h), free of PyTorch types: each
 // is added to the innermost traced op open on the thread where it happens (torch.profiler's rule),
 // and to the process-wide level of live bytes, which is written as a counter track (the memory
 // timeline). Definitions of the per-op values: docs/memory.md.
@@ -9,6 +10,7 @@
 #include <cstdint>
 
 #include "strata/strata.h"
+#include "torch/bridge/strata_torch_bridge.h"
 
 namespace strata::torch_tracer {
 
@@ -22,13 +24,20 @@ struct OpMemory {
   int64_t peak_live = -1;  // highest process-wide live level right after one of its allocations
 };
 
-// Wraps the CPU allocator (first call only; the wrapper stays: tensors outlive tracing) and tracks
-// every later allocation. The timeline is sampled every `STRATA_MEMORY_INTERVAL_US` (default 100;
-// 0: every change), with each interval's highest level kept at its own time.
-void start_memory_tracking();
+// Tracks every later allocation the bridge reports; `inner_raw_deleter` (kept when null) frees the
+// blocks allocated before tracking began. The timeline is sampled every `STRATA_MEMORY_INTERVAL_US` (default
+// 100; 0: every change), with each interval's highest level kept at its own time.
+void start_memory_tracking(strata_torch_deleter inner_raw_deleter);
 // Writes what the timeline still holds and the counts; later allocations are not tracked (frees
 // of tracked ones still are).
 void stop_memory_tracking();
+
+bool memory_tracking();
+// A block allocated by the inner allocator: true when it is tracked (the table then owns its
+// context and deleter), false when not (tracking off, no memory for the table).
+bool on_alloc(void* data, int64_t size, void* inner_context, strata_torch_deleter inner_deleter);
+// The deleter of tracked blocks (and of blocks the inner allocator made while tracking was off).
+void on_free(void* data);
 
 // The calling thread's stack of open traced ops. push_op returns the op's depth, or UINT32_MAX when
 // nesting is too deep to track (its memory then counts toward the enclosing op; counted).
