@@ -138,6 +138,18 @@ def test_cli_dask_identical_on_8_ranks(cluster, tmp_path, strata_bin):
     assert proc.stdout == changed
 
 
+def test_cli_dask_identical_on_real_kineto_ranks(cluster, strata_bin):
+    """Two real ranks (tests/data/kineto/README.md), imported on the workers: five streams each and
+    launch calls, so idle_time's host-wait split (the span tree's correlation links) is exercised."""
+    data = os.path.join(os.path.dirname(__file__), "..", "data", "kineto")
+    paths = [os.path.abspath(os.path.join(data, f"multirank_rank{r}.json.gz")) for r in (0, 1)]
+    expected = local_csv(paths)
+    assert b"\n0,0,23," in expected and b"\n1,1,84," in expected  # several streams per rank
+    proc = dask_cli(paths, cluster.address)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected
+
+
 def test_python_dask_identical_on_64_ranks(cluster, tmp_path, strata_bin):
     sys.path.insert(0, PYTHON_PKG)
     import strata.dask
