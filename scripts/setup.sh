@@ -21,6 +21,7 @@ packages=(
   golang-github-google-pprof-dev         # tests/sample: profile.proto, to decode `strata profile --format pprof`
   nodejs chromium                        # strata report: ECharts from npm; its browser test (headless chromium)
   help2man                               # src/cli: man pages generated from each command's --help
+  python3-distributed iproute2           # strata analyze --dask: scheduler and workers (tests/python/test_dask.py)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,8 +1,14 @@
 // strata analyze FILE... [--analysis NAME...] [--format table|csv|json] [--list] [--param k=v ...]
-//                [--output DIR [--force] [--gzip]]
+//                [--output DIR [--force] [--gzip]] [--dask tcp://HOST:PORT]
 // Opens the traces (any format a reader reads) into one trace, sorted once with one span tree, and
-// runs the chosen analyses over it (several files = repeated runs).
+// runs the chosen analyses over it (several files = repeated runs). With --dask the Python driver
+// (python/strata/dask.py) runs each file's analyses on a Dask worker and combines them.
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +24,7 @@
 #include "cli/safe_files.h"
 #include "core/stats.h"
 #include "export/table_render.h"
+#include "strata_install_layout.h"
 
 namespace strata::cli {
 namespace {
@@ -28,7 +35,7 @@ const char* extension(exporter::TableFormat f) {
 
 struct AnalyzeArgs {
   std::vector<std::string> inputs, names, param_texts;
-  std::string format_text = "table", output_dir;
+  std::string format_text = "table", output_dir, dask;
   bool list = false, force = false, gzip = false;
 };
 
@@ -63,6 +70,59 @@ void describe_analyze(CommandLine& cl, AnalyzeArgs* a) {
   cl.add_force(&a->force);
   cl.app().add_flag("--gzip", a->gzip, "with --output: gzip-compress each table file (NAME.csv.gz, ...)");
   cl.app().add_flag("--list", a->list, "name and describe every analysis");
+  cl.app()
+      .add_option(
+          "--dask", a->dask,
+          "run each file's load and the analyses' per-rank part on the workers of this Dask scheduler "
+          "and combine them (python3 -m strata.dask; needs python3-distributed, --format csv, analyses "
+          "that split per rank: rank_breakdown, idle_time; the files on a filesystem every worker sees)")
+      ->type_name("tcp://HOST:PORT");
+}
+
+// The strata package next to this strata (the installed tree's link folder, or the build tree's
+// lib/python), as `strata record` finds it; empty when there is none.
+std::string python_package_dir() {
+  const std::string dir = executable_dir();
+  for (const std::string& candidate : {dir + "/" STRATA_PYTHONDIR_FROM_BINDIR, dir + "/../lib/python"})
+    if (access((candidate + "/strata/dask.py").c_str(), R_OK) == 0) return candidate;
+  return "";
+}
+
+// --dask: replaces this process by the Python driver, so that the CLI and strata.dask.analyze are one
+// code path (the C++ side cannot speak Dask's protocol). Returns only on failure.
+int run_on_dask(const AnalyzeArgs& a) {
+  if (!a.output_dir.empty())
+    return fail("analyze", "--dask prints the tables on standard output: drop --output");
+  if (a.format_text != "csv") return fail("analyze", "--dask prints --format csv only: add --format csv");
+  if (a.names.empty())
+    return fail("analyze",
+                "--dask needs the analyses named (-a rank_breakdown,idle_time: those that split per rank)");
+  const std::string package = python_package_dir();
+  if (package.empty())
+    return fail("analyze",
+                "--dask: the strata Python package is not next to this strata (lib/python): install "
+                "Strata or run the build tree's bin/strata",
+                1);
+  const char* python = std::getenv("STRATA_PYTHON");
+  if (python == nullptr || *python == '\0')
+    python = "/usr/bin/python3";  // Debian's, with python3-distributed
+  std::vector<std::string> args = {python, "-m", "strata.dask", "--scheduler", a.dask, "--format", "csv"};
+  for (const std::string& n : a.names) args.insert(args.end(), {"-a", n});
+  for (const std::string& p : a.param_texts) args.insert(args.end(), {"-p", p});
+  args.push_back("--");
+  args.insert(args.end(), a.inputs.begin(), a.inputs.end());
+  const char* old = std::getenv("PYTHONPATH");
+  const std::string path = package + (old != nullptr && *old != '\0' ? ":" + std::string(old) : "");
+  setenv("PYTHONPATH", path.c_str(), 1);
+  std::vector<char*> argv;
+  for (std::string& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  execv(python, argv.data());
+  return fail("analyze",
+              std::string("--dask: cannot run ") + python + ": " + std::strerror(errno) +
+                  " (set STRATA_PYTHON to a python3 that has python3-distributed)",
+              1);
 }
 
 void print_analysis_list() {
@@ -100,6 +160,7 @@ int run_analyze(int argc, char** argv) {
   if (!exporter::parse_table_format(args.format_text, &format))
     return fail("analyze", "--format " + args.format_text + " is not one of table, csv, json");
   if (args.inputs.empty()) return cl.usage_error("no input file");
+  if (!args.dask.empty()) return run_on_dask(args);
   if (args.gzip && args.output_dir.empty())
     return cl.usage_error("--gzip compresses the files of --output DIR: give --output");
   if (auto bad = analysis::validate_params(params)) return fail("analyze", *bad);

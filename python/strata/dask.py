@@ -1,0 +1,355 @@
+"""strata.dask: `strata analyze` over many rank traces on a Dask cluster (issue 17 item 5).
+
+    import strata.dask
+    from distributed import Client
+    result = strata.dask.analyze(["rank0.strata", "rank1.strata"], Client("tcp://host:8786"),
+                                 analyses=["rank_breakdown", "idle_time"])
+    print(result.csv(), end="")   # the bytes of `strata analyze A B -a ... --format csv`
+
+or from the command line, `strata analyze TRACE... --dask tcp://HOST:PORT -a NAME --format csv`, which
+runs `python3 -m strata.dask` (this module's main): one code path for both.
+
+How the work is split: each input file is one task. A Dask worker loads the file through libstrata
+(src/pyapi, the library `strata.load` uses) and runs the chosen analyses on that file alone: the
+partial is the analysis's rows for the file's ranks, as the CSV prints each cell. The driver combines
+the partials. Shared filesystem assumption: every path must name the same file on every worker (the
+driver sends paths, never trace bytes), and the workers must import this package (start them with
+PYTHONPATH=<strata>/lib/python, or install Strata on every host).
+
+Which analyses split: those whose table has one row per (rank, ...) key computed from that rank's
+spans alone and ordered by rank first (`ROWS_PER_RANK`); the local run's table is then the partials'
+rows in rank order, so the combine is a stable sort by the rank column. Every other analysis is
+local-only under Dask and refused with one line saying why (`LOCAL_ONLY`, or the generic reason):
+splitting them needs a cross-rank combine that is not written yet (docs/performance.md lists them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+__all__ = ["analyze", "DaskResult", "ROWS_PER_RANK", "LOCAL_ONLY", "DaskAnalyzeError", "main"]
+
+# Analyses whose table rows are per rank, from that rank's spans only, ordered by rank first
+# (rank_analyses.cc: rank_breakdown's map by rank; rank_device.cc: idle_time's map by
+# (rank, device, stream)). Their combine: the partials' rows, stably sorted by the rank column.
+ROWS_PER_RANK = ("rank_breakdown", "idle_time")
+
+# Cross-rank analyses that cannot be split as rows yet, and why (the line --dask prints).
+LOCAL_ONLY = {
+    "collective_wait": "matches the k-th call of each collective across ranks (needs every rank's calls)",
+    "comm_overlap": "its per-collective table is sorted across ranks by an unrounded time and cut to --param top",
+    "kernel_distribution": "its spread table takes medians across ranks",
+    "launch_stats": "its *_ms columns count from the earliest span of all ranks",
+    "queue_length": "its series counts from the earliest span of all ranks",
+    "step_time": "its step table compares each step across ranks",
+}
+_GENERIC_REASON = "it aggregates spans of all ranks together (not per rank)"
+
+
+class DaskAnalyzeError(RuntimeError):
+    """One line naming the file, analysis or worker and what to do."""
+
+
+@dataclass
+class _Table:
+    name: str
+    columns: List[bytes]
+    rows: List[List[bytes]]
+
+
+@dataclass
+class _Partial:
+    """What a worker sends back for one file: its ranks, its span count, and per analysis either the
+    missing-input line or its tables (cells as the CSV prints them, before CSV quoting)."""
+    path: str
+    ranks: List[int]
+    spans: int
+    worker: str = ""  # the Dask worker's address that ran it
+    results: List[Tuple[str, List[_Table]]] = field(default_factory=list)
+
+    def payload_bytes(self) -> int:
+        """Bytes of cell text: what the partial costs on the network, about (the cost model)."""
+        return sum(len(c) for _, tables in self.results for t in tables for row in t.rows for c in row)
+
+
+@dataclass
+class DaskResult:
+    """The combined tables of the chosen analyses, in the local run's order; `missing` holds each
+    analysis that had no input on any rank, with the local run's line."""
+    tables: List[_Table]
+    missing: List[Tuple[str, str]]
+    partial_bytes: int = 0
+    spans: int = 0
+    workers: List[str] = field(default_factory=list)  # per input file, the worker that ran it
+
+    def csv(self) -> bytes:
+        """The bytes `strata analyze --format csv` prints to standard output (export/table_render.cc:
+        "# NAME" lines between tables when there are several)."""
+        out = bytearray()
+        for t in self.tables:
+            if len(self.tables) > 1:
+                out += b"# " + t.name.encode() + b"\n"
+            out += b",".join(_csv_field(c) for c in t.columns) + b"\n"
+            for row in t.rows:
+                out += b",".join(_csv_field(c) for c in row) + b"\n"
+        return bytes(out)
+
+
+def _utf8_length(text: bytes, i: int) -> int:
+    """Length of the well-formed UTF-8 sequence at i, 0 when there is none (text_escape.cc's
+    utf8_length: surrogates, overlong forms and code points above U+10FFFF are not well-formed)."""
+    lead = text[i]
+    n = 1 if lead < 0x80 else 2 if 0xC2 <= lead <= 0xDF else 3 if 0xE0 <= lead <= 0xEF else \
+        4 if 0xF0 <= lead <= 0xF4 else 0
+    if n == 0 or i + n > len(text):
+        return 0
+    try:
+        text[i:i + n].decode("utf-8")
+    except UnicodeDecodeError:
+        return 0
+    return n
+
+
+def _csv_field(text: bytes) -> bytes:
+    """export/text_escape.cc's append_csv_field: quoted when it holds , " CR or LF (quotes doubled);
+    bytes that are not well-formed UTF-8 become U+FFFD, one per byte."""
+    try:
+        text.decode("utf-8")
+        clean = text
+    except UnicodeDecodeError:
+        out, i = bytearray(), 0
+        while i < len(text):
+            n = _utf8_length(text, i)
+            out += text[i:i + n] if n else "\ufffd".encode()
+            i += n or 1
+        clean = bytes(out)
+    if any(ch in clean for ch in (b",", b'"', b"\r", b"\n")):
+        return b'"' + clean.replace(b'"', b'""') + b'"'
+    return clean
+
+
+def _raw_strings(s: Any) -> List[bytes]:
+    n = int(s.count)
+    if n == 0:
+        return []
+    offsets = [int(s.offsets[i]) for i in range(n + 1)]
+    data = ctypes.string_at(s.bytes, offsets[-1]) if offsets[-1] else b""
+    return [data[offsets[i]:offsets[i + 1]] for i in range(n)]
+
+
+def _run_tables(lib: Any, handle: int, path: str, name: str, params: Dict[str, str]) -> Tuple[str, List[_Table]]:
+    keys = [k.encode() for k in params]
+    values = [v.encode() for v in params.values()]
+    key_arr = (ctypes.c_char_p * max(1, len(keys)))(*keys)
+    value_arr = (ctypes.c_char_p * max(1, len(values)))(*values)
+    tables = lib.strata_capi_run_analysis(handle, name.encode(), key_arr, value_arr, len(keys))
+    if not tables:
+        raise DaskAnalyzeError(f"{path}: {name}: " + (lib.strata_capi_last_error() or b"").decode("utf-8", "replace"))
+    try:
+        missing = lib.strata_capi_missing_input(tables).decode("utf-8", "replace")
+        out = []
+        for t in range(int(lib.strata_capi_table_count(tables))):
+            columns = _raw_strings(lib.strata_capi_table_columns(tables, t))
+            n_rows = int(lib.strata_capi_table_rows(tables, t))
+            cells = [_raw_strings(lib.strata_capi_column_text(tables, t, c)) for c in range(len(columns))]
+            rows = [list(r) for r in zip(*cells)] if columns else [[] for _ in range(n_rows)]
+            out.append(_Table(lib.strata_capi_table_name(tables, t).decode("utf-8", "replace"), columns, rows))
+        return missing, out
+    finally:
+        lib.strata_capi_tables_free(tables)
+
+
+def _worker_address() -> str:
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().address)
+    except (ImportError, ValueError):  # called outside a worker (a test, a local run)
+        return ""
+
+
+def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str, str]]) -> _Partial:
+    """A worker's task: loads one file through libstrata and runs each analysis on it alone."""
+    from . import _analysis  # on the worker: pandas and the C library load here, not in the driver
+
+    trace = _analysis.load(path)
+    try:
+        lib = _analysis._capi()
+        handle = trace._live()
+        info = json.loads(lib.strata_capi_info_json(handle).decode("utf-8", "replace"))
+        result = _Partial(path, [int(p["rank"]) for p in info["processes"]],
+                          int(lib.strata_capi_span_count(handle)), _worker_address())
+        for name in analyses:
+            result.results.append(_run_tables(lib, handle, path, name, params.get(name, {})))
+        return result
+    finally:
+        trace.close()
+
+
+def _check_ranks(partials: Sequence[_Partial]) -> None:
+    owner: Dict[int, str] = {}
+    for p in partials:
+        if not p.ranks or any(r < 0 for r in p.ranks):
+            raise DaskAnalyzeError(f"{p.path}: a process without a rank; --dask combines per-rank results, so "
+                                   "every process needs its rank (record under torchrun/SLURM/MPI, or run "
+                                   "without --dask)")
+        for r in sorted(set(p.ranks)):
+            if r in owner:
+                raise DaskAnalyzeError(f"{p.path}: rank {r} is also in {owner[r]}; --dask needs each rank in "
+                                       "one file (run without --dask to analyze them together)")
+            owner[r] = p.path
+
+
+def _combine_rows(name: str, per_file: List[List[_Table]]) -> List[_Table]:
+    """The local run's tables from the files' tables: rows stably sorted by the rank column (each
+    file's rows are already in rank order, and its ranks are its own)."""
+    first = per_file[0]
+    combined = []
+    for k, table in enumerate(first):
+        if b"rank" not in table.columns:
+            raise DaskAnalyzeError(f"{name}: table {table.name} has no rank column; it cannot combine per rank")
+        column = table.columns.index(b"rank")
+        rows = []
+        for tables in per_file:
+            if len(tables) != len(first) or tables[k].columns != table.columns:
+                raise DaskAnalyzeError(f"{name}: the files gave tables of different shapes; run without --dask")
+            rows.extend(tables[k].rows)
+        rows.sort(key=lambda row: int(row[column]))
+        combined.append(_Table(table.name, table.columns, rows))
+    return combined
+
+
+def combine(analyses: Sequence[str], partials: Sequence[_Partial]) -> DaskResult:
+    """Joins the workers' partials into the local run's tables (as `strata analyze` over all files)."""
+    _check_ranks(partials)
+    result = DaskResult([], [], sum(p.payload_bytes() for p in partials), sum(p.spans for p in partials),
+                        [p.worker for p in partials])
+    for a, name in enumerate(analyses):
+        present = [tables for missing, tables in (p.results[a] for p in partials) if not missing]
+        if not present:
+            result.missing.append((name, partials[0].results[a][0]))
+            continue
+        result.tables.extend(_combine_rows(name, present))
+    return result
+
+
+def refusal(name: str) -> Optional[str]:
+    """The one line --dask prints for an analysis it cannot split; None for one it can."""
+    if name in ROWS_PER_RANK:
+        return None
+    return (f"{name} is local-only under --dask: {LOCAL_ONLY.get(name, _GENERIC_REASON)}; run it without "
+            f"--dask (--dask splits {', '.join(ROWS_PER_RANK)})")
+
+
+def _params_per_analysis(analyses: Sequence[str], params: Dict[str, Any]) -> Dict[str, Dict[str, str]]:
+    """Each analysis gets the --param keys it reads (as the local run's check_param_keys: a key that
+    no chosen analysis reads is an error)."""
+    from . import _analysis
+
+    declared = {e["name"]: set(e["params"]) for e in json.loads(_analysis._capi().strata_capi_analyses_json())}
+    text = {k: ("true" if v is True else "false" if v is False else str(v)) for k, v in params.items()}
+    for key in text:
+        if not any(key in declared.get(n, ()) for n in analyses):
+            raise DaskAnalyzeError(f"--param {key}: none of the chosen analyses ({', '.join(analyses)}) reads it")
+    return {n: {k: v for k, v in text.items() if k in declared.get(n, ())} for n in analyses}
+
+
+def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = ROWS_PER_RANK,
+            **params: Any) -> DaskResult:
+    """Runs `analyses` over the rank traces `paths` on the Dask `client`'s workers (one task per
+    file) and combines the partials; result.csv() equals `strata analyze PATHS... --format csv`.
+    Raises DaskAnalyzeError (one line) for an analysis that cannot be split, a file without ranks,
+    or a task that failed on a worker."""
+    paths = [os.path.abspath(os.fspath(p)) for p in paths]
+    analyses = list(analyses)
+    if not paths:
+        raise DaskAnalyzeError("no input file")
+    if not analyses:
+        raise DaskAnalyzeError("name the analyses to run (-a NAME); --dask splits " + ", ".join(ROWS_PER_RANK))
+    for name in analyses:
+        if (line := refusal(name)) is not None:
+            raise DaskAnalyzeError(line)
+    per_analysis = _params_per_analysis(analyses, params)
+    futures = client.map(rank_partial, paths, analyses=analyses, params=per_analysis, pure=False)
+    partials = []
+    for path, future in zip(paths, futures):
+        try:
+            partials.append(future.result())
+        except DaskAnalyzeError:
+            raise
+        except ModuleNotFoundError as e:
+            raise DaskAnalyzeError(f"{path}: a Dask worker cannot import {e.name}: start the workers with "
+                                   "PYTHONPATH=<strata>/lib/python (or install Strata on every host)") from None
+        except Exception as e:  # noqa: BLE001 - any worker failure becomes the one line
+            line = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise DaskAnalyzeError(line if line.startswith(path) else f"{path}: {line}") from None
+    return combine(analyses, partials)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`python3 -m strata.dask --scheduler ADDR -a NAME [-p K=V] FILE...` (what `strata analyze --dask`
+    runs): prints the CSV of the local run; one error line and status 1 otherwise."""
+    parser = argparse.ArgumentParser(prog="strata analyze --dask", description=main.__doc__)
+    parser.add_argument("--scheduler", required=True, help="the Dask scheduler, tcp://HOST:PORT")
+    parser.add_argument("-a", "--analysis", action="append", default=[])
+    parser.add_argument("-p", "--param", action="append", default=[])
+    parser.add_argument("--format", default="csv")
+    parser.add_argument("--timeout", type=float, default=float(os.environ.get("STRATA_DASK_TIMEOUT", 30)),
+                        help="seconds to wait for the scheduler (default $STRATA_DASK_TIMEOUT or 30)")
+    parser.add_argument("files", nargs="+")
+    args = parser.parse_args(argv)
+    prog = "strata analyze"
+    if args.format != "csv":
+        print(f"{prog}: --dask prints --format csv only (got {args.format})", file=sys.stderr)
+        return 1
+    names = [n for a in args.analysis for n in a.split(",") if n]
+    params = {}
+    for text in args.param:
+        key, eq, value = text.partition("=")
+        if not eq or not key:
+            print(f"{prog}: --param needs KEY=VALUE, e.g. --param trim=0.2", file=sys.stderr)
+            return 2
+        params[key] = value
+    missing_files = [f for f in args.files if not os.path.exists(f)]
+    if missing_files:
+        print(f"{prog}: {missing_files[0]}: no such file or directory", file=sys.stderr)
+        return 1
+    # Dask's own log lines (a scheduler that cannot be reached, asyncio's unretrieved futures) would
+    # make the one error line several.
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    try:
+        from distributed import Client
+    except ImportError:
+        print(f"{prog}: --dask needs Dask's distributed package (apt-get install python3-distributed)",
+              file=sys.stderr)
+        return 1
+    try:
+        with Client(args.scheduler, timeout=args.timeout) as client:
+            result = analyze(args.files, client, names, **params)
+    except DaskAnalyzeError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # the scheduler cannot be reached (distributed raises OSError on timeout)
+        line = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"{prog}: --dask {args.scheduler}: {line}", file=sys.stderr)
+        return 1
+    for name, line in result.missing:
+        print(f"{name}: {line}", file=sys.stderr)
+    sys.stdout.buffer.write(result.csv())
+    sys.stdout.flush()
+    return 1 if len(result.missing) == len(names) else 0
+
+
+if __name__ == "__main__":
+    # Through the package's module, not __main__: the workers unpickle strata.dask.rank_partial by name.
+    from strata.dask import main as _main
+
+    sys.exit(_main())

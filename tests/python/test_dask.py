@@ -1,0 +1,266 @@
+"""strata analyze --dask / strata.dask.analyze (issue 17 item 5): a real Dask scheduler and two
+workers (Debian's python3-distributed) run each rank file's load and per-rank analysis through
+libstrata, and the combined CSV must be byte-identical to the local `strata analyze --format csv`.
+
+The cluster runs on loopback; test_dask_workers_as_distinct_hosts puts each worker in a network
+namespace of its own (root only). Every process started here is in its own session and is killed
+by process group in the fixture's teardown, also when a test fails."""
+import contextlib
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BUILD_DIR, PYTHON_PKG, STRATA, SYSTEM_PYTHON
+
+distributed = pytest.importorskip("distributed", reason="python3-distributed (scripts/setup.sh) is not installed")
+
+SPLIT = "rank_breakdown,idle_time"
+MAKE_RANKS = os.path.join(BUILD_DIR, "bin", "make_rank_traces")
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PYTHON_PKG + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["STRATA_BUILD_DIR"] = BUILD_DIR
+    return env
+
+
+class Cluster:
+    """A scheduler and workers started as separate processes, each in its own session."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.procs = []
+        self.address = None
+
+    def spawn(self, args, log, prefix=()):
+        out = open(os.path.join(self.tmp, log), "wb")
+        proc = subprocess.Popen([*prefix, SYSTEM_PYTHON, *args], stdout=out, stderr=subprocess.STDOUT,
+                                env=_env(), start_new_session=True, cwd=self.tmp)
+        self.procs.append(proc)
+        return proc
+
+    def start_scheduler(self, host="127.0.0.1"):
+        scheduler_file = os.path.join(self.tmp, "scheduler.json")
+        # --port 0: the scheduler picks a free port and writes its address into the scheduler file.
+        self.spawn(["-m", "distributed.cli.dask_scheduler", "--host", host, "--port", "0",
+                    "--dashboard-address", ":0", "--scheduler-file", scheduler_file], "scheduler.log")
+        deadline = time.time() + 60
+        while not os.path.exists(scheduler_file) or os.path.getsize(scheduler_file) == 0:
+            if time.time() > deadline or self.procs[0].poll() is not None:
+                raise AssertionError("the dask scheduler did not start: " + self.log("scheduler.log"))
+            time.sleep(0.2)
+        time.sleep(0.2)  # the file is written in one go, but let a partial write finish
+        import json
+        self.address = json.load(open(scheduler_file))["address"]
+
+    def start_worker(self, name, host="127.0.0.1", prefix=()):
+        self.spawn(["-m", "distributed.cli.dask_worker", self.address, "--nthreads", "1", "--no-nanny",
+                    "--host", host, "--dashboard-address", ":0", "--name", name,
+                    "--local-directory", os.path.join(self.tmp, name)], f"{name}.log", prefix)
+
+    def wait_for_workers(self, n):
+        with distributed.Client(self.address, timeout=60) as client:
+            client.wait_for_workers(n, timeout=60)
+
+    def log(self, name):
+        with open(os.path.join(self.tmp, name), "rb") as f:
+            return f.read().decode("utf-8", "replace")[-2000:]
+
+    def stop(self):
+        for proc in reversed(self.procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    tmp = str(tmp_path_factory.mktemp("dask"))
+    c = Cluster(tmp)
+    try:
+        c.start_scheduler()
+        c.start_worker("w1")
+        c.start_worker("w2")
+        c.wait_for_workers(2)
+        yield c
+    finally:
+        c.stop()
+    assert all(p.poll() is not None for p in c.procs), "a dask process outlived the teardown"
+
+
+def make_ranks(tmp_path, ranks, spans):
+    if not os.path.exists(MAKE_RANKS):
+        pytest.fail(f"{MAKE_RANKS} not built (ninja make_rank_traces)")
+    out = tmp_path / f"ranks{ranks}"
+    out.mkdir()
+    subprocess.run([MAKE_RANKS, str(ranks), str(spans), str(out)], check=True)
+    return sorted(glob.glob(str(out / "rank*.strata")), key=lambda p: int(os.path.basename(p)[4:-7]))
+
+
+def local_csv(paths, analyses=SPLIT, params=()):
+    proc = subprocess.run([STRATA, "analyze", *paths, "-a", analyses, "--format", "csv", *params],
+                          capture_output=True, check=True)
+    return proc.stdout
+
+
+def dask_cli(paths, address, analyses=SPLIT, params=()):
+    return subprocess.run([STRATA, "analyze", *paths, "-a", analyses, "--format", "csv", *params,
+                           "--dask", address], capture_output=True, env=_env(), timeout=120)
+
+
+def test_cli_dask_identical_on_8_ranks(cluster, tmp_path, strata_bin):
+    paths = make_ranks(tmp_path, 8, 3000)
+    expected = local_csv(paths)
+    assert expected.count(b"\n") == 2 + 1 + 8 + 1 + 8  # two "# name" lines, two headers, 8 rows each
+    proc = dask_cli(paths, cluster.address)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected
+    # A parameter reaches the workers' analyses (kernel_wait_us changes idle_time's split).
+    params = ("--param", "kernel_wait_us=5")
+    changed = local_csv(paths, "idle_time", params)
+    assert changed != local_csv(paths, "idle_time")
+    proc = dask_cli(paths, cluster.address, "idle_time", params)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == changed
+
+
+def test_cli_dask_identical_on_real_kineto_ranks(cluster, strata_bin):
+    """Two real ranks (tests/data/kineto/README.md), imported on the workers: five streams each and
+    launch calls, so idle_time's host-wait split (the span tree's correlation links) is exercised."""
+    data = os.path.join(os.path.dirname(__file__), "..", "data", "kineto")
+    paths = [os.path.abspath(os.path.join(data, f"multirank_rank{r}.json.gz")) for r in (0, 1)]
+    expected = local_csv(paths)
+    assert b"\n0,0,23," in expected and b"\n1,1,84," in expected  # several streams per rank
+    proc = dask_cli(paths, cluster.address)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected
+
+
+def test_python_dask_identical_on_64_ranks(cluster, tmp_path, strata_bin):
+    sys.path.insert(0, PYTHON_PKG)
+    import strata.dask
+
+    paths = make_ranks(tmp_path, 64, 400)
+    with distributed.Client(cluster.address, timeout=60) as client:
+        result = strata.dask.analyze(paths, client, ["rank_breakdown", "idle_time"])
+    assert result.csv() == local_csv(paths)
+    assert len(result.workers) == 64 and len(set(result.workers)) == 2, "both workers ran tasks"
+    assert result.spans > 64 * 300 and result.partial_bytes > 0
+
+
+def test_cli_dask_refuses_what_does_not_split(cluster, tmp_path, strata_bin):
+    paths = make_ranks(tmp_path, 2, 500)
+    proc = dask_cli(paths, cluster.address, "rank_breakdown,collective_wait")
+    assert proc.returncode == 1 and proc.stdout == b""
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and "collective_wait is local-only under --dask" in lines[0], lines
+    proc = dask_cli([paths[0], paths[0]], cluster.address)
+    assert proc.returncode == 1
+    assert proc.stderr.decode().splitlines() == [
+        f"strata analyze: {paths[0]}: rank 0 is also in {paths[0]}; --dask needs each rank in one file "
+        "(run without --dask to analyze them together)"]
+
+
+def test_cli_dask_worker_error_is_one_line(cluster, tmp_path, strata_bin):
+    paths = make_ranks(tmp_path, 2, 500)
+    bad = tmp_path / "broken.strata"
+    bad.write_bytes(open(paths[1], "rb").read()[:300])  # a truncated native trace
+    proc = dask_cli([paths[0], str(bad)], cluster.address)
+    assert proc.returncode == 1 and proc.stdout == b""
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"strata analyze: {bad}"), lines
+
+
+def test_cli_dask_unreachable_scheduler(tmp_path, strata_bin):
+    paths = make_ranks(tmp_path, 1, 500)
+    with socket.socket() as s:  # a port nobody listens on: bound, never listened
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        proc = subprocess.run([STRATA, "analyze", *paths, "-a", "idle_time", "--format", "csv", "--dask",
+                               f"tcp://127.0.0.1:{port}"], capture_output=True,
+                              env={**_env(), "STRATA_DASK_TIMEOUT": "3"}, timeout=120)
+    assert proc.returncode == 1
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"strata analyze: --dask tcp://127.0.0.1:{port}:"), lines
+
+
+def _ip(*args, check=True):
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
+
+
+@contextlib.contextmanager
+def namespaces(count):
+    """`count` network namespaces, each joined to this one by a veth pair on a /24 of its own
+    (10.214+k.X.0/24: this side .1, the namespace .2, its default route through .1): distinct hosts
+    as far as Dask can tell. Yields [(namespace, its address, this side's address)]."""
+    tag = os.getpid() % 100000
+    subnet = os.getpid() % 250 + 1
+    made, hosts = [], []
+    try:
+        for k in range(count):
+            ns, here, there = f"sd{tag}n{k}", f"sd{tag}h{k}", f"sd{tag}p{k}"
+            _ip("netns", "add", ns)
+            made.append((ns, here))
+            _ip("link", "add", here, "type", "veth", "peer", "name", there)
+            _ip("link", "set", there, "netns", ns)
+            near, far = f"10.{214 + k}.{subnet}.1", f"10.{214 + k}.{subnet}.2"
+            _ip("addr", "add", near + "/24", "dev", here)
+            _ip("link", "set", here, "up")
+            for cmd in (("addr", "add", far + "/24", "dev", there), ("link", "set", there, "up"),
+                        ("link", "set", "lo", "up"), ("route", "add", "default", "via", near)):
+                _ip("netns", "exec", ns, "ip", *cmd)
+            hosts.append((ns, far, near))
+        yield hosts
+    finally:
+        for ns, here in made:
+            _ip("netns", "del", ns, check=False)
+            _ip("link", "del", here, check=False)
+
+
+def _netns_unavailable():
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if shutil.which("ip") is None:
+        return "no ip command (iproute2)"
+    probe = f"sdprobe{os.getpid() % 100000}"
+    if _ip("netns", "add", probe, check=False).returncode != 0:
+        return "ip netns add fails here (no CAP_SYS_ADMIN or no netns support)"
+    _ip("netns", "del", probe, check=False)
+    return None
+
+
+def test_dask_workers_as_distinct_hosts(tmp_path, strata_bin):
+    """The scheduler in this namespace, each worker in a network namespace of its own (its own
+    address, reachable only through its veth): the combined CSV still equals the local run."""
+    if (why := _netns_unavailable()) is not None:
+        pytest.skip(why)
+    paths = make_ranks(tmp_path, 8, 1000)
+    with namespaces(2) as hosts:
+        c = Cluster(str(tmp_path))
+        try:
+            c.start_scheduler(host=hosts[0][2])
+            for k, (ns, address, _) in enumerate(hosts):
+                c.start_worker(f"w{k}", host=address, prefix=("ip", "netns", "exec", ns))
+            c.wait_for_workers(2)
+            proc = dask_cli(paths, c.address)
+            assert proc.returncode == 0, proc.stderr
+            assert proc.stdout == local_csv(paths)
+            with distributed.Client(c.address, timeout=60) as client:
+                workers = sorted(w["host"] for w in client.scheduler_info()["workers"].values())
+            assert workers == sorted(address for _, address, _ in hosts)
+        finally:
+            c.stop()
