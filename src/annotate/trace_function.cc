@@ -22,6 +22,14 @@ struct Candidate {
   std::map<uint64_t, std::vector<uint64_t>> by_offset;  // file offset -> per event
 };
 
+// The size of the function symbol at `address` (0 when none is sized).
+uint64_t sized_symbol(const symbolize::ElfImage& image, uint64_t address) {
+  uint64_t size = 0;
+  for (const symbolize::ElfSymbol& s : image.function_symbols())
+    if (s.address == address) size = std::max(size, s.size);
+  return size;
+}
+
 // Reads the function's bytes (address .. address+size, one PT_LOAD segment) from the mapped file.
 bool read_code(const Candidate& c, FunctionSamples* out, std::string* error) {
   std::string why;
@@ -36,15 +44,23 @@ bool read_code(const Candidate& c, FunctionSamples* out, std::string* error) {
              "): its instructions are not the sampled ones";
     return false;
   }
-  uint64_t size = 0;
-  for (const symbolize::ElfSymbol& s : image->function_symbols())
-    if (s.address == c.address) size = std::max(size, s.size);
+  uint64_t size = sized_symbol(*image, c.address);
+  if (size == 0 && !image->build_id().empty()) {
+    // A stripped module (libc, ld.so): the sizes are in its separate debug file, found by build id
+    // (the code bytes still come from the module itself).
+    const std::string id = symbolize::hex_bytes(image->build_id());
+    std::string ignored;
+    if (auto debug = symbolize::ElfImage::open(
+            "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug", &ignored))
+      size = sized_symbol(*debug, c.address);
+  }
   const auto first = image->vaddr_to_file_offset(c.address);
   const auto last = size ? image->vaddr_to_file_offset(c.address + size - 1) : std::nullopt;
   if (!first || !last || *last - *first != size - 1) {
     *error =
         c.function + " in " + c.path +
-        ": no sized symbol in the file's own symbol table (a stripped module): its bytes cannot be delimited";
+        ": no sized symbol in the file or its debug file by build id (a stripped module without its debug "
+        "package): its bytes cannot be delimited";
     return false;
   }
   out->bytes = std::string(image->bytes().substr(*first, size));
@@ -60,8 +76,9 @@ bool find_function_samples(const model::Trace& trace, std::string_view name,
   const model::SampleData& data = trace.samples;
   std::map<std::tuple<std::string, std::string, uint64_t>, Candidate> candidates;
   std::map<uint32_t, std::optional<std::tuple<std::string, std::string, uint64_t>>>
-      frame_key;  // per leaf frame
-  std::map<uint16_t, std::vector<std::string>> process_events;
+      frame_key;                                        // per leaf frame
+  std::map<uint16_t, std::vector<size_t>> event_slots;  // per process: its event -> index in out->events
+  uint64_t undeclared = 0;
   for (const model::SampleCount& c : data.counts) {
     const auto stack = data.stack(c.stack);
     if (stack.empty()) continue;
@@ -82,19 +99,25 @@ bool find_function_samples(const model::Trace& trace, std::string_view name,
       }
     }
     if (!it->second) continue;
-    // Events are per process; the annotation's list is the union, by name.
-    auto [names, fresh] = process_events.try_emplace(c.process);
-    if (fresh) names->second = data.events(c.process);
-    const std::string event = c.event < names->second.size() ? names->second[c.event] : "samples";
-    size_t index = 0;
-    while (index < out->events.size() && out->events[index] != event) ++index;
-    if (index == out->events.size()) {
-      if (c.event == 0 && !out->events.empty()) {
-        index = 0;  // CPU time under another process's name: the same event
-      } else {
-        out->events.push_back(event);
+    // Events are per process; the annotation's list is the union, by name, the first process's
+    // event 0 (CPU time) first.
+    auto [slots, fresh] = event_slots.try_emplace(c.process);
+    if (fresh) {
+      std::vector<std::string> names = data.events(c.process);
+      for (size_t e = 0; e < names.size(); ++e) {
+        size_t index = 0;
+        while (index < out->events.size() && out->events[index] != names[e]) ++index;
+        // CPU time under another process's name is still the same event.
+        if (e == 0 && !out->events.empty()) index = 0;
+        if (index == out->events.size()) out->events.push_back(names[e]);
+        slots->second.push_back(index);
       }
     }
+    if (c.event >= slots->second.size()) {  // an event the process did not declare: noted, not counted
+      undeclared += c.count;
+      continue;
+    }
+    const size_t index = slots->second[c.event];
     Candidate& cand = candidates[*it->second];
     std::vector<uint64_t>& counts = cand.by_offset[leaf.offset];
     if (counts.size() <= index) counts.resize(index + 1, 0);
@@ -106,6 +129,9 @@ bool find_function_samples(const model::Trace& trace, std::string_view name,
              "' (the sampled functions: strata profile TRACE; record with --sample)";
     return false;
   }
+  if (undeclared > 0)
+    out->notes.push_back(std::to_string(undeclared) +
+                         " samples of events their process's SampleConfig does not name were left out");
   const Candidate* best = nullptr;
   for (const auto& [key, cand] : candidates)
     if (best == nullptr || cand.samples > best->samples) best = &cand;
