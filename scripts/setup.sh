@@ -18,6 +18,7 @@ packages=(
   zlib1g-dev                             # strata import: .json.gz traces
   libtorch-dev                           # src/torch: PyTorch layer tracer (RecordFunction callbacks)
   libunwind-dev                          # src/sample: DWARF unwinding of CPU samples (--sample, attach)
+  libcapstone-dev llvm-14                # src/annotate: disassembly (capstone) and llvm-mca's cycle estimates (strata annotate)
   golang-github-google-pprof-dev         # tests/sample: profile.proto, to decode `strata profile --format pprof`
   nodejs chromium                        # strata report: ECharts from npm; its browser test (headless chromium)
   help2man                               # src/cli: man pages generated from each command's --help

@@ -19,5 +19,6 @@ int run_merge(int argc, char** argv);
 int run_sql(int argc, char** argv);
 int run_diff(int argc, char** argv);
 int run_report(int argc, char** argv);  // only with STRATA_HAVE_REPORT (src/report)
+int run_annotate(int argc, char** argv);
 
 }  // namespace strata::cli

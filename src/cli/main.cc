@@ -43,6 +43,8 @@ constexpr Command kCommands[] = {
 #endif
     {"profile", "CPU profile from a trace's samples: shares by function or by op (record with --sample)",
      strata::cli::run_profile},
+    {"annotate", "per-instruction view of a sampled function: basic blocks, llvm-mca cycles, stall culprits (DCPI)",
+     strata::cli::run_annotate},
     {"attach", "sample a running process's CPU stacks (no restart), one trace file per epoch",
      strata::cli::run_attach},
 #ifdef STRATA_HAVE_LOWERBOUND

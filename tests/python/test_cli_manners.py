@@ -198,7 +198,8 @@ def _complete(words):
 
 
 def test_bash_completion(strata_bin):
-    assert _complete(["strata", "an"]) == ["analyze"]
+    assert _complete(["strata", "ana"]) == ["analyze"]
+    assert set(_complete(["strata", "an"])) == {"analyze", "annotate"}
     assert set(_complete(["strata", "i"])) >= {"info", "iterations"}
     assert _complete(["strata", "analyze", "--outp"]) == ["--output"]
     assert "--force" in _complete(["strata", "export", "--f"])
