@@ -67,7 +67,7 @@ while read -r elf; do
   for entry in ${rpath//:/ }; do
     case $entry in '$ORIGIN'* | /usr/local/cuda*) ;; *) fail "$elf has a non-relocatable RPATH entry $entry" ;; esac
   done
-done < <(find "$usr/bin" "$usr/$libdir" -maxdepth 1 -type f \( -name strata -o -name '*.so*' \))
+done < <(find "$usr/bin" "$usr/$libdir" -maxdepth 1 -type f \( -name strata -o -name '*.so' -o -name '*.so.[0-9]*' \))
 
 # Only the unpacked root from here on: no variable of the caller's reaches the programs.
 clean=(env -i "PATH=/usr/bin:/bin" "HOME=$work" "TMPDIR=$work")
@@ -212,8 +212,9 @@ EOF
       2>"$work/rec-compiled.err") || { cat "$work/rec-compiled.err" >&2; fail "strata record with the compiled bridge failed"; }
     grep -q "layer tracer: compiled bridge (compiled in" "$work/rec-compiled.err" ||
       { cat "$work/rec-compiled.err" >&2; fail "installed tree: the bridge was not compiled at first use"; }
-    "${clean[@]}" "$usr/bin/strata" export "$work/rec-compiled.strata" --format csv | grep -q "aten::addmm" ||
-      fail "compiled bridge: no PyTorch op spans"
+    # Through a file: under pipefail, grep -q closing the pipe early would fail the export (SIGPIPE).
+    "${clean[@]}" "$usr/bin/strata" export "$work/rec-compiled.strata" --format csv -o "$work/rec-compiled.csv"
+    grep -q "aten::addmm" "$work/rec-compiled.csv" || fail "compiled bridge: no PyTorch op spans"
     echo "   bridge compiled at first use from the installed sources"
   fi
   "${clean[@]}" "$usr/bin/strata" export "$work/rec.strata" --format csv >"$work/rec.csv"

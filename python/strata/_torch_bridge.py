@@ -266,7 +266,7 @@ def _prebuilt() -> Optional[str]:
     """libstrata_torch.so when this process runs the very libtorch_cpu it was built against."""
     path = os.path.join(strata._library_dir(), "libstrata_torch.so")
     try:
-        with open(path + ".for") as f:
+        with open(os.path.join(strata._library_dir(), "libstrata_torch.built-for")) as f:
             built_for = f.read().strip()
     except OSError:
         return None

@@ -167,7 +167,7 @@ def test_prebuilt_bridge_only_for_the_libtorch_it_was_built_against(tmp_path, mo
     monkeypatch.setattr(tb.strata, "_library_dir", lambda: str(tmp_path))
     monkeypatch.setattr(tb, "loaded_library", lambda stem: str(running) if stem == "libtorch_cpu" else None)
     assert tb._prebuilt() is None  # no .for file: a Strata built before it existed, or by hand
-    (tmp_path / "libstrata_torch.so.for").write_text("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0\n")
+    (tmp_path / "libstrata_torch.built-for").write_text("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0\n")
     assert tb._prebuilt() is None  # built for Debian's 1.13, running another torch
-    (tmp_path / "libstrata_torch.so.for").write_text(f"{running}\n")
+    (tmp_path / "libstrata_torch.built-for").write_text(f"{running}\n")
     assert tb._prebuilt() == str(tmp_path / "libstrata_torch.so")
