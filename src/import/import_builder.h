@@ -64,6 +64,8 @@ class ImportBuilder {
   void reserve_for_input(size_t json_bytes) {
     spans_.reserve(json_bytes / 256);
     attrs_.reserve(json_bytes / 24);
+    advise_huge_pages(spans_.data(), spans_.capacity() * sizeof(PendingSpan));
+    advise_huge_pages(attrs_.data(), attrs_.capacity() * sizeof(AttrRecord));
   }
 
   // A stable integer for a JSON pid/tid: integers as themselves, strings mapped to ids above 2^62.

@@ -171,6 +171,14 @@ void release_pages(const char* begin, const char* end) {
   if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
+void advise_huge_pages(const void* begin, size_t bytes) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 4 * kHuge) return;
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) & ~(kHuge - 1);
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
 bool import_into(std::string_view bytes, const std::string& source, model::TraceBuilder& out,
                  std::string* error, const ImportOptions& opts, ImportStats* stats) {
   std::string inflated;
@@ -289,6 +297,7 @@ class JsonReader final : public model::TraceReader {
             std::string* error) const override {
     std::string bytes;
     bytes.reserve(input.size + kJsonPadding);  // the padding fits without moving the text
+    advise_huge_pages(bytes.data(), bytes.capacity());
     if (!read_input(input.path, &bytes, error)) return false;
     builder.count(stats::Stat::kLoadFiles);
     builder.count(stats::Stat::kLoadBytes, bytes.size());

@@ -44,6 +44,12 @@ struct ImportOptions {
 // release_input_before of an input held in memory).
 void release_pages(const char* begin, const char* end);
 
+// Asks for transparent huge pages (madvise MADV_HUGEPAGE) on the whole 2 MiB pages inside
+// [begin, begin + bytes): a buffer of hundreds of MB filled once (the input, the span and attribute
+// lists) then takes one fault per 2 MiB instead of one per 4 KiB. Advice only; a no-op where THP is
+// off, and below a few MiB.
+void advise_huge_pages(const void* begin, size_t bytes);
+
 // Name as used on the command line ("kineto", "onnxruntime", "tensorflow").
 std::string_view format_name(Format format);
 std::optional<Format> parse_format(std::string_view name);
