@@ -44,6 +44,20 @@ simdjson::error_code read_key(od::field& field, std::string_view* out) {
   return field.unescaped_key().get(*out);
 }
 
+// Whether a number token has a fraction or an exponent (one pass; find_first_of(".eE") calls memchr
+// on the set once per character of the token, for every number of the file).
+bool has_fraction_or_exponent(std::string_view token) {
+  for (char c : token)
+    if (c == '.' || c == 'e' || c == 'E') return true;
+  return false;
+}
+
+bool has_exponent(std::string_view token) {
+  for (char c : token)
+    if (c == 'e' || c == 'E') return true;
+  return false;
+}
+
 // Reads one value; a structural error is returned to the caller, everything else becomes a kind.
 simdjson::error_code read_scalar(od::value& value, JsonScalar* out) {
   od::json_type type;
@@ -52,7 +66,7 @@ simdjson::error_code read_scalar(od::value& value, JsonScalar* out) {
     case od::json_type::number: {
       std::string_view token = trim(value.raw_json_token());
       out->text = token;
-      if (token.find_first_of(".eE") == std::string_view::npos) {
+      if (!has_fraction_or_exponent(token)) {
         auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), out->i);
         if (ec == std::errc() && end == token.data() + token.size()) {
           out->kind = JsonScalar::kInt;
@@ -94,7 +108,7 @@ simdjson::error_code read_time(od::value& value, std::optional<int64_t>* out, bo
   if (type == od::json_type::number) {
     std::string_view token = trim(value.raw_json_token());
     int64_t ns = 0;
-    if (token.find_first_of("eE") == std::string_view::npos) {
+    if (!has_exponent(token)) {
       if (parse_us_to_ns(token, &ns))
         *out = ns;
       else
@@ -114,6 +128,35 @@ simdjson::error_code read_time(od::value& value, std::optional<int64_t>* out, bo
   return simdjson::SUCCESS;
 }
 
+// The event fields the importers read, told apart by length and bytes (a chain of string compares
+// ran for every field of every event).
+enum class Field : uint8_t { kOther, kPh, kCat, kName, kBp, kScope, kPid, kTid, kId, kTs, kDur, kArgs };
+
+Field event_field(std::string_view key) {
+  switch (key.size()) {
+    case 1:
+      return key[0] == 's' ? Field::kScope : Field::kOther;
+    case 2:
+      if (key == "ph") return Field::kPh;
+      if (key == "ts") return Field::kTs;
+      if (key == "id") return Field::kId;
+      if (key == "bp") return Field::kBp;
+      return Field::kOther;
+    case 3:
+      if (key == "cat") return Field::kCat;
+      if (key == "pid") return Field::kPid;
+      if (key == "tid") return Field::kTid;
+      if (key == "dur") return Field::kDur;
+      return Field::kOther;
+    case 4:
+      if (key == "name") return Field::kName;
+      if (key == "args") return Field::kArgs;
+      return Field::kOther;
+    default:
+      return Field::kOther;
+  }
+}
+
 simdjson::error_code read_string_field(od::value& value, std::string_view* out) {
   JsonScalar s;
   if (auto err = read_scalar(value, &s)) return err;
@@ -124,8 +167,8 @@ simdjson::error_code read_string_field(od::value& value, std::string_view* out) 
 class Parser {
  public:
   Parser(const std::string& source, std::string_view json, size_t readable_padding,
-         const std::function<void(const ChromeEvent&)>& cb)
-      : source_(source), on_event_(cb) {
+         const std::function<void(const ChromeEvent&)>& cb, const std::function<void(size_t)>& on_consumed)
+      : source_(source), on_event_(cb), on_consumed_(on_consumed) {
     if (readable_padding >= simdjson::SIMDJSON_PADDING) {
       input_ = json;
     } else {
@@ -136,7 +179,8 @@ class Parser {
 
   bool run(ChromeDocument* doc, std::string* error) {
     doc_out_ = doc;
-    if (auto err = parser_.iterate(input_.data(), input_.size(), input_.size() + simdjson::SIMDJSON_PADDING).get(doc_))
+    if (auto err = parser_.iterate(input_.data(), input_.size(), input_.size() + simdjson::SIMDJSON_PADDING)
+                       .get(doc_))
       return fail(err, 0, error);
     od::json_type type;
     if (auto err = doc_.type().get(type)) return fail(err, location(), error);
@@ -171,8 +215,9 @@ class Parser {
             if (s.kind == JsonScalar::kRaw && !s.text.empty() && s.text.front() == '[')
               read_devices(s.text, doc);
             else
-              doc->devices_problem = source_ + ": offset " + std::to_string(offset_in_input(s.text, location())) +
-                                     ": field deviceProperties is not an array; device properties not imported";
+              doc->devices_problem =
+                  source_ + ": offset " + std::to_string(offset_in_input(s.text, location())) +
+                  ": field deviceProperties is not an array; device properties not imported";
           }
         }
       }
@@ -262,8 +307,9 @@ class Parser {
                           std::to_string(kMaxDeviceFields) + " fields; the rest ignored");
           continue;
         }
-        device.fields.emplace_back(std::string(key), s.kind == JsonScalar::kBool ? (s.i ? "true" : "false")
-                                                                                 : std::string(s.text.substr(0, 4096)));
+        device.fields.emplace_back(std::string(key), s.kind == JsonScalar::kBool
+                                                         ? (s.i ? "true" : "false")
+                                                         : std::string(s.text.substr(0, 4096)));
       }
       if (err) break;
       doc->devices.push_back(std::move(device));
@@ -283,7 +329,8 @@ class Parser {
   // array likely ends and the next begins. Returns the position after the "}" and sets *next to the
   // "{"; npos when there is none.
   static size_t find_cut(std::string_view s, size_t begin, size_t end, size_t* next) {
-    for (size_t c = s.rfind('}', end - 1); c != std::string_view::npos && c > begin; c = s.rfind('}', c - 1)) {
+    for (size_t c = s.rfind('}', end - 1); c != std::string_view::npos && c > begin;
+         c = s.rfind('}', c - 1)) {
       size_t p = skip_space(s, c + 1);
       if (p >= s.size() || s[p] != ',') continue;
       p = skip_space(s, p + 1);
@@ -320,7 +367,7 @@ class Parser {
     {
       ChromeDocument head;
       std::string ignored;
-      Parser prefix(source_, std::string(json.substr(0, at + 1)) + "]}", 0, on_event_);
+      Parser prefix(source_, std::string(json.substr(0, at + 1)) + "]}", 0, on_event_, {});
       if (!prefix.run(&head, &ignored) || head.events != 0) return Windowed::kNotApplicable;
       *doc = std::move(head);
     }
@@ -339,7 +386,8 @@ class Parser {
         const size_t text_size = buffer.size();
         buffer.append(simdjson::SIMDJSON_PADDING, '\0');
         input_ = std::string_view(buffer.data(), text_size);
-        base_ = at - kHead.size();  // modular: offsets past the head map back into the input
+        base_ = at - kHead.size();          // modular: offsets past the head map back into the input
+        if (on_consumed_) on_consumed_(n);  // all of it is in the buffer now
         return run(doc, error) ? Windowed::kDone : Windowed::kFailed;
       }
       size_t next = n;
@@ -371,12 +419,14 @@ class Parser {
       skip_ = 0;
       size = window;
       at = next;
+      if (on_consumed_) on_consumed_(at);
     }
   }
 
  private:
   simdjson::error_code read_window() {
-    if (auto err = parser_.iterate(input_.data(), input_.size(), input_.size() + simdjson::SIMDJSON_PADDING).get(doc_))
+    if (auto err = parser_.iterate(input_.data(), input_.size(), input_.size() + simdjson::SIMDJSON_PADDING)
+                       .get(doc_))
       return err;
     od::array events;
     if (auto err = doc_.get_array().get(events)) return err;
@@ -431,54 +481,74 @@ class Parser {
       if (auto err = read_key(field, &key)) return err;
       od::value& value = field.value();
       simdjson::error_code err = simdjson::SUCCESS;
-      if (key == "ph")
-        err = read_string_field(value, &ev->ph);
-      else if (key == "cat")
-        err = read_string_field(value, &ev->cat);
-      else if (key == "name")
-        err = read_string_field(value, &ev->name);
-      else if (key == "bp")
-        err = read_string_field(value, &ev->bp);
-      else if (key == "s")
-        err = read_string_field(value, &ev->scope);
-      else if (key == "pid")
-        err = read_scalar(value, &ev->pid);
-      else if (key == "tid")
-        err = read_scalar(value, &ev->tid);
-      else if (key == "id")
-        err = read_scalar(value, &ev->id);
-      else if (key == "ts")
-        err = read_time(value, &ev->ts_ns, &ev->ts_malformed);
-      else if (key == "dur")
-        err = read_time(value, &ev->dur_ns, &ev->dur_malformed);
-      else if (key == "args") {
-        od::json_type type;
-        if ((err = value.type().get(type))) return err;
-        if (type == od::json_type::object) {
-          od::object args;
-          if ((err = value.get_object().get(args))) return err;
-          for (auto result : args) {
-            od::field arg;
-            if ((err = std::move(result).get(arg))) return err;
-            ChromeArg a;
-            if ((err = read_key(arg, &a.key))) return err;
-            if ((err = read_scalar(arg.value(), &a.value))) return err;
-            ev->args.push_back(a);
-          }
-        }
+      switch (event_field(key)) {
+        case Field::kPh:
+          err = read_string_field(value, &ev->ph);
+          break;
+        case Field::kCat:
+          err = read_string_field(value, &ev->cat);
+          break;
+        case Field::kName:
+          err = read_string_field(value, &ev->name);
+          break;
+        case Field::kBp:
+          err = read_string_field(value, &ev->bp);
+          break;
+        case Field::kScope:
+          err = read_string_field(value, &ev->scope);
+          break;
+        case Field::kPid:
+          err = read_scalar(value, &ev->pid);
+          break;
+        case Field::kTid:
+          err = read_scalar(value, &ev->tid);
+          break;
+        case Field::kId:
+          err = read_scalar(value, &ev->id);
+          break;
+        case Field::kTs:
+          err = read_time(value, &ev->ts_ns, &ev->ts_malformed);
+          break;
+        case Field::kDur:
+          err = read_time(value, &ev->dur_ns, &ev->dur_malformed);
+          break;
+        case Field::kArgs:
+          err = read_args(value, ev);
+          break;
+        case Field::kOther:
+          break;
       }
       if (err) return err;
     }
     return simdjson::SUCCESS;
   }
 
+  // An event's "args": its members in order (args that are not an object are stepped over).
+  simdjson::error_code read_args(od::value& value, ChromeEvent* ev) {
+    od::json_type type;
+    if (auto err = value.type().get(type)) return err;
+    if (type != od::json_type::object) return simdjson::SUCCESS;
+    od::object args;
+    if (auto err = value.get_object().get(args)) return err;
+    for (auto result : args) {
+      od::field arg;
+      if (auto err = std::move(result).get(arg)) return err;
+      ChromeArg a;
+      if (auto err = read_key(arg, &a.key)) return err;
+      if (auto err = read_scalar(arg.value(), &a.value)) return err;
+      ev->args.push_back(a);
+    }
+    return simdjson::SUCCESS;
+  }
+
   const std::string& source_;
-  std::string_view input_;          // the JSON, with simdjson::SIMDJSON_PADDING readable bytes after it
-  simdjson::padded_string copy_;    // a padded copy, when the caller's buffer has no padding
-  size_t base_ = 0;                 // offset of input_[0] in the caller's input (windows, parts)
-  uint64_t delivered_ = 0;          // events handed to on_event_
-  uint64_t skip_ = 0;               // elements to step over before delivering again
+  std::string_view input_;        // the JSON, with simdjson::SIMDJSON_PADDING readable bytes after it
+  simdjson::padded_string copy_;  // a padded copy, when the caller's buffer has no padding
+  size_t base_ = 0;               // offset of input_[0] in the caller's input (windows, parts)
+  uint64_t delivered_ = 0;        // events handed to on_event_
+  uint64_t skip_ = 0;             // elements to step over before delivering again
   const std::function<void(const ChromeEvent&)>& on_event_;
+  std::function<void(size_t)> on_consumed_;
   od::parser parser_;
   od::document doc_;
   ChromeDocument* doc_out_ = nullptr;
@@ -508,75 +578,11 @@ const JsonScalar* ChromeEvent::arg(std::string_view key) const {
   return nullptr;
 }
 
-bool parse_us_to_ns(std::string_view text, int64_t* ns) {
-  size_t p = 0;
-  bool negative = false;
-  if (p < text.size() && (text[p] == '-' || text[p] == '+')) negative = text[p++] == '-';
-  __int128 digits = 0;
-  int exponent = 3;  // microseconds -> nanoseconds
-  int significant = 0;
-  bool any_digit = false;
-  auto take_digit = [&](char c, bool fraction) {
-    any_digit = true;
-    if (significant < 36) {
-      digits = digits * 10 + (c - '0');
-      if (digits != 0) ++significant;
-      if (fraction) --exponent;
-    } else if (!fraction) {
-      ++exponent;  // too many digits: keep the magnitude, drop precision beyond 36 digits
-    }
-  };
-  while (p < text.size() && text[p] >= '0' && text[p] <= '9') take_digit(text[p++], false);
-  if (p < text.size() && text[p] == '.') {
-    ++p;
-    while (p < text.size() && text[p] >= '0' && text[p] <= '9') take_digit(text[p++], true);
-  }
-  if (!any_digit) return false;
-  if (p < text.size() && (text[p] == 'e' || text[p] == 'E')) {
-    ++p;
-    bool exp_negative = false;
-    if (p < text.size() && (text[p] == '-' || text[p] == '+')) exp_negative = text[p++] == '-';
-    int e = 0;
-    bool exp_digit = false;
-    while (p < text.size() && text[p] >= '0' && text[p] <= '9') {
-      exp_digit = true;
-      if (e < 10000) e = e * 10 + (text[p] - '0');
-      ++p;
-    }
-    if (!exp_digit) return false;
-    exponent += exp_negative ? -e : e;
-  }
-  if (p != text.size()) return false;
-  constexpr __int128 kMax = kMaxTimeNs;  // the times a trace holds (core/span_record.h)
-  if (digits == 0) {
-    *ns = 0;
-    return true;
-  }
-  if (exponent >= 0) {
-    if (exponent > 19) return false;
-    for (int k = 0; k < exponent; ++k) {
-      digits *= 10;
-      if (digits > kMax) return false;
-    }
-  } else {
-    if (exponent < -36) {  // digits < 10^36: rounds to zero
-      digits = 0;
-    } else {
-      __int128 divisor = 1;
-      for (int k = 0; k < -exponent; ++k) divisor *= 10;
-      digits = (digits + divisor / 2) / divisor;
-    }
-  }
-  if (digits > kMax) return false;
-  *ns = static_cast<int64_t>(negative ? -digits : digits);
-  return true;
-}
-
 bool parse_chrome_trace(std::string_view json, const std::string& source, ChromeDocument* doc,
                         const std::function<void(const ChromeEvent&)>& on_event, std::string* error,
-                        size_t readable_padding) {
+                        size_t readable_padding, const std::function<void(size_t)>& on_consumed) {
   static_assert(kJsonPadding == simdjson::SIMDJSON_PADDING);
-  Parser parser(source, json, readable_padding, on_event);
+  Parser parser(source, json, readable_padding, on_event, on_consumed);
   if (json.size() >= kWindowedFrom) {
     const Parser::Windowed windowed = parser.run_windowed(doc, kWindowBytes, error);
     if (windowed != Parser::Windowed::kNotApplicable) return windowed == Parser::Windowed::kDone;
@@ -585,9 +591,10 @@ bool parse_chrome_trace(std::string_view json, const std::string& source, Chrome
 }
 
 bool parse_chrome_trace_in_windows(std::string_view json, const std::string& source, ChromeDocument* doc,
-                                   const std::function<void(const ChromeEvent&)>& on_event, std::string* error,
-                                   size_t window_bytes, bool* windowed) {
-  Parser parser(source, json, 0, on_event);
+                                   const std::function<void(const ChromeEvent&)>& on_event,
+                                   std::string* error, size_t window_bytes, bool* windowed,
+                                   const std::function<void(size_t)>& on_consumed, size_t readable_padding) {
+  Parser parser(source, json, readable_padding, on_event, on_consumed);
   const Parser::Windowed result = parser.run_windowed(doc, std::max<size_t>(window_bytes, 1), error);
   *windowed = result != Parser::Windowed::kNotApplicable;
   if (*windowed) return result == Parser::Windowed::kDone;

@@ -78,9 +78,12 @@ inline constexpr size_t kMaxDeviceFields = 64;
 // `readable_padding`: bytes the caller guarantees readable after json's end; with at least
 // kJsonPadding the input is parsed where it lies, otherwise it is copied once into a padded buffer
 // (as large as the input).
+// `on_consumed` (may be empty): called with increasing offsets n when the parser will not read
+// json[0, n) again (the windowed parse copies each window before reading it), so the caller may
+// free or overwrite those bytes; the events' strings never point there.
 bool parse_chrome_trace(std::string_view json, const std::string& source, ChromeDocument* doc,
                         const std::function<void(const ChromeEvent&)>& on_event, std::string* error,
-                        size_t readable_padding = 0);
+                        size_t readable_padding = 0, const std::function<void(size_t)>& on_consumed = {});
 
 // What the parser reads beyond the end of its input (simdjson's SIMDJSON_PADDING).
 inline constexpr size_t kJsonPadding = 64;
@@ -92,10 +95,13 @@ inline constexpr size_t kWindowedFrom = size_t{64} << 20;
 inline constexpr size_t kWindowBytes = size_t{8} << 20;
 
 // The windowed parse at any size and window (tests). *windowed: false when the input does not begin
-// like {"...": ..., "traceEvents": [ and was parsed whole.
+// like {"...": ..., "traceEvents": [ and was parsed whole. `on_consumed` and `readable_padding` as
+// for parse_chrome_trace.
 bool parse_chrome_trace_in_windows(std::string_view json, const std::string& source, ChromeDocument* doc,
-                                   const std::function<void(const ChromeEvent&)>& on_event, std::string* error,
-                                   size_t window_bytes, bool* windowed);
+                                   const std::function<void(const ChromeEvent&)>& on_event,
+                                   std::string* error, size_t window_bytes, bool* windowed,
+                                   const std::function<void(size_t)>& on_consumed = {},
+                                   size_t readable_padding = 0);
 
 // "123.4567" microseconds -> 123456 ns (rounded to nearest, exact for up to 18 digits). Accepts an
 // optional sign, fraction and exponent. Returns false for anything that is not a JSON number, and

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "import/correlation_map.h"
+
 namespace strata::import {
 
 ImportBuilder::ImportBuilder(model::TraceBuilder* builder, Format format, const std::string& source)
@@ -75,22 +77,42 @@ void ImportBuilder::add_attr(const AttrRecord& attr) {
   ++span.attr_count;
 }
 
+uint32_t ImportBuilder::key_id(std::string_view key) {
+  const size_t n = key.size();
+  const size_t slot =
+      n == 0 ? 0
+             : (n * 151 + static_cast<unsigned char>(key[0]) * 31 +
+                static_cast<unsigned char>(key[n / 2]) * 7 + static_cast<unsigned char>(key[n - 1])) %
+                   key_cache_.size();
+  uint32_t& id = key_cache_[slot];
+  if (id == kNoKey || trace_->strings.get(id) != key) id = trace_->strings.intern(key);
+  return id;
+}
+
 std::optional<AttrRecord> ImportBuilder::arg_attr(const ChromeArg& arg) {
-  model::Trace& t = *trace_;
+  AttrRecord a;
   switch (arg.value.kind) {
     case JsonScalar::kInt:
     case JsonScalar::kBool:
-      return t.int_attr(arg.key, arg.value.i);
+      a.type = static_cast<uint8_t>(AttrType::kInt);
+      a.value.i = arg.value.i;
+      break;
     case JsonScalar::kDouble:
-      return t.double_attr(arg.key, arg.value.d);
+      a.type = static_cast<uint8_t>(AttrType::kDouble);
+      a.value.d = arg.value.d;
+      break;
     case JsonScalar::kString:
     case JsonScalar::kRaw:
-      return t.string_attr(arg.key, arg.value.text);
+      a.type = static_cast<uint8_t>(AttrType::kString);
+      a.key = key_id(arg.key);  // the key first, as Trace::string_attr interns them
+      a.value.u = trace_->strings.intern(arg.value.text);
+      return a;
     case JsonScalar::kAbsent:
     case JsonScalar::kNull:
-      break;
+      return std::nullopt;
   }
-  return std::nullopt;
+  a.key = key_id(arg.key);
+  return a;
 }
 
 const std::vector<AttrRecord>& ImportBuilder::arg_attrs(const ChromeArg& arg) {
@@ -284,7 +306,7 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
         source_ + ": " + std::to_string(pids.size()) + " processes; Strata holds at most 65535 per trace";
     return false;
   }
-  std::unordered_map<uint64_t, int64_t> pid_by_correlation;
+  CorrelationMap<int64_t> pid_by_correlation;
   for (const PendingSpan& s : spans_)
     if (s.record.correlation_id != 0 && s.host_pid != kResolveByCorrelation && s.host_pid != kMainProcess)
       pid_by_correlation.emplace(s.record.correlation_id, s.host_pid);
@@ -319,10 +341,8 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
     if (s.host_pid == kMainProcess) {
       s.host_pid = main_pid;
     } else if (s.host_pid == kResolveByCorrelation) {
-      auto it = s.record.correlation_id ? pid_by_correlation.find(s.record.correlation_id)
-                                        : pid_by_correlation.end();
-      if (it != pid_by_correlation.end()) {
-        s.host_pid = it->second;
+      if (const int64_t* pid = pid_by_correlation.find(s.record.correlation_id)) {
+        s.host_pid = *pid;
       } else {
         s.host_pid = main_pid;
         ++unresolved;
@@ -330,6 +350,7 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
     }
     s.record.process = process_of_pid[s.host_pid];
   }
+  pid_by_correlation = {};  // not kept through the hand-off, the peak of memory
   // Zins Algorithm 1: records that arrived after a later-starting one are counted here; the
   // TraceBuilder orders everything by its own time, once, and numbers the spans in that order.
   uint64_t late = 0;
@@ -346,32 +367,87 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
   return true;
 }
 
-void ImportBuilder::hand_spans_to_builder(const std::unordered_map<int64_t, uint16_t>& process_of_pid) {
+void ImportBuilder::merge_late_attrs(uint64_t* overflow) {
   std::stable_sort(late_attrs_.begin(), late_attrs_.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<uint32_t> late_begin(spans_.size() + 1, 0);
   for (const auto& [index, attr] : late_attrs_) ++late_begin[index + 1];
   std::partial_sum(late_begin.begin(), late_begin.end(), late_begin.begin());
-
-  trace_->reserve(trace_->spans.size() + spans_.size(),
-                  trace_->attrs.size() + attrs_.size() + late_attrs_.size());
-  uint64_t drops_attr_overflow = 0;
-  std::vector<AttrRecord> span_attrs;
+  // A record holds at most 65,535 attributes (its attr_count is 16 bits): late ones beyond are dropped
+  // and counted.
+  std::vector<uint32_t> kept(spans_.size());
+  bool in_order = true;
+  size_t own = 0, total = 0;
   for (size_t index = 0; index < spans_.size(); ++index) {
     const PendingSpan& s = spans_[index];
+    const uint32_t late = late_begin[index + 1] - late_begin[index];
+    kept[index] = std::min<uint32_t>(late, UINT16_MAX - std::min<uint32_t>(s.attr_count, UINT16_MAX));
+    *overflow += late - kept[index];
+    in_order = in_order && s.attr_first == own;
+    own += s.attr_count;
+    total += s.attr_count + kept[index];
+  }
+  auto place_late = [&](size_t index, AttrRecord* at) {
+    for (uint32_t k = 0; k < kept[index]; ++k) at[k] = late_attrs_[late_begin[index] + k].second;
+  };
+  if (in_order && own == attrs_.size()) {
+    // Each span's attributes are one run of attrs_, in span order (add_attr appends to the last
+    // span): the late ones are merged in place, from the back. A span's new place is never before
+    // its old one, so nothing not yet moved is overwritten.
+    attrs_.resize(total);
+    size_t end = total;
+    for (size_t index = spans_.size(); index-- > 0;) {
+      PendingSpan& s = spans_[index];
+      const size_t first = end - kept[index] - s.attr_count;
+      place_late(index, attrs_.data() + first + s.attr_count);
+      std::copy_backward(attrs_.begin() + s.attr_first, attrs_.begin() + s.attr_first + s.attr_count,
+                         attrs_.begin() + static_cast<ptrdiff_t>(first + s.attr_count));
+      s.attr_first = static_cast<uint32_t>(first);
+      s.attr_count = static_cast<uint32_t>(s.attr_count + kept[index]);
+      end = first;
+    }
+  } else {
+    std::vector<AttrRecord> merged(total);
+    size_t at = 0;
+    for (size_t index = 0; index < spans_.size(); ++index) {
+      PendingSpan& s = spans_[index];
+      std::copy_n(attrs_.begin() + s.attr_first, s.attr_count, merged.begin() + static_cast<ptrdiff_t>(at));
+      place_late(index, merged.data() + at + s.attr_count);
+      s.attr_first = static_cast<uint32_t>(at);
+      s.attr_count = static_cast<uint32_t>(s.attr_count + kept[index]);
+      at += s.attr_count;
+    }
+    attrs_.swap(merged);
+  }
+  std::vector<std::pair<size_t, AttrRecord>>().swap(late_attrs_);
+}
+
+void ImportBuilder::hand_spans_to_builder(const std::unordered_map<int64_t, uint16_t>& process_of_pid) {
+  uint64_t drops_attr_overflow = 0;
+  merge_late_attrs(&drops_attr_overflow);
+  // attrs_ is now the attribute column of these spans, in their order: it becomes the trace's own
+  // (moved, not copied, into an empty trace; appended when merging into one that has spans).
+  model::Trace& t = *trace_;
+  const size_t base = t.attrs.size();
+  if (base == 0) {
+    t.attrs = std::move(attrs_);
+  } else {
+    t.attrs.insert(t.attrs.end(), attrs_.begin(), attrs_.end());
+  }
+  std::vector<AttrRecord>().swap(attrs_);
+  t.spans.reserve(t.spans.size() + spans_.size());
+  t.attr_begin.reserve(t.spans.size() + spans_.size() + 1);
+  t.attr_begin.pop_back();  // the end of the column, put back below
+  for (const PendingSpan& s : spans_) {
     SpanRecord record = s.record;
     record.span_id = 0;  // numbered by the TraceBuilder in time order
-    span_attrs.assign(attrs_.begin() + s.attr_first, attrs_.begin() + s.attr_first + s.attr_count);
-    for (uint32_t k = late_begin[index]; k < late_begin[index + 1]; ++k) {
-      if (span_attrs.size() >= UINT16_MAX) {  // the record's attr_count is 16 bits
-        drops_attr_overflow += late_begin[index + 1] - k;
-        break;
-      }
-      span_attrs.push_back(late_attrs_[k].second);
-    }
-    trace_->add_span(record, span_attrs);
-    trace_->processes[record.process].span_count += 1;
+    record.attr_count = static_cast<uint16_t>(s.attr_count);
+    t.spans.push_back(record);
+    t.attr_begin.push_back(static_cast<uint32_t>(base + s.attr_first));
+    t.processes[record.process].span_count += 1;
   }
+  t.attr_begin.push_back(static_cast<uint32_t>(t.attrs.size()));
+  t.invalidate_structure();
   for (const auto& [pid, process] : process_of_pid) builder_->number_spans_of(process);
   if (drops_attr_overflow) drops_["import.attribute_limit"] += drops_attr_overflow;
 }

@@ -5,6 +5,7 @@
 // at the end of a Kineto file, are reordered), numbers them and builds the tree, as for every format.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -54,12 +55,17 @@ class ImportBuilder {
   void release_input() {
     if (release_input_) std::exchange(release_input_, nullptr)();
   }
+  // The caller's input text before an offset may be freed (see ImportOptions::release_input_before).
+  void set_input_release_before(std::function<void(size_t)> release) { release_before_ = std::move(release); }
+  const std::function<void(size_t)>& input_release_before() const { return release_before_; }
   // Reserves the span and attribute lists for a JSON input of `json_bytes` (Kineto writes about 250
   // bytes per event and 25 per arg), so they are not copied each time they double: the reservation is
   // address space only until used.
   void reserve_for_input(size_t json_bytes) {
     spans_.reserve(json_bytes / 256);
     attrs_.reserve(json_bytes / 24);
+    advise_huge_pages(spans_.data(), spans_.capacity() * sizeof(PendingSpan));
+    advise_huge_pages(attrs_.data(), attrs_.capacity() * sizeof(AttrRecord));
   }
 
   // A stable integer for a JSON pid/tid: integers as themselves, strings mapped to ids above 2^62.
@@ -149,6 +155,7 @@ class ImportBuilder {
   std::string source_;
   size_t input_padding_ = 0;
   std::function<void()> release_input_;
+  std::function<void(size_t)> release_before_;
   std::vector<PendingSpan> spans_;
   std::vector<AttrRecord> attrs_;
   std::vector<std::pair<size_t, AttrRecord>> late_attrs_;
@@ -172,6 +179,17 @@ class ImportBuilder {
   std::vector<std::pair<std::string, std::string>> metadata_;
 
   ArgTranslation arg_translation_ = nullptr;
+  // An arg key's pool id: every event of a kind carries the same keys, so the id is remembered in a
+  // small direct-mapped table (slot by length and three bytes) and checked against the pool's text;
+  // a hit skips hashing the key. Ids are the pool's, in the order interned, as without the table.
+  static constexpr uint32_t kNoKey = UINT32_MAX;
+  std::array<uint32_t, 251> key_cache_ = make_key_cache();
+  static constexpr std::array<uint32_t, 251> make_key_cache() {
+    std::array<uint32_t, 251> a{};
+    a.fill(kNoKey);
+    return a;
+  }
+  uint32_t key_id(std::string_view key);
   std::vector<AttrRecord> arg_scratch_;
   std::optional<AttrRecord> arg_attr(const ChromeArg& arg);
   // The attributes one arg becomes (translated), in arg_scratch_.
@@ -181,6 +199,9 @@ class ImportBuilder {
   // finish(), after the processes exist: the spans (with their late attributes) into the trace, and
   // the import's counts into the main process's stats.
   void hand_spans_to_builder(const std::unordered_map<int64_t, uint16_t>& process_of_pid);
+  // The late attributes merged into attrs_ after their span's own (at most 65,535 a span; the rest
+  // counted in *overflow): afterwards each span's attributes are one run of attrs_, in span order.
+  void merge_late_attrs(uint64_t* overflow);
   void record_stats(stats::StatSet* out, format::Properties* properties, uint64_t events_read, uint64_t late,
                     uint64_t unresolved);
 };

@@ -1,16 +1,18 @@
 #include "import/importer.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "format/file_format.h"
 #include "format/input_file.h"
 #include "import/converters.h"
-#include "import/nsys_sqlite_reader.h"
 #include "import/ncu_csv.h"
+#include "import/nsys_sqlite_reader.h"
 #include "model/trace_reader.h"
 
 namespace strata::import {
@@ -141,7 +143,8 @@ std::optional<Format> detect_format(std::string_view text, std::string* error) {
       contains(text, "\"deviceProperties\""))
     return Format::kKineto;
   // torch.autograd.profiler's own export (no Kineto): a bare array, ops on the pid "CPU functions".
-  if (text[p] == '[' && (contains(text, "\"pid\": \"CPU functions\"") || contains(text, "\"pid\":\"CPU functions\"")))
+  if (text[p] == '[' &&
+      (contains(text, "\"pid\": \"CPU functions\"") || contains(text, "\"pid\":\"CPU functions\"")))
     return Format::kKineto;
   if (text[p] == '[' &&
       (contains(text, "\"op_name\"") || (contains(text, "\"Session\"") && contains(text, "\"Node\""))))
@@ -160,11 +163,28 @@ std::optional<Format> detect_format(std::string_view text, std::string* error) {
   return std::nullopt;
 }
 
+void release_pages(const char* begin, const char* end) {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) & ~(page - 1);
+  const uintptr_t last = reinterpret_cast<uintptr_t>(end) & ~(page - 1);
+  // Advice only: where it fails the pages simply stay until the buffer is freed.
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+void advise_huge_pages(const void* begin, size_t bytes) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 4 * kHuge) return;
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) & ~(kHuge - 1);
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
 bool import_into(std::string_view bytes, const std::string& source, model::TraceBuilder& out,
                  std::string* error, const ImportOptions& opts, ImportStats* stats) {
   std::string inflated;
   size_t padding = opts.input_padding;
   std::function<void()> release = opts.release_input;
+  std::function<void(size_t)> release_before = opts.release_input_before;
   if (is_gzip(bytes)) {
     if (!gunzip(bytes, source, &inflated, error)) return false;
     const size_t size = inflated.size();
@@ -172,6 +192,10 @@ bool import_into(std::string_view bytes, const std::string& source, model::Trace
     bytes = std::string_view(inflated.data(), size);
     padding = kJsonPadding;
     release = [&inflated] { std::string().swap(inflated); };
+    release_before = [&inflated, done = size_t{0}](size_t n) mutable {
+      release_pages(inflated.data() + done, inflated.data() + n);
+      done = n;
+    };
   }
   std::optional<Format> format;
   if (opts.format == "auto") {
@@ -196,6 +220,7 @@ bool import_into(std::string_view bytes, const std::string& source, model::Trace
   ImportBuilder builder(&out, *format, source);
   builder.set_input_padding(padding);
   builder.set_input_release(std::move(release));
+  builder.set_input_release_before(std::move(release_before));
   switch (*format) {
     case Format::kKineto:
       return convert_kineto(bytes, builder, stats, error);
@@ -272,6 +297,7 @@ class JsonReader final : public model::TraceReader {
             std::string* error) const override {
     std::string bytes;
     bytes.reserve(input.size + kJsonPadding);  // the padding fits without moving the text
+    advise_huge_pages(bytes.data(), bytes.capacity());
     if (!read_input(input.path, &bytes, error)) return false;
     builder.count(stats::Stat::kLoadFiles);
     builder.count(stats::Stat::kLoadBytes, bytes.size());
@@ -281,6 +307,12 @@ class JsonReader final : public model::TraceReader {
     bytes.resize(size + kJsonPadding, '\0');
     opts.input_padding = kJsonPadding;
     opts.release_input = [&bytes] { std::string().swap(bytes); };
+    // A large file is parsed window by window: what is behind the parser leaves memory as it goes,
+    // so the text and the spans made of it are not resident together.
+    opts.release_input_before = [&bytes, done = size_t{0}](size_t n) mutable {
+      release_pages(bytes.data() + done, bytes.data() + n);
+      done = n;
+    };
     return import_into(std::string_view(bytes.data(), size), input.path, builder, error, opts);
   }
 };

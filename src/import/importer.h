@@ -33,7 +33,22 @@ struct ImportOptions {
   // spans are handed to the trace), so the caller can free it: the text and the trace need not be
   // in memory together. May be empty.
   std::function<void()> release_input;
+  // Called with increasing offsets n once the converter will not read the input before n again (the
+  // windowed parse of a large Kineto file, window by window), so the caller can free those bytes
+  // while the spans grow. May be empty.
+  std::function<void(size_t)> release_input_before;
 };
+
+// Gives the whole memory pages inside [begin, end) back to the system (madvise MADV_DONTNEED): they
+// read as zeros afterwards. For a buffer the caller owns and will not read there again (a
+// release_input_before of an input held in memory).
+void release_pages(const char* begin, const char* end);
+
+// Asks for transparent huge pages (madvise MADV_HUGEPAGE) on the whole 2 MiB pages inside
+// [begin, begin + bytes): a buffer of hundreds of MB filled once (the input, the span and attribute
+// lists) then takes one fault per 2 MiB instead of one per 4 KiB. Advice only; a no-op where THP is
+// off, and below a few MiB.
+void advise_huge_pages(const void* begin, size_t bytes);
 
 // Name as used on the command line ("kineto", "onnxruntime", "tensorflow").
 std::string_view format_name(Format format);

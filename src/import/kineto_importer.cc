@@ -47,11 +47,11 @@
 #include <cctype>
 #include <map>
 #include <tuple>
-#include <unordered_set>
 
 #include "core/attr_keys.h"
 #include "core/memory_keys.h"
 #include "import/converters.h"
+#include "import/correlation_map.h"
 #include "import/sass_flops.h"
 
 namespace strata::import {
@@ -107,69 +107,6 @@ bool is_legacy_autograd_op(const ChromeEvent& ev) {
   return ev.cat.empty() && ev.pid.kind == JsonScalar::kString && ev.pid.text == "CPU functions";
 }
 
-// "[4, 1, 1]" -> {4, 1, 1}; false unless three integers.
-bool parse_triple(std::string_view text, int64_t out[3]) {
-  size_t at = 0, n = 0;
-  auto skip = [&] {
-    while (at < text.size() && (text[at] == ' ' || text[at] == '[' || text[at] == ',')) ++at;
-  };
-  for (; n < 3; ++n) {
-    skip();
-    size_t begin = at;
-    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) ++at;
-    if (at == begin || at - begin > 12) return false;
-    out[n] = std::stoll(std::string(text.substr(begin, at - begin)));
-  }
-  while (at < text.size() && text[at] == ' ') ++at;
-  return at + 1 == text.size() && text[at] == ']';
-}
-
-// Kineto's spellings of canonical facts (see the header comment): renamed, and "grid"/"block"
-// [x, y, z] split into three integers like CUPTI's own record (kept as they are otherwise).
-bool kineto_arg(const ChromeArg& arg, model::Trace& t, std::vector<AttrRecord>* out) {
-  namespace k = attr_keys;
-  static constexpr std::pair<std::string_view, std::string_view> kRenames[] = {
-      {"Input Dims", k::kShapes},
-      {"Input type", k::kInputTypes},
-      {"External id", k::kExternalCorrelationId},
-      {"est. achieved occupancy %", k::kAchievedOccupancy},
-      {"registers per thread", k::kRegistersPerThread},
-      {"shared memory", k::kSharedMemoryBytes},
-  };
-  static constexpr std::string_view kDims[3][4] = {{"grid", k::kGridX, k::kGridY, k::kGridZ},
-                                                   {"block", k::kBlockX, k::kBlockY, k::kBlockZ},
-                                                   {"cluster", k::kClusterX, k::kClusterY, k::kClusterZ}};
-  // Every key handled here is 4, 5, 7, 10, 11, 13, 20 or 25 bytes long: most args leave at once.
-  const size_t n = arg.key.size();
-  if (n != 4 && n != 5 && n != 7 && n != 10 && n != 11 && n != 13 && n != 20 && n != 25) return false;
-  const JsonScalar& v = arg.value;
-  for (const auto& [from, to] : kRenames) {
-    if (arg.key != from) continue;
-    switch (v.kind) {
-      case JsonScalar::kInt:
-      case JsonScalar::kBool:
-        out->push_back(t.int_attr(to, v.i));
-        return true;
-      case JsonScalar::kDouble:
-        out->push_back(t.double_attr(to, v.d));
-        return true;
-      case JsonScalar::kString:
-      case JsonScalar::kRaw:
-        out->push_back(t.string_attr(to, v.text));
-        return true;
-      default:
-        return true;  // null: nothing to keep, as for any other arg
-    }
-  }
-  for (const auto& keys : kDims) {
-    int64_t d[3];
-    if (arg.key != keys[0] || v.kind != JsonScalar::kRaw || !parse_triple(v.text, d)) continue;
-    for (int i = 0; i < 3; ++i) out->push_back(t.int_attr(keys[1 + i], d[i]));
-    return true;
-  }
-  return false;
-}
-
 // Kineto names copies "Memcpy <kind> (<src memory> -> <dst memory>)", with CUPTI's kind code
 // ("HtoD", "DtoD", ...) and memory kinds ("Pageable", "Pinned", "Device"). ROCm traces also give the
 // kind as args.kind.
@@ -199,11 +136,20 @@ std::string lower(std::string_view text) {
   return out;
 }
 
+// Case-insensitive search for a lower-case word, without a lowered copy of the name (this runs for
+// every runtime call).
+bool contains_word(std::string_view name, std::string_view lower_word) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  for (size_t at = 0; at + lower_word.size() <= name.size(); ++at) {
+    size_t k = 0;
+    while (k < lower_word.size() && lower(name[at + k]) == lower_word[k]) ++k;
+    if (k == lower_word.size()) return true;
+  }
+  return false;
+}
+
 bool looks_like_launch(std::string_view name) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lower.find("launch") != std::string::npos || lower.find("memcpy") != std::string::npos ||
-         lower.find("memset") != std::string::npos;
+  return contains_word(name, "launch") || contains_word(name, "memcpy") || contains_word(name, "memset");
 }
 
 // "GPU 3" -> 3
@@ -258,14 +204,18 @@ class KinetoConverter {
     for (PendingSpan& s : spans)
       if (s.record.level == static_cast<uint8_t>(Level::kRuntimeApi) &&
           s.record.kind == static_cast<uint8_t>(SpanKind::kSpan) && s.record.correlation_id &&
-          device_correlations_.count(s.record.correlation_id)) {
+          device_correlations_.contains(s.record.correlation_id)) {
         s.record.kind = static_cast<uint8_t>(SpanKind::kLaunch);
         ++promoted;
       }
     if (promoted) b_.note("runtime_calls_linked_as_launch", promoted);
+    device_correlations_ = {};
     mark_hopper_calls(b_);
     attribute_memory();
     bind(flows_);
+    // Freed before the spans go to the trace, the import's memory peak (a flow per launch and kernel).
+    std::vector<FlowEvent>().swap(flows_);
+    std::vector<MemoryEvent>().swap(memory_);
     return b_.finish(events_read, stats, error);
   }
 
@@ -304,7 +254,8 @@ class KinetoConverter {
     if (const JsonScalar* corr = ev.arg("correlation");
         corr && r.correlation_id == 0 && corr->as_int() && *corr->as_int() > 0) {
       r.correlation_id = static_cast<uint64_t>(*corr->as_int());
-      if (r.kind == static_cast<uint8_t>(SpanKind::kExecution)) device_correlations_.insert(r.correlation_id);
+      if (r.kind == static_cast<uint8_t>(SpanKind::kExecution))
+        device_correlations_.emplace(r.correlation_id, true);
     }
     b_.merge_args(index, ev, "correlation");
     b_.count_end_event();
@@ -329,7 +280,10 @@ class KinetoConverter {
   size_t add_slice(const ChromeEvent& ev, bool instant) {
     const CategoryRule* rule = nullptr;
     for (const CategoryRule& r : kRules)
-      if (r.category == ev.cat) rule = &r;
+      if (r.category == ev.cat) {
+        rule = &r;
+        break;
+      }
     if (rule == nullptr && is_legacy_autograd_op(ev)) rule = &kRules[kCpuOpRule];
     Level level = rule ? rule->level : Level::kApplication;
     SpanKind kind = instant ? SpanKind::kInstant : (rule ? rule->kind : SpanKind::kSpan);
@@ -368,7 +322,7 @@ class KinetoConverter {
       if (stream && *stream >= 0 && *stream < kNoStream) span.record.stream = static_cast<uint32_t>(*stream);
       span.record.tid = span.record.stream == kNoStream ? 0 : span.record.stream;
       if (span.record.kind == static_cast<uint8_t>(SpanKind::kExecution) && span.record.correlation_id)
-        device_correlations_.insert(span.record.correlation_id);
+        device_correlations_.emplace(span.record.correlation_id, true);
     } else if (ev.pid.kind == JsonScalar::kInt) {
       span.host_pid = ev.pid.i;
     } else {
@@ -658,7 +612,7 @@ class KinetoConverter {
   }
 
   ImportBuilder& b_;
-  std::unordered_set<uint64_t> device_correlations_;
+  CorrelationMap<bool> device_correlations_;  // ids that device activity carries
   std::vector<FlowEvent> flows_;
   // Open "B" events per JSON (pid, tid) track, innermost last: pending span indices.
   std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> open_;
@@ -675,7 +629,7 @@ bool convert_kineto(std::string_view json, ImportBuilder& builder, ImportStats* 
   ChromeDocument doc;
   if (!parse_chrome_trace(
           json, builder.source(), &doc, [&](const ChromeEvent& ev) { converter.on_event(ev); }, error,
-          builder.input_padding()))
+          builder.input_padding(), builder.input_release_before()))
     return false;
   builder.set_metadata(doc);
   builder.release_input();  // nothing below refers to the text: events are spans, strings interned

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -18,17 +18,34 @@ class StringPool {
   StringPool(StringPool&&) = default;
   StringPool& operator=(StringPool&&) = default;
 
-  // Id 0 is always the empty string.
+  // Id 0 is always the empty string. Ids are handed out in order of first intern, whatever the hash.
   uint32_t intern(std::string_view text);
   // Returns the id if present, or UINT32_MAX.
   uint32_t find(std::string_view text) const;
   std::string_view get(uint32_t id) const { return id < views_.size() ? views_[id] : std::string_view(); }
   size_t size() const { return views_.size(); }
 
+  // The pool's hash of a string (64 bits, wyhash-like; exposed for the tests).
+  static uint64_t hash(std::string_view text);
+
  private:
-  std::deque<std::string> storage_;  // deque: stable addresses for the views
+  // Importers intern a name or key per event (millions per trace) against a pool of a few thousand
+  // strings: an open-addressing table of (hash tag, id) slots, probed linearly, keeps a lookup to one
+  // or two cache lines and a compare, where a node-based map chased a pointer per bucket and divided
+  // by a prime. A slot is (upper 32 bits of the hash) << 32 | (id + 1); 0 is empty.
+  uint32_t lookup(std::string_view text, uint64_t h, size_t* empty_slot) const;
+  void grow();
+  std::string_view store(std::string_view text);
+
+  // Strings live in blocks that never move (the views stay valid); a long string gets a block of its
+  // own.
+  static constexpr size_t kBlockBytes = size_t{64} << 10;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  std::vector<std::unique_ptr<char[]>> large_;
+  size_t block_used_ = kBlockBytes;  // bytes used of blocks_.back() (full: none yet)
   std::vector<std::string_view> views_;
-  std::unordered_map<std::string_view, uint32_t> index_;
+  std::vector<uint64_t> slots_;
+  size_t mask_ = 0;
 };
 
 // A stream's own string ids (as written in its Strings chunks) -> ids in the trace's pool. The ids

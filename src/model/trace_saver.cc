@@ -55,6 +55,8 @@ bool save_trace(const Trace& trace, const std::string& path, std::string* error,
   }
   std::unordered_set<uint64_t> used_ids;
   std::vector<AttrRecord> attrs;
+  constexpr uint32_t kNoStreamId = UINT32_MAX;
+  std::vector<uint32_t> stream_ids;
   for (size_t pi = 0; pi < trace.processes.size(); ++pi) {
     const Process& p = trace.processes[pi];
     uint64_t stream_id = p.stream_id;
@@ -62,14 +64,22 @@ bool save_trace(const Trace& trace, const std::string& path, std::string* error,
       stream_id = (uint64_t{0x5A} << 56) + pi + 1 + used_ids.size();
     format::StreamWriter stream(&writer, stream_id, zstd_level);
     if (!stream.write_properties(format::ChunkType::kProcess, process_properties(p))) break;
+    // The stream's id of each pool string, looked up once: a name or key is written once per span
+    // and attribute (millions), and the stream's own table hashes the text each time.
+    stream_ids.assign(trace.strings.size(), kNoStreamId);
+    auto stream_id_of = [&](uint64_t id) {
+      if (id >= stream_ids.size()) return stream.intern(trace.strings.get(static_cast<uint32_t>(id)));
+      uint32_t& known = stream_ids[id];
+      if (known == kNoStreamId) known = stream.intern(trace.strings.get(static_cast<uint32_t>(id)));
+      return known;
+    };
     for (uint32_t i : by_process[pi]) {
       SpanRecord span = trace.spans[i];
-      span.name = stream.intern(trace.strings.get(span.name));
+      span.name = stream_id_of(span.name);
       attrs.assign(trace.attributes(i).begin(), trace.attributes(i).end());
       for (AttrRecord& a : attrs) {
-        a.key = stream.intern(trace.strings.get(a.key));
-        if (a.type == static_cast<uint8_t>(AttrType::kString))
-          a.value.u = stream.intern(trace.strings.get(static_cast<uint32_t>(a.value.u)));
+        a.key = stream_id_of(a.key);
+        if (a.type == static_cast<uint8_t>(AttrType::kString)) a.value.u = stream_id_of(a.value.u);
       }
       stream.add_span(span, attrs);
     }

@@ -8,10 +8,13 @@
 #include <map>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "core/span_record.h"
 #include "import/chrome_json.h"
 #include "import/converters.h"
+#include "import/correlation_map.h"
 #include "import/importer.h"
 #include "import_test_util.h"
 
@@ -182,6 +185,48 @@ TEST(JsonIngest, WindowedParseEqualsWholeParse) {
       ASSERT_EQ(w.doc.devices.size(), 1u);
       EXPECT_EQ(w.doc.devices[0].fields, whole.doc.devices[0].fields);
       EXPECT_EQ(w.doc.devices[0].offset, whole.doc.devices[0].offset);
+    }
+  }
+}
+
+// The windowed parse reads nothing before an offset it has reported consumed: the caller's buffer
+// (parsed in place) is overwritten there as soon as it is reported, and the events stay those of the
+// whole parse. The offsets grow and end at the input's end.
+TEST(JsonIngest, WindowedParseNeverReadsWhatItReportedConsumed) {
+  const std::string json = hostile_trace(3000, 4);
+  const Parsed whole = parse_in_windows(json, 0);
+  ASSERT_TRUE(whole.ok) << whole.error;
+  for (size_t window : {size_t{1}, size_t{300}, size_t{4096}, size_t{1} << 20}) {
+    std::string buffer = json + std::string(kJsonPadding, '\0');
+    std::vector<size_t> consumed;
+    auto on_consumed = [&](size_t n) {
+      consumed.push_back(n);
+      std::fill(buffer.begin(), buffer.begin() + static_cast<ptrdiff_t>(n), '#');  // what a free leaves
+    };
+    Parsed w;
+    auto on_event = [&](const ChromeEvent& ev) {
+      Seen s{std::string(ev.ph),
+             std::string(ev.cat),
+             std::string(ev.name),
+             ev.ts_ns,
+             ev.dur_ns,
+             ev.ts_malformed,
+             {}};
+      for (const ChromeArg& a : ev.args) s.args.emplace_back(std::string(a.key), std::string(a.value.text));
+      w.events.push_back(std::move(s));
+      w.offsets.push_back(ev.offset);
+    };
+    w.ok = parse_chrome_trace_in_windows(std::string_view(buffer.data(), json.size()), "t.json", &w.doc,
+                                         on_event, &w.error, window, &w.windowed, on_consumed, kJsonPadding);
+    ASSERT_TRUE(w.ok) << w.error;
+    EXPECT_TRUE(w.events == whole.events) << "window " << window;
+    EXPECT_EQ(w.offsets, whole.offsets) << "window " << window;
+    EXPECT_EQ(w.doc.metadata, whole.doc.metadata) << "window " << window;
+    ASSERT_FALSE(consumed.empty());
+    EXPECT_TRUE(std::is_sorted(consumed.begin(), consumed.end()));
+    EXPECT_EQ(consumed.back(), json.size());
+    if (window < 4096) {
+      EXPECT_GT(consumed.size(), 2u) << "window " << window;  // released as it went
     }
   }
 }
@@ -360,6 +405,144 @@ TEST(JsonIngest, FlowBindingEqualsThePlainScan) {
       return a.track_pid < b.track_pid;  // runs of one track, as in a real file, and switches
     });
     EXPECT_EQ(bind_flows(spans, flows), bind_flows_reference(spans, flows)) << "seed " << seed;
+  }
+}
+
+// Decimal microseconds to nanoseconds (the plain fast path and the general one) against exact
+// 128-bit arithmetic, rounding half away from zero: every digit count around the fast path's limits
+// (16 before the point, 3 after), signs, and values past the +-2^62 ns range.
+TEST(JsonIngest, MicrosecondsToNanosecondsMatchExactArithmetic) {
+  std::mt19937_64 rng(9);
+  for (int i = 0; i < 200000; ++i) {
+    const int int_digits = 1 + static_cast<int>(rng() % 19), frac_digits = static_cast<int>(rng() % 6);
+    std::string text = rng() % 4 == 0 ? "-" : "";
+    __int128 whole = 0, fraction = 0, scale = 1;
+    for (int k = 0; k < int_digits; ++k) {
+      const int d = static_cast<int>(rng() % 10);
+      text += static_cast<char>('0' + d);
+      whole = whole * 10 + d;
+    }
+    if (frac_digits > 0) text += '.';
+    for (int k = 0; k < frac_digits; ++k) {
+      const int d = static_cast<int>(rng() % 10);
+      text += static_cast<char>('0' + d);
+      fraction = fraction * 10 + d;
+      scale *= 10;
+    }
+    const __int128 scaled = (whole * scale + fraction) * 1000;  // ns * scale
+    const __int128 magnitude = (scaled + scale / 2) / scale;
+    const bool fits = magnitude <= kMaxTimeNs;
+    int64_t ns = 0;
+    ASSERT_EQ(parse_us_to_ns(text, &ns), fits) << text;
+    if (fits) {
+      ASSERT_EQ(ns, static_cast<int64_t>(text[0] == '-' ? -magnitude : magnitude)) << text;
+    }
+  }
+}
+
+// The correlation map against std::unordered_map::emplace/find: first value kept, id 0 refused,
+// through many growths, with ids dense (as CUPTI hands them out) and scattered.
+TEST(JsonIngest, CorrelationMapMatchesUnorderedMap) {
+  std::mt19937_64 rng(5);
+  CorrelationMap<int64_t> map;
+  std::unordered_map<uint64_t, int64_t> reference;
+  for (int i = 0; i < 200000; ++i) {
+    const uint64_t id = rng() % 2 ? 135000 + rng() % 100000 : (rng() % 16 == 0 ? 0 : rng());
+    const int64_t value = static_cast<int64_t>(rng() % 1000);
+    const bool inserted = id != 0 && reference.emplace(id, value).second;
+    ASSERT_EQ(map.emplace(id, value), inserted) << id;
+  }
+  EXPECT_EQ(map.size(), reference.size());
+  for (const auto& [id, value] : reference) {
+    const int64_t* found = map.find(id);
+    ASSERT_NE(found, nullptr) << id;
+    ASSERT_EQ(*found, value) << id;
+  }
+  for (int i = 0; i < 100000; ++i) {
+    const uint64_t id = rng();
+    EXPECT_EQ(map.contains(id), reference.count(id) == 1) << id;
+  }
+  EXPECT_FALSE(map.contains(0));
+}
+
+// release_pages gives back the whole pages inside the range only: they read as zeros, every byte
+// outside them is as it was.
+TEST(JsonIngest, ReleasedPagesReadAsZerosAndNothingElseChanges) {
+  std::string buffer(size_t{1} << 20, 'x');
+  release_pages(buffer.data() + 1000, buffer.data() + 600000);
+  const size_t first = buffer.find('\0'), last = buffer.rfind('\0');
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_GE(first, 1000u);
+  EXPECT_LT(last, 600000u);
+  EXPECT_GE(last - first + 1, 600000u - 1000u - 2 * 65536u);  // pages of up to 64 KiB
+  EXPECT_EQ(std::count(buffer.begin(), buffer.end(), '\0'), static_cast<ptrdiff_t>(last - first + 1));
+}
+
+// Late attributes (flow bindings, an "E" event's args, memory totals) are merged into the span's
+// run of the attribute column after its own, in the order they came, at most 65,535 a span: checked
+// against a reference list per span, with the merge in place (spans in order, as converters make
+// them) and by copy (runs out of order).
+TEST(JsonIngest, LateAttributesMergeLikeAReferenceList) {
+  for (bool scrambled : {false, true}) {
+    std::mt19937_64 rng(scrambled ? 11 : 12);
+    model::Trace trace;
+    model::TraceBuilder tb(&trace);
+    ImportBuilder b(&tb, Format::kKineto, "gen.json");
+    std::vector<std::vector<int64_t>> own, late;  // per span: its int attribute values, in order
+    ChromeEvent ev;
+    ev.pid.kind = JsonScalar::kInt;
+    ev.pid.i = 1;
+    ev.tid = ev.pid;
+    std::vector<std::pair<size_t, int64_t>> late_added;
+    int64_t value = 0;
+    for (int i = 0; i < 3000; ++i) {
+      ev.ts_ns = static_cast<int64_t>(i);
+      ev.dur_ns = 1;
+      b.begin_span(ev, static_cast<uint8_t>(Level::kLayer), static_cast<uint8_t>(SpanKind::kSpan), "op",
+                   ActivityType::kCpuOp)
+          .host_pid = 1;
+      own.emplace_back();
+      late.emplace_back();
+      const int count = i == 5 ? UINT16_MAX - 9 : static_cast<int>(rng() % 4);  // one span near the cap
+      for (int k = 0; k < count; ++k) {
+        b.add_attr(trace.int_attr("a", ++value));
+        own.back().push_back(value);
+      }
+      for (int k = rng() % 3 == 0 ? static_cast<int>(rng() % 4) : 0; k > 0; --k)
+        late_added.emplace_back(rng() % (i + 1), ++value);
+    }
+    for (int k = 0; k < 20; ++k) late_added.emplace_back(5, ++value);  // past the cap of span 5
+    for (const auto& [span, v] : late_added) {
+      b.add_late_attr(span, trace.int_attr("late", v));
+      late[span].push_back(v);
+    }
+    if (scrambled) {  // two spans' own runs exchanged: no longer in span order, merged by copy
+      std::swap(b.spans()[1].attr_first, b.spans()[2].attr_first);
+      std::swap(b.spans()[1].attr_count, b.spans()[2].attr_count);
+      std::swap(own[1], own[2]);
+    }
+    std::vector<std::vector<int64_t>> expected = own;
+    uint64_t dropped = 0;
+    for (size_t i = 0; i < expected.size(); ++i)
+      for (int64_t v : late[i]) {
+        if (expected[i].size() < UINT16_MAX)
+          expected[i].push_back(v);
+        else
+          ++dropped;
+      }
+    ASSERT_GT(dropped, 0u);
+    std::string error;
+    ImportStats stats;
+    ASSERT_TRUE(b.finish(3000, &stats, &error)) << error;
+    EXPECT_EQ(stats.get(stats::Stat::kImportAttributeLimit), dropped);
+    ASSERT_EQ(trace.spans.size(), expected.size());
+    ASSERT_EQ(trace.attr_begin.size(), trace.spans.size() + 1);
+    EXPECT_EQ(trace.attr_begin.back(), trace.attrs.size());
+    for (size_t i = 0; i < trace.spans.size(); ++i) {  // spans start at i: the order is the same
+      std::vector<int64_t> got;
+      for (const AttrRecord& a : trace.attributes(i)) got.push_back(a.value.i);
+      ASSERT_EQ(got, expected[i]) << "span " << i << (scrambled ? " (by copy)" : " (in place)");
+    }
   }
 }
 
