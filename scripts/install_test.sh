@@ -94,7 +94,7 @@ fi
 completion=$usr/share/bash-completion/completions/strata
 [ -f "$completion" ] || fail "the package lacks /usr/share/bash-completion/completions/strata"
 got=$("${clean[@]}" bash -c "PATH=$usr/bin:\$PATH; source '$completion'; complete -p strata >/dev/null &&
-  COMP_WORDS=(strata an); COMP_CWORD=1; _strata; printf '%s ' \"\${COMPREPLY[@]}\"")
+  COMP_WORDS=(strata ana); COMP_CWORD=1; _strata; printf '%s ' \"\${COMPREPLY[@]}\"")
 [ "$got" = "analyze " ] || fail "completing 'strata ana<TAB>' gave '$got', expected 'analyze'"
 echo "   strata ana<TAB> -> $got"
 
