@@ -141,6 +141,8 @@ struct RecordOptions {
   Level level = Level::kModel;
   std::string buffer_mb, compress = "0";  // buffer_mb empty: the runtime's growing default
   std::string gpu_metrics;                // --metrics: read by the CUPTI collector (STRATA_GPU_METRICS)
+  bool gpu_pc_sampling = false;           // --gpu-pc-sampling: read by the CUPTI collector
+  std::string gpu_pc_sampling_mode = "continuous";  // (STRATA_GPU_PC_SAMPLING)
   std::string onednn_mode;                // --onednn: read by libstrata_onednn.so (STRATA_ONEDNN_MODE)
   bool serialize = false;
   int sample_hz = 0;  // --sample: CPU sampling rate (0: off)
@@ -184,6 +186,7 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
   // GPU environment setup (owned by "gpu"): NVTX / cuDNN+cuBLAS / CUPTI by level. Keep it one call.
   add_gpu_record_env(lv, opt.runtime);
   if (!opt.gpu_metrics.empty()) setenv("STRATA_GPU_METRICS", opt.gpu_metrics.c_str(), 1);
+  if (opt.gpu_pc_sampling) setenv("STRATA_GPU_PC_SAMPLING", opt.gpu_pc_sampling_mode.c_str(), 1);
   if (!opt.onednn_mode.empty()) setenv("STRATA_ONEDNN_MODE", opt.onednn_mode.c_str(), 1);
   // A root context: every process of the command shares this trace id.
   setenv("TRACEPARENT", opt.traceparent.c_str(), 1);
@@ -316,6 +319,14 @@ void describe_record(CommandLine& cl, RecordRequest* req) {
          "per-kernel GPU metrics with --level device: flops,dram,occupancy (CUPTI Range Profiler, kernel "
          "replay: slow; GPU machines only)")
       ->type_name("LIST");
+  app.add_flag("--gpu-pc-sampling", opt.gpu_pc_sampling,
+               "with --level device: sample the GPU's program counters (CUPTI PC sampling, CUDA 13): stall "
+               "reasons per kernel, PC and source line (strata analyze --analysis gpu_stalls)");
+  app.add_option("--gpu-pc-sampling-mode", opt.gpu_pc_sampling_mode,
+                 "continuous (default: kernels run concurrently) or serialized (kernels serialized; each "
+                 "sample names its launch)")
+      ->check(CLI::IsMember({"continuous", "serialized"}))
+      ->type_name("MODE");
   app.add_option(
          "--buffer-mb", opt.buffer_mb,
          "event buffer budget per process in MiB, fixed; overflow is dropped and counted (default: 64, "
@@ -372,6 +383,8 @@ int parse_record_args(int argc, char** argv, RecordRequest* req) {
   opt.level = *parse_level(req->level_text);
   if (!opt.gpu_metrics.empty() && opt.level < Level::kDevice)
     return cl.usage_error("--metrics measures kernels: use it with --level device");
+  if (opt.gpu_pc_sampling && opt.level < Level::kDevice)
+    return cl.usage_error("--gpu-pc-sampling samples kernels: use it with --level device");
   if (opt.sample_hz > 0 && (req->runs > 1 || req->leveled))
     return cl.usage_error(
         "--sample records one run: combining the samples of --runs/--leveled runs is not supported");
