@@ -5,6 +5,7 @@
 //                         (core/stall_reasons.h), the top reason and the hottest PC with its source line
 //   gpu_stalls_by_reason  per kernel and stall reason: samples and share within the kernel
 //   gpu_stalls_top_pcs    the PCs with the most samples: kernel, PC offset, source line, top reason
+//   gpu_stalls_by_line    per kernel and source line (PCs sharing a line summed; needs -lineinfo)
 //   gpu_stalls_by_op      samples per launching op (the innermost layer-level ancestor of the kernel
 //                         executions): exact where a sample names its launch (serialized mode,
 //                         kernel_correlation_id), else split over the ops that launched a kernel of
@@ -178,6 +179,7 @@ class GpuStalls final : public Analysis {
     r.tables.push_back(kernel_table(kernels, all, in.params));
     r.tables.push_back(reason_table(kernels, in.params));
     r.tables.push_back(pc_table(samples, all, in.params));
+    r.tables.push_back(line_table(samples, all, in.params));
     r.tables.push_back(op_table(by_op(in, samples), all, in.params));
     return r;
   }
@@ -242,6 +244,37 @@ class GpuStalls final : public Analysis {
     }
     sort_rows_desc(&t, 3);
     keep_top(&t, params, 20);
+    return t;
+  }
+
+  // Samples per source line: the PCs of one kernel that share a line, summed (PCs without line info
+  // are left out; the note counts them).
+  static Table line_table(const std::vector<PcSample>& samples, double all, const Params& params) {
+    std::map<std::pair<std::string, std::string>, Group> lines;
+    double without = 0;
+    for (const PcSample& s : samples) {
+      if (s.line.empty())
+        without += s.samples;
+      else
+        lines[{s.kernel, s.line}].add(s, 1.0);
+    }
+    std::vector<std::string> columns = {"kernel", "line", "samples", "share_pct"};
+    for (auto& c : category_columns()) columns.push_back(c);
+    columns.emplace_back("top_reason");
+    Table t = make_table("gpu_stalls_by_line", "GPU stall reasons by source line", columns);
+    for (const auto& [key, g] : lines) {
+      std::vector<Cell> row = {Cell::text(key.first), Cell::text(key.second),
+                               Cell::integer(static_cast<int64_t>(g.samples)),
+                               Cell::real(all > 0 ? 100.0 * g.samples / all : 0, 1)};
+      add_category_cells(g, &row);
+      row.push_back(Cell::text(g.top_reason()));
+      t.rows.push_back(std::move(row));
+    }
+    sort_rows_desc(&t, 2);
+    keep_top(&t, params, 20);
+    if (without > 0)
+      t.notes.push_back(std::to_string(static_cast<int64_t>(without)) +
+                        " samples at PCs without line info (compile with -lineinfo) are not in this table");
     return t;
   }
 

@@ -482,7 +482,7 @@ TEST(GpuStalls, RecordedTraceGivesKernelLineAndOpShares) {
   ASSERT_NE(a, nullptr);
   analysis::AnalysisResult r = a->run({t, tree, params, nullptr});
   ASSERT_FALSE(r.missing_input.has_value()) << *r.missing_input;
-  ASSERT_EQ(r.tables.size(), 4u);
+  ASSERT_EQ(r.tables.size(), 5u);
 
   // Known answers, worked out from the script: gemm 55 + 35 samples, relu 15 + 5; gemm's split 3:1
   // by its execution time under aten::mm and aten::addmm.
@@ -493,7 +493,7 @@ TEST(GpuStalls, RecordedTraceGivesKernelLineAndOpShares) {
   EXPECT_EQ(std::get<int64_t>(kernels.rows[1][1].value), 20);
   EXPECT_EQ(std::get<std::string>(kernels.rows[0].back().value), "/src/gemm.cu:42");  // hottest line
   std::map<std::string, double> op_samples;
-  for (const auto& row : r.tables[3].rows)
+  for (const auto& row : r.tables[4].rows)
     op_samples[std::get<std::string>(row[0].value)] = std::get<double>(row[1].value);
   EXPECT_DOUBLE_EQ(op_samples["aten::mm"], 67.5);
   EXPECT_DOUBLE_EQ(op_samples["aten::addmm"], 22.5);
@@ -502,12 +502,19 @@ TEST(GpuStalls, RecordedTraceGivesKernelLineAndOpShares) {
   analysis::Params top;
   top.set("top", "1");
   analysis::AnalysisResult one = a->run({t, tree, top, nullptr});
-  ASSERT_EQ(one.tables.size(), 4u);
+  ASSERT_EQ(one.tables.size(), 5u);
   EXPECT_EQ(one.tables[0].rows.size(), 1u);
   EXPECT_EQ(one.tables[1].rows.size(), 4u) << "the reasons of the one kernel kept";
   EXPECT_FALSE(one.tables[1].notes.empty());
   EXPECT_EQ(one.tables[2].rows.size(), 1u);
   EXPECT_EQ(one.tables[3].rows.size(), 1u);
+  EXPECT_EQ(one.tables[4].rows.size(), 1u);
+  // By line: gemm's two PCs are on lines 42 and 43; relu has no line info (20 samples noted).
+  ASSERT_EQ(r.tables[3].rows.size(), 2u);
+  EXPECT_EQ(std::get<std::string>(r.tables[3].rows[0][1].value), "/src/gemm.cu:42");
+  EXPECT_EQ(std::get<int64_t>(r.tables[3].rows[0][2].value), 55);
+  ASSERT_EQ(r.tables[3].notes.size(), 1u);
+  EXPECT_EQ(r.tables[3].notes[0].rfind("20 samples", 0), 0u) << r.tables[3].notes[0];
 
   const std::string golden =
       std::string(STRATA_SOURCE_DIR) + "/tests/golden/gpu_stalls/pc_sampling_fixture.csv";
