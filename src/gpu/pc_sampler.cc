@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -153,6 +154,16 @@ void PcSampler::on_context_created(CUcontext context) {
   contexts_.push_back(std::move(c));
 }
 
+// CUPTI's functionName strings may be shared with other records: copied once, never freed here.
+uint32_t PcSampler::function_id(const char* name) {
+  if (name == nullptr) name = "";
+  if (auto it = function_by_pointer_.find(name); it != function_by_pointer_.end()) return it->second;
+  auto [it, inserted] = function_by_name_.try_emplace(name, static_cast<uint32_t>(functions_.size()));
+  if (inserted) functions_.emplace_back(name);
+  function_by_pointer_.emplace(name, it->second);
+  return it->second;
+}
+
 void PcSampler::absorb_locked(uint32_t slot, const CUpti_PCSamplingData& data) {
   const Context& c = *contexts_[slot];
   stats_.total_samples += data.totalSamples;
@@ -173,14 +184,10 @@ void PcSampler::absorb_locked(uint32_t slot, const CUpti_PCSamplingData& data) {
       stats_.bad_records += reasons > room ? reasons - room : reasons;
       reasons = pc.stallReason == nullptr ? 0 : room;
     }
-    PcKey key{slot,
-              pc.cubinCrc,
-              pc.functionName != nullptr ? pc.functionName : "",
-              pc.functionIndex,
-              pc.pcOffset,
-              options_.mode == PcSamplingMode::kSerialized ? pc.correlationId : 0};
-    // CUPTI's functionName strings may be shared with other records: copied, never freed here.
-    auto& counts = samples_[std::move(key)];
+    PcKey key{slot,        function_id(pc.functionName),
+              pc.cubinCrc, pc.functionIndex,
+              pc.pcOffset, options_.mode == PcSamplingMode::kSerialized ? pc.correlationId : 0};
+    auto& counts = samples_[key];
     for (size_t k = 0; k < reasons; ++k) {
       const CUpti_PCSamplingStallReason& s = pc.stallReason[k];
       if (!c.reason_names.contains(s.pcSamplingStallReasonIndex)) {
@@ -311,27 +318,33 @@ void PcSampler::emit_one(const PcKey& key, const std::map<uint32_t, uint64_t>& c
   a.add_int(attr_keys::kCubinCrc, static_cast<int64_t>(key.cubin_crc));
   a.add_int(attr_keys::kFunctionIndex, key.function_index);
   if (key.correlation_id != 0) a.add_int(attr_keys::kKernelCorrelationId, key.correlation_id);
+  const std::string& function = functions_[key.function];
   std::string file;
   uint32_t line = 0;
   if (auto it = cubins_.find(key.cubin_crc);
-      it != cubins_.end() && !key.function.empty() &&
-      api_->source_line(it->second.data(), it->second.size(), key.function.c_str(), key.pc_offset, &file,
+      it != cubins_.end() && !function.empty() &&
+      api_->source_line(it->second.data(), it->second.size(), function.c_str(), key.pc_offset, &file,
                         &line) == CUPTI_SUCCESS &&
       line != 0) {
     a.add_string(attr_keys::kSourceFile, file);
     a.add_int(attr_keys::kSourceLine, line);
     ++stats_.lines_resolved;
   }
-  auto [name, inserted] = demangled_.try_emplace(key.function);
-  if (inserted) name->second = key.function.empty() ? "<unknown kernel>" : demangle(key.function);
+  auto [name, inserted] = demangled_.try_emplace(function);
+  if (inserted) name->second = function.empty() ? "<unknown kernel>" : demangle(function);
   sink_->emit(r, name->second, a.view());
   ++stats_.emitted;
 }
 
 void PcSampler::emit_locked() {
   const int64_t now = collect::monotonic_ns();
-  for (const auto& [key, counts] : samples_)
-    if (!counts.empty()) emit_one(key, counts, now);
+  // In key order (function ids follow first appearance): the same CUPTI data gives the same file.
+  std::vector<const std::pair<const PcKey, std::map<uint32_t, uint64_t>>*> order;
+  order.reserve(samples_.size());
+  for (const auto& entry : samples_) order.push_back(&entry);
+  std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  for (const auto* entry : order)
+    if (!entry->second.empty()) emit_one(entry->first, entry->second, now);
   samples_.clear();
   cubins_.clear();
 }

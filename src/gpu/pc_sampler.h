@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "gpu/cupti_interface.h"
@@ -102,13 +103,21 @@ class PcSampler {
     Buffer final_data;  // CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER
   };
   struct PcKey {
-    uint32_t context = 0;  // index into contexts_
+    uint32_t context = 0;   // index into contexts_
+    uint32_t function = 0;  // index into functions_
     uint64_t cubin_crc = 0;
-    std::string function;
     uint32_t function_index = 0;
     uint64_t pc_offset = 0;
     uint32_t correlation_id = 0;
     auto operator<=>(const PcKey&) const = default;
+  };
+  struct PcKeyHash {
+    size_t operator()(const PcKey& k) const {
+      uint64_t h = k.pc_offset * 0x9E3779B97F4A7C15ull ^ k.cubin_crc;
+      h ^= (static_cast<uint64_t>(k.function) << 32 | k.correlation_id) + 0x9E3779B97F4A7C15ull + (h << 6) +
+           (h >> 2);
+      return static_cast<size_t>(h ^ (static_cast<uint64_t>(k.context) << 48 | k.function_index));
+    }
   };
 
   bool enable_locked(Context& c);
@@ -117,6 +126,7 @@ class PcSampler {
   void absorb_locked(uint32_t slot, const CUpti_PCSamplingData& data);
   void disable_locked(uint32_t slot);
   void emit_locked();
+  uint32_t function_id(const char* name);
   void emit_one(const PcKey& key, const std::map<uint32_t, uint64_t>& counts, int64_t when);
   void report_locked();
   void say(const std::string& line);
@@ -128,8 +138,13 @@ class PcSampler {
   bool finished_ = false;
   mutable std::mutex mu_;  // callbacks, the poll thread and exit all come here
   std::vector<std::unique_ptr<Context>> contexts_;
-  std::map<PcKey, std::map<uint32_t, uint64_t>> samples_;  // reason index -> samples
-  std::map<uint64_t, std::vector<char>> cubins_;           // cubin CRC -> the module's cubin
+  // (function, PC) -> reason index -> samples; a hash map: the poll thread looks up every record.
+  std::unordered_map<PcKey, std::map<uint32_t, uint64_t>, PcKeyHash> samples_;
+  // Function names seen, by id; CUPTI's pointers first (its strings are shared and never freed here).
+  std::vector<std::string> functions_;
+  std::unordered_map<const char*, uint32_t> function_by_pointer_;
+  std::unordered_map<std::string, uint32_t> function_by_name_;
+  std::map<uint64_t, std::vector<char>> cubins_;  // cubin CRC -> the module's cubin
   size_t cubin_bytes_ = 0;
   std::map<std::string, std::string> demangled_;
   PcSamplingStats stats_;
