@@ -554,6 +554,7 @@ int run_record(int argc, char** argv) {
     if (auto why = gpu_unavailable_reason()) {
       gpu_note = "--level " + req.level_text +
                  (opt.gpu_metrics.empty() ? "" : " --metrics " + opt.gpu_metrics) +
+                 (opt.gpu_pc_sampling ? " --gpu-pc-sampling" : "") +
                  ": no GPU work can be recorded here: " + *why +
                  "; only the CPU levels are recorded (run on a machine with an NVIDIA GPU and driver; on "
                  "CPU, --level library traces oneDNN)";
