@@ -141,8 +141,8 @@ struct RecordOptions {
   Level level = Level::kModel;
   std::string buffer_mb, compress = "0";  // buffer_mb empty: the runtime's growing default
   std::string gpu_metrics;                // --metrics: read by the CUPTI collector (STRATA_GPU_METRICS)
-  bool gpu_pc_sampling = false;           // --gpu-pc-sampling: read by the CUPTI collector
-  std::string gpu_pc_sampling_mode = "continuous";  // (STRATA_GPU_PC_SAMPLING)
+  bool gpu_pc_sampling = false;           // --gpu-pc-sampling (STRATA_GPU_PC_SAMPLING=mode)
+  std::string gpu_pc_sampling_mode;       // --gpu-pc-sampling-mode (empty: continuous)
   std::string onednn_mode;                // --onednn: read by libstrata_onednn.so (STRATA_ONEDNN_MODE)
   bool serialize = false;
   int sample_hz = 0;  // --sample: CPU sampling rate (0: off)
@@ -186,7 +186,9 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
   // GPU environment setup (owned by "gpu"): NVTX / cuDNN+cuBLAS / CUPTI by level. Keep it one call.
   add_gpu_record_env(lv, opt.runtime);
   if (!opt.gpu_metrics.empty()) setenv("STRATA_GPU_METRICS", opt.gpu_metrics.c_str(), 1);
-  if (opt.gpu_pc_sampling) setenv("STRATA_GPU_PC_SAMPLING", opt.gpu_pc_sampling_mode.c_str(), 1);
+  if (opt.gpu_pc_sampling)
+    setenv("STRATA_GPU_PC_SAMPLING",
+           opt.gpu_pc_sampling_mode.empty() ? "continuous" : opt.gpu_pc_sampling_mode.c_str(), 1);
   if (!opt.onednn_mode.empty()) setenv("STRATA_ONEDNN_MODE", opt.onednn_mode.c_str(), 1);
   // A root context: every process of the command shares this trace id.
   setenv("TRACEPARENT", opt.traceparent.c_str(), 1);
@@ -554,7 +556,7 @@ int run_record(int argc, char** argv) {
     if (auto why = gpu_unavailable_reason()) {
       gpu_note = "--level " + req.level_text +
                  (opt.gpu_metrics.empty() ? "" : " --metrics " + opt.gpu_metrics) +
-                 (opt.gpu_pc_sampling ? " --gpu-pc-sampling" : "") +
+                 std::string(opt.gpu_pc_sampling ? " --gpu-pc-sampling" : "") +
                  ": no GPU work can be recorded here: " + *why +
                  "; only the CPU levels are recorded (run on a machine with an NVIDIA GPU and driver; on "
                  "CPU, --level library traces oneDNN)";
