@@ -89,10 +89,12 @@ inline constexpr std::string_view kSource = "source";  // which of a tracer's so
 
 // --- GPU PC samples (activity gpu_pc_sample, kind sample, level device; one record per sampled PC of a
 // kernel function, aggregated over the run; core/stall_reasons.h names the stall reasons) -----------
-inline constexpr std::string_view kPcOffset = "pc_offset";            // int: PC offset in the function's cubin
-inline constexpr std::string_view kCubinCrc = "cubin_crc";            // int: CUPTI's cubin CRC (bits of a uint64)
-inline constexpr std::string_view kFunctionIndex = "function_index";  // int: the function's index in its module
-inline constexpr std::string_view kPcSamples = "samples";             // int: samples at this PC, all reasons
+// int: the PC's offset in its function's cubin; CUPTI's cubin CRC (the bits of a uint64); the
+// function's index in its module; samples at this PC, all reasons.
+inline constexpr std::string_view kPcOffset = "pc_offset";
+inline constexpr std::string_view kCubinCrc = "cubin_crc";
+inline constexpr std::string_view kFunctionIndex = "function_index";
+inline constexpr std::string_view kPcSamples = "samples";
 // int: samples at this PC whose warp did not issue (the "_not_issued" counters summed)
 inline constexpr std::string_view kPcSamplesNotIssued = "samples_not_issued";
 // int attributes "stall.<reason>": samples at this PC per stall reason (CUPTI's name without its
