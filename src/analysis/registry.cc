@@ -62,6 +62,7 @@ std::unique_ptr<Analysis> make_gpu_kernel_summary();
 std::unique_ptr<Analysis> make_cuda_api_summary();
 std::unique_ptr<Analysis> make_memcpy_summary();
 std::unique_ptr<Analysis> make_range_summary();
+std::unique_ptr<Analysis> make_gpu_stalls();
 #ifdef STRATA_HAVE_LOWERBOUND  // src/lowerbound/analyses (not built with STRATA_SKIP=lowerbound)
 std::unique_ptr<Analysis> make_framework_vs_bound();
 std::unique_ptr<Analysis> make_framework_inefficiency();
@@ -102,6 +103,7 @@ const std::vector<std::unique_ptr<Analysis>>& all_analyses() {
     v.push_back(make_cuda_api_summary());
     v.push_back(make_memcpy_summary());
     v.push_back(make_range_summary());
+    v.push_back(make_gpu_stalls());
 #ifdef STRATA_HAVE_LOWERBOUND
     v.push_back(make_framework_vs_bound());
     v.push_back(make_framework_inefficiency());
@@ -158,6 +160,7 @@ const std::vector<ParamKeys>& param_key_table() {
       {"kernel_distribution", {"top"}},
       {"launch_stats", {"k", "min_mad_us", "top"}},
       {"queue_length", {"bucket_us"}},
+      {"gpu_stalls", {"top"}},
   };
   return table;
 }

@@ -142,6 +142,8 @@ struct RecordOptions {
   Level level = Level::kModel;
   std::string buffer_mb, compress = "0";  // buffer_mb empty: the runtime's growing default
   std::string gpu_metrics;                // --metrics: read by the CUPTI collector (STRATA_GPU_METRICS)
+  bool gpu_pc_sampling = false;           // --gpu-pc-sampling (STRATA_GPU_PC_SAMPLING=mode)
+  std::string gpu_pc_sampling_mode;       // --gpu-pc-sampling-mode (empty: continuous)
   std::string onednn_mode;                // --onednn: read by libstrata_onednn.so (STRATA_ONEDNN_MODE)
   bool serialize = false;
   int sample_hz = 0;  // --sample: CPU sampling rate (0: off)
@@ -188,6 +190,9 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
   // GPU environment setup (owned by "gpu"): NVTX / cuDNN+cuBLAS / CUPTI by level. Keep it one call.
   add_gpu_record_env(lv, opt.runtime);
   if (!opt.gpu_metrics.empty()) setenv("STRATA_GPU_METRICS", opt.gpu_metrics.c_str(), 1);
+  if (opt.gpu_pc_sampling)
+    setenv("STRATA_GPU_PC_SAMPLING",
+           opt.gpu_pc_sampling_mode.empty() ? "continuous" : opt.gpu_pc_sampling_mode.c_str(), 1);
   if (!opt.onednn_mode.empty()) setenv("STRATA_ONEDNN_MODE", opt.onednn_mode.c_str(), 1);
   // A root context: every process of the command shares this trace id.
   setenv("TRACEPARENT", opt.traceparent.c_str(), 1);
@@ -321,6 +326,14 @@ void describe_record(CommandLine& cl, RecordRequest* req) {
          "unless STRATA_GPU_METRICS_UNVALIDATED=1: on an H100 it hung (docs/gpu-collector.md); measure with "
          "ncu and `strata import --metrics NCU.csv --into TRACE` instead")
       ->type_name("LIST");
+  app.add_flag("--gpu-pc-sampling", opt.gpu_pc_sampling,
+               "with --level device: sample the GPU's program counters (CUPTI PC sampling, CUDA 13): stall "
+               "reasons per kernel, PC and source line (strata analyze --analysis gpu_stalls)");
+  app.add_option("--gpu-pc-sampling-mode", opt.gpu_pc_sampling_mode,
+                 "continuous (default: kernels run concurrently) or serialized (kernels serialized; each "
+                 "sample names its launch)")
+      ->check(CLI::IsMember({"continuous", "serialized"}))
+      ->type_name("MODE");
   app.add_option(
          "--buffer-mb", opt.buffer_mb,
          "event buffer budget per process in MiB, fixed; overflow is dropped and counted (default: 64, "
@@ -377,6 +390,8 @@ int parse_record_args(int argc, char** argv, RecordRequest* req) {
   opt.level = *parse_level(req->level_text);
   if (!opt.gpu_metrics.empty() && opt.level < Level::kDevice)
     return cl.usage_error("--metrics measures kernels: use it with --level device");
+  if (opt.gpu_pc_sampling && opt.level < Level::kDevice)
+    return cl.usage_error("--gpu-pc-sampling samples kernels: use it with --level device");
   if (opt.sample_hz > 0 && (req->runs > 1 || req->leveled))
     return cl.usage_error(
         "--sample records one run: combining the samples of --runs/--leveled runs is not supported");
@@ -546,6 +561,7 @@ int run_record(int argc, char** argv) {
     if (auto why = gpu_unavailable_reason()) {
       gpu_note = "--level " + req.level_text +
                  (opt.gpu_metrics.empty() ? "" : " --metrics " + opt.gpu_metrics) +
+                 std::string(opt.gpu_pc_sampling ? " --gpu-pc-sampling" : "") +
                  ": no GPU work can be recorded here: " + *why +
                  "; only the CPU levels are recorded (run on a machine with an NVIDIA GPU and driver; on "
                  "CPU, --level library traces oneDNN)";

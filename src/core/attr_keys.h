@@ -87,4 +87,22 @@ inline constexpr std::string_view kBatchCount = "batch_count";  // batched GEMM'
 inline constexpr std::string_view kDtype = "dtype";              // element type of the call's data
 inline constexpr std::string_view kSource = "source";  // which of a tracer's sources made the span
 
+// --- GPU PC samples (activity gpu_pc_sample, kind sample, level device; one record per sampled PC of a
+// kernel function, aggregated over the run; core/stall_reasons.h names the stall reasons) -----------
+// int: the PC's offset in its function's cubin; CUPTI's cubin CRC (the bits of a uint64); the
+// function's index in its module; samples at this PC, all reasons.
+inline constexpr std::string_view kPcOffset = "pc_offset";
+inline constexpr std::string_view kCubinCrc = "cubin_crc";
+inline constexpr std::string_view kFunctionIndex = "function_index";
+inline constexpr std::string_view kPcSamples = "samples";
+// int: samples at this PC whose warp did not issue (the "_not_issued" counters summed)
+inline constexpr std::string_view kPcSamplesNotIssued = "samples_not_issued";
+// int attributes "stall.<reason>": samples at this PC per stall reason (CUPTI's name without its
+// "smsp__pcsamp_warps_issue_stalled_" prefix; "_not_issued" variants keep that suffix).
+inline constexpr std::string_view kStallPrefix = "stall.";
+inline constexpr std::string_view kSourceFile = "source_file";  // string: source file of the PC (line info)
+inline constexpr std::string_view kSourceLine = "source_line";  // int: source line of the PC
+// int: CUPTI correlation id of the kernel launch the samples belong to (serialized mode only).
+inline constexpr std::string_view kKernelCorrelationId = "kernel_correlation_id";
+
 }  // namespace strata::attr_keys

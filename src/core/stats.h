@@ -92,6 +92,21 @@ enum class Disk : uint8_t {
   F(kCollectorOnednnVerboseEmptyPrimitive, "collector.onednn_verbose_empty_primitive", kStats,            \
     "dropped.onednn_verbose_empty_primitive", kProcess, kDataLoss, kCollector,                           \
     "oneDNN exec lines with an empty primitive kind")                                                    \
+  F(kCollectorPcSamplingHwDroppedSamples, "collector.pc_sampling_hw_dropped_samples", kStats,             \
+    "dropped.pc_sampling_hw_dropped_samples", kProcess, kDataLoss, kCollector,                           \
+    "GPU PC samples the hardware dropped (backpressure/overflow; CUPTI droppedSamples)")                 \
+  F(kCollectorPcSamplingHwBufferFull, "collector.pc_sampling_hw_buffer_full", kStats,                     \
+    "dropped.pc_sampling_hw_buffer_full", kProcess, kDataLoss, kCollector,                               \
+    "GPU PC sampling collections that found the hardware buffer full (their PC data is lost)")          \
+  F(kCollectorPcSamplingGetDataErrors, "collector.pc_sampling_get_data_errors", kStats,                   \
+    "dropped.pc_sampling_get_data_errors", kProcess, kDataLoss, kCollector,                              \
+    "GPU PC sampling collections that failed (cuptiPCSamplingGetData error; that batch is lost)")       \
+  F(kCollectorPcSamplingBadRecords, "collector.pc_sampling_bad_records", kStats,                          \
+    "dropped.pc_sampling_bad_records", kProcess, kError, kCollector,                                     \
+    "GPU PC records or stall entries outside the buffer or naming an unknown stall reason: skipped")    \
+  F(kCollectorPcSamplingCubinsOverCap, "collector.pc_sampling_cubins_over_cap", kStats,                   \
+    "dropped.pc_sampling_cubins_over_cap", kProcess, kDataLoss, kCollector,                              \
+    "CUDA modules not kept for source lines (the cubin budget was spent): their PCs have no line")      \
   F(kCollectorSampleRingOverflow, "collector.sample_ring_overflow", kStats,                              \
     "dropped.sample_ring_overflow", kProcess, kDataLoss, kCollector,                                     \
     "CPU samples lost: the kernel ring buffer was full (PERF_RECORD_LOST)")                              \

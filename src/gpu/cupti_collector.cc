@@ -107,8 +107,11 @@ bool CuptiCollector::start() {
 
   if (options_.callbacks) {
     auto trampoline = [](void* self, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
-      static_cast<CuptiCollector*>(self)->on_callback(domain, id,
-                                                      static_cast<const CUpti_CallbackData*>(data));
+      auto* collector = static_cast<CuptiCollector*>(self);
+      if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+        collector->on_resource(id, static_cast<const CUpti_ResourceData*>(data));
+      else
+        collector->on_callback(domain, id, static_cast<const CUpti_CallbackData*>(data));
     };
     CUptiResult r = api_->subscribe(trampoline, this);
     if (r != CUPTI_SUCCESS) return fail("cuptiSubscribe", r);
@@ -133,6 +136,13 @@ bool CuptiCollector::start() {
         if (r != CUPTI_SUCCESS) return fail("cuptiEnableCallback", r);
       }
     }
+    if (options_.pc_sampling.mode != PcSamplingMode::kOff && !start_pc_sampling()) {
+      if (sampler_ && error_.empty()) error_ = sampler_->error();
+      sampler_.reset();  // the line was said; kernels are still traced
+    }
+  } else if (options_.pc_sampling.mode != PcSamplingMode::kOff) {
+    error_ = "strata: GPU PC sampling needs the runtime callbacks (--level device); recording without it";
+    if (!options_.quiet) std::fprintf(stderr, "%s\n", error_.c_str());
   }
   if (options_.activity) {
     // CUPTI's buffer callbacks carry no user pointer: one active collector per process.
@@ -163,6 +173,47 @@ bool CuptiCollector::start() {
   running_ = true;
   emit_session_instant("cupti.session");
   return true;
+}
+
+// PC sampling is enabled per context when CUPTI reports the context created (resource callback), and
+// collected outside launch callbacks in continuous mode (docs/gpu-collector.md: the H100 lessons).
+bool CuptiCollector::start_pc_sampling() {
+  if (options_.pc_api == nullptr) return false;
+  PcSamplingOptions o = options_.pc_sampling;
+  o.quiet = o.quiet || options_.quiet;
+  sampler_ = std::make_unique<PcSampler>(options_.pc_api, sink_, o);
+  if (!sampler_->check_supported()) return false;  // one line said why; tracing goes on
+  for (CUpti_CallbackId id :
+       {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+        CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING}) {
+    if (CUptiResult r = api_->enable_callback(CUPTI_CB_DOMAIN_RESOURCE, id); r != CUPTI_SUCCESS) {
+      error_ = std::string("strata: GPU PC sampling off: cuptiEnableCallback(RESOURCE) failed: ") +
+               api_->result_string(r) + "; kernels are still traced";
+      if (!options_.quiet) std::fprintf(stderr, "%s\n", error_.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+void CuptiCollector::on_resource(CUpti_CallbackId id, const CUpti_ResourceData* data) {
+  if (!sampler_ || data == nullptr) return;
+  switch (id) {
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+      sampler_->on_context_created(data->context);
+      break;
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+      sampler_->on_context_destroying(data->context);
+      break;
+    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+      sampler_->on_module_loaded(static_cast<const CUpti_ModuleResourceData*>(data->resourceDescriptor));
+      break;
+    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
+      sampler_->on_module_unloading();
+      break;
+    default:
+      break;
+  }
 }
 
 void CuptiCollector::emit_session_instant(const char* name) {
@@ -237,6 +288,7 @@ void CuptiCollector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId i
   if (!runtime && tl_runtime_depth > 0) return;  // skipped at entry too
   if (runtime && tl_runtime_depth > 0) --tl_runtime_depth;
   int64_t end = collect::monotonic_ns();
+  if (sampler_ && c == ApiClass::kLaunch) sampler_->on_launch_exit();  // serialized mode only
   if (produces_device_work(c) && options_.activity) {
     uint64_t ignored = 0;
     api_->pop_external_correlation(&ignored);
@@ -344,6 +396,7 @@ void CuptiCollector::stop() {
   stopped_ = true;
   flush();
   finish_metrics();
+  if (sampler_) sampler_->finish();
   emit_session_instant("cupti.stats");
   uint64_t dropped = total_dropped();
   if (dropped > 0 && !options_.quiet)

@@ -17,6 +17,7 @@
 #include "gpu/api_classifier.h"
 #include "gpu/cupti_interface.h"
 #include "gpu/gpu_metrics.h"
+#include "gpu/pc_sampler.h"
 #include "gpu/span_sink.h"
 
 namespace strata::gpu {
@@ -29,6 +30,8 @@ struct CollectorOptions {
   bool quiet = false;                          // no stderr lines (tests)
   MetricRequest metrics;                       // per-kernel GPU metrics (Range Profiler, kernel replay)
   RangeProfilerInterface* profiler = nullptr;  // required when metrics are requested
+  PcSamplingOptions pc_sampling;               // GPU PC sampling (needs the callbacks)
+  PcSamplingInterface* pc_api = nullptr;       // required when pc_sampling.mode is not kOff
 };
 
 struct CollectorStats {
@@ -61,6 +64,8 @@ class CuptiCollector {
 
   // CUPTI entry points (the static trampolines in the injection library forward here).
   void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData* data);
+  // CUPTI_CB_DOMAIN_RESOURCE (contexts and modules: PC sampling's enable points).
+  void on_resource(CUpti_CallbackId id, const CUpti_ResourceData* data);
   void on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
   void on_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t size, size_t valid);
 
@@ -71,11 +76,14 @@ class CuptiCollector {
   // "cupti_timestamp_callback:CLOCK_MONOTONIC" or "cupti_default" (see TranslatorOptions::clock).
   const char* clock_source() const { return clock_source_; }
   const std::vector<std::string>& unsupported_kinds() const { return unsupported_kinds_; }
+  // The PC sampler when PC sampling is on and supported (its poll thread calls collect_all()).
+  PcSampler* pc_sampler() { return sampler_.get(); }
 
  private:
   bool fail(const char* what, CUptiResult r);
   void emit_session_instant(const char* name);
   void start_profiler(CUcontext context);
+  bool start_pc_sampling();
   void finish_metrics();
   ApiClass class_of(CUpti_CallbackDomain domain, CUpti_CallbackId id) const;
 
@@ -89,6 +97,7 @@ class CuptiCollector {
   std::vector<std::string> unsupported_kinds_;
   std::vector<ApiClass> runtime_classes_, driver_classes_;
   std::unique_ptr<KernelMetricJoiner> joiner_;
+  std::unique_ptr<PcSampler> sampler_;
   std::mutex profiler_mu_;
   bool profiler_started_ = false, profiler_failed_ = false;
   uint64_t profiler_dropped_ranges_ = 0;

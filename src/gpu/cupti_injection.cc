@@ -5,11 +5,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "collect/session.h"
 #include "core/level.h"
@@ -23,12 +27,33 @@ namespace {
 
 std::unique_ptr<CuptiInterface> g_api;
 std::unique_ptr<RangeProfilerInterface> g_profiler;
+std::unique_ptr<PcSamplingInterface> g_pc_api;
 std::unique_ptr<SessionSink> g_sink;
 std::unique_ptr<CuptiCollector> g_collector;
 std::atomic<bool> g_initialized{false};
 struct sigaction g_previous[32];
 
+// PC sampling's poll thread: cuptiPCSamplingGetData every STRATA_GPU_PC_SAMPLING_POLL_MS (default
+// 100 ms) from a thread of ours, never from inside a CUDA callback, so CUPTI's buffers do not fill.
+struct PcPoller {
+  std::mutex mu;
+  std::condition_variable wake;
+  bool stop = false;
+  std::thread thread;
+};
+PcPoller g_poller;
+
+void stop_pc_poller() {
+  {
+    std::lock_guard<std::mutex> lock(g_poller.mu);
+    g_poller.stop = true;
+  }
+  g_poller.wake.notify_all();
+  if (g_poller.thread.joinable()) g_poller.thread.join();
+}
+
 void stop_at_exit() {
+  stop_pc_poller();
   if (g_collector) g_collector->stop();
   if (auto* s = collect::current_session()) s->flush();
 }
@@ -64,6 +89,42 @@ void install_signal_handlers() {
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+// STRATA_GPU_PC_SAMPLING=continuous|serialized (set by `strata record --gpu-pc-sampling`), with
+// STRATA_GPU_PC_SAMPLING_PERIOD=5..31 (2^n cycles between samples). UNVALIDATED ON A GPU.
+void configure_pc_sampling(CollectorOptions* options) {
+  const char* mode = std::getenv("STRATA_GPU_PC_SAMPLING");
+  if (mode == nullptr || *mode == '\0') return;
+  std::string error;
+  if (!parse_pc_sampling_mode(mode, &options->pc_sampling.mode, &error)) {
+    std::fprintf(stderr, "strata: STRATA_GPU_PC_SAMPLING: %s; recording without PC sampling\n",
+                 error.c_str());
+    return;
+  }
+  int period = env_int("STRATA_GPU_PC_SAMPLING_PERIOD", 0);
+  if (period != 0 && (period < 5 || period > 31)) {
+    std::fprintf(
+        stderr, "strata: STRATA_GPU_PC_SAMPLING_PERIOD=%d is outside 5..31; CUPTI's default period is used\n",
+        period);
+    period = 0;
+  }
+  options->pc_sampling.sampling_period = static_cast<uint32_t>(period);
+  g_pc_api = make_real_pc_sampling();
+  options->pc_api = g_pc_api.get();
+}
+
+void start_pc_poller(PcSampler* sampler) {
+  if (sampler == nullptr) return;
+  const auto period = std::chrono::milliseconds(std::max(10, env_int("STRATA_GPU_PC_SAMPLING_POLL_MS", 100)));
+  g_poller.thread = std::thread([sampler, period] {
+    std::unique_lock<std::mutex> lock(g_poller.mu);
+    while (!g_poller.wake.wait_for(lock, period, [] { return g_poller.stop; })) {
+      lock.unlock();
+      sampler->collect_all();
+      lock.lock();
+    }
+  });
 }
 
 }  // namespace
@@ -110,10 +171,12 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       options.profiler = g_profiler.get();
     }
   }
+  configure_pc_sampling(&options);
   g_api = make_real_cupti();
   g_sink = std::make_unique<SessionSink>();
   g_collector = std::make_unique<CuptiCollector>(g_api.get(), g_sink.get(), options);
   if (!g_collector->start()) return 1;  // one line printed; untraced
+  start_pc_poller(g_collector->pc_sampler());
   std::atexit(stop_at_exit);
   install_signal_handlers();
   return 1;

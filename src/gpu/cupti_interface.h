@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace strata::gpu {
 
@@ -38,5 +40,30 @@ class CuptiInterface {
 
 // The libcupti-backed implementation (defined only where libcupti is linked).
 std::unique_ptr<CuptiInterface> make_real_cupti();
+
+// The PC Sampling API (cupti_pcsampling.h) behind its own seam: the calls PcSampler makes, one to one.
+// Tests fill CUpti_PCSamplingData exactly as CUPTI does; RealPcSampling (pc_sampling_real.cc, only in
+// libstrata_cupti.so) forwards to libcupti and is UNVALIDATED ON A GPU (docs/gpu-collector.md).
+class PcSamplingInterface {
+ public:
+  virtual ~PcSamplingInterface() = default;
+  virtual CUptiResult cupti_version(uint32_t* version) = 0;  // cuptiGetVersion
+  virtual CUptiResult device_id(CUcontext context, uint32_t* device) = 0;
+  virtual CUptiResult enable(CUcontext context) = 0;
+  virtual CUptiResult disable(CUcontext context) = 0;
+  virtual CUptiResult num_stall_reasons(CUcontext context, size_t* count) = 0;
+  // `names` holds `count` buffers of CUPTI_STALL_REASON_STRING_SIZE bytes each.
+  virtual CUptiResult stall_reasons(CUcontext context, size_t count, uint32_t* indices, char** names) = 0;
+  virtual CUptiResult set_configuration(CUcontext context, CUpti_PCSamplingConfigurationInfo* info,
+                                        size_t count) = 0;
+  virtual CUptiResult get_data(CUcontext context, CUpti_PCSamplingData* data) = 0;
+  virtual CUptiResult cubin_crc(const void* cubin, size_t size, uint64_t* crc) = 0;
+  // cuptiGetSassToSourceCorrelation: "dir/file" and line of a PC; CUPTI's strings freed here.
+  virtual CUptiResult source_line(const void* cubin, size_t size, const char* function, uint64_t pc_offset,
+                                  std::string* file, uint32_t* line) = 0;
+  virtual const char* result_string(CUptiResult result) = 0;
+};
+
+std::unique_ptr<PcSamplingInterface> make_real_pc_sampling();
 
 }  // namespace strata::gpu

@@ -23,7 +23,8 @@ PROGRAM = "import strata\nwith strata.span('step', level='model'):\n    pass\n"
 
 
 @pytest.mark.parametrize("options", [["--level", "device"], ["--level", "runtime"],
-                                     ["--level", "device", "--metrics", "flops"]])
+                                     ["--level", "device", "--metrics", "flops"],
+                                     ["--level", "device", "--gpu-pc-sampling"]])
 def test_gpu_levels_without_a_driver_say_why_in_one_line(tmp_path, options):
     out = str(tmp_path / "gpu.strata")
     proc = subprocess.run([STRATA, "record", "-o", out, *options, "--", SYSTEM_PYTHON, "-c", PROGRAM],
@@ -35,6 +36,8 @@ def test_gpu_levels_without_a_driver_say_why_in_one_line(tmp_path, options):
     assert "run on a machine with an NVIDIA GPU and driver" in lines[0]
     if "--metrics" in options:
         assert "--metrics flops" in lines[0]
+    if "--gpu-pc-sampling" in options:
+        assert "--gpu-pc-sampling" in lines[0]
     info = run_strata("info", out).stdout
     assert "gpu.unavailable" in info and "no NVIDIA driver" in info
     # The CPU levels are still recorded.
@@ -46,3 +49,16 @@ def test_cpu_levels_say_nothing_about_gpus(tmp_path):
     proc = subprocess.run([STRATA, "record", "-o", out, "--level", "library", "--", SYSTEM_PYTHON, "-c", PROGRAM],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "GPU" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("options, says", [
+    (["--level", "layer", "--gpu-pc-sampling"], "--gpu-pc-sampling samples kernels: use it with --level device"),
+    (["--level", "device", "--gpu-pc-sampling", "--gpu-pc-sampling-mode", "sometimes"], "--gpu-pc-sampling-mode"),
+])
+def test_gpu_pc_sampling_options_are_refused_with_one_line(tmp_path, options, says):
+    out = str(tmp_path / "pcs.strata")
+    proc = subprocess.run([STRATA, "record", "-o", out, *options, "--", SYSTEM_PYTHON, "-c", PROGRAM],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert any(says in l for l in lines), proc.stderr
