@@ -44,6 +44,8 @@ def preprocess(root, header, tmp_path):
     ("src.analysis.iterations", "analysis/analysis.h", True),
     ("src.collect", "strata/strata.h", True),
     ("src.collect", "model/trace.h", False),  # collectors never see the trace model
+    ("src.cudalibs", "cudalibs/library_span.h", True),
+    ("src.cudalibs", "gpu/span_sink.h", False),  # a sibling collector
     ("src.lowerbound.ir", "lowerbound/ir/layer_ir.h", True),
     ("src.lowerbound.ir", "lowerbound/perfdb/perf_db.h", False),  # a sibling room not in its row
     ("tests.collect", "model/trace.h", True),  # its area row adds model
