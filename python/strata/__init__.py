@@ -57,6 +57,8 @@ def _level(level: Any) -> int:
     try:
         return LEVELS[level]
     except KeyError:
+        if not LEVELS and _lib is None:
+            return 0  # nothing records without the library (said once on stderr if asked to record)
         if not LEVELS:
             raise ValueError(f"level {level!r}: {_LEVELS_MISSING}") from None
         raise ValueError(f"unknown level {level!r}; one of {', '.join(LEVELS)}") from None
