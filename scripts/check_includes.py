@@ -11,11 +11,17 @@ The third cell is a comma list of module names (`core`, `lowerbound/ir`, `includ
 text in parentheses is a note and ignored; `—` means nothing; `everything above` means every row
 above it in the table; `see the rooms` means the rows of its own sub-folders.
 
-Checked: every file under src/. Every folder of src/ must have a row, and every row a folder.
-tests/, fuzz/ and bench/ are not checked: a test reads what its module wrote through the modules
-above it (a collector test loads the trace with model, a golden test renders with export).
+Checked: every file under src/, tests/, bench/ and fuzz/. Every folder of src/ must have a row,
+and every row a folder. The second table (under `## Test, benchmark and fuzz areas`) has one row
+per area folder (`tests/<area>/`, `bench/<area>/`, `fuzz/<area>/`), written and read the same way:
+an area may include what its row lists (modules, transitively, and other areas' helpers), the
+shared helpers directly in its top folder (tests/test_util.h), and its own folder. Every top
+folder of tests/, bench/ and fuzz/ holding a source file must have a row.
 Includes that resolve to no file in the repository (generated or third-party headers) are skipped;
-an include climbing out with "../" inside src/ is an error.
+an include climbing out with "../" inside src/ is an error (tests reach their helpers that way).
+
+scripts/include_roots.py builds the same table into per-module include folders, so the compiler
+enforces what this script checks (docs/architecture.md, "The map in the build").
 
 Usage: check_includes.py [REPO_ROOT]   (default: the repository holding this script)
 Exit 0 with a one-line summary when clean; 1 with one line per problem and a count otherwise.
@@ -26,8 +32,10 @@ import sys
 
 SOURCE_SUFFIXES = (".h", ".hpp", ".cc", ".cpp", ".c", ".cu", ".cuh", ".inc")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
-ROW_RE = re.compile(r"^\|\s*`((?:src|include)/[^`]*/)`\s*\|(.*)\|\s*$")
+ROW_RE = re.compile(r"^\|\s*`((?:src|include|tests|bench|fuzz)/[^`]*)`\s*\|(.*)\|\s*$")
 SECTION = "## Module map"
+AREA_SECTION = "## Test, benchmark and fuzz areas"
+AREA_TOPS = ("tests", "bench", "fuzz")
 
 
 def skipped_folder(name):
@@ -36,9 +44,21 @@ def skipped_folder(name):
 
 
 def module_name(folder):
-    """`src/lowerbound/ir/` -> `lowerbound/ir`; `include/strata/` -> `include/strata`."""
+    """`src/lowerbound/ir/` -> `lowerbound/ir`; `include/strata/` -> `include/strata`;
+    `tests/model/` -> `tests/model`; `tests/` -> `tests` (the shared test helpers)."""
     folder = folder.strip("/")
     return folder[len("src/"):] if folder.startswith("src/") else folder
+
+
+def folder_of(name):
+    """Repository-relative folder of a row name (the inverse of module_name)."""
+    if name in AREA_TOPS or name.startswith(("include/",) + tuple(top + "/" for top in AREA_TOPS)):
+        return name
+    return "src/" + name
+
+
+def is_area(name):
+    return name.split("/")[0] in AREA_TOPS
 
 
 def split_list(cell):
@@ -63,7 +83,7 @@ def parse_table(doc_path, shown, errors):
             if line.startswith("```"):
                 in_fence = not in_fence
             elif line.startswith("#") and not in_fence:
-                in_section = line.strip() == SECTION
+                in_section = line.strip() in (SECTION, AREA_SECTION)
             match = ROW_RE.match(line.rstrip("\n")) if in_section else None
             if not match:
                 continue
@@ -116,7 +136,7 @@ def owner(path, modules):
     """Deepest module folder holding `path` (repository-relative), or None."""
     best = None
     for name in modules:
-        folder = name if name.startswith("include/") else "src/" + name
+        folder = folder_of(name)
         if path.startswith(folder + "/") and (best is None or len(name) > len(best)):
             best = name
     return best
@@ -162,6 +182,8 @@ def check_file(root, path, module, allowed, modules, problems):
             target_module = owner(resolved, modules)
             if target_module is None or target_module == module or target_module in allowed:
                 continue
+            if target_module in AREA_TOPS and module.split("/")[0] == target_module:
+                continue  # an area's shared helpers (tests/test_util.h)
             permitted = ", ".join(sorted(allowed)) or "nothing"
             problems.append(f'{path}:{number}: includes "{target}" ({target_module}), not allowed '
                             f"for {module} (allowed: {permitted})")
@@ -193,19 +215,29 @@ def main(argv):
             if module_name(relative) not in modules:
                 problems.append(f"{relative}/: no row in docs/architecture.md's module map; add "
                                 f"| `{relative}/` | what it holds | may include |")
+    for top in AREA_TOPS:
+        top_folder = os.path.join(root, top)
+        for area in sorted(os.listdir(top_folder)) if os.path.isdir(top_folder) else ():
+            if skipped_folder(area) or not os.path.isdir(os.path.join(top_folder, area)):
+                continue
+            if f"{top}/{area}" not in modules and any(source_files(root, f"{top}/{area}")):
+                problems.append(f"{top}/{area}/: holds sources but has no row in docs/architecture.md's "
+                                f"'{AREA_SECTION[3:]}' table; add | `{top}/{area}/` | what it tests | "
+                                "may include |")
     for name in modules:
-        folder = name if name.startswith("include/") else "src/" + name
+        folder = folder_of(name)
         if not os.path.isdir(os.path.join(root, folder)):
             problems.append(f"docs/architecture.md: row `{folder}/` names no folder; remove or "
                             "correct it")
 
     checked = 0
-    for path in source_files(root, "src"):
-        module = owner(path, modules)
-        if module is None:
-            continue  # a file directly in src/, or in a folder reported above
-        check_file(root, path, module, allowed[module], modules, problems)
-        checked += 1
+    for top in ("src",) + AREA_TOPS:
+        for path in source_files(root, top):
+            module = owner(path, modules)
+            if module is None:
+                continue  # a file directly in src/, or in a folder reported above
+            check_file(root, path, module, allowed[module], modules, problems)
+            checked += 1
 
     for problem in problems:
         print(problem)

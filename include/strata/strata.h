@@ -84,6 +84,10 @@ int strata_level_enabled(int level);
 int strata_get_level(void);
 /* Changes the level at run time; returns the previous one. */
 int strata_set_level(int level);
+/* The levels this library knows, outermost first: fills names[i] (static strings: "application",
+ * ..., "cpu_sample") and values[i] for i < capacity and returns how many levels there are (call
+ * with capacity 0 to count them). The Python package reads its LEVELS from here. */
+int strata_levels(const char** names, int* values, int capacity);
 
 /* Context propagation (W3C trace-context). Writes "00-<trace id>-<span id>-01" for the innermost
  * open API span of this thread (or the process's root context) into buf; returns its length (55),

@@ -36,7 +36,7 @@ import ctypes
 import functools
 import os
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = [
     "LEVELS", "span", "begin", "end", "instant", "counter", "set_thread_name", "is_recording",
@@ -45,10 +45,10 @@ __all__ = [
     "MissingInputError",
 ]
 
-LEVELS: Dict[str, int] = {
-    "application": 10, "iteration": 15, "model": 20, "layer": 30, "library": 40,
-    "runtime_api": 50, "runtime": 50, "device": 60, "cpu_sample": 70,
-}
+# Level names and numbers: read from libstrata.so (strata_levels) once it is loaded, below, so the
+# package and the library cannot disagree. Empty when the library was not found or is too old.
+LEVELS: Dict[str, int] = {}
+_LEVELS_MISSING = ""  # why LEVELS is empty: the error a level name then raises
 
 
 def _level(level: Any) -> int:
@@ -57,6 +57,10 @@ def _level(level: Any) -> int:
     try:
         return LEVELS[level]
     except KeyError:
+        if not LEVELS and _lib is None:
+            return 0  # nothing records without the library (said once on stderr if asked to record)
+        if not LEVELS:
+            raise ValueError(f"level {level!r}: {_LEVELS_MISSING}") from None
         raise ValueError(f"unknown level {level!r}; one of {', '.join(LEVELS)}") from None
 
 
@@ -123,6 +127,31 @@ if _lib is not None:
     _lib.strata_set_level.argtypes = [_int]
     _lib.strata_current_traceparent.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     _lib.strata_start.argtypes = [_str, _int]
+
+
+def _read_levels(lib: Optional[ctypes.CDLL]) -> Tuple[Dict[str, int], str]:
+    """The library's levels, outermost first, with the CLI's alias "runtime" (for runtime_api);
+    or ({}, why) when there is no library or it predates strata_levels."""
+    if lib is None:
+        return {}, ("level names come from libstrata.so, which was not found; install Strata, or set "
+                    "STRATA_LIB=/path/to/libstrata.so (or pass the level's number)")
+    try:
+        listing = lib.strata_levels
+    except AttributeError:
+        return {}, ("the libstrata.so loaded has no strata_levels (older than this package); use the "
+                    "libstrata.so of this installation (STRATA_LIB) or pass the level's number")
+    listing.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    listing.restype = ctypes.c_int
+    count = listing(None, None, 0)
+    names, values = (ctypes.c_char_p * count)(), (ctypes.c_int * count)()
+    listing(names, values, count)
+    levels = {names[i].decode(): values[i] for i in range(count)}
+    if "runtime_api" in levels:
+        levels["runtime"] = levels["runtime_api"]  # the alias `--level runtime` also accepts
+    return levels, ""
+
+
+LEVELS, _LEVELS_MISSING = _read_levels(_lib)
 
 # Variables libstrata sets for child processes (a STRATA_OUTPUT owner's private directory for its
 # descendants' streams). Loaded after Python started, its setenv is invisible to os.environ, which

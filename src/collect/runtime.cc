@@ -1,6 +1,8 @@
 // Process-wide runtime: the C API and the one session of the process (start, stop). Starting from
 // the environment and fork handling are in env_start.cc; every way out of the process (exit, _exit,
 // signals) in exit_hooks.cc. One session per process at a time.
+#include "collect/runtime.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,15 +17,15 @@
 #include <string>
 #include <vector>
 
-#include "collect/runtime.h"
 #include "collect/runtime_internal.h"
 #include "collect/session.h"
 #include "core/level.h"
 #include "strata/strata.h"
 
 // The C header's activity numbers are the core enum's (both are written into trace files).
-#define STRATA_CHECK_ACTIVITY(macro, value) \
-  static_assert((macro) == static_cast<int>(strata::ActivityType::value), #macro " disagrees with ActivityType")
+#define STRATA_CHECK_ACTIVITY(macro, value)                               \
+  static_assert((macro) == static_cast<int>(strata::ActivityType::value), \
+                #macro " disagrees with ActivityType")
 STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_KERNEL, kKernel);
 STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_MEMCPY_HTOD, kMemcpyHtoD);
 STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_MEMCPY_DTOH, kMemcpyDtoH);
@@ -42,6 +44,21 @@ STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_TENSOR_COPY, kTensorCopy);
 STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_PYTHON_FUNCTION, kPythonFunction);
 STRATA_CHECK_ACTIVITY(STRATA_ACTIVITY_ANNOTATION, kAnnotation);
 #undef STRATA_CHECK_ACTIVITY
+
+// The C header's level numbers are the core enum's, and it has one for each level of core.
+#define STRATA_CHECK_LEVEL(macro, value) \
+  static_assert((macro) == static_cast<int>(strata::Level::value), #macro " disagrees with Level")
+STRATA_CHECK_LEVEL(STRATA_LEVEL_APPLICATION, kApplication);
+STRATA_CHECK_LEVEL(STRATA_LEVEL_ITERATION, kIteration);
+STRATA_CHECK_LEVEL(STRATA_LEVEL_MODEL, kModel);
+STRATA_CHECK_LEVEL(STRATA_LEVEL_LAYER, kLayer);
+STRATA_CHECK_LEVEL(STRATA_LEVEL_LIBRARY, kLibrary);
+STRATA_CHECK_LEVEL(STRATA_LEVEL_RUNTIME_API, kRuntimeApi);
+STRATA_CHECK_LEVEL(STRATA_LEVEL_DEVICE, kDevice);
+STRATA_CHECK_LEVEL(STRATA_LEVEL_CPU_SAMPLE, kCpuSample);
+#undef STRATA_CHECK_LEVEL
+static_assert(strata::kLevels.size() == 8,
+              "core has a new level: add its STRATA_LEVEL_* to include/strata/strata.h and a check above");
 
 extern "C" {
 __attribute__((visibility("default"))) std::atomic<int> strata_level_gate{0};
@@ -206,6 +223,19 @@ void strata_set_thread_name(const char* name) {
 
 int strata_level_enabled(int level) { return gated(level) ? 0 : 1; }
 int strata_get_level(void) { return strata_level_gate.load(std::memory_order_relaxed); }
+
+int strata_levels(const char** names, int* values, int capacity) {
+  int index = 0;
+  for (const auto& [level, name] : strata::kLevels) {
+    if (index < capacity) {
+      // string_views of literals: NUL-terminated, static
+      if (names != nullptr) names[index] = name.data();
+      if (values != nullptr) values[index] = static_cast<int>(level);
+    }
+    ++index;
+  }
+  return index;
+}
 
 int strata_set_level(int level) {
   if (current_session() == nullptr) return 0;

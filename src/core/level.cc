@@ -7,17 +7,6 @@
 namespace strata {
 namespace {
 
-constexpr std::array<std::pair<Level, std::string_view>, 8> kLevelNames{{
-    {Level::kApplication, "application"},
-    {Level::kIteration, "iteration"},
-    {Level::kModel, "model"},
-    {Level::kLayer, "layer"},
-    {Level::kLibrary, "library"},
-    {Level::kRuntimeApi, "runtime_api"},
-    {Level::kDevice, "device"},
-    {Level::kCpuSample, "cpu_sample"},
-}};
-
 constexpr std::array<std::pair<SpanKind, std::string_view>, 6> kKindNames{{
     {SpanKind::kSpan, "span"},
     {SpanKind::kLaunch, "launch"},
@@ -30,19 +19,19 @@ constexpr std::array<std::pair<SpanKind, std::string_view>, 6> kKindNames{{
 }  // namespace
 
 std::string level_name(uint8_t value) {
-  for (const auto& [level, name] : kLevelNames)
+  for (const auto& [level, name] : kLevels)
     if (static_cast<uint8_t>(level) == value) return std::string(name);
   return "level(" + std::to_string(value) + ")";
 }
 
 bool is_known_level(uint8_t value) {
-  for (const auto& entry : kLevelNames)
-    if (static_cast<uint8_t>(entry.first) == value) return true;
+  for (const auto& entry : kLevels)
+    if (static_cast<uint8_t>(entry.level) == value) return true;
   return false;
 }
 
 std::optional<Level> parse_level(std::string_view text) {
-  for (const auto& [level, name] : kLevelNames)
+  for (const auto& [level, name] : kLevels)
     if (name == text) return level;
   if (text == "runtime" || text == "api") return Level::kRuntimeApi;
   if (text == "kernel" || text == "activity") return Level::kDevice;

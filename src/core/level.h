@@ -5,6 +5,7 @@
 // model) without renumbering: old traces keep loading and ordering by value stays "outermost first".
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,17 +15,34 @@ namespace strata {
 
 enum class Level : uint8_t {
   kApplication = 10,
-  kIteration = 15,  // mined training/inference iterations (no tracer emits these; analyses do)
-  kModel = 20,      // predict / train step
-  kLayer = 30,      // framework op or module
-  kLibrary = 40,    // cuDNN, cuBLAS, oneDNN calls
-  kRuntimeApi = 50, // CUDA runtime/driver API calls
-  kDevice = 60,     // kernels, copies, memsets executing on a device
-  kCpuSample = 70,  // sampled CPU stacks
+  kIteration = 15,   // mined training/inference iterations (no tracer emits these; analyses do)
+  kModel = 20,       // predict / train step
+  kLayer = 30,       // framework op or module
+  kLibrary = 40,     // cuDNN, cuBLAS, oneDNN calls
+  kRuntimeApi = 50,  // CUDA runtime/driver API calls
+  kDevice = 60,      // kernels, copies, memsets executing on a device
+  kCpuSample = 70,   // sampled CPU stacks
 };
 
 // The deepest level: gating at this level records everything.
 inline constexpr Level kDeepestLevel = Level::kCpuSample;
+
+struct LevelName {
+  Level level;
+  std::string_view name;  // what level_name prints and parse_level reads
+};
+// Every level, outermost first. Here (not in level.cc) so that the C header's STRATA_LEVEL_*
+// numbers are checked against it at compile time (collect/runtime.cc) and the C API can list it.
+inline constexpr std::array<LevelName, 8> kLevels{{
+    {Level::kApplication, "application"},
+    {Level::kIteration, "iteration"},
+    {Level::kModel, "model"},
+    {Level::kLayer, "layer"},
+    {Level::kLibrary, "library"},
+    {Level::kRuntimeApi, "runtime_api"},
+    {Level::kDevice, "device"},
+    {Level::kCpuSample, "cpu_sample"},
+}};
 
 enum class SpanKind : uint8_t {
   kSpan = 1,       // a region with begin and end on one thread

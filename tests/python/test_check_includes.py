@@ -158,3 +158,49 @@ def test_this_repository_obeys_its_module_map():
     result = run_checker(REPO)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "obey the module map" in result.stdout
+
+
+AREAS = """
+## Test, benchmark and fuzz areas
+
+| folder | what it tests | may include |
+|---|---|---|
+| `tests/` | shared helpers | — |
+| `tests/model/` | the trace | model |
+| `tests/collect/` | the recorder | collect, model (reads back what it wrote) |
+| `bench/analysis/` | analyses | analysis |
+"""
+
+AREA_SOURCES = {
+    "tests/test_util.h": "",
+    "tests/model/trace_test.cc": '#include "../test_util.h"\n#include "model/trace.h"\n#include "core/span.h"\n',
+    "tests/collect/runtime_test.cc": '#include "collect/runtime.cc"\n#include "model/trace.h"\n',
+    "bench/analysis/stats_bench.cc": '#include "analysis/stats.h"\n',
+}
+
+
+def test_areas_may_include_their_row_and_the_shared_helpers(tmp_path):
+    result = run_checker(make_tree(tmp_path, table=TABLE + AREAS, extra=AREA_SOURCES))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("check_includes: 12 files obey the module map")
+
+
+def test_a_test_including_beyond_its_row_is_reported(tmp_path):
+    extra = dict(AREA_SOURCES)
+    extra["tests/model/reaches_up.cc"] = '#include "analysis/stats.h"\n'
+    result = run_checker(make_tree(tmp_path, table=TABLE + AREAS, extra=extra))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        'tests/model/reaches_up.cc:1: includes "analysis/stats.h" (analysis), not allowed for '
+        "tests/model (allowed: core, model)"]
+
+
+def test_an_area_with_sources_and_no_row_is_an_error(tmp_path):
+    extra = dict(AREA_SOURCES)
+    extra["fuzz/format/fuzz_reader.cc"] = '#include "model/trace.h"\n'
+    extra["tests/data/trace.json"] = "{}"  # data folders need no row
+    result = run_checker(make_tree(tmp_path, table=TABLE + AREAS, extra=extra))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "fuzz/format/: holds sources but has no row in docs/architecture.md's 'Test, benchmark and "
+        "fuzz areas' table; add | `fuzz/format/` | what it tests | may include |"]

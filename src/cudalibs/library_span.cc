@@ -1,4 +1,4 @@
-#include "gpu/library_span.h"
+#include "cudalibs/library_span.h"
 
 #include <dlfcn.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/attr_keys.h"
 
-namespace strata::gpu {
+namespace strata::cudalibs {
 namespace {
 thread_local int tl_depth = 0;
 thread_local int64_t tl_nested = 0;
@@ -64,4 +64,4 @@ std::string join_dims(const int* dims, int n) {
   return s;
 }
 
-}  // namespace strata::gpu
+}  // namespace strata::cudalibs

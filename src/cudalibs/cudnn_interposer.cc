@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "gpu/library_span.h"
+#include "cudalibs/library_span.h"
 
-namespace strata::gpu {
+namespace strata::cudalibs {
 namespace {
 
 constexpr const char* kLib = "cudnn";
@@ -122,10 +122,10 @@ cudnnStatus_t call(LibrarySpan& span, Fn real, Args... args) {
 }
 
 }  // namespace
-}  // namespace strata::gpu
+}  // namespace strata::cudalibs
 
-using strata::gpu::LibrarySpan;
-using namespace strata::gpu;
+using strata::cudalibs::LibrarySpan;
+using namespace strata::cudalibs;
 
 extern "C" {
 

@@ -6,9 +6,9 @@
 #include <cublas_v2.h>
 
 #include "core/attr_keys.h"
-#include "gpu/library_span.h"
+#include "cudalibs/library_span.h"
 
-namespace strata::gpu {
+namespace strata::cudalibs {
 namespace {
 
 constexpr const char* kLib = "cublas";
@@ -92,9 +92,9 @@ cublasStatus_t call(LibrarySpan& span, Fn real, Args... args) {
 }
 
 }  // namespace
-}  // namespace strata::gpu
+}  // namespace strata::cudalibs
 
-using namespace strata::gpu;
+using namespace strata::cudalibs;
 
 extern "C" {
 

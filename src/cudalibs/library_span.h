@@ -7,21 +7,21 @@
 
 #include "strata/strata.h"
 
-namespace strata::gpu {
+namespace strata::cudalibs {
 
 // The real cuDNN/cuBLAS function behind the preloaded wrapper, looked up once per name: the next
 // definition after this library (RTLD_NEXT) or, when the library was loaded into a local scope, the
 // definition in the loaded library itself (find_real_function).
-#define STRATA_REAL(fn)                                                                         \
-  ([]() {                                                                                       \
-    static auto real = reinterpret_cast<decltype(&fn)>(::strata::gpu::find_real_function(#fn)); \
-    return real;                                                                                \
+#define STRATA_REAL(fn)                                                                              \
+  ([]() {                                                                                            \
+    static auto real = reinterpret_cast<decltype(&fn)>(::strata::cudalibs::find_real_function(#fn)); \
+    return real;                                                                                     \
   }())
 // The same for a name C++ overloads (cuBLAS adds overloads taking cublasDataType_t): `Type` picks one.
-#define STRATA_REAL_AS(fn, Type)                                                       \
-  ([]() {                                                                              \
-    static auto real = reinterpret_cast<Type>(::strata::gpu::find_real_function(#fn)); \
-    return real;                                                                       \
+#define STRATA_REAL_AS(fn, Type)                                                            \
+  ([]() {                                                                                   \
+    static auto real = reinterpret_cast<Type>(::strata::cudalibs::find_real_function(#fn)); \
+    return real;                                                                            \
   }())
 
 // RTLD_NEXT sees only the global scope. A Python extension is loaded with RTLD_LOCAL, so PyTorch's
@@ -64,4 +64,4 @@ class LibrarySpan {
 
 std::string join_dims(const int* dims, int n);  // "1x3x224x224"
 
-}  // namespace strata::gpu
+}  // namespace strata::cudalibs
