@@ -86,7 +86,9 @@ class Insert {
     return *this;
   }
   Insert& text(std::string_view v) {
-    sqlite3_bind_text(stmt_, ++col_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    // An empty view may have no data pointer, which SQLite would store as NULL, not ''.
+    sqlite3_bind_text(stmt_, ++col_, v.data() != nullptr ? v.data() : "", static_cast<int>(v.size()),
+                      SQLITE_TRANSIENT);
     return *this;
   }
   Insert& null() {
