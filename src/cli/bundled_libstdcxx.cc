@@ -1,5 +1,6 @@
 #include "cli/bundled_libstdcxx.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string_view>
@@ -31,6 +32,14 @@ std::string newer_system_libstdcxx(const std::string& runtime_path,
   const std::string bundled = runtime_path.substr(0, slash) + "/libstdc++.so.6";
   const int bundled_level = libstdcxx_version_level(bundled);
   if (bundled_level == 0) return "";  // not a bundle: the runtime uses the system's already
+  // A sanitized build's bundle: its runtime (libasan, libtsan) must initialize before any other
+  // library's constructors run, and a preloaded libstdc++ would run first (seen: a crash at start).
+  const std::string dir = runtime_path.substr(0, slash);
+  for (const char* runtime : {"/libasan.so", "/libtsan.so", "/libubsan.so"}) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+      if (entry.path().string().find(runtime) != std::string::npos) return "";
+  }
   for (const std::string& dir : system_dirs) {
     const std::string candidate = dir + "/libstdc++.so.6";
     const int level = libstdcxx_version_level(candidate);

@@ -17,7 +17,8 @@ namespace strata::cli {
 int libstdcxx_version_level(const std::string& path);
 
 // The node's libstdc++ to preload before the runtime `runtime_path`, or "" when there is no bundled
-// copy next to it or no system one at least as new. `system_dirs` is searched in order.
+// copy next to it, no system one at least as new, or the bundle is of a sanitized build (its
+// runtime must come first). `system_dirs` is searched in order.
 std::string newer_system_libstdcxx(const std::string& runtime_path,
                                    const std::vector<std::string>& system_dirs);
 

@@ -65,6 +65,13 @@ TEST_F(BundledLibstdcxx, AnOlderSystemCopyLeavesTheBundledOne) {
   EXPECT_EQ(newer_system_libstdcxx(runtime(), {(root_ / "sys1").string(), (root_ / "sys2").string()}), "");
 }
 
+TEST_F(BundledLibstdcxx, ASanitizedBundleKeepsItsOwn) {
+  write_lib(root_ / "bundle" / "lib" / "libstdc++.so.6", 30);
+  write_lib(root_ / "sys1" / "libstdc++.so.6", 33);
+  std::ofstream(root_ / "bundle" / "lib" / "libasan.so.8") << "ELF";
+  EXPECT_EQ(newer_system_libstdcxx(runtime(), {(root_ / "sys1").string()}), "");
+}
+
 TEST_F(BundledLibstdcxx, ThisMachinesLibraryHasAVersion) {
   // Debian 12's GCC 12 runtime provides GLIBCXX_3.4.30; any supported system has at least 3.4.2x.
   std::string found;
