@@ -43,6 +43,19 @@ std::optional<double> attr_number(const model::Trace& trace, const AttrRecord& a
   return std::nullopt;
 }
 
+// Span indices ordered by tree depth (a counting sort): every parent comes before its children.
+std::vector<uint32_t> parents_first(const model::SpanTree& tree, size_t n) {
+  uint32_t max_depth = 0;
+  for (size_t i = 0; i < n; ++i) max_depth = std::max(max_depth, tree.depth(i));
+  std::vector<uint32_t> by_depth_begin(max_depth + 2, 0);
+  for (size_t i = 0; i < n; ++i) ++by_depth_begin[tree.depth(i) + 1];
+  for (size_t d = 1; d < by_depth_begin.size(); ++d) by_depth_begin[d] += by_depth_begin[d - 1];
+  std::vector<uint32_t> order(n);
+  std::vector<uint32_t> fill(by_depth_begin.begin(), by_depth_begin.end() - 1);
+  for (size_t i = 0; i < n; ++i) order[fill[tree.depth(i)]++] = static_cast<uint32_t>(i);
+  return order;
+}
+
 }  // namespace
 
 Workload::Workload(const model::Trace& trace, const model::SpanTree& tree) : trace_(trace), tree_(tree) {
@@ -50,18 +63,9 @@ Workload::Workload(const model::Trace& trace, const model::SpanTree& tree) : tra
   top_layer_.assign(n, -1);
   layer_pos_.assign(n, -1);
   std::vector<int32_t> model_of(n, -1);
-  // Visit parents before children: order by tree depth (counting sort), so one pass propagates the
-  // nearest model span and the outermost layer span down the tree.
-  uint32_t max_depth = 0;
-  for (size_t i = 0; i < n; ++i) max_depth = std::max(max_depth, tree.depth(i));
-  std::vector<uint32_t> by_depth_begin(max_depth + 2, 0);
-  for (size_t i = 0; i < n; ++i) ++by_depth_begin[tree.depth(i) + 1];
-  for (size_t d = 1; d < by_depth_begin.size(); ++d) by_depth_begin[d] += by_depth_begin[d - 1];
-  std::vector<uint32_t> order(n);
-  {
-    std::vector<uint32_t> fill(by_depth_begin.begin(), by_depth_begin.end() - 1);
-    for (size_t i = 0; i < n; ++i) order[fill[tree.depth(i)]++] = static_cast<uint32_t>(i);
-  }
+  // Visit parents before children, so one pass propagates the nearest model span and the outermost
+  // layer span down the tree.
+  const std::vector<uint32_t> order = parents_first(tree, n);
   size_t device_spans = 0, library_spans = 0;
   // Model spans marked as steps, and for every span the outermost step containing it (or itself).
   const uint32_t step_key = trace.strings.find(attr_keys::kStep);
@@ -89,31 +93,7 @@ Workload::Workload(const model::Trace& trace, const model::SpanTree& tree) : tra
   // them group them, those inside are their parts, the rest are not evaluations. Without: a model
   // span that contains other model spans (Kineto's nested user annotations: a benchmark wrapping
   // warm-up and measured forward passes) groups evaluations, and the innermost ones are evaluations.
-  std::vector<uint8_t> wraps_model(n, 0);
-  if (steps_marked_) {
-    for (size_t i = 0; i < n; ++i) {
-      if (step_of[i] != static_cast<int32_t>(i)) continue;
-      for (int32_t p = tree.parent(i); p >= 0; p = tree.parent(static_cast<size_t>(p))) {
-        size_t q = static_cast<size_t>(p);
-        if (trace.spans[q].level != kModel) continue;
-        if (wraps_model[q]) break;  // its own ancestors are marked already
-        wraps_model[q] = 1;
-        ++wrapper_model_spans_;
-      }
-    }
-    for (size_t i = 0; i < n; ++i)
-      if (trace.spans[i].level == kModel && step_of[i] != static_cast<int32_t>(i) && !wraps_model[i])
-        ++(step_of[i] >= 0 ? inside_steps_ : outside_steps_);
-  } else {
-    for (size_t i = 0; i < n; ++i) {
-      int32_t p = tree.parent(i);
-      if (trace.spans[i].level == kModel && p >= 0 && model_of[static_cast<size_t>(p)] >= 0) {
-        uint8_t& w = wraps_model[static_cast<size_t>(model_of[static_cast<size_t>(p)])];
-        if (!w) ++wrapper_model_spans_;
-        w = 1;
-      }
-    }
-  }
+  const std::vector<uint8_t> wraps_model = mark_model_wrappers(step_of, model_of);
   // The evaluation (model span) that span i belongs to, -1 for none.
   auto evaluation_span = [&](size_t i) -> int32_t {
     if (steps_marked_) return step_of[i];
@@ -182,9 +162,48 @@ Workload::Workload(const model::Trace& trace, const model::SpanTree& tree) : tra
       ev.latency_ns = end - ev.start_ns;
     }
   }
+  order_evaluations();
+}
+
+// Which model spans group evaluations rather than being one (see the constructor); counts the
+// wrappers and, with steps marked, the model spans inside and outside steps.
+std::vector<uint8_t> Workload::mark_model_wrappers(const std::vector<int32_t>& step_of,
+                                                   const std::vector<int32_t>& model_of) {
+  const size_t n = trace_.spans.size();
+  std::vector<uint8_t> wraps_model(n, 0);
+  if (steps_marked_) {
+    for (size_t i = 0; i < n; ++i) {
+      if (step_of[i] != static_cast<int32_t>(i)) continue;
+      for (int32_t p = tree_.parent(i); p >= 0; p = tree_.parent(static_cast<size_t>(p))) {
+        size_t q = static_cast<size_t>(p);
+        if (trace_.spans[q].level != kModel) continue;
+        if (wraps_model[q]) break;  // its own ancestors are marked already
+        wraps_model[q] = 1;
+        ++wrapper_model_spans_;
+      }
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (trace_.spans[i].level == kModel && step_of[i] != static_cast<int32_t>(i) && !wraps_model[i])
+        ++(step_of[i] >= 0 ? inside_steps_ : outside_steps_);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      int32_t p = tree_.parent(i);
+      if (trace_.spans[i].level == kModel && p >= 0 && model_of[static_cast<size_t>(p)] >= 0) {
+        uint8_t& w = wraps_model[static_cast<size_t>(model_of[static_cast<size_t>(p)])];
+        if (!w) ++wrapper_model_spans_;
+        w = 1;
+      }
+    }
+  }
+  return wraps_model;
+}
+
+// Each evaluation's layers and kernels by start time (and each layer's position in it), evaluations
+// by process and start.
+void Workload::order_evaluations() {
   auto by_start = [&](uint32_t a, uint32_t b) {
-    const SpanRecord& x = trace.spans[a];
-    const SpanRecord& y = trace.spans[b];
+    const SpanRecord& x = trace_.spans[a];
+    const SpanRecord& y = trace_.spans[b];
     return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : a < b;
   };
   for (Evaluation& ev : evaluations_) {

@@ -69,6 +69,10 @@ class Workload {
   std::vector<std::pair<uint32_t, double>> metrics(size_t i) const;
 
  private:
+  std::vector<uint8_t> mark_model_wrappers(const std::vector<int32_t>& step_of,
+                                           const std::vector<int32_t>& model_of);
+  void order_evaluations();
+
   const model::Trace& trace_;
   const model::SpanTree& tree_;
   std::vector<Evaluation> evaluations_;

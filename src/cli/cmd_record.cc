@@ -529,6 +529,24 @@ void note_leftover_work_dirs(const std::string& output) {
                  dir.c_str(), dir.c_str());
 }
 
+// GPU levels on a machine that cannot run GPU work: say so once (the note is also stored in the
+// trace), record the CPU levels. Empty when the request needs no GPU or one is usable.
+std::string gpu_unavailable_note(const RecordRequest& req) {
+  const RecordOptions& opt = req.opt;
+  if (static_cast<int>(opt.level) < static_cast<int>(Level::kRuntimeApi) && opt.gpu_metrics.empty())
+    return {};
+  auto why = gpu_unavailable_reason();
+  if (!why) return {};
+  std::string note = "--level " + req.level_text +
+                     (opt.gpu_metrics.empty() ? "" : " --metrics " + opt.gpu_metrics) +
+                     std::string(opt.gpu_pc_sampling ? " --gpu-pc-sampling" : "") +
+                     ": no GPU work can be recorded here: " + *why +
+                     "; only the CPU levels are recorded (run on a machine with an NVIDIA GPU and driver; on "
+                     "CPU, --level library traces oneDNN)";
+  std::fprintf(stderr, "strata record: %s\n", exporter::escape_terminal(note).c_str());
+  return note;
+}
+
 }  // namespace
 
 int run_record(int argc, char** argv) {
@@ -555,19 +573,7 @@ int run_record(int argc, char** argv) {
 
   install_signal_handling();
 
-  // GPU levels on a machine that cannot run GPU work: say so once, record the CPU levels.
-  std::string gpu_note;
-  if (static_cast<int>(opt.level) >= static_cast<int>(Level::kRuntimeApi) || !opt.gpu_metrics.empty()) {
-    if (auto why = gpu_unavailable_reason()) {
-      gpu_note = "--level " + req.level_text +
-                 (opt.gpu_metrics.empty() ? "" : " --metrics " + opt.gpu_metrics) +
-                 std::string(opt.gpu_pc_sampling ? " --gpu-pc-sampling" : "") +
-                 ": no GPU work can be recorded here: " + *why +
-                 "; only the CPU levels are recorded (run on a machine with an NVIDIA GPU and driver; on "
-                 "CPU, --level library traces oneDNN)";
-      std::fprintf(stderr, "strata record: %s\n", exporter::escape_terminal(gpu_note).c_str());
-    }
-  }
+  const std::string gpu_note = gpu_unavailable_note(req);
   const std::vector<Level> levels = req.leveled ? leveled_levels(opt.level) : std::vector<Level>{opt.level};
   if (req.leveled && levels.size() == 1 && !req.quiet)
     std::fprintf(stderr,

@@ -79,13 +79,10 @@ Table nested_table(const model::Trace& trace, const IterationsReport& report) {
   return t;
 }
 
-}  // namespace
-
-std::vector<Table> report_tables(const model::Trace& trace, const IterationsReport& report) {
-  std::vector<Table> tables;
+// The loops' summary: one row per loop, the mining's figures and confidence in the notes.
+Table summary_table(const IterationsReport& report) {
   const MiningResult& mining = report.mining;
   const TrackInfo& main = report.classes.tracks[report.classes.main_track];
-
   Table summary;
   summary.name = "iterations_summary";
   summary.title = "Iterations (mined without step markers) on " + main.label;
@@ -148,8 +145,11 @@ std::vector<Table> report_tables(const model::Trace& trace, const IterationsRepo
       std::string(report.classes.device_trace ? "host-to-device copies"
                                               : "top-level host data copies, the CPU analog") +
       ")");
-  tables.push_back(std::move(summary));
+  return summary;
+}
 
+// One row per mined iteration.
+Table iterations_table(const IterationsReport& report) {
   Table rows;
   rows.name = "iterations";
   rows.title = "Per-iteration metrics";
@@ -168,8 +168,11 @@ std::vector<Table> report_tables(const model::Trace& trace, const IterationsRepo
   rows.notes.push_back(
       "start_ms is relative to the first iteration; flags: extra ops inside the iteration or after "
       "it (evaluation, logging, checkpoints), robust outliers (3.5 MADs from the median)");
-  tables.push_back(std::move(rows));
+  return rows;
+}
 
+// How each track was classified (the role that picked the main track).
+Table streams_table(const IterationsReport& report) {
   Table streams;
   streams.name = "streams";
   streams.title = "Stream classification (" + level_name(report.classes.op_level) + " ops)";
@@ -184,8 +187,16 @@ std::vector<Table> report_tables(const model::Trace& trace, const IterationsRepo
                             Cell::integer(static_cast<int64_t>(t.memsets)),
                             ms(static_cast<double>(t.busy_ns))});
   }
-  tables.push_back(std::move(streams));
+  return streams;
+}
 
+}  // namespace
+
+std::vector<Table> report_tables(const model::Trace& trace, const IterationsReport& report) {
+  std::vector<Table> tables;
+  tables.push_back(summary_table(report));
+  tables.push_back(iterations_table(report));
+  tables.push_back(streams_table(report));
   Table diag;
   diag.name = "diagnosis";
   diag.title = "Diagnosis (ranked causes per loop)";
