@@ -73,9 +73,10 @@ void describe_analyze(CommandLine& cl, AnalyzeArgs* a) {
   cl.app()
       .add_option(
           "--dask", a->dask,
-          "run each file's load and the analyses' per-rank part on the workers of this Dask scheduler "
-          "and combine them (python3 -m strata.dask; needs python3-distributed, --format csv, analyses "
-          "that split per rank: rank_breakdown, idle_time; the files on a filesystem every worker sees)")
+          "run each file's load (and rank_breakdown/idle_time's per-rank rows) on the workers of this "
+          "Dask scheduler and combine them (python3 -m strata.dask; needs python3-distributed, --format "
+          "csv, the rank analyses: rank_breakdown, idle_time, comm_overlap, collective_wait, step_time, "
+          "kernel_distribution, launch_stats, queue_length; the files on a filesystem every worker sees)")
       ->type_name("tcp://HOST:PORT");
 }
 
@@ -96,7 +97,7 @@ int run_on_dask(const AnalyzeArgs& a) {
   if (a.format_text != "csv") return fail("analyze", "--dask prints --format csv only: add --format csv");
   if (a.names.empty())
     return fail("analyze",
-                "--dask needs the analyses named (-a rank_breakdown,idle_time: those that split per rank)");
+                "--dask needs the analyses named (-a rank_breakdown,idle_time,...: the rank analyses)");
   const std::string package = python_package_dir();
   if (package.empty())
     return fail("analyze",
