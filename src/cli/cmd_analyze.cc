@@ -24,6 +24,7 @@
 #include "cli/safe_files.h"
 #include "core/stats.h"
 #include "export/table_render.h"
+#include "model/trace_reader.h"
 #include "strata_install_layout.h"
 
 namespace strata::cli {
@@ -37,6 +38,7 @@ struct AnalyzeArgs {
   std::vector<std::string> inputs, names, param_texts;
   std::string format_text = "table", output_dir, dask;
   bool list = false, force = false, gzip = false;
+  unsigned jobs = 0;  // threads reading the inputs; 0: $STRATA_JOBS, else every hardware thread
 };
 
 // Declares analyze's options (the text of `strata analyze --help`).
@@ -70,6 +72,11 @@ void describe_analyze(CommandLine& cl, AnalyzeArgs* a) {
   cl.add_force(&a->force);
   cl.app().add_flag("--gzip", a->gzip, "with --output: gzip-compress each table file (NAME.csv.gz, ...)");
   cl.app().add_flag("--list", a->list, "name and describe every analysis");
+  cl.app()
+      .add_option("-j,--jobs", a->jobs,
+                  "threads that read the input files (default $STRATA_JOBS, else every hardware thread); the "
+                  "trace is the same whatever the number")
+      ->type_name("N");
   cl.app()
       .add_option(
           "--dask", a->dask,
@@ -192,7 +199,9 @@ int run_analyze(int argc, char** argv) {
     return fail("analyze", error, 1);
   model::Trace trace;
   std::string error;
-  if (!open_inputs(args.inputs, &trace, &error)) return fail("analyze", error, 1);
+  model::OpenOptions open;
+  open.jobs = args.jobs;
+  if (!open_inputs(args.inputs, &trace, &error, open)) return fail("analyze", error, 1);
   print_warnings(trace.warnings);
   if (uint64_t drops = trace.total_drops(); drops && !is_quiet())
     std::fprintf(stderr, "note: the trace records %llu dropped events (strata info lists them by cause)\n",
