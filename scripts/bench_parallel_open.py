@@ -6,6 +6,10 @@ time (user + system, /usr/bin/time), peak RSS, the load average; checks that eve
 the serial one.
 
     /usr/bin/python3 scripts/bench_parallel_open.py [BUILD_DIR] [RANKS] [SPANS_PER_RANK] [JOBS...]
+
+SPANS_PER_RANK given as kineto:STEPS writes Kineto JSON ranks instead (tests/python/kineto_ranks.py,
+STEPS profiler steps of 20 events each), imported by every run: the importer's parse is the larger
+per-file cost.
 """
 import glob
 import os
@@ -17,7 +21,7 @@ import time
 
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 ranks = int(sys.argv[2]) if len(sys.argv) > 2 else 16
-spans = int(sys.argv[3]) if len(sys.argv) > 3 else 100000
+spans_arg = sys.argv[3] if len(sys.argv) > 3 else "100000"
 jobs = [int(j) for j in sys.argv[4:]] or [2]
 strata = os.path.join(build, "bin", "strata")
 
@@ -28,9 +32,15 @@ def load():
 
 tmp = tempfile.mkdtemp(prefix="strata-open-bench-")
 try:
-    subprocess.run([os.path.join(build, "bin", "make_rank_traces"), str(ranks), str(spans), tmp], check=True)
-    paths = sorted(glob.glob(os.path.join(tmp, "rank*.strata")))
-    print(f"{ranks} ranks x {spans} spans, {sum(os.path.getsize(p) for p in paths) / 2**20:.1f} MiB; "
+    if spans_arg.startswith("kineto:"):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+        import kineto_ranks
+
+        paths = kineto_ranks.write_ranks(tmp, ranks, steps=int(spans_arg[7:]))
+    else:
+        subprocess.run([os.path.join(build, "bin", "make_rank_traces"), str(ranks), spans_arg, tmp], check=True)
+        paths = sorted(glob.glob(os.path.join(tmp, "rank*.strata")))
+    print(f"{ranks} ranks x {spans_arg} spans, {sum(os.path.getsize(p) for p in paths) / 2**20:.1f} MiB; "
           f"load average {load()} at the start")
     expected = None
     for j in [1, *jobs, 1, *jobs]:  # twice, alternating, to see the spread under a shared machine's load
