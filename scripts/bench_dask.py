@@ -4,9 +4,11 @@ SPANS each (bench/ranks), `strata analyze -a rank_breakdown,idle_time --format c
 on a Dask scheduler on loopback with 1 and with 2 workers (--nthreads 1 each): wall time of the
 analysis (strata.dask.analyze with a connected client) and of the whole `strata analyze --dask`
 command (Python start and Dask imports included), the workers' peak RSS, and the partials' bytes
-per rank for the cost model. Checks that every Dask output equals the local one.
+per rank for the cost model. Checks that every Dask output equals the local one. ANALYSES (comma-
+separated, default rank_breakdown,idle_time) picks others, e.g. collective_wait, whose partial is
+the rank's native trace (python/strata/dask.py TRACE_PARTIAL).
 
-    /usr/bin/python3 scripts/bench_dask.py [BUILD_DIR] [RANKS] [SPANS_PER_RANK]
+    /usr/bin/python3 scripts/bench_dask.py [BUILD_DIR] [RANKS] [SPANS_PER_RANK] [ANALYSES]
 """
 import glob
 import json
@@ -27,7 +29,7 @@ package = os.path.join(build, "lib", "python")
 sys.path.insert(0, package)
 os.environ["STRATA_BUILD_DIR"] = build  # strata.dask in this process finds the libraries of this build
 env = {**os.environ, "PYTHONPATH": package}
-analyses = ["rank_breakdown", "idle_time"]
+analyses = (sys.argv[4] if len(sys.argv) > 4 else "rank_breakdown,idle_time").split(",")
 logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # the scheduler stopping under a closing client
 
 
@@ -103,7 +105,7 @@ try:
               + ", ".join(f"{c:.2f} s" for c in cpu) + "; whole "
               f"`strata analyze --dask` {cli_wall:.2f} s; worker peak RSS "
               + ", ".join(f"{vm_hwm_kib(w.pid) / 1024:.0f} MiB" for w in workers)
-              + f"; partials {result.partial_bytes} bytes of cells ({result.partial_bytes / ranks:.0f} per rank) "
+              + f"; partials {result.partial_bytes} bytes of cells and traces ({result.partial_bytes / ranks:.0f} per rank) "
               f"for {result.spans} spans; tasks per worker "
               + str(sorted(result.workers.count(w) for w in set(result.workers))))
     print(f"load average {load()} at the end")

@@ -20,7 +20,7 @@ from ._errors import MissingInputError, StrataError
 
 __all__ = ["load", "analyses", "Trace", "Tables", "StrataError", "MissingInputError"]
 
-_CAPI_VERSION = 1  # STRATA_CAPI_VERSION in src/pyapi/capi.h
+_CAPI_VERSION = 2  # STRATA_CAPI_VERSION in src/pyapi/capi.h
 _LEVEL, _KIND, _ACTIVITY, _LINK = 0, 1, 2, 3
 _ATTR_TYPES = {1: "int", 2: "double", 3: "string", 4: "metric"}
 
@@ -73,6 +73,7 @@ def _capi() -> ctypes.CDLL:
         "strata_capi_last_error": ([], cstr),
         "strata_capi_open": ([ctypes.POINTER(cstr), sz, cstr], vp),
         "strata_capi_free": ([vp], None),
+        "strata_capi_save": ([vp, cstr, ctypes.c_int], ctypes.c_int),
         "strata_capi_span_count": ([vp], u64),
         "strata_capi_attr_count": ([vp], u64),
         "strata_capi_fill_spans": ([vp, ctypes.POINTER(_SpanColumns)], ctypes.c_int),

@@ -10,17 +10,24 @@ or from the command line, `strata analyze TRACE... --dask tcp://HOST:PORT -a NAM
 runs `python3 -m strata.dask` (this module's main): one code path for both.
 
 How the work is split: each input file is one task. A Dask worker loads the file through libstrata
-(src/pyapi, the library `strata.load` uses) and runs the chosen analyses on that file alone: the
-partial is the analysis's rows for the file's ranks, as the CSV prints each cell. The driver combines
-the partials. Shared filesystem assumption: every path must name the same file on every worker (the
-driver sends paths, never trace bytes), and the workers must import this package (start them with
-PYTHONPATH=<strata>/lib/python, or install Strata on every host).
+(src/pyapi, the library `strata.load` uses): the parse and conversion, the costly part, run there.
+Two kinds of partial come back:
 
-Which analyses split: those whose table has one row per (rank, ...) key computed from that rank's
-spans alone and ordered by rank first (`ROWS_PER_RANK`); the local run's table is then the partials'
-rows in rank order, so the combine is a stable sort by the rank column. Every other analysis is
-local-only under Dask and refused with one line saying why (`LOCAL_ONLY`, or the generic reason):
-splitting them needs a cross-rank combine that is not written yet (docs/performance.md lists them).
+- rows (`ROWS_PER_RANK`: rank_breakdown, idle_time): the worker runs the analysis on its file alone
+  and sends the rows, as the CSV prints each cell. Their tables have one row per (rank, ...) key
+  computed from that rank's spans alone, ordered by rank first, so the combine is a stable sort by
+  the rank column.
+- the rank's trace (`TRACE_PARTIAL`: collective_wait, comm_overlap, kernel_distribution,
+  launch_stats, queue_length, step_time): these compare ranks (the k-th call of a collective on
+  every rank, medians and percentiles over all ranks, times from the earliest span of all ranks,
+  tables sorted across ranks by unrounded times). The worker sends its file's canonical trace as
+  native .strata bytes (zstd); the driver opens those traces together through libstrata and runs
+  the analysis: the same C++ merge (model::open_traces) and the same analysis code as the local
+  run, so the two cannot drift. The partial is the size of the rank's native trace, not of its rows
+  (docs/performance.md, "Scale-out on Dask", measures both).
+
+Every other analysis is refused with one line (`refusal`): only the rank analyses are split and
+tested under Dask.
 """
 
 from __future__ import annotations
@@ -34,23 +41,20 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["analyze", "DaskResult", "ROWS_PER_RANK", "LOCAL_ONLY", "DaskAnalyzeError", "main"]
+__all__ = ["analyze", "DaskResult", "ROWS_PER_RANK", "TRACE_PARTIAL", "DaskAnalyzeError", "main"]
 
 # Analyses whose table rows are per rank, from that rank's spans only, ordered by rank first
 # (rank_analyses.cc: rank_breakdown's map by rank; rank_device.cc: idle_time's map by
 # (rank, device, stream)). Their combine: the partials' rows, stably sorted by the rank column.
 ROWS_PER_RANK = ("rank_breakdown", "idle_time")
 
-# Cross-rank analyses that cannot be split as rows yet, and why (the line --dask prints).
-LOCAL_ONLY = {
-    "collective_wait": "matches the k-th call of each collective across ranks (needs every rank's calls)",
-    "comm_overlap": "its per-collective table is sorted across ranks by an unrounded time and cut to --param top",
-    "kernel_distribution": "its spread table takes medians across ranks",
-    "launch_stats": "its *_ms columns count from the earliest span of all ranks",
-    "queue_length": "its series counts from the earliest span of all ranks",
-    "step_time": "its step table compares each step across ranks",
-}
-_GENERIC_REASON = "it aggregates spans of all ranks together (not per rank)"
+# Cross-rank analyses: their partial is the rank's canonical trace, combined by opening all of them
+# together in libstrata (see the module's docstring).
+TRACE_PARTIAL = ("collective_wait", "comm_overlap", "kernel_distribution", "launch_stats", "queue_length",
+                 "step_time")
+_REFUSAL_REASON = "it is not a rank analysis (only those are split and tested under Dask)"
+# zstd level of the shipped traces: small on the network, cheap to write.
+_TRACE_ZSTD_LEVEL = 3
 
 
 class DaskAnalyzeError(RuntimeError):
@@ -72,11 +76,13 @@ class _Partial:
     ranks: List[int]
     spans: int
     worker: str = ""  # the Dask worker's address that ran it
-    results: List[Tuple[str, List[_Table]]] = field(default_factory=list)
+    results: List[Tuple[str, List[_Table]]] = field(default_factory=list)  # the ROWS_PER_RANK analyses
+    trace: bytes = b""  # the file's canonical trace (native, zstd) when a TRACE_PARTIAL analysis runs
 
     def payload_bytes(self) -> int:
-        """Bytes of cell text: what the partial costs on the network, about (the cost model)."""
-        return sum(len(c) for _, tables in self.results for t in tables for row in t.rows for c in row)
+        """Bytes of cell text and trace: what the partial costs on the network, about (the cost model)."""
+        return len(self.trace) + sum(len(c) for _, tables in self.results for t in tables
+                                     for row in t.rows for c in row)
 
 
 @dataclass
@@ -175,8 +181,22 @@ def _worker_address() -> str:
         return ""
 
 
+def _saved_trace(lib: Any, handle: int, path: str) -> bytes:
+    """The opened trace as native .strata bytes (strata_capi_save into a private temporary file)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="strata-dask-") as tmp:
+        out = os.path.join(tmp, "rank.strata")
+        if not lib.strata_capi_save(handle, out.encode(), _TRACE_ZSTD_LEVEL):
+            raise DaskAnalyzeError(f"{path}: cannot save the rank's trace for the driver: " +
+                                   (lib.strata_capi_last_error() or b"").decode("utf-8", "replace"))
+        with open(out, "rb") as f:
+            return f.read()
+
+
 def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str, str]]) -> _Partial:
-    """A worker's task: loads one file through libstrata and runs each analysis on it alone."""
+    """A worker's task: loads one file through libstrata, runs each ROWS_PER_RANK analysis on it
+    alone, and saves the file's trace when a TRACE_PARTIAL analysis is among `analyses`."""
     from . import _analysis  # on the worker: pandas and the C library load here, not in the driver
 
     trace = _analysis.load(path)
@@ -187,7 +207,10 @@ def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str,
         result = _Partial(path, [int(p["rank"]) for p in info["processes"]],
                           int(lib.strata_capi_span_count(handle)), _worker_address())
         for name in analyses:
-            result.results.append(_run_tables(lib, handle, path, name, params.get(name, {})))
+            if name in ROWS_PER_RANK:
+                result.results.append(_run_tables(lib, handle, path, name, params.get(name, {})))
+        if any(name in TRACE_PARTIAL for name in analyses):
+            result.trace = _saved_trace(lib, handle, path)
         return result
     finally:
         trace.close()
@@ -226,15 +249,54 @@ def _combine_rows(name: str, per_file: List[List[_Table]]) -> List[_Table]:
     return combined
 
 
-def combine(analyses: Sequence[str], partials: Sequence[_Partial]) -> DaskResult:
+def _combine_traces(names: Sequence[str], partials: Sequence[_Partial],
+                    params: Dict[str, Dict[str, str]]) -> Dict[str, Tuple[str, List[_Table]]]:
+    """Runs the TRACE_PARTIAL analyses `names` on the partials' traces opened together, in input
+    order (as the local run opens the files): (missing-input line, tables) per analysis."""
+    import tempfile
+
+    from . import _analysis
+
+    lib = _analysis._capi()
+    with tempfile.TemporaryDirectory(prefix="strata-dask-") as tmp:
+        files = []
+        for k, p in enumerate(partials):
+            files.append(os.path.join(tmp, f"{k:06d}.strata"))
+            with open(files[-1], "wb") as f:
+                f.write(p.trace)
+        encoded = [f.encode() for f in files]
+        handle = lib.strata_capi_open((ctypes.c_char_p * len(encoded))(*encoded), len(encoded), b"native")
+        if not handle:
+            raise DaskAnalyzeError("cannot open the ranks' traces sent by the workers: " +
+                                   (lib.strata_capi_last_error() or b"").decode("utf-8", "replace"))
+        try:
+            return {name: _run_tables(lib, handle, "the combined ranks", name, params.get(name, {}))
+                    for name in names}
+        finally:
+            lib.strata_capi_free(handle)
+
+
+def combine(analyses: Sequence[str], partials: Sequence[_Partial],
+            params: Optional[Dict[str, Dict[str, str]]] = None) -> DaskResult:
     """Joins the workers' partials into the local run's tables (as `strata analyze` over all files)."""
     _check_ranks(partials)
     result = DaskResult([], [], sum(p.payload_bytes() for p in partials), sum(p.spans for p in partials),
                         [p.worker for p in partials])
-    for a, name in enumerate(analyses):
-        present = [tables for missing, tables in (p.results[a] for p in partials) if not missing]
+    traced = _combine_traces([n for n in analyses if n in TRACE_PARTIAL], partials, params or {}) \
+        if any(n in TRACE_PARTIAL for n in analyses) else {}
+    row_index = 0
+    for name in analyses:
+        if name in traced:
+            missing, tables = traced[name]
+            if missing:
+                result.missing.append((name, missing))
+            result.tables.extend(tables)
+            continue
+        results = [p.results[row_index] for p in partials]
+        row_index += 1
+        present = [tables for missing, tables in results if not missing]
         if not present:
-            result.missing.append((name, partials[0].results[a][0]))
+            result.missing.append((name, results[0][0]))
             continue
         result.tables.extend(_combine_rows(name, present))
     return result
@@ -242,10 +304,10 @@ def combine(analyses: Sequence[str], partials: Sequence[_Partial]) -> DaskResult
 
 def refusal(name: str) -> Optional[str]:
     """The one line --dask prints for an analysis it cannot split; None for one it can."""
-    if name in ROWS_PER_RANK:
+    if name in ROWS_PER_RANK or name in TRACE_PARTIAL:
         return None
-    return (f"{name} is local-only under --dask: {LOCAL_ONLY.get(name, _GENERIC_REASON)}; run it without "
-            f"--dask (--dask splits {', '.join(ROWS_PER_RANK)})")
+    return (f"{name} is local-only under --dask: {_REFUSAL_REASON}; run it without --dask (--dask splits "
+            f"{', '.join(ROWS_PER_RANK + TRACE_PARTIAL)})")
 
 
 def _params_per_analysis(analyses: Sequence[str], params: Dict[str, Any]) -> Dict[str, Dict[str, str]]:
@@ -261,7 +323,7 @@ def _params_per_analysis(analyses: Sequence[str], params: Dict[str, Any]) -> Dic
     return {n: {k: v for k, v in text.items() if k in declared.get(n, ())} for n in analyses}
 
 
-def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = ROWS_PER_RANK,
+def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = ROWS_PER_RANK + TRACE_PARTIAL,
             **params: Any) -> DaskResult:
     """Runs `analyses` over the rank traces `paths` on the Dask `client`'s workers (one task per
     file) and combines the partials; result.csv() equals `strata analyze PATHS... --format csv`.
@@ -272,7 +334,8 @@ def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = ROWS_PE
     if not paths:
         raise DaskAnalyzeError("no input file")
     if not analyses:
-        raise DaskAnalyzeError("name the analyses to run (-a NAME); --dask splits " + ", ".join(ROWS_PER_RANK))
+        raise DaskAnalyzeError("name the analyses to run (-a NAME); --dask splits " +
+                               ", ".join(ROWS_PER_RANK + TRACE_PARTIAL))
     for name in analyses:
         if (line := refusal(name)) is not None:
             raise DaskAnalyzeError(line)
@@ -290,7 +353,7 @@ def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = ROWS_PE
         except Exception as e:  # noqa: BLE001 - any worker failure becomes the one line
             line = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise DaskAnalyzeError(line if line.startswith(path) else f"{path}: {line}") from None
-    return combine(analyses, partials)
+    return combine(analyses, partials, per_analysis)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -341,8 +404,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         line = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"{prog}: --dask {args.scheduler}: {line}", file=sys.stderr)
         return 1
-    for name, line in result.missing:
-        print(f"{name}: {line}", file=sys.stderr)
+    for name, line in result.missing:  # libstrata's line already names the analysis, as the local run's
+        print(line if line.startswith(name + ": ") else f"{name}: {line}", file=sys.stderr)
     sys.stdout.buffer.write(result.csv())
     sys.stdout.flush()
     return 1 if len(result.missing) == len(names) else 0

@@ -24,6 +24,7 @@
 #include "cli/safe_files.h"
 #include "core/stats.h"
 #include "export/table_render.h"
+#include "model/trace_reader.h"
 #include "strata_install_layout.h"
 
 namespace strata::cli {
@@ -37,6 +38,7 @@ struct AnalyzeArgs {
   std::vector<std::string> inputs, names, param_texts;
   std::string format_text = "table", output_dir, dask;
   bool list = false, force = false, gzip = false;
+  unsigned jobs = 0;  // threads reading the inputs; 0: $STRATA_JOBS, else every hardware thread
 };
 
 // Declares analyze's options (the text of `strata analyze --help`).
@@ -71,11 +73,17 @@ void describe_analyze(CommandLine& cl, AnalyzeArgs* a) {
   cl.app().add_flag("--gzip", a->gzip, "with --output: gzip-compress each table file (NAME.csv.gz, ...)");
   cl.app().add_flag("--list", a->list, "name and describe every analysis");
   cl.app()
+      .add_option("-j,--jobs", a->jobs,
+                  "threads that read the input files (default $STRATA_JOBS, else every hardware thread); the "
+                  "trace is the same whatever the number")
+      ->type_name("N");
+  cl.app()
       .add_option(
           "--dask", a->dask,
-          "run each file's load and the analyses' per-rank part on the workers of this Dask scheduler "
-          "and combine them (python3 -m strata.dask; needs python3-distributed, --format csv, analyses "
-          "that split per rank: rank_breakdown, idle_time; the files on a filesystem every worker sees)")
+          "run each file's load (and rank_breakdown/idle_time's per-rank rows) on the workers of this "
+          "Dask scheduler and combine them (python3 -m strata.dask; needs python3-distributed, --format "
+          "csv, the rank analyses: rank_breakdown, idle_time, comm_overlap, collective_wait, step_time, "
+          "kernel_distribution, launch_stats, queue_length; the files on a filesystem every worker sees)")
       ->type_name("tcp://HOST:PORT");
 }
 
@@ -96,7 +104,7 @@ int run_on_dask(const AnalyzeArgs& a) {
   if (a.format_text != "csv") return fail("analyze", "--dask prints --format csv only: add --format csv");
   if (a.names.empty())
     return fail("analyze",
-                "--dask needs the analyses named (-a rank_breakdown,idle_time: those that split per rank)");
+                "--dask needs the analyses named (-a rank_breakdown,idle_time,...: the rank analyses)");
   const std::string package = python_package_dir();
   if (package.empty())
     return fail("analyze",
@@ -191,7 +199,9 @@ int run_analyze(int argc, char** argv) {
     return fail("analyze", error, 1);
   model::Trace trace;
   std::string error;
-  if (!open_inputs(args.inputs, &trace, &error)) return fail("analyze", error, 1);
+  model::OpenOptions open;
+  open.jobs = args.jobs;
+  if (!open_inputs(args.inputs, &trace, &error, open)) return fail("analyze", error, 1);
   print_warnings(trace.warnings);
   if (uint64_t drops = trace.total_drops(); drops && !is_quiet())
     std::fprintf(stderr, "note: the trace records %llu dropped events (strata info lists them by cause)\n",

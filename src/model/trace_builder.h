@@ -28,6 +28,7 @@ class TraceBuilder {
 
   // Spans of this process come without ids: finish() numbers them 1, 2, ... in time order.
   void number_spans_of(uint16_t process) { numbered_.push_back(process); }
+  const std::vector<uint16_t>& numbered() const { return numbered_; }
   // A trace-wide counter (loader stats); process counters go to Process::stats.
   void count(stats::Stat stat, uint64_t n = 1) { trace_->stats.add(stat, n); }
   // One line naming the file and offset; at most kMaxWarnings are kept (the stats count everything).

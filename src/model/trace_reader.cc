@@ -5,14 +5,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "format/input_file.h"
+#include "model/trace_append.h"
 #include "model/trace_loader.h"
 
 namespace strata::model {
@@ -89,9 +95,10 @@ bool probe_path(const std::string& path, ProbeInput* in, std::string* head, std:
   }
   in->size = static_cast<uint64_t>(st.st_size);
   if (in->size == 0) {
-    *error = path +
-             ": offset 0: empty file (0 bytes): nothing was written to it (was its writer killed at start, or is "
-             "this the wrong file?)";
+    *error =
+        path +
+        ": offset 0: empty file (0 bytes): nothing was written to it (was its writer killed at start, or is "
+        "this the wrong file?)";
     return false;
   }
   // Opened without blocking and checked again once open (the path may have been swapped for a FIFO
@@ -204,13 +211,100 @@ const TraceReader* reader_for(const std::string& path, const std::string& format
   return choose_reader(in, format, error);
 }
 
+namespace {
+
+struct Input {
+  ProbeInput probe;
+  std::string head;
+  const TraceReader* reader = nullptr;
+};
+
+unsigned read_jobs(unsigned asked, size_t inputs) {
+  unsigned jobs = asked;
+  if (jobs == 0) {
+    const char* env = std::getenv("STRATA_JOBS");
+    jobs = env != nullptr && *env != '\0' ? static_cast<unsigned>(std::strtoul(env, nullptr, 10)) : 0;
+    if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());
+  }
+  return static_cast<unsigned>(std::min<size_t>(jobs, inputs));
+}
+
+enum class ParallelRead { kDone, kFailed, kSerial };
+
+// Reads the inputs on `jobs` threads, each into a trace of its own, then appends them to the
+// builder's trace in input order (trace_append.h: the serial read's trace). kSerial when the parts
+// cannot be appended exactly (CPU samples, more processes than a trace holds): nothing was
+// appended and the caller reads serially. kFailed with *error set: the first input in order that
+// failed, with its reader's line (as the serial read stops there). Every part is held until all
+// are read, so the peak memory is up to twice the trace's.
+ParallelRead read_in_parallel(std::vector<Input>& inputs, const std::string& format, unsigned jobs,
+                              TraceBuilder* builder, std::vector<size_t>* first_process, std::string* error) {
+  struct Part {
+    Trace trace;
+    TraceBuilder builder{&trace};
+    std::string error;
+    std::exception_ptr exception;
+    bool ok = false, done = false;
+  };
+  std::vector<Part> parts(inputs.size());
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  auto work = [&] {
+    for (size_t k; !stop && (k = next++) < inputs.size();) {
+      Part& p = parts[k];
+      try {
+        p.ok = inputs[k].reader->read(inputs[k].probe, format, p.builder, &p.error);
+      } catch (...) {
+        p.exception = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      p.done = true;
+      cv.notify_all();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned j = 0; j < jobs; ++j) threads.emplace_back(work);
+  auto wait_for = [&](size_t k) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return parts[k].done; });
+  };
+  // Every part is checked before any is appended: a fallback to the serial read must find the
+  // output untouched. Parts are kept until then (the parallel read holds them all at once).
+  bool exact = true;
+  size_t processes = 0;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    wait_for(k);
+    Part& p = parts[k];
+    if (p.exception || !p.ok) {
+      stop = true;
+      for (std::thread& t : threads) t.join();
+      if (p.exception) std::rethrow_exception(p.exception);
+      *error = p.error;
+      return ParallelRead::kFailed;
+    }
+    processes += p.trace.processes.size();
+    exact = exact && can_append(p.trace) && processes <= UINT16_MAX;
+  }
+  for (std::thread& t : threads) t.join();
+  if (!exact) return ParallelRead::kSerial;
+  Trace& out = builder->trace();
+  size_t spans = 0, attrs = 0;
+  for (const Part& p : parts) spans += p.trace.spans.size(), attrs += p.trace.attrs.size();
+  out.reserve(spans, attrs);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    first_process->push_back(out.processes.size());
+    append_trace(std::move(parts[k].trace), parts[k].builder, inputs[k].reader->name() != "native", &out,
+                 builder);
+  }
+  return ParallelRead::kDone;
+}
+
+}  // namespace
+
 bool open_traces(std::span<const std::string> paths, Trace* out, std::string* error,
                  const OpenOptions& options) {
-  struct Input {
-    ProbeInput probe;
-    std::string head;
-    const TraceReader* reader = nullptr;
-  };
   std::vector<Input> inputs(paths.size());
   uint64_t estimate = 0;
   for (size_t k = 0; k < paths.size(); ++k) {
@@ -233,9 +327,18 @@ bool open_traces(std::span<const std::string> paths, Trace* out, std::string* er
   }
   TraceBuilder builder(out);
   std::vector<size_t> first_process;
-  for (Input& in : inputs) {
-    first_process.push_back(out->processes.size());
-    if (!in.reader->read(in.probe, options.format, builder, error)) return false;
+  const unsigned jobs = read_jobs(options.jobs, inputs.size());
+  // Parallel into an empty trace only (appending to one that holds spans is a merge the parts'
+  // string ids and process indices would have to start from).
+  ParallelRead parallel = ParallelRead::kSerial;
+  if (jobs > 1 && out->processes.empty() && out->spans.empty())
+    parallel = read_in_parallel(inputs, options.format, jobs, &builder, &first_process, error);
+  if (parallel == ParallelRead::kFailed) return false;
+  if (parallel == ParallelRead::kSerial) {
+    for (Input& in : inputs) {
+      first_process.push_back(out->processes.size());
+      if (!in.reader->read(in.probe, options.format, builder, error)) return false;
+    }
   }
   if (options.before_finish) options.before_finish(*out, first_process);
   builder.finish({.structure = options.structure, .tree = options.tree});

@@ -59,6 +59,10 @@ struct OpenOptions {
   // (MemAvailable, the cgroup limit, RLIMIT_AS). STRATA_MEMORY_CHECK=0 in the environment turns the
   // check off for a try anyway.
   bool check_memory = true;
+  // Threads that read the inputs (each into a trace of its own, appended in input order: the same
+  // trace as one thread gives). 0: STRATA_JOBS when set, else the hardware threads; never more
+  // than the inputs. 1 reads them one by one.
+  unsigned jobs = 0;
   // Called once every input is read and before the builder sorts and structures the trace, with
   // the index of each input's first process (`strata merge` labels ranks and aligns clocks here).
   std::function<void(Trace&, std::span<const size_t> first_process_of_input)> before_finish;

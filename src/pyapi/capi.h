@@ -21,7 +21,7 @@ extern "C" {
 
 // Bumped when a signature or a struct below changes; the Python side refuses a library of another
 // version (an installed package next to an older library) with one line.
-#define STRATA_CAPI_VERSION 1
+#define STRATA_CAPI_VERSION 2
 int strata_capi_version(void);
 const char* strata_capi_last_error(void);
 
@@ -95,6 +95,12 @@ const char* strata_capi_enum_name(int which, int value);
 // Processes, threads, stats, the record properties and the load warnings as one JSON document
 // (small: one entry per process, thread and non-zero counter).
 const char* strata_capi_info_json(strata_capi_trace* trace);
+
+// Writes the opened trace as one native .strata file (model/trace_saver.h: every process, span,
+// attribute, process stat and record property; zstd_level <= 0 stores chunks uncompressed). Opening
+// the files saved from several inputs gives the trace those inputs open to (what strata.dask ships
+// from a worker for the analyses that need every rank's spans). 0 with the error set on failure.
+int strata_capi_save(const strata_capi_trace* trace, const char* path, int zstd_level);
 
 // The registered analyses: JSON list of {"name", "description", "params": [...]}.
 const char* strata_capi_analyses_json(void);

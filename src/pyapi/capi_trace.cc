@@ -14,6 +14,7 @@
 #include "format/input_file.h"
 #include "model/span_tree.h"
 #include "model/trace_reader.h"
+#include "model/trace_saver.h"
 #include "model/tracks.h"
 #include "pyapi/capi.h"
 #include "pyapi/capi_internal.h"
@@ -226,6 +227,25 @@ strata_capi_trace* strata_capi_open(const char* const* paths, size_t n, const ch
 }
 
 void strata_capi_free(strata_capi_trace* trace) { delete trace; }
+
+int strata_capi_save(const strata_capi_trace* t, const char* path, int zstd_level) {
+  strata::pyapi::clear_error();
+  if (path == nullptr || *path == '\0') {
+    set_error("strata_capi_save: no output path");
+    return 0;
+  }
+  try {
+    std::string error;
+    if (!strata::model::save_trace(t->trace, path, &error, zstd_level)) {
+      set_error(error);
+      return 0;
+    }
+    return 1;
+  } catch (const std::exception& e) {
+    set_error(std::string(path) + ": cannot save the trace: " + e.what());
+    return 0;
+  }
+}
 
 uint64_t strata_capi_span_count(const strata_capi_trace* t) { return t->trace.spans.size(); }
 uint64_t strata_capi_attr_count(const strata_capi_trace* t) { return t->trace.attrs.size(); }

@@ -1,8 +1,10 @@
 #include "pyapi/capi.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -161,6 +163,67 @@ TEST(PyapiCapi, AnalysesRunAsTheCliRunsThem) {
             std::string::npos);
   strata_capi_tables_free(tables);
   strata_capi_free(t);
+}
+
+// Every cell of every table of `analysis` on `t`, table by table (names and columns included).
+std::vector<std::string> all_cells(strata_capi_trace* t, const char* analysis) {
+  std::vector<std::string> out;
+  strata_capi_tables* tables = strata_capi_run_analysis(t, analysis, nullptr, nullptr, 0);
+  EXPECT_NE(tables, nullptr) << strata_capi_last_error();
+  if (tables == nullptr) return out;
+  out.push_back(strata_capi_missing_input(tables));
+  for (uint64_t k = 0; k < strata_capi_table_count(tables); ++k) {
+    out.push_back(strata_capi_table_name(tables, k));
+    const std::vector<std::string> columns = strings(strata_capi_table_columns(tables, k));
+    out.insert(out.end(), columns.begin(), columns.end());
+    for (uint64_t c = 0; c < columns.size(); ++c) {
+      const std::vector<std::string> cells = strings(strata_capi_column_text(tables, k, c));
+      out.insert(out.end(), cells.begin(), cells.end());
+    }
+  }
+  strata_capi_tables_free(tables);
+  return out;
+}
+
+// strata.dask's trace partial: each rank opened alone and saved, then the saved files opened
+// together, must give the cross-rank analyses the cells of the originals opened together.
+TEST(PyapiCapi, SavedRanksOpenToTheSameTraceAsTheOriginals) {
+  const std::string data = std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/";
+  const std::string originals[] = {data + "multirank_rank0.json.gz", data + "multirank_rank1.json.gz"};
+  char dir[] = "/tmp/strata_capi_save_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::vector<std::string> saved;
+  for (const std::string& path : originals) {
+    strata_capi_trace* one = open_one(path);
+    ASSERT_NE(one, nullptr) << strata_capi_last_error();
+    saved.push_back(std::string(dir) + "/rank" + std::to_string(saved.size()) + ".strata");
+    EXPECT_EQ(strata_capi_save(one, saved.back().c_str(), 3), 1) << strata_capi_last_error();
+    strata_capi_free(one);
+  }
+  const char* original_paths[] = {originals[0].c_str(), originals[1].c_str()};
+  const char* saved_paths[] = {saved[0].c_str(), saved[1].c_str()};
+  strata_capi_trace* both = strata_capi_open(original_paths, 2, nullptr);
+  strata_capi_trace* reopened = strata_capi_open(saved_paths, 2, "native");
+  ASSERT_NE(both, nullptr) << strata_capi_last_error();
+  ASSERT_NE(reopened, nullptr) << strata_capi_last_error();
+  EXPECT_EQ(strata_capi_span_count(both), strata_capi_span_count(reopened));
+  for (const char* analysis : {"collective_wait", "comm_overlap", "step_time", "kernel_distribution",
+                               "launch_stats", "queue_length"}) {
+    const std::vector<std::string> expected = all_cells(both, analysis);
+    EXPECT_GT(expected.size(), 20u) << analysis;  // tables with rows, not only a missing-input line
+    EXPECT_EQ(all_cells(reopened, analysis), expected) << analysis;
+  }
+  strata_capi_free(both);
+  strata_capi_free(reopened);
+  // A path that cannot be written: 0 and one line naming it.
+  strata_capi_trace* one = open_one(originals[0]);
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(strata_capi_save(one, "/nonexistent/dir/x.strata", 0), 0);
+  EXPECT_NE(std::string(strata_capi_last_error()).find("/nonexistent/dir/x.strata"), std::string::npos);
+  EXPECT_EQ(strata_capi_save(one, "", 0), 0);
+  strata_capi_free(one);
+  for (const std::string& path : saved) unlink(path.c_str());
+  rmdir(dir);
 }
 
 }  // namespace

@@ -22,6 +22,9 @@ from conftest import BUILD_DIR, PYTHON_PKG, STRATA, SYSTEM_PYTHON
 distributed = pytest.importorskip("distributed", reason="python3-distributed (scripts/setup.sh) is not installed")
 
 SPLIT = "rank_breakdown,idle_time"
+# Every rank analysis: the two that split as rows, then those whose partial is the rank's trace.
+ALL_RANK = ("rank_breakdown,idle_time,comm_overlap,collective_wait,step_time,kernel_distribution,launch_stats,"
+            "queue_length")
 MAKE_RANKS = os.path.join(BUILD_DIR, "bin", "make_rank_traces")
 
 
@@ -122,6 +125,35 @@ def dask_cli(paths, address, analyses=SPLIT, params=()):
                            "--dask", address], capture_output=True, env=_env(), timeout=120)
 
 
+def kineto_ranks(tmp_path, ranks):
+    """Generated Kineto ranks (kineto_ranks.py): steps, launches, three streams, stragglers."""
+    import kineto_ranks as generator
+
+    out = tmp_path / f"kineto{ranks}"
+    out.mkdir()
+    return generator.write_ranks(str(out), ranks)
+
+
+# The tables every rank analysis prints on the generated Kineto ranks (each must be non-empty, so
+# that a byte-identical comparison compares something).
+ALL_TABLES = (b"rank_breakdown", b"idle_time", b"comm_overlap", b"comm_overlap_by_collective", b"collective_wait",
+              b"stragglers", b"step_time_summary", b"step_time", b"step_time_ranks", b"kernel_distribution_spread",
+              b"kernel_distribution", b"launch_stats", b"launch_stats_launches", b"queue_length",
+              b"queue_length_histogram")
+
+
+def table_rows(csv):
+    """{table name: number of rows} of a multi-table CSV."""
+    rows, name = {}, None
+    for line in csv.split(b"\n"):
+        if line.startswith(b"# "):
+            name = line[2:]
+            rows[name] = -1  # the header line follows
+        elif line and name is not None:
+            rows[name] += 1
+    return rows
+
+
 def test_cli_dask_identical_on_8_ranks(cluster, tmp_path, strata_bin):
     paths = make_ranks(tmp_path, 8, 3000)
     expected = local_csv(paths)
@@ -129,6 +161,14 @@ def test_cli_dask_identical_on_8_ranks(cluster, tmp_path, strata_bin):
     proc = dask_cli(paths, cluster.address)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == expected
+    # Every rank analysis on native ranks (clock offsets of seconds, collectives on one stream);
+    # launch_stats has no launches there and says so on both sides.
+    expected = subprocess.run([STRATA, "analyze", *paths, "-a", ALL_RANK, "--format", "csv"],
+                              capture_output=True)
+    proc = dask_cli(paths, cluster.address, ALL_RANK)
+    assert (proc.returncode, proc.stdout, proc.stderr.splitlines()[-1:]) == \
+        (expected.returncode, expected.stdout, expected.stderr.splitlines()[-1:])
+    assert b"# collective_wait" in proc.stdout and b"launch_stats: no device work" in proc.stderr
     # A parameter reaches the workers' analyses (kernel_wait_us changes idle_time's split).
     params = ("--param", "kernel_wait_us=5")
     changed = local_csv(paths, "idle_time", params)
@@ -148,6 +188,30 @@ def test_cli_dask_identical_on_real_kineto_ranks(cluster, strata_bin):
     proc = dask_cli(paths, cluster.address)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == expected
+    expected = local_csv(paths, ALL_RANK)
+    assert all(table_rows(expected).get(t, 0) > 0 for t in ALL_TABLES), table_rows(expected)
+    proc = dask_cli(paths, cluster.address, ALL_RANK)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected
+
+
+def test_cli_dask_every_rank_analysis_on_8_kineto_ranks(cluster, tmp_path, strata_bin):
+    """Every rank analysis, each table non-empty, byte for byte; the JSON is imported on the workers."""
+    paths = kineto_ranks(tmp_path, 8)
+    expected = local_csv(paths, ALL_RANK)
+    rows = table_rows(expected)
+    assert all(rows.get(t, 0) > 0 for t in ALL_TABLES), rows
+    assert b"\nncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*),0,8," in expected  # a call on all ranks
+    proc = dask_cli(paths, cluster.address, ALL_RANK)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected
+    # A parameter of a trace-partial analysis reaches the driver's run (top cuts comm_overlap's table).
+    params = ("--param", "top=3")
+    changed = local_csv(paths, "comm_overlap", params)
+    assert changed != local_csv(paths, "comm_overlap")
+    proc = dask_cli(paths, cluster.address, "comm_overlap", params)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == changed
 
 
 def test_python_dask_identical_on_64_ranks(cluster, tmp_path, strata_bin):
@@ -160,14 +224,21 @@ def test_python_dask_identical_on_64_ranks(cluster, tmp_path, strata_bin):
     assert result.csv() == local_csv(paths)
     assert len(result.workers) == 64 and len(set(result.workers)) == 2, "both workers ran tasks"
     assert result.spans > 64 * 300 and result.partial_bytes > 0
+    # Every rank analysis over 64 generated Kineto ranks.
+    paths = kineto_ranks(tmp_path, 64)
+    with distributed.Client(cluster.address, timeout=60) as client:
+        result = strata.dask.analyze(paths, client, ALL_RANK.split(","))
+    expected = local_csv(paths, ALL_RANK)
+    assert all(table_rows(expected).get(t, 0) > 0 for t in ALL_TABLES)
+    assert result.csv() == expected and not result.missing
 
 
 def test_cli_dask_refuses_what_does_not_split(cluster, tmp_path, strata_bin):
     paths = make_ranks(tmp_path, 2, 500)
-    proc = dask_cli(paths, cluster.address, "rank_breakdown,collective_wait")
+    proc = dask_cli(paths, cluster.address, "rank_breakdown,gpu_kernel_summary")
     assert proc.returncode == 1 and proc.stdout == b""
     lines = proc.stderr.decode().splitlines()
-    assert len(lines) == 1 and "collective_wait is local-only under --dask" in lines[0], lines
+    assert len(lines) == 1 and "gpu_kernel_summary is local-only under --dask" in lines[0], lines
     proc = dask_cli([paths[0], paths[0]], cluster.address)
     assert proc.returncode == 1
     assert proc.stderr.decode().splitlines() == [
@@ -259,6 +330,10 @@ def test_dask_workers_as_distinct_hosts(tmp_path, strata_bin):
             proc = dask_cli(paths, c.address)
             assert proc.returncode == 0, proc.stderr
             assert proc.stdout == local_csv(paths)
+            # The ranks' traces (the trace partials) cross between the hosts too.
+            proc = dask_cli(paths, c.address, ALL_RANK)
+            assert proc.returncode == 0, proc.stderr
+            assert proc.stdout == local_csv(paths, ALL_RANK)
             with distributed.Client(c.address, timeout=60) as client:
                 workers = sorted(w["host"] for w in client.scheduler_info()["workers"].values())
             assert workers == sorted(address for _, address, _ in hosts)

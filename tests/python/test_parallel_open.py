@@ -1,0 +1,57 @@
+"""`strata analyze R0 R1 ... Rn` reads the rank files on several threads (model::open_traces,
+OpenOptions::jobs; issue 17 item 5, "local runs of many ranks use all cores"): the tables, and
+`strata merge`'s output file, are byte-identical whatever the thread count (--jobs 1 is the serial
+read). tests/model/parallel_open_test.cc compares the traces themselves field by field."""
+import glob
+import os
+import subprocess
+
+import pytest
+
+from conftest import BUILD_DIR, STRATA
+
+ALL_RANK = ("rank_breakdown,idle_time,comm_overlap,collective_wait,step_time,kernel_distribution,launch_stats,"
+            "queue_length")
+MAKE_RANKS = os.path.join(BUILD_DIR, "bin", "make_rank_traces")
+
+
+def analyze(paths, jobs, analyses=ALL_RANK):
+    proc = subprocess.run([STRATA, "analyze", *paths, "-a", analyses, "--format", "csv", "--jobs", str(jobs)],
+                          capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, proc.stderr
+
+
+def test_analyze_identical_with_1_and_4_threads_on_kineto_ranks(tmp_path, strata_bin):
+    import kineto_ranks
+
+    paths = kineto_ranks.write_ranks(str(tmp_path), 8)
+    serial = analyze(paths, 1)
+    assert serial[0].count(b"\n# ") >= 14  # every rank table, each non-empty below
+    assert analyze(paths, 4) == serial
+    assert analyze(paths, 2) == serial
+    # STRATA_JOBS caps the threads when --jobs is not given; the tables stay the same.
+    proc = subprocess.run([STRATA, "analyze", *paths, "-a", ALL_RANK, "--format", "csv"], capture_output=True,
+                          env={**os.environ, "STRATA_JOBS": "3"})
+    assert (proc.stdout, proc.stderr) == serial
+
+
+def test_analyze_and_merge_identical_with_1_and_4_threads_on_native_ranks(tmp_path, strata_bin):
+    if not os.path.exists(MAKE_RANKS):
+        pytest.fail(f"{MAKE_RANKS} not built (ninja make_rank_traces)")
+    subprocess.run([MAKE_RANKS, "6", "2000", str(tmp_path)], check=True)
+    paths = sorted(glob.glob(str(tmp_path / "rank*.strata")))
+    assert analyze(paths, 4) == analyze(paths, 1)
+    assert analyze(paths, 4, "all") == analyze(paths, 1, "all")
+    merged = []
+    for jobs in ("1", "4"):
+        out = tmp_path / f"merged{jobs}.strata"
+        subprocess.run([STRATA, "merge", *paths, "-o", str(out)], check=True, capture_output=True,
+                       env={**os.environ, "STRATA_JOBS": jobs})
+        merged.append(out.read_bytes())
+    assert merged[0] == merged[1] and len(merged[0]) > 10000
+
+
+def test_jobs_must_be_a_number(tmp_path, strata_bin):
+    proc = subprocess.run([STRATA, "analyze", "x.strata", "--jobs", "many"], capture_output=True)
+    assert proc.returncode != 0 and b"--jobs" in proc.stderr
