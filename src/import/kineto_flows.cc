@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/level.h"
+#include "core/span_record.h"
 #include "import/converters.h"
 
 namespace strata::import {
@@ -18,16 +19,26 @@ std::vector<size_t> bind_flows(const std::vector<PendingSpan>& spans, const std:
   if (flows.empty()) return result;
   // Spans per JSON track, by start, with their start beside them: the searches below stay in one
   // contiguous array instead of reaching into the span list at every step.
+  // The end is kept too: the enclosing search reads it for every slice it steps back over, and
+  // reaching into the span list for it was a cache miss per step (most of this function's time).
   struct Member {
-    int64_t start_ns;
+    int64_t start_ns, end_ns;
     uint32_t span;
   };
   std::map<std::pair<int64_t, int64_t>, std::vector<Member>> tracks;
-  for (size_t i = 0; i < spans.size(); ++i)
-    if (spans[i].record.kind != static_cast<uint8_t>(SpanKind::kInstant) &&
-        spans[i].record.kind != static_cast<uint8_t>(SpanKind::kCounter))
-      tracks[{spans[i].track_pid, spans[i].track_tid}].push_back(
-          {spans[i].record.start_ns, static_cast<uint32_t>(i)});
+  std::pair<int64_t, int64_t> track_of_last{};
+  std::vector<Member>* members_of_last = nullptr;  // consecutive spans are mostly on one track
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const PendingSpan& s = spans[i];
+    if (s.record.kind == static_cast<uint8_t>(SpanKind::kInstant) ||
+        s.record.kind == static_cast<uint8_t>(SpanKind::kCounter))
+      continue;
+    if (members_of_last == nullptr || track_of_last != std::pair(s.track_pid, s.track_tid)) {
+      track_of_last = {s.track_pid, s.track_tid};
+      members_of_last = &tracks[track_of_last];
+    }
+    members_of_last->push_back({s.record.start_ns, s.record.end_ns, static_cast<uint32_t>(i)});
+  }
   // std::sort by start alone, as before: equal starts keep the order this sort has always given them.
   for (auto& [key, members] : tracks)
     std::sort(members.begin(), members.end(),
@@ -57,10 +68,10 @@ std::vector<size_t> bind_flows(const std::vector<PendingSpan>& spans, const std:
       for (auto p = upper; p != members.begin() && budget-- > 0;) {
         --p;
         if (f.ts_ns - p->start_ns >= best_duration) break;
-        const SpanRecord& r = spans[p->span].record;
-        if (r.end_ns >= f.ts_ns && r.duration_ns() < best_duration) {
+        const int64_t duration = elapsed_ns(p->start_ns, p->end_ns);  // SpanRecord::duration_ns
+        if (p->end_ns >= f.ts_ns && duration < best_duration) {
           best = p->span;
-          best_duration = r.duration_ns();
+          best_duration = duration;
         }
       }
       result[k] = best;
