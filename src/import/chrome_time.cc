@@ -1,6 +1,7 @@
 // Chrome-trace times: decimal microseconds ("1712195495505543.2") to exact integer nanoseconds
 // (parse_us_to_ns, chrome_json.h), apart from the JSON reader that calls it for every ts and dur.
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "core/span_record.h"
@@ -9,6 +10,20 @@
 namespace strata::import {
 
 namespace {
+
+// Whether the 8 bytes at p are all ASCII digits, and their value (SWAR: the 16 integer digits of a
+// microsecond timestamp in two steps instead of 16 multiply-adds).
+bool eight_digits(const char* p, uint64_t* value) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  if ((((v & 0xF0F0F0F0F0F0F0F0) | (((v + 0x0606060606060606) & 0xF0F0F0F0F0F0F0F0) >> 4)) !=
+       0x3333333333333333))
+    return false;
+  v = ((v & 0x0F0F0F0F0F0F0F0F) * 2561) >> 8;
+  v = ((v & 0x00FF00FF00FF00FF) * 6553601) >> 16;
+  *value = ((v & 0x0000FFFF0000FFFF) * 42949672960001) >> 32;
+  return true;
+}
 
 // What profilers write ("1712195495505543.2", "7.583", "12"): [-]digits[.digits] with at most 16
 // digits before the point and 3 after, exact in 64 bits. False for anything else, which the general
@@ -19,6 +34,9 @@ bool plain_us_to_ns(std::string_view text, int64_t* ns) {
   p += negative;
   uint64_t v = 0;
   const size_t int_begin = p;
+  for (uint64_t eight = 0;
+       p + 8 <= text.size() && p - int_begin < 16 && eight_digits(text.data() + p, &eight); p += 8)
+    v = v * 100000000 + eight;
   while (p < text.size() && text[p] >= '0' && text[p] <= '9')
     v = v * 10 + static_cast<uint64_t>(text[p++] - '0');
   if (p == int_begin || p - int_begin > 16) return false;

@@ -5,9 +5,11 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -378,16 +380,18 @@ std::vector<size_t> bind_flows_reference(const std::vector<PendingSpan>& spans,
 }
 
 TEST(JsonIngest, FlowBindingEqualsThePlainScan) {
-  for (unsigned seed : {1u, 2u, 3u}) {
+  // Seed 3: many equal starts; seed 4: hundreds per start (the lower bound's fallback search),
+  // flows in time order per track (the searches' hint from the previous flow).
+  for (unsigned seed : {1u, 2u, 3u, 4u}) {
     std::mt19937_64 rng(seed);
+    const int64_t quantum = seed == 3 ? 100 : seed == 4 ? 10000 : 1;
     std::vector<PendingSpan> spans;
     // Nested, overlapping, equal-start and instant slices on a few tracks, in shuffled order.
     for (int i = 0; i < 30000; ++i) {
       PendingSpan s;
       s.track_pid = static_cast<int64_t>(rng() % 2);
       s.track_tid = static_cast<int64_t>(rng() % 3);
-      s.record.start_ns =
-          static_cast<int64_t>(rng() % 200000) / (seed == 3 ? 100 : 1) * (seed == 3 ? 100 : 1);
+      s.record.start_ns = static_cast<int64_t>(rng() % 200000) / quantum * quantum;
       s.record.end_ns = s.record.start_ns + static_cast<int64_t>(rng() % (rng() % 4 == 0 ? 5000 : 50));
       s.record.kind = static_cast<uint8_t>(rng() % 10 == 0 ? SpanKind::kInstant : SpanKind::kSpan);
       spans.push_back(s);
@@ -401,7 +405,9 @@ TEST(JsonIngest, FlowBindingEqualsThePlainScan) {
       f.enclosing = rng() % 3 != 0;
       flows.push_back(f);
     }
-    std::sort(flows.begin(), flows.end(), [](const FlowEvent& a, const FlowEvent& b) {
+    std::sort(flows.begin(), flows.end(), [seed](const FlowEvent& a, const FlowEvent& b) {
+      if (seed == 4)
+        return std::tie(a.track_pid, a.track_tid, a.ts_ns) < std::tie(b.track_pid, b.track_tid, b.ts_ns);
       return a.track_pid < b.track_pid;  // runs of one track, as in a real file, and switches
     });
     EXPECT_EQ(bind_flows(spans, flows), bind_flows_reference(spans, flows)) << "seed " << seed;
@@ -544,6 +550,91 @@ TEST(JsonIngest, LateAttributesMergeLikeAReferenceList) {
       ASSERT_EQ(got, expected[i]) << "span " << i << (scrambled ? " (by copy)" : " (in place)");
     }
   }
+}
+
+// The reader's fast paths for values (the type from the token's first byte, integers of up to 18
+// digits summed in place) against the general readers they replaced: od::value::type() and
+// std::from_chars, on generated values of every JSON type and integers of 1 to 20 digits.
+TEST(JsonIngest, ValueFastPathsMatchTypeProbeAndFromChars) {
+  std::mt19937_64 rng(11);
+  std::vector<std::string> values = {"0",
+                                     "-0",
+                                     "007",
+                                     "-",
+                                     "1.5",
+                                     "-2e3",
+                                     "true",
+                                     "false",
+                                     "null",
+                                     "\"s\"",
+                                     "[1, 2]",
+                                     "{\"a\": 1}",
+                                     "9223372036854775807",
+                                     "-9223372036854775808",
+                                     "9223372036854775808"};
+  for (int i = 0; i < 4000; ++i) {  // integers of every length, with and without a sign
+    std::string digits = std::to_string(1 + rng() % 9);
+    const size_t length = 1 + rng() % 20;
+    while (digits.size() < length) digits += static_cast<char>('0' + rng() % 10);
+    values.push_back((rng() % 2 ? "-" : "") + digits);
+  }
+  std::string json = "{\"traceEvents\": [";
+  for (size_t i = 0; i < values.size(); ++i)
+    json += (i ? ", " : "") + std::string("{\"ph\": \"X\", \"pid\": ") +
+            (values[i] == "-" ? "1" : values[i]) +
+            ", \"args\": {\"v\": " + (values[i] == "-" ? "\"-\"" : values[i]) + "}}";
+  json += "]}";
+  // The reference: simdjson's own type probe and std::from_chars, as the reader did before.
+  auto expect_scalar = [](std::string_view token, const JsonScalar& got) {
+    simdjson::padded_string text(token);
+    simdjson::ondemand::parser parser;
+    simdjson::ondemand::document doc = parser.iterate(text);
+    simdjson::ondemand::json_type type = doc.type();
+    if (type != simdjson::ondemand::json_type::number) {
+      EXPECT_NE(got.kind, JsonScalar::kInt) << token;
+      EXPECT_NE(got.kind, JsonScalar::kDouble) << token;
+      return;
+    }
+    int64_t i = 0;
+    auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), i);
+    if (token.find_first_of(".eE") == std::string_view::npos && ec == std::errc() &&
+        end == token.data() + token.size()) {
+      EXPECT_EQ(got.kind, JsonScalar::kInt) << token;
+      EXPECT_EQ(got.i, i) << token;
+      EXPECT_EQ(got.d, static_cast<double>(i)) << token;
+    } else {
+      EXPECT_EQ(got.kind, JsonScalar::kDouble) << token;
+    }
+    EXPECT_EQ(got.text, token);
+  };
+  size_t seen = 0;
+  ChromeDocument doc;
+  std::string error;
+  ASSERT_TRUE(parse_chrome_trace(
+      json, "test.json", &doc,
+      [&](const ChromeEvent& ev) {
+        const std::string& v = values[ev.index];
+        const JsonScalar* arg = ev.arg("v");
+        ASSERT_NE(arg, nullptr);
+        if (v == "-") {
+          EXPECT_EQ(arg->kind, JsonScalar::kString);
+        } else {
+          expect_scalar(v, *arg);
+          expect_scalar(v, ev.pid);
+        }
+        std::optional<JsonScalar::Kind> kind;  // what a value of each other type must read as
+        if (v == "true" || v == "false") kind = JsonScalar::kBool;
+        if (v == "null") kind = JsonScalar::kNull;
+        if (v.front() == '[' || v.front() == '{') kind = JsonScalar::kRaw;
+        if (v.front() == '"') kind = JsonScalar::kString;
+        if (kind) {
+          EXPECT_EQ(arg->kind, *kind) << v;
+        }
+        ++seen;
+      },
+      &error))
+      << error;
+  EXPECT_EQ(seen, values.size());
 }
 
 }  // namespace
