@@ -64,15 +64,47 @@ class Analysis {
   // this analysis times: it reads the runs where that level was the deepest traced (XSP III-C), so
   // its numbers carry no cost of tracing deeper levels. nullopt: the runs traced deepest.
   virtual std::optional<Level> timed_level(const Params&) const { return std::nullopt; }
-  // The --param keys this analysis reads. Built-in analyses keep theirs in registry.cc's table (one
-  // line each); an analysis registered from a module above analysis (lowerbound) declares its own.
+  // The --param keys this analysis reads. The analyses of this module and of iterations/ keep theirs
+  // in registry.cc's table (one line each); one registered from a module above analysis (lowerbound)
+  // declares its own.
   virtual std::span<const std::string_view> param_keys() const;
 };
 
-// Registry. Analyses register from their own .cc files through register_builtin_analyses()
-// (analysis/registry.cc lists them: one line each).
+// Registry. Each analysis registers itself next to its factory, in its own .cc file:
+//   STRATA_REGISTER_ANALYSIS(make_layer_table, 300);
+// The order key places it in all_analyses(), which is the order of `strata analyze --list`, the
+// report and the help text: keys are unique, ascending in that order, spaced by 100 so that a new
+// analysis goes between two others without renumbering (tests/analysis/registry_test.cc records
+// the order). Nothing calls a registering object file by name, so its library is linked whole
+// (strata_registering_library in cmake/strata_registering_library.cmake); a program that needs every
+// analysis links strata_all_analyses.
+using AnalysisFactory = std::unique_ptr<Analysis> (*)();
+struct AnalysisRegistration {
+  int order = 0;  // position in all_analyses(), ascending
+  AnalysisFactory make = nullptr;
+  const char* file = "";  // the registering source file, named in registry errors
+};
+// Called by STRATA_REGISTER_ANALYSIS during static initialization; returns true (it initializes a
+// constant). Registering after all_analyses() was first read is a programming error: it aborts.
+bool register_analysis(const AnalysisRegistration& registration);
+#define STRATA_REGISTER_ANALYSIS(FACTORY, ORDER)                   \
+  [[maybe_unused]] static const bool strata_registered_##FACTORY = \
+      ::strata::analysis::register_analysis({(ORDER), &(FACTORY), __FILE__})
+
+// Every analysis in registry order. Two registrations with the same name or order key abort with
+// one line naming both files (registry_problems says what).
 const std::vector<std::unique_ptr<Analysis>>& all_analyses();
 const Analysis* find_analysis(std::string_view name);
+
+// What the registry holds, for its tests: order key, name and registering file, in registry order.
+struct RegisteredAnalysis {
+  int order = 0;
+  std::string name;
+  std::string file;
+};
+std::vector<RegisteredAnalysis> registered_analyses();
+// One line per collision in REGISTERED (in registry order): a name or an order key used twice.
+std::vector<std::string> registry_problems(std::span<const RegisteredAnalysis> registered);
 // The --param keys the registered analysis NAME reads (its param_keys()); empty for an unknown name.
 std::span<const std::string_view> analysis_param_keys(std::string_view name);
 

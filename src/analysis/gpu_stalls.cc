@@ -304,5 +304,6 @@ class GpuStalls final : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_gpu_stalls() { return std::make_unique<GpuStalls>(); }
+STRATA_REGISTER_ANALYSIS(make_gpu_stalls, 3100);
 
 }  // namespace strata::analysis

@@ -334,10 +334,16 @@ class MetricsByLayer : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_kernel_table() { return std::make_unique<KernelTable>(); }
+STRATA_REGISTER_ANALYSIS(make_kernel_table, 1000);
 std::unique_ptr<Analysis> make_kernels_by_name() { return std::make_unique<KernelsByName>(); }
+STRATA_REGISTER_ANALYSIS(make_kernels_by_name, 1100);
 std::unique_ptr<Analysis> make_kernels_by_layer() { return std::make_unique<KernelsByLayer>(); }
+STRATA_REGISTER_ANALYSIS(make_kernels_by_layer, 1200);
 std::unique_ptr<Analysis> make_kernels_by_model() { return std::make_unique<KernelsByModel>(); }
+STRATA_REGISTER_ANALYSIS(make_kernels_by_model, 1300);
 std::unique_ptr<Analysis> make_layer_device_split() { return std::make_unique<LayerDeviceSplit>(); }
+STRATA_REGISTER_ANALYSIS(make_layer_device_split, 1400);
 std::unique_ptr<Analysis> make_metrics_by_layer() { return std::make_unique<MetricsByLayer>(); }
+STRATA_REGISTER_ANALYSIS(make_metrics_by_layer, 1500);
 
 }  // namespace strata::analysis

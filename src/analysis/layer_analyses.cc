@@ -258,10 +258,16 @@ class ConvShare : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_layer_table() { return std::make_unique<LayerTable>(); }
+STRATA_REGISTER_ANALYSIS(make_layer_table, 300);
 std::unique_ptr<Analysis> make_layer_sequence() { return std::make_unique<LayerSequence>(); }
+STRATA_REGISTER_ANALYSIS(make_layer_sequence, 400);
 std::unique_ptr<Analysis> make_layer_type_distribution() { return std::make_unique<LayerTypeDistribution>(); }
+STRATA_REGISTER_ANALYSIS(make_layer_type_distribution, 500);
 std::unique_ptr<Analysis> make_layer_type_aggregate() { return std::make_unique<LayerTypeAggregate>(); }
+STRATA_REGISTER_ANALYSIS(make_layer_type_aggregate, 600);
 std::unique_ptr<Analysis> make_stages() { return std::make_unique<Stages>(); }
+STRATA_REGISTER_ANALYSIS(make_stages, 700);
 std::unique_ptr<Analysis> make_conv_share() { return std::make_unique<ConvShare>(); }
+STRATA_REGISTER_ANALYSIS(make_conv_share, 800);
 
 }  // namespace strata::analysis

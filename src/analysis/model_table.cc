@@ -136,6 +136,8 @@ class RunsTable : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_runs() { return std::make_unique<RunsTable>(); }
+STRATA_REGISTER_ANALYSIS(make_runs, 200);
 std::unique_ptr<Analysis> make_model_table() { return std::make_unique<ModelTable>(); }
+STRATA_REGISTER_ANALYSIS(make_model_table, 100);
 
 }  // namespace strata::analysis

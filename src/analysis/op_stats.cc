@@ -190,5 +190,6 @@ class OpStats : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_op_stats() { return std::make_unique<OpStats>(); }
+STRATA_REGISTER_ANALYSIS(make_op_stats, 900);
 
 }  // namespace strata::analysis

@@ -203,6 +203,8 @@ class CollectiveWait : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_rank_breakdown() { return std::make_unique<RankBreakdown>(); }
+STRATA_REGISTER_ANALYSIS(make_rank_breakdown, 1900);
 std::unique_ptr<Analysis> make_collective_wait() { return std::make_unique<CollectiveWait>(); }
+STRATA_REGISTER_ANALYSIS(make_collective_wait, 2000);
 
 }  // namespace strata::analysis

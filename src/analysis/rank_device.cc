@@ -249,6 +249,8 @@ class CommOverlap : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_idle_time() { return std::make_unique<IdleTime>(); }
+STRATA_REGISTER_ANALYSIS(make_idle_time, 2100);
 std::unique_ptr<Analysis> make_comm_overlap() { return std::make_unique<CommOverlap>(); }
+STRATA_REGISTER_ANALYSIS(make_comm_overlap, 2200);
 
 }  // namespace strata::analysis

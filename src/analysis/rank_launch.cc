@@ -295,6 +295,8 @@ class KernelDistribution : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_launch_stats() { return std::make_unique<LaunchStats>(); }
+STRATA_REGISTER_ANALYSIS(make_launch_stats, 2500);
 std::unique_ptr<Analysis> make_kernel_distribution() { return std::make_unique<KernelDistribution>(); }
+STRATA_REGISTER_ANALYSIS(make_kernel_distribution, 2400);
 
 }  // namespace strata::analysis

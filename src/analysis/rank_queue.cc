@@ -172,5 +172,6 @@ class QueueLength : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_queue_length() { return std::make_unique<QueueLength>(); }
+STRATA_REGISTER_ANALYSIS(make_queue_length, 2600);
 
 }  // namespace strata::analysis

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 
 #include "analysis/analysis.h"
@@ -29,89 +31,91 @@ int64_t Params::get_int(std::string_view key, int64_t fallback) const {
   return ec == std::errc() && ptr == it->second.data() + it->second.size() ? v : fallback;
 }
 
-// Each analysis module defines a factory; list them here (one line each).
-// std::unique_ptr<Analysis> make_layer_table();  ...
-std::unique_ptr<Analysis> make_model_table();
-std::unique_ptr<Analysis> make_runs();
-std::unique_ptr<Analysis> make_layer_table();
-std::unique_ptr<Analysis> make_layer_sequence();
-std::unique_ptr<Analysis> make_layer_type_distribution();
-std::unique_ptr<Analysis> make_layer_type_aggregate();
-std::unique_ptr<Analysis> make_stages();
-std::unique_ptr<Analysis> make_conv_share();
-std::unique_ptr<Analysis> make_op_stats();
-std::unique_ptr<Analysis> make_kernel_table();
-std::unique_ptr<Analysis> make_kernels_by_name();
-std::unique_ptr<Analysis> make_kernels_by_layer();
-std::unique_ptr<Analysis> make_kernels_by_model();
-std::unique_ptr<Analysis> make_layer_device_split();
-std::unique_ptr<Analysis> make_metrics_by_layer();
-std::unique_ptr<Analysis> make_kernel_roofline();
-std::unique_ptr<Analysis> make_layer_roofline();
-std::unique_ptr<Analysis> make_iterations();
-std::unique_ptr<Analysis> make_rank_breakdown();
-std::unique_ptr<Analysis> make_collective_wait();
-// Cross-rank analyses: rank_device.cc, rank_queue.cc, rank_launch.cc, iterations/rank_steps.cc.
-std::unique_ptr<Analysis> make_idle_time();
-std::unique_ptr<Analysis> make_comm_overlap();
-std::unique_ptr<Analysis> make_step_time();
-std::unique_ptr<Analysis> make_kernel_distribution();
-std::unique_ptr<Analysis> make_launch_stats();
-std::unique_ptr<Analysis> make_queue_length();
-std::unique_ptr<Analysis> make_gpu_kernel_summary();
-std::unique_ptr<Analysis> make_cuda_api_summary();
-std::unique_ptr<Analysis> make_memcpy_summary();
-std::unique_ptr<Analysis> make_range_summary();
-std::unique_ptr<Analysis> make_gpu_stalls();
-#ifdef STRATA_HAVE_LOWERBOUND  // src/lowerbound/analyses (not built with STRATA_SKIP=lowerbound)
-std::unique_ptr<Analysis> make_framework_vs_bound();
-std::unique_ptr<Analysis> make_framework_inefficiency();
-std::unique_ptr<Analysis> make_tensor_cores();
-#endif
+// Registrations arrive during static initialization, from every object file that defines an
+// analysis (STRATA_REGISTER_ANALYSIS), in whatever order the linker put those files: the list is kept
+// in a function-local static (constructed on first use, so before any registrar runs into it) and
+// sorted by order key when all_analyses() is first read.
+namespace {
+
+std::vector<AnalysisRegistration>& registrations() {
+  static std::vector<AnalysisRegistration> list;
+  return list;
+}
+
+bool& registry_sealed() {
+  static bool sealed = false;
+  return sealed;
+}
+
+std::vector<AnalysisRegistration> sorted_registrations() {
+  std::vector<AnalysisRegistration> sorted = registrations();
+  std::stable_sort(
+      sorted.begin(), sorted.end(),
+      [](const AnalysisRegistration& a, const AnalysisRegistration& b) { return a.order < b.order; });
+  return sorted;
+}
+
+std::vector<std::unique_ptr<Analysis>> build_registry() {
+  registry_sealed() = true;
+  std::vector<std::unique_ptr<Analysis>> analyses;
+  std::vector<RegisteredAnalysis> described;
+  for (const AnalysisRegistration& r : sorted_registrations()) {
+    analyses.push_back(r.make());
+    described.push_back({r.order, std::string(analyses.back()->name()), r.file});
+  }
+  // A collision is a programming error in the build, not bad input: stop before any output is made
+  // under a name that means two things.
+  std::vector<std::string> problems = registry_problems(described);
+  for (const std::string& p : problems) std::fprintf(stderr, "strata: analysis registry: %s\n", p.c_str());
+  if (!problems.empty()) std::abort();
+  return analyses;
+}
+
+}  // namespace
+
+bool register_analysis(const AnalysisRegistration& registration) {
+  if (registry_sealed()) {
+    std::fprintf(stderr,
+                 "strata: analysis registry: %s registers an analysis after the registry was read; "
+                 "register with STRATA_REGISTER_ANALYSIS at namespace scope\n",
+                 registration.file);
+    std::abort();
+  }
+  registrations().push_back(registration);
+  return true;
+}
 
 const std::vector<std::unique_ptr<Analysis>>& all_analyses() {
-  static const std::vector<std::unique_ptr<Analysis>> analyses = [] {
-    std::vector<std::unique_ptr<Analysis>> v;
-    // v.push_back(make_layer_table());
-    v.push_back(make_model_table());
-    v.push_back(make_runs());
-    v.push_back(make_layer_table());
-    v.push_back(make_layer_sequence());
-    v.push_back(make_layer_type_distribution());
-    v.push_back(make_layer_type_aggregate());
-    v.push_back(make_stages());
-    v.push_back(make_conv_share());
-    v.push_back(make_op_stats());
-    v.push_back(make_kernel_table());
-    v.push_back(make_kernels_by_name());
-    v.push_back(make_kernels_by_layer());
-    v.push_back(make_kernels_by_model());
-    v.push_back(make_layer_device_split());
-    v.push_back(make_metrics_by_layer());
-    v.push_back(make_kernel_roofline());
-    v.push_back(make_layer_roofline());
-    v.push_back(make_iterations());
-    v.push_back(make_rank_breakdown());
-    v.push_back(make_collective_wait());
-    v.push_back(make_idle_time());
-    v.push_back(make_comm_overlap());
-    v.push_back(make_step_time());
-    v.push_back(make_kernel_distribution());
-    v.push_back(make_launch_stats());
-    v.push_back(make_queue_length());
-    v.push_back(make_gpu_kernel_summary());
-    v.push_back(make_cuda_api_summary());
-    v.push_back(make_memcpy_summary());
-    v.push_back(make_range_summary());
-    v.push_back(make_gpu_stalls());
-#ifdef STRATA_HAVE_LOWERBOUND
-    v.push_back(make_framework_vs_bound());
-    v.push_back(make_framework_inefficiency());
-    v.push_back(make_tensor_cores());
-#endif
-    return v;
-  }();
+  static const std::vector<std::unique_ptr<Analysis>> analyses = build_registry();
   return analyses;
+}
+
+std::vector<RegisteredAnalysis> registered_analyses() {
+  const std::vector<std::unique_ptr<Analysis>>& analyses = all_analyses();
+  std::vector<AnalysisRegistration> sorted = sorted_registrations();
+  std::vector<RegisteredAnalysis> out;
+  for (size_t i = 0; i < analyses.size(); ++i)
+    out.push_back({sorted[i].order, std::string(analyses[i]->name()), sorted[i].file});
+  return out;
+}
+
+std::vector<std::string> registry_problems(std::span<const RegisteredAnalysis> registered) {
+  std::vector<std::string> problems;
+  auto describe = [](const RegisteredAnalysis& r) {
+    return r.name + " (" + r.file + ", order " + std::to_string(r.order) + ")";
+  };
+  for (size_t i = 0; i < registered.size(); ++i)
+    for (size_t j = i + 1; j < registered.size(); ++j) {
+      const RegisteredAnalysis& a = registered[i];
+      const RegisteredAnalysis& b = registered[j];
+      if (a.name == b.name)
+        problems.push_back("two analyses are named " + a.name + ": " + describe(a) + " and " + describe(b) +
+                           "; rename one");
+      if (a.order == b.order)
+        problems.push_back("two analyses have order key " + std::to_string(a.order) + ": " + describe(a) +
+                           " and " + describe(b) + "; give one a free key (analysis.h)");
+    }
+  return problems;
 }
 
 namespace {

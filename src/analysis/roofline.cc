@@ -165,6 +165,8 @@ class LayerRoofline : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_kernel_roofline() { return std::make_unique<KernelRoofline>(); }
+STRATA_REGISTER_ANALYSIS(make_kernel_roofline, 1600);
 std::unique_ptr<Analysis> make_layer_roofline() { return std::make_unique<LayerRoofline>(); }
+STRATA_REGISTER_ANALYSIS(make_layer_roofline, 1700);
 
 }  // namespace strata::analysis

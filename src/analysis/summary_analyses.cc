@@ -220,8 +220,12 @@ class RangeSummary final : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_gpu_kernel_summary() { return std::make_unique<GpuKernelSummary>(); }
+STRATA_REGISTER_ANALYSIS(make_gpu_kernel_summary, 2700);
 std::unique_ptr<Analysis> make_cuda_api_summary() { return std::make_unique<CudaApiSummary>(); }
+STRATA_REGISTER_ANALYSIS(make_cuda_api_summary, 2800);
 std::unique_ptr<Analysis> make_memcpy_summary() { return std::make_unique<MemcpySummary>(); }
+STRATA_REGISTER_ANALYSIS(make_memcpy_summary, 2900);
 std::unique_ptr<Analysis> make_range_summary() { return std::make_unique<RangeSummary>(); }
+STRATA_REGISTER_ANALYSIS(make_range_summary, 3000);
 
 }  // namespace strata::analysis

@@ -192,5 +192,6 @@ class IterationsAnalysis final : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_iterations() { return std::make_unique<IterationsAnalysis>(); }
+STRATA_REGISTER_ANALYSIS(make_iterations, 1800);
 
 }  // namespace strata::analysis

@@ -195,5 +195,6 @@ class StepTime : public Analysis {
 }  // namespace
 
 std::unique_ptr<Analysis> make_step_time() { return std::make_unique<StepTime>(); }
+STRATA_REGISTER_ANALYSIS(make_step_time, 2300);
 
 }  // namespace strata::analysis

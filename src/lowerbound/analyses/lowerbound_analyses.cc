@@ -154,13 +154,16 @@ const BoundAnalysis* find_bound_analysis(std::string_view name) {
 
 }  // namespace strata::lowerbound
 
-// Factories listed in analysis/registry.cc.
+// Factories, each registered next to it (order keys after gpu_stalls: see analysis.h).
 namespace strata::analysis {
 std::unique_ptr<Analysis> make_framework_vs_bound() {
   return std::make_unique<lowerbound::FrameworkVsBound>();
 }
+STRATA_REGISTER_ANALYSIS(make_framework_vs_bound, 3200);
 std::unique_ptr<Analysis> make_framework_inefficiency() {
   return std::make_unique<lowerbound::FrameworkInefficiency>();
 }
+STRATA_REGISTER_ANALYSIS(make_framework_inefficiency, 3300);
 std::unique_ptr<Analysis> make_tensor_cores() { return std::make_unique<lowerbound::TensorCores>(); }
+STRATA_REGISTER_ANALYSIS(make_tensor_cores, 3400);
 }  // namespace strata::analysis

@@ -1,5 +1,5 @@
-// The lower-bound analyses, registered like every other analysis (analysis/registry.cc) and run over
-// the shared workload view:
+// The lower-bound analyses, registered like every other analysis (STRATA_REGISTER_ANALYSIS next to
+// their factories) and run over the shared workload view:
 //   framework_vs_bound      measured end-to-end vs the bounds, per-layer gaps, algorithm selection,
 //                           framework ops without an ONNX layer (Benanza IV-A, IV-B)
 //   framework_inefficiency  parameter deviations of each layer's library call, extra calls (III-D3)
