@@ -17,8 +17,13 @@ Two kinds of partial come back:
   and sends the rows, as the CSV prints each cell. Their tables have one row per (rank, ...) key
   computed from that rank's spans alone, ordered by rank first, so the combine is a stable sort by
   the rank column.
-- the rank's trace (`TRACE_PARTIAL`: collective_wait, comm_overlap, kernel_distribution,
-  launch_stats, queue_length, step_time): these compare ranks (the k-th call of a collective on
+- compact per-rank records (`RANK_PARTIAL`: kernel_distribution): libstrata's partial of the
+  analysis (src/analysis/rank_partials.h; kernel_distribution: per kernel name, the rank's count,
+  total and duration percentiles), a few dozen bytes per kernel name whatever the rank's span
+  count. The driver hands all of them to libstrata's combine, which builds the tables; the local
+  run is the same partial and combine over the one merged trace, so the two cannot drift.
+- the rank's trace (`TRACE_PARTIAL`: collective_wait, comm_overlap, launch_stats, queue_length,
+  step_time; not yet split): these compare ranks (the k-th call of a collective on
   every rank, medians and percentiles over all ranks, times from the earliest span of all ranks,
   tables sorted across ranks by unrounded times). The worker sends its file's canonical trace as
   native .strata bytes (zstd); the driver opens those traces together through libstrata and runs
@@ -41,17 +46,21 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["analyze", "DaskResult", "ROWS_PER_RANK", "TRACE_PARTIAL", "DaskAnalyzeError", "main"]
+__all__ = ["analyze", "DaskResult", "ROWS_PER_RANK", "RANK_PARTIAL", "TRACE_PARTIAL", "DaskAnalyzeError", "main"]
 
 # Analyses whose table rows are per rank, from that rank's spans only, ordered by rank first
 # (rank_analyses.cc: rank_breakdown's map by rank; rank_device.cc: idle_time's map by
 # (rank, device, stream)). Their combine: the partials' rows, stably sorted by the rank column.
 ROWS_PER_RANK = ("rank_breakdown", "idle_time")
 
-# Cross-rank analyses: their partial is the rank's canonical trace, combined by opening all of them
-# together in libstrata (see the module's docstring).
-TRACE_PARTIAL = ("collective_wait", "comm_overlap", "kernel_distribution", "launch_stats", "queue_length",
-                 "step_time")
+# Cross-rank analyses with a per-rank partial in libstrata (strata_capi_rank_partial): the worker
+# sends the records, the driver combines them (strata_capi_combine_partials).
+RANK_PARTIAL = ("kernel_distribution",)
+
+# Cross-rank analyses without one yet: their partial is the rank's canonical trace, combined by
+# opening all of them together in libstrata (see the module's docstring).
+TRACE_PARTIAL = ("collective_wait", "comm_overlap", "launch_stats", "queue_length", "step_time")
+_SPLIT = ROWS_PER_RANK + RANK_PARTIAL + TRACE_PARTIAL
 _REFUSAL_REASON = "it is not a rank analysis (only those are split and tested under Dask)"
 # zstd level of the shipped traces: small on the network, cheap to write.
 _TRACE_ZSTD_LEVEL = 3
@@ -78,10 +87,12 @@ class _Partial:
     worker: str = ""  # the Dask worker's address that ran it
     results: List[Tuple[str, List[_Table]]] = field(default_factory=list)  # the ROWS_PER_RANK analyses
     trace: bytes = b""  # the file's canonical trace (native, zstd) when a TRACE_PARTIAL analysis runs
+    records: Dict[str, bytes] = field(default_factory=dict)  # per RANK_PARTIAL analysis, its partial
 
     def payload_bytes(self) -> int:
-        """Bytes of cell text and trace: what the partial costs on the network, about (the cost model)."""
-        return len(self.trace) + sum(len(c) for _, tables in self.results for t in tables
+        """Bytes of cell text, records and trace: what the partial costs on the network, about (the
+        cost model)."""
+        return len(self.trace) + sum(len(r) for r in self.records.values()) + sum(len(c) for _, tables in self.results for t in tables
                                      for row in t.rows for c in row)
 
 
@@ -158,6 +169,12 @@ def _run_tables(lib: Any, handle: int, path: str, name: str, params: Dict[str, s
     tables = lib.strata_capi_run_analysis(handle, name.encode(), key_arr, value_arr, len(keys))
     if not tables:
         raise DaskAnalyzeError(f"{path}: {name}: " + (lib.strata_capi_last_error() or b"").decode("utf-8", "replace"))
+    return _read_tables(lib, tables)
+
+
+def _read_tables(lib: Any, tables: int) -> Tuple[str, List[_Table]]:
+    """A strata_capi_tables object's missing-input line and tables (cells as the CSV prints them);
+    frees the object."""
     try:
         missing = lib.strata_capi_missing_input(tables).decode("utf-8", "replace")
         out = []
@@ -194,9 +211,28 @@ def _saved_trace(lib: Any, handle: int, path: str) -> bytes:
             return f.read()
 
 
+def _param_arrays(params: Dict[str, str]) -> Tuple[Any, Any, int]:
+    keys = [k.encode() for k in params]
+    values = [v.encode() for v in params.values()]
+    return (ctypes.c_char_p * max(1, len(keys)))(*keys), (ctypes.c_char_p * max(1, len(values)))(*values), len(keys)
+
+
+def _rank_records(lib: Any, handle: int, path: str, name: str, params: Dict[str, str]) -> bytes:
+    """The file's partial of RANK_PARTIAL analysis `name` (strata_capi_rank_partial)."""
+    data, size = ctypes.POINTER(ctypes.c_char)(), ctypes.c_uint64()
+    if not lib.strata_capi_rank_partial(handle, name.encode(), *_param_arrays(params), ctypes.byref(data),
+                                        ctypes.byref(size)):
+        raise DaskAnalyzeError(f"{path}: {name}: " + (lib.strata_capi_last_error() or b"").decode("utf-8", "replace"))
+    try:
+        return ctypes.string_at(data, size.value)
+    finally:
+        lib.strata_capi_buffer_free(data)
+
+
 def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str, str]]) -> _Partial:
     """A worker's task: loads one file through libstrata, runs each ROWS_PER_RANK analysis on it
-    alone, and saves the file's trace when a TRACE_PARTIAL analysis is among `analyses`."""
+    alone, computes each RANK_PARTIAL analysis's records, and saves the file's trace when a
+    TRACE_PARTIAL analysis is among `analyses`."""
     from . import _analysis  # on the worker: pandas and the C library load here, not in the driver
 
     trace = _analysis.load(path)
@@ -209,6 +245,8 @@ def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str,
         for name in analyses:
             if name in ROWS_PER_RANK:
                 result.results.append(_run_tables(lib, handle, path, name, params.get(name, {})))
+            elif name in RANK_PARTIAL:
+                result.records[name] = _rank_records(lib, handle, path, name, params.get(name, {}))
         if any(name in TRACE_PARTIAL for name in analyses):
             result.trace = _saved_trace(lib, handle, path)
         return result
@@ -276,6 +314,22 @@ def _combine_traces(names: Sequence[str], partials: Sequence[_Partial],
             lib.strata_capi_free(handle)
 
 
+def _combine_records(name: str, partials: Sequence[_Partial], params: Dict[str, str]) -> Tuple[str, List[_Table]]:
+    """RANK_PARTIAL analysis `name` over the partials' records (libstrata's combine)."""
+    from . import _analysis
+
+    lib = _analysis._capi()
+    records = [p.records[name] for p in partials]
+    tables = lib.strata_capi_combine_partials(
+        name.encode(), (ctypes.c_char_p * max(1, len(records)))(*records),
+        (ctypes.c_uint64 * max(1, len(records)))(*[len(r) for r in records]), len(records),
+        *_param_arrays(params))
+    if not tables:
+        raise DaskAnalyzeError(f"{name}: combining the ranks' partials: " +
+                               (lib.strata_capi_last_error() or b"").decode("utf-8", "replace"))
+    return _read_tables(lib, tables)
+
+
 def combine(analyses: Sequence[str], partials: Sequence[_Partial],
             params: Optional[Dict[str, Dict[str, str]]] = None) -> DaskResult:
     """Joins the workers' partials into the local run's tables (as `strata analyze` over all files)."""
@@ -286,8 +340,9 @@ def combine(analyses: Sequence[str], partials: Sequence[_Partial],
         if any(n in TRACE_PARTIAL for n in analyses) else {}
     row_index = 0
     for name in analyses:
-        if name in traced:
-            missing, tables = traced[name]
+        if name in traced or name in RANK_PARTIAL:
+            missing, tables = traced[name] if name in traced else \
+                _combine_records(name, partials, (params or {}).get(name, {}))
             if missing:
                 result.missing.append((name, missing))
             result.tables.extend(tables)
@@ -304,10 +359,10 @@ def combine(analyses: Sequence[str], partials: Sequence[_Partial],
 
 def refusal(name: str) -> Optional[str]:
     """The one line --dask prints for an analysis it cannot split; None for one it can."""
-    if name in ROWS_PER_RANK or name in TRACE_PARTIAL:
+    if name in _SPLIT:
         return None
     return (f"{name} is local-only under --dask: {_REFUSAL_REASON}; run it without --dask (--dask splits "
-            f"{', '.join(ROWS_PER_RANK + TRACE_PARTIAL)})")
+            f"{', '.join(_SPLIT)})")
 
 
 def _params_per_analysis(analyses: Sequence[str], params: Dict[str, Any]) -> Dict[str, Dict[str, str]]:
@@ -323,7 +378,7 @@ def _params_per_analysis(analyses: Sequence[str], params: Dict[str, Any]) -> Dic
     return {n: {k: v for k, v in text.items() if k in declared.get(n, ())} for n in analyses}
 
 
-def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = ROWS_PER_RANK + TRACE_PARTIAL,
+def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = _SPLIT,
             **params: Any) -> DaskResult:
     """Runs `analyses` over the rank traces `paths` on the Dask `client`'s workers (one task per
     file) and combines the partials; result.csv() equals `strata analyze PATHS... --format csv`.
@@ -334,8 +389,7 @@ def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = ROWS_PE
     if not paths:
         raise DaskAnalyzeError("no input file")
     if not analyses:
-        raise DaskAnalyzeError("name the analyses to run (-a NAME); --dask splits " +
-                               ", ".join(ROWS_PER_RANK + TRACE_PARTIAL))
+        raise DaskAnalyzeError("name the analyses to run (-a NAME); --dask splits " + ", ".join(_SPLIT))
     for name in analyses:
         if (line := refusal(name)) is not None:
             raise DaskAnalyzeError(line)

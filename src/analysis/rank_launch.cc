@@ -3,10 +3,15 @@
 // with the runtime call that launched it through the span tree's correlation links.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 #include "analysis/analysis_util.h"
+#include "analysis/rank_partials.h"
 #include "analysis/rank_util.h"
+#include "analysis/stats.h"
 
 namespace strata::analysis {
 namespace {
@@ -186,9 +191,172 @@ class LaunchStats : public Analysis {
   }
 };
 
+// kernel_distribution's partial: per kernel name and owner, the count, total and duration
+// percentiles of that owner's kernels and collectives (all the per-rank table needs, and the rank
+// medians the spread table compares). Fixed-width binary, host byte order (the workers and the
+// driver run the same build): u32 name length, name, then owner, count, total_ns (i64) and sum,
+// p50, p90, max (f64, nanoseconds).
+struct KernelRankRecord {
+  std::string name;
+  int64_t owner = 0, count = 0, total_ns = 0;
+  double sum = 0, p50 = 0, p90 = 0, max = 0;
+};
+
+template <typename T>
+void put(std::string* out, T value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+template <typename T>
+T take(std::string_view* in) {
+  if (in->size() < sizeof(T))
+    throw std::runtime_error("kernel_distribution: a partial is truncated (not written by this build)");
+  T value;
+  std::memcpy(&value, in->data(), sizeof value);
+  in->remove_prefix(sizeof value);
+  return value;
+}
+
+std::string kernel_partial(const model::Trace& trace, const Params& /*params*/) {
+  const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
+  std::map<std::pair<uint32_t, int64_t>, std::vector<double>> durations;  // (name, owner) -> ns
+  std::map<std::pair<uint32_t, int64_t>, int64_t> totals;
+  for (const SpanRecord& s : trace.spans) {
+    if (!ranks::occupies_stream(s)) continue;
+    const ActivityType a = s.activity_type();
+    if (a != ActivityType::kKernel && a != ActivityType::kCollective) continue;
+    durations[{s.name, owners[s.process]}].push_back(static_cast<double>(s.duration_ns()));
+    totals[{s.name, owners[s.process]}] += s.duration_ns();
+  }
+  std::string out;
+  for (auto& [key, d] : durations) {
+    std::sort(d.begin(), d.end());
+    double sum = 0;
+    for (double v : d) sum += v;
+    const std::string_view name = trace.strings.get(key.first);
+    put(&out, static_cast<uint32_t>(name.size()));
+    out.append(name);
+    put(&out, key.second);
+    put(&out, static_cast<int64_t>(d.size()));
+    put(&out, totals[key]);
+    for (double v : {sum, percentile_sorted(d, 50), percentile_sorted(d, 90), d.back()}) put(&out, v);
+  }
+  return out;
+}
+
+// name -> owner -> record, from all partials; an owner twice under one name is an error (each rank
+// belongs to one partial).
+using KernelRecords = std::map<std::string, std::map<int64_t, KernelRankRecord>, std::less<>>;
+
+KernelRecords read_kernel_partials(std::span<const std::string_view> partials) {
+  KernelRecords records;
+  for (std::string_view in : partials) {
+    while (!in.empty()) {
+      KernelRankRecord r;
+      const auto length = take<uint32_t>(&in);
+      if (in.size() < length)
+        throw std::runtime_error("kernel_distribution: a partial is truncated (not written by this build)");
+      r.name.assign(in.substr(0, length));
+      in.remove_prefix(length);
+      r.owner = take<int64_t>(&in), r.count = take<int64_t>(&in), r.total_ns = take<int64_t>(&in);
+      r.sum = take<double>(&in), r.p50 = take<double>(&in), r.p90 = take<double>(&in);
+      r.max = take<double>(&in);
+      auto& by_owner = records[r.name];
+      const int64_t owner = r.owner;
+      if (!by_owner.emplace(owner, std::move(r)).second)
+        throw std::runtime_error("kernel_distribution: " + ranks::owner_label(owner) +
+                                 " is in two partials (each rank must come from one file)");
+    }
+  }
+  return records;
+}
+
+std::vector<Cell> kernel_spread_row(const std::string& name,
+                                    const std::vector<std::pair<int64_t, double>>& medians, int64_t count,
+                                    int64_t total_ns) {
+  auto lo = medians.begin(), hi = medians.begin();
+  for (auto it = medians.begin(); it != medians.end(); ++it) {
+    if (it->second < lo->second) lo = it;
+    if (it->second > hi->second) hi = it;
+  }
+  std::vector<double> values;
+  for (const auto& m : medians) values.push_back(m.second);
+  const ranks::MedianMad mm = ranks::median_mad(values);
+  Cell outlier = Cell::empty(), mads = Cell::empty();
+  if (medians.size() >= 3 && mm.mad > 0) {
+    auto far = medians.begin();
+    for (auto it = medians.begin(); it != medians.end(); ++it)
+      if (std::fabs(it->second - mm.median) > std::fabs(far->second - mm.median)) far = it;
+    outlier = ranks::rank_cell(far->first);
+    mads = Cell::real(std::fabs(far->second - mm.median) / mm.mad, 2);
+  }
+  return {Cell::text(name),
+          Cell::integer(static_cast<int64_t>(medians.size())),
+          Cell::integer(count),
+          Cell::real(total_ns / 1e6, 3),
+          Cell::real(lo->second / 1e3, 3),
+          ranks::rank_cell(lo->first),
+          Cell::real(hi->second / 1e3, 3),
+          ranks::rank_cell(hi->first),
+          Cell::real(lo->second > 0 ? 100.0 * (hi->second - lo->second) / lo->second : 0, 2),
+          outlier,
+          mads};
+}
+
+// Names ranked by total time over all ranks (ties by name), the top ones shown.
+AnalysisResult combine_kernel_partials(std::span<const std::string_view> partials, const Params& params) {
+  const KernelRecords records = read_kernel_partials(partials);
+  if (records.empty())
+    return missing("no kernels on any device: import a Kineto/nsys GPU trace or record with --level device");
+  std::vector<std::pair<int64_t, const std::string*>> names;
+  for (const auto& [n, by_owner] : records) {
+    int64_t total = 0;
+    for (const auto& [o, r] : by_owner) total += r.total_ns;
+    names.emplace_back(-total, &n);
+  }
+  std::sort(names.begin(), names.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : *a.second < *b.second;
+  });
+  const int64_t top = params.get_int("top", 20);
+  const size_t shown = top > 0 ? std::min(names.size(), static_cast<size_t>(top)) : names.size();
+  Table per_rank = make_table("kernel_distribution", "Kernel durations per rank",
+                              {"kernel", "rank", "count", "total_ms", "p50_us", "p90_us", "max_us"});
+  Table spread = make_table("kernel_distribution_spread", "Kernel durations across ranks",
+                            {"kernel", "ranks", "count", "total_ms", "min_p50_us", "min_p50_rank",
+                             "max_p50_us", "max_p50_rank", "spread_pct", "outlier_rank", "outlier_mads"});
+  for (size_t j = 0; j < shown; ++j) {
+    const std::string& text = *names[j].second;
+    std::vector<std::pair<int64_t, double>> medians;  // (owner, p50)
+    int64_t count = 0;
+    for (const auto& [o, r] : records.find(text)->second) {
+      medians.emplace_back(o, r.p50);
+      count += r.count;
+      per_rank.rows.push_back({Cell::text(text), ranks::rank_cell(o), Cell::integer(r.count),
+                               Cell::real(r.sum / 1e6, 3), Cell::real(r.p50 / 1e3, 3),
+                               Cell::real(r.p90 / 1e3, 3), Cell::real(r.max / 1e3, 3)});
+    }
+    spread.rows.push_back(kernel_spread_row(text, medians, count, -names[j].first));
+  }
+  if (shown < names.size()) {
+    const std::string note = "the " + std::to_string(shown) + " of " + std::to_string(names.size()) +
+                             " kernels with the most total time (--param top=0 shows all)";
+    per_rank.notes.push_back(note);
+    spread.notes.push_back(note);
+  }
+  spread.notes.push_back(
+      "spread: (largest - smallest rank median) / smallest; outlier: the rank whose median is furthest "
+      "from the "
+      "median of the ranks' medians, in MADs of those (empty with fewer than 3 ranks or a MAD of 0)");
+  AnalysisResult r;
+  r.tables.push_back(std::move(spread));
+  r.tables.push_back(std::move(per_rank));
+  return r;
+}
+
 // Per kernel name and rank: count and duration percentiles; per name across ranks: the ranks' median
 // durations side by side, their spread, and the rank furthest from the others (in MADs of the
-// ranks' medians). Kernels and collectives only; names ranked by total time over all ranks.
+// ranks' medians). Kernels and collectives only; names ranked by total time over all ranks. The
+// local run is the split run with one partial (rank_partials.h).
 class KernelDistribution : public Analysis {
  public:
   std::string_view name() const override { return "kernel_distribution"; }
@@ -198,101 +366,23 @@ class KernelDistribution : public Analysis {
            "spread across ranks, with the outlier rank (--param top=20)";
   }
   AnalysisResult run(const AnalysisInput& input) const override {
-    const model::Trace& trace = input.trace;
-    const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
-    std::map<uint32_t, std::map<int64_t, std::vector<double>>> durations;  // name -> owner -> ns
-    std::map<uint32_t, int64_t> total;
-    for (const SpanRecord& s : trace.spans) {
-      if (!ranks::occupies_stream(s)) continue;
-      const ActivityType a = s.activity_type();
-      if (a != ActivityType::kKernel && a != ActivityType::kCollective) continue;
-      durations[s.name][owners[s.process]].push_back(static_cast<double>(s.duration_ns()));
-      total[s.name] += s.duration_ns();
-    }
-    if (durations.empty())
-      return missing(
-          "no kernels on any device: import a Kineto/nsys GPU trace or record with --level device");
-    std::vector<std::pair<int64_t, uint32_t>> names;
-    for (const auto& [n, t] : total) names.emplace_back(-t, n);
-    std::sort(names.begin(), names.end());
-    const int64_t top = input.params.get_int("top", 20);
-    const size_t shown = top > 0 ? std::min(names.size(), static_cast<size_t>(top)) : names.size();
-    Table per_rank = make_table("kernel_distribution", "Kernel durations per rank",
-                                {"kernel", "rank", "count", "total_ms", "p50_us", "p90_us", "max_us"});
-    Table spread = make_table("kernel_distribution_spread", "Kernel durations across ranks",
-                              {"kernel", "ranks", "count", "total_ms", "min_p50_us", "min_p50_rank",
-                               "max_p50_us", "max_p50_rank", "spread_pct", "outlier_rank", "outlier_mads"});
-    for (size_t j = 0; j < shown; ++j) {
-      const uint32_t name = names[j].second;
-      const std::string text(trace.strings.get(name));
-      std::vector<std::pair<int64_t, double>> medians;  // (owner, p50)
-      int64_t count = 0;
-      for (const auto& [o, d] : durations[name]) {
-        std::vector<double> sorted = d;
-        std::sort(sorted.begin(), sorted.end());
-        double sum = 0;
-        for (double v : sorted) sum += v;
-        const double p50 = percentile_sorted(sorted, 50);
-        medians.emplace_back(o, p50);
-        count += static_cast<int64_t>(sorted.size());
-        per_rank.rows.push_back({Cell::text(text), ranks::rank_cell(o),
-                                 Cell::integer(static_cast<int64_t>(sorted.size())), Cell::real(sum / 1e6, 3),
-                                 Cell::real(p50 / 1e3, 3), Cell::real(percentile_sorted(sorted, 90) / 1e3, 3),
-                                 Cell::real(sorted.back() / 1e3, 3)});
-      }
-      spread.rows.push_back(spread_row(text, medians, count, -names[j].first));
-    }
-    if (shown < names.size()) {
-      const std::string note = "the " + std::to_string(shown) + " of " + std::to_string(names.size()) +
-                               " kernels with the most total time (--param top=0 shows all)";
-      per_rank.notes.push_back(note);
-      spread.notes.push_back(note);
-    }
-    spread.notes.push_back(
-        "spread: (largest - smallest rank median) / smallest; outlier: the rank whose median is furthest "
-        "from the "
-        "median of the ranks' medians, in MADs of those (empty with fewer than 3 ranks or a MAD of 0)");
-    AnalysisResult r;
-    r.tables.push_back(std::move(spread));
-    r.tables.push_back(std::move(per_rank));
-    return r;
-  }
-
- private:
-  static std::vector<Cell> spread_row(const std::string& name,
-                                      const std::vector<std::pair<int64_t, double>>& medians, int64_t count,
-                                      int64_t total_ns) {
-    auto lo = medians.begin(), hi = medians.begin();
-    for (auto it = medians.begin(); it != medians.end(); ++it) {
-      if (it->second < lo->second) lo = it;
-      if (it->second > hi->second) hi = it;
-    }
-    std::vector<double> values;
-    for (const auto& m : medians) values.push_back(m.second);
-    const ranks::MedianMad mm = ranks::median_mad(values);
-    Cell outlier = Cell::empty(), mads = Cell::empty();
-    if (medians.size() >= 3 && mm.mad > 0) {
-      auto far = medians.begin();
-      for (auto it = medians.begin(); it != medians.end(); ++it)
-        if (std::fabs(it->second - mm.median) > std::fabs(far->second - mm.median)) far = it;
-      outlier = ranks::rank_cell(far->first);
-      mads = Cell::real(std::fabs(far->second - mm.median) / mm.mad, 2);
-    }
-    return {Cell::text(name),
-            Cell::integer(static_cast<int64_t>(medians.size())),
-            Cell::integer(count),
-            Cell::real(total_ns / 1e6, 3),
-            Cell::real(lo->second / 1e3, 3),
-            ranks::rank_cell(lo->first),
-            Cell::real(hi->second / 1e3, 3),
-            ranks::rank_cell(hi->first),
-            Cell::real(lo->second > 0 ? 100.0 * (hi->second - lo->second) / lo->second : 0, 2),
-            outlier,
-            mads};
+    const std::string partial = kernel_partial(input.trace, input.params);
+    const std::string_view one[] = {partial};
+    return combine_kernel_partials(one, input.params);
   }
 };
 
+const RankPartial kRankPartials[] = {
+    {"kernel_distribution", kernel_partial, combine_kernel_partials},
+};
+
 }  // namespace
+
+const RankPartial* find_rank_partial(std::string_view analysis) {
+  for (const RankPartial& p : kRankPartials)
+    if (p.analysis == analysis) return &p;
+  return nullptr;
+}
 
 std::unique_ptr<Analysis> make_launch_stats() { return std::make_unique<LaunchStats>(); }
 std::unique_ptr<Analysis> make_kernel_distribution() { return std::make_unique<KernelDistribution>(); }

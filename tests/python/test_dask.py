@@ -22,7 +22,8 @@ from conftest import BUILD_DIR, PYTHON_PKG, STRATA, SYSTEM_PYTHON
 distributed = pytest.importorskip("distributed", reason="python3-distributed (scripts/setup.sh) is not installed")
 
 SPLIT = "rank_breakdown,idle_time"
-# Every rank analysis: the two that split as rows, then those whose partial is the rank's trace.
+# Every rank analysis: the two that split as rows, then the cross-rank ones (kernel_distribution's
+# partial is per-rank records, the others' the rank's trace).
 ALL_RANK = ("rank_breakdown,idle_time,comm_overlap,collective_wait,step_time,kernel_distribution,launch_stats,"
             "queue_length")
 MAKE_RANKS = os.path.join(BUILD_DIR, "bin", "make_rank_traces")
@@ -231,6 +232,31 @@ def test_python_dask_identical_on_64_ranks(cluster, tmp_path, strata_bin):
     expected = local_csv(paths, ALL_RANK)
     assert all(table_rows(expected).get(t, 0) > 0 for t in ALL_TABLES)
     assert result.csv() == expected and not result.missing
+
+
+def test_rank_partial_records_do_not_grow_with_spans(tmp_path, strata_bin):
+    """kernel_distribution's partial (per kernel name and rank: count, total, percentiles) is the
+    same size whatever the rank's span count: 64 generated Kineto ranks with 4 and with 16 steps
+    (4x the spans) give partials of the same bytes per rank, far below the rank's trace."""
+    sys.path.insert(0, PYTHON_PKG)
+    import strata.dask
+
+    sizes = {}
+    for steps in (4, 16):
+        import kineto_ranks as generator
+
+        out = tmp_path / f"steps{steps}"
+        out.mkdir()
+        paths = generator.write_ranks(str(out), 64, steps)
+        partials = [strata.dask.rank_partial(p, ["kernel_distribution"], {}) for p in paths]
+        sizes[steps] = ([len(p.records["kernel_distribution"]) for p in partials], sum(p.spans for p in partials))
+        assert all(n > 0 for n in sizes[steps][0])
+        # The combine over the partials is the local run's table.
+        combined = strata.dask.combine(["kernel_distribution"], partials, {"kernel_distribution": {}})
+        assert combined.csv() == local_csv(paths, "kernel_distribution")
+    assert sizes[16][1] > 3 * sizes[4][1], "the larger ranks have more spans"
+    assert sizes[16][0] == sizes[4][0], "the partial's size does not depend on the span count"
+    assert max(sizes[16][0]) < 4096
 
 
 def test_cli_dask_refuses_what_does_not_split(cluster, tmp_path, strata_bin):
