@@ -17,13 +17,13 @@ Two kinds of partial come back:
   and sends the rows, as the CSV prints each cell. Their tables have one row per (rank, ...) key
   computed from that rank's spans alone, ordered by rank first, so the combine is a stable sort by
   the rank column.
-- compact per-rank records (`RANK_PARTIAL`: kernel_distribution): libstrata's partial of the
-  analysis (src/analysis/rank_partials.h; kernel_distribution: per kernel name, the rank's count,
-  total and duration percentiles), a few dozen bytes per kernel name whatever the rank's span
-  count. The driver hands all of them to libstrata's combine, which builds the tables; the local
+- compact per-rank records (`RANK_PARTIAL`: kernel_distribution, launch_stats): libstrata's
+  partial of the analysis (src/analysis/rank_partials.h; kernel_distribution: per kernel name, the
+  rank's count, total and duration percentiles; launch_stats: the rank's summary values, its
+  earliest start and its `top` longest launch delays), whatever the rank's span count. The driver hands all of them to libstrata's combine, which builds the tables; the local
   run is the same partial and combine over the one merged trace, so the two cannot drift.
-- the rank's trace (`TRACE_PARTIAL`: collective_wait, comm_overlap, launch_stats, queue_length,
-  step_time; not yet split): these compare ranks (the k-th call of a collective on
+- the rank's trace (`TRACE_PARTIAL`: collective_wait, comm_overlap, queue_length, step_time; not
+  yet split): these compare ranks (the k-th call of a collective on
   every rank, medians and percentiles over all ranks, times from the earliest span of all ranks,
   tables sorted across ranks by unrounded times). The worker sends its file's canonical trace as
   native .strata bytes (zstd); the driver opens those traces together through libstrata and runs
@@ -55,11 +55,11 @@ ROWS_PER_RANK = ("rank_breakdown", "idle_time")
 
 # Cross-rank analyses with a per-rank partial in libstrata (strata_capi_rank_partial): the worker
 # sends the records, the driver combines them (strata_capi_combine_partials).
-RANK_PARTIAL = ("kernel_distribution",)
+RANK_PARTIAL = ("kernel_distribution", "launch_stats")
 
 # Cross-rank analyses without one yet: their partial is the rank's canonical trace, combined by
 # opening all of them together in libstrata (see the module's docstring).
-TRACE_PARTIAL = ("collective_wait", "comm_overlap", "launch_stats", "queue_length", "step_time")
+TRACE_PARTIAL = ("collective_wait", "comm_overlap", "queue_length", "step_time")
 _SPLIT = ROWS_PER_RANK + RANK_PARTIAL + TRACE_PARTIAL
 _REFUSAL_REASON = "it is not a rank analysis (only those are split and tested under Dask)"
 # zstd level of the shipped traces: small on the network, cheap to write.

@@ -231,39 +231,50 @@ TEST(PyapiCapi, SavedRanksOpenToTheSameTraceAsTheOriginals) {
   rmdir(dir);
 }
 
-// strata.dask's record partial: kernel_distribution's partial of each real rank, combined, gives
-// the cells of the ranks opened together (with a --param too); bad partials are one error line.
-TEST(PyapiCapi, RankPartialsCombineToTheMergedRun) {
-  const std::string data = std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/";
-  const std::string originals[] = {data + "multirank_rank0.json.gz", data + "multirank_rank1.json.gz"};
+// Each rank's partial (analysis/rank_partials.h) of every real rank, combined, gives the cells of the
+// ranks opened together (with a --param too); bad partials are one error line.
+std::vector<std::string> rank_partials(const std::string (&paths)[2], const char* analysis) {
   std::vector<std::string> partials;
-  for (const std::string& path : originals) {
+  for (const std::string& path : paths) {
     strata_capi_trace* one = open_one(path);
-    ASSERT_NE(one, nullptr) << strata_capi_last_error();
+    EXPECT_NE(one, nullptr) << strata_capi_last_error();
+    if (one == nullptr) return partials;
     char* bytes = nullptr;
     uint64_t size = 0;
-    ASSERT_EQ(strata_capi_rank_partial(one, "kernel_distribution", nullptr, nullptr, 0, &bytes, &size), 1)
+    EXPECT_EQ(strata_capi_rank_partial(one, analysis, nullptr, nullptr, 0, &bytes, &size), 1)
         << strata_capi_last_error();
     partials.emplace_back(bytes, size);
     strata_capi_buffer_free(bytes);
     EXPECT_GT(size, 0u);  // its size per span count: tests/python/test_dask.py
     strata_capi_free(one);
   }
+  return partials;
+}
+
+TEST(PyapiCapi, RankPartialsCombineToTheMergedRun) {
+  const std::string data = std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/";
+  const std::string originals[] = {data + "multirank_rank0.json.gz", data + "multirank_rank1.json.gz"};
   const char* original_paths[] = {originals[0].c_str(), originals[1].c_str()};
   strata_capi_trace* both = strata_capi_open(original_paths, 2, nullptr);
   ASSERT_NE(both, nullptr) << strata_capi_last_error();
-  const char* bytes[] = {partials[0].data(), partials[1].data()};
-  const uint64_t sizes[] = {partials[0].size(), partials[1].size()};
   const char* keys[] = {"top"};
   const char* values[] = {"2"};
-  for (size_t n_params : {0, 1}) {
-    const std::vector<std::string> expected = all_cells(both, "kernel_distribution", keys, values, n_params);
-    EXPECT_GT(expected.size(), 20u);
-    EXPECT_EQ(cells_of(strata_capi_combine_partials("kernel_distribution", bytes, sizes, 2, keys, values,
-                                                    n_params)),
-              expected)
-        << n_params;
+  for (const char* analysis : {"launch_stats", "kernel_distribution"}) {
+    const std::vector<std::string> partials = rank_partials(originals, analysis);
+    ASSERT_EQ(partials.size(), 2u);
+    const char* bytes[] = {partials[0].data(), partials[1].data()};
+    const uint64_t sizes[] = {partials[0].size(), partials[1].size()};
+    for (size_t n_params : {0, 1}) {
+      const std::vector<std::string> expected = all_cells(both, analysis, keys, values, n_params);
+      EXPECT_GT(expected.size(), 20u);
+      EXPECT_EQ(cells_of(strata_capi_combine_partials(analysis, bytes, sizes, 2, keys, values, n_params)),
+                expected)
+          << analysis << " " << n_params;
+    }
   }
+  const std::vector<std::string> partials = rank_partials(originals, "kernel_distribution");
+  const char* bytes[] = {partials[0].data(), partials[1].data()};
+  const uint64_t sizes[] = {partials[0].size(), partials[1].size()};
   // The same rank twice, a truncated partial, and an analysis with no partial: NULL / 0 and one line.
   const char* twice[] = {bytes[0], bytes[0]};
   const uint64_t twice_sizes[] = {sizes[0], sizes[0]};

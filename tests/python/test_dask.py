@@ -235,9 +235,11 @@ def test_python_dask_identical_on_64_ranks(cluster, tmp_path, strata_bin):
 
 
 def test_rank_partial_records_do_not_grow_with_spans(tmp_path, strata_bin):
-    """kernel_distribution's partial (per kernel name and rank: count, total, percentiles) is the
-    same size whatever the rank's span count: 64 generated Kineto ranks with 4 and with 16 steps
-    (4x the spans) give partials of the same bytes per rank, far below the rank's trace."""
+    """The record partials are the same size whatever the rank's span count: 64 generated Kineto
+    ranks with 4 and with 16 steps (4x the spans) give partials of the same bytes per rank
+    (kernel_distribution: per kernel name and rank, count, total, percentiles; launch_stats: the
+    rank's summary and its `top` longest delays: the same count, so the same size up to the lengths
+    of the kernel names in them), and their combine is the local run's table."""
     sys.path.insert(0, PYTHON_PKG)
     import strata.dask
 
@@ -248,15 +250,18 @@ def test_rank_partial_records_do_not_grow_with_spans(tmp_path, strata_bin):
         out = tmp_path / f"steps{steps}"
         out.mkdir()
         paths = generator.write_ranks(str(out), 64, steps)
-        partials = [strata.dask.rank_partial(p, ["kernel_distribution"], {}) for p in paths]
-        sizes[steps] = ([len(p.records["kernel_distribution"]) for p in partials], sum(p.spans for p in partials))
-        assert all(n > 0 for n in sizes[steps][0])
+        names = list(strata.dask.RANK_PARTIAL)
+        params = {"kernel_distribution": {"top": "10"}, "launch_stats": {"top": "10"}}  # as --param top=10
+        partials = [strata.dask.rank_partial(p, names, params) for p in paths]
+        sizes[steps] = ({n: [len(p.records[n]) for p in partials] for n in names}, sum(p.spans for p in partials))
+        assert all(size > 0 for n in names for size in sizes[steps][0][n])
         # The combine over the partials is the local run's table.
-        combined = strata.dask.combine(["kernel_distribution"], partials, {"kernel_distribution": {}})
-        assert combined.csv() == local_csv(paths, "kernel_distribution")
+        combined = strata.dask.combine(names, partials, params)
+        assert combined.csv() == local_csv(paths, ",".join(names), ("--param", "top=10"))
     assert sizes[16][1] > 3 * sizes[4][1], "the larger ranks have more spans"
-    assert sizes[16][0] == sizes[4][0], "the partial's size does not depend on the span count"
-    assert max(sizes[16][0]) < 4096
+    kernels, launches = (sizes[16][0][n] for n in names)
+    assert kernels == sizes[4][0]["kernel_distribution"], "the same kernel names, so the same bytes"
+    assert max(launches) <= 1.25 * max(sizes[4][0]["launch_stats"]), "top=10 launches whatever the span count"
 
 
 def test_cli_dask_refuses_what_does_not_split(cluster, tmp_path, strata_bin):
