@@ -13,7 +13,8 @@ How the work is split: each input file is one task. A Dask worker loads the file
 (src/pyapi, the library `strata.load` uses): the parse and conversion, the costly part, run there.
 Two kinds of partial come back:
 
-- rows (`ROWS_PER_RANK`: rank_breakdown, idle_time): the worker runs the analysis on its file alone
+- rows (`ROWS_PER_RANK`: rank_breakdown, idle_time; queue_length without --param bucket_us, see
+  `_rows_per_rank`): the worker runs the analysis on its file alone
   and sends the rows, as the CSV prints each cell. Their tables have one row per (rank, ...) key
   computed from that rank's spans alone, ordered by rank first, so the combine is a stable sort by
   the rank column.
@@ -22,8 +23,8 @@ Two kinds of partial come back:
   rank's count, total and duration percentiles; launch_stats: the rank's summary values, its
   earliest start and its `top` longest launch delays), whatever the rank's span count. The driver hands all of them to libstrata's combine, which builds the tables; the local
   run is the same partial and combine over the one merged trace, so the two cannot drift.
-- the rank's trace (`TRACE_PARTIAL`: collective_wait, comm_overlap, queue_length, step_time; not
-  yet split): these compare ranks (the k-th call of a collective on
+- the rank's trace (`TRACE_PARTIAL`: collective_wait, comm_overlap, step_time, and queue_length
+  with a time series; not yet split): these compare ranks (the k-th call of a collective on
   every rank, medians and percentiles over all ranks, times from the earliest span of all ranks,
   tables sorted across ranks by unrounded times). The worker sends its file's canonical trace as
   native .strata bytes (zstd); the driver opens those traces together through libstrata and runs
@@ -61,6 +62,25 @@ RANK_PARTIAL = ("kernel_distribution", "launch_stats")
 # opening all of them together in libstrata (see the module's docstring).
 TRACE_PARTIAL = ("collective_wait", "comm_overlap", "queue_length", "step_time")
 _SPLIT = ROWS_PER_RANK + RANK_PARTIAL + TRACE_PARTIAL
+
+
+def _rows_per_rank(name: str, params: Dict[str, str]) -> bool:
+    """Whether `name` with its --param values splits as rows. queue_length's summary and histogram
+    are per (rank, device, stream) from that rank's spans (rank_queue.cc), ordered by rank first;
+    only its time series (bucket_us > 0) counts buckets from the earliest span of all ranks, so it
+    ships the trace then (as does a bucket_us that is not a number: the driver's run reports it)."""
+    if name in ROWS_PER_RANK:
+        return True
+    if name != "queue_length":
+        return False
+    try:
+        return float(params.get("bucket_us", "0")) == 0
+    except ValueError:
+        return False
+
+
+def _traced(name: str, params: Dict[str, str]) -> bool:
+    return name in TRACE_PARTIAL and not _rows_per_rank(name, params)
 _REFUSAL_REASON = "it is not a rank analysis (only those are split and tested under Dask)"
 # zstd level of the shipped traces: small on the network, cheap to write.
 _TRACE_ZSTD_LEVEL = 3
@@ -243,11 +263,11 @@ def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str,
         result = _Partial(path, [int(p["rank"]) for p in info["processes"]],
                           int(lib.strata_capi_span_count(handle)), _worker_address())
         for name in analyses:
-            if name in ROWS_PER_RANK:
+            if _rows_per_rank(name, params.get(name, {})):
                 result.results.append(_run_tables(lib, handle, path, name, params.get(name, {})))
             elif name in RANK_PARTIAL:
                 result.records[name] = _rank_records(lib, handle, path, name, params.get(name, {}))
-        if any(name in TRACE_PARTIAL for name in analyses):
+        if any(_traced(name, params.get(name, {})) for name in analyses):
             result.trace = _saved_trace(lib, handle, path)
         return result
     finally:
@@ -336,13 +356,14 @@ def combine(analyses: Sequence[str], partials: Sequence[_Partial],
     _check_ranks(partials)
     result = DaskResult([], [], sum(p.payload_bytes() for p in partials), sum(p.spans for p in partials),
                         [p.worker for p in partials])
-    traced = _combine_traces([n for n in analyses if n in TRACE_PARTIAL], partials, params or {}) \
-        if any(n in TRACE_PARTIAL for n in analyses) else {}
+    params = params or {}
+    traced_names = [n for n in analyses if _traced(n, params.get(n, {}))]
+    traced = _combine_traces(traced_names, partials, params) if traced_names else {}
     row_index = 0
     for name in analyses:
         if name in traced or name in RANK_PARTIAL:
             missing, tables = traced[name] if name in traced else \
-                _combine_records(name, partials, (params or {}).get(name, {}))
+                _combine_records(name, partials, params.get(name, {}))
             if missing:
                 result.missing.append((name, missing))
             result.tables.extend(tables)

@@ -213,6 +213,14 @@ def test_cli_dask_every_rank_analysis_on_8_kineto_ranks(cluster, tmp_path, strat
     proc = dask_cli(paths, cluster.address, "comm_overlap", params)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == changed
+    # queue_length splits as rows, except with a time series (bucket_us: buckets from the earliest
+    # span of all ranks), which ships the ranks' traces: both byte for byte.
+    for params in ((), ("--param", "bucket_us=100")):
+        expected = local_csv(paths, "queue_length", params)
+        assert (b"# queue_length_series\n" in expected) == bool(params)
+        proc = dask_cli(paths, cluster.address, "queue_length", params)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == expected
 
 
 def test_python_dask_identical_on_64_ranks(cluster, tmp_path, strata_bin):
@@ -262,6 +270,9 @@ def test_rank_partial_records_do_not_grow_with_spans(tmp_path, strata_bin):
     kernels, launches = (sizes[16][0][n] for n in names)
     assert kernels == sizes[4][0]["kernel_distribution"], "the same kernel names, so the same bytes"
     assert max(launches) <= 1.25 * max(sizes[4][0]["launch_stats"]), "top=10 launches whatever the span count"
+    # queue_length (no time series) sends rows per (rank, device, stream), not the rank's trace.
+    partial = strata.dask.rank_partial(paths[0], ["queue_length"], {})
+    assert partial.trace == b"" and 0 < partial.payload_bytes() < 2048
 
 
 def test_cli_dask_refuses_what_does_not_split(cluster, tmp_path, strata_bin):
