@@ -13,8 +13,8 @@ How the work is split: each input file is one task. A Dask worker loads the file
 (src/pyapi, the library `strata.load` uses): the parse and conversion, the costly part, run there.
 Two kinds of partial come back:
 
-- rows (`ROWS_PER_RANK`: rank_breakdown, idle_time; queue_length without --param bucket_us, see
-  `_rows_per_rank`): the worker runs the analysis on its file alone
+- rows (`ROWS_PER_RANK`: rank_breakdown, idle_time; queue_length without --param bucket_us and
+  comm_overlap, see `_rows_per_rank` and `_SORTED_ROWS`): the worker runs the analysis on its file alone
   and sends the rows, as the CSV prints each cell. Their tables have one row per (rank, ...) key
   computed from that rank's spans alone, ordered by rank first, so the combine is a stable sort by
   the rank column.
@@ -23,8 +23,8 @@ Two kinds of partial come back:
   rank's count, total and duration percentiles; launch_stats: the rank's summary values, its
   earliest start and its `top` longest launch delays), whatever the rank's span count. The driver hands all of them to libstrata's combine, which builds the tables; the local
   run is the same partial and combine over the one merged trace, so the two cannot drift.
-- the rank's trace (`TRACE_PARTIAL`: collective_wait, comm_overlap, step_time, and queue_length
-  with a time series; not yet split): these compare ranks (the k-th call of a collective on
+- the rank's trace (`TRACE_PARTIAL`: collective_wait, step_time, and queue_length with a time
+  series; not yet split): these compare ranks (the k-th call of a collective on
   every rank, medians and percentiles over all ranks, times from the earliest span of all ranks,
   tables sorted across ranks by unrounded times). The worker sends its file's canonical trace as
   native .strata bytes (zstd); the driver opens those traces together through libstrata and runs
@@ -71,10 +71,11 @@ def _rows_per_rank(name: str, params: Dict[str, str]) -> bool:
     ships the trace then (as does a bucket_us that is not a number: the driver's run reports it)."""
     if name in ROWS_PER_RANK:
         return True
-    if name != "queue_length":
-        return False
     try:
-        return float(params.get("bucket_us", "0")) == 0
+        if name in _TOP_ON_DRIVER:  # a top the driver can apply (int, as Params::get_int reads it)
+            int(params.get("top", "50"))
+            return True
+        return name == "queue_length" and float(params.get("bucket_us", "0")) == 0
     except ValueError:
         return False
 
@@ -95,6 +96,15 @@ class _Table:
     name: str
     columns: List[bytes]
     rows: List[List[bytes]]
+    keys: Optional[List[float]] = None  # per row, the unrounded sort key of a _SORTED_ROWS table
+
+
+# Row tables sorted across ranks and cut to --param top (default): comm_overlap's per-collective rows
+# are per (rank, collective name) from that rank's spans, but ordered by unrounded time over all
+# ranks, ties by (rank, name). The worker sends all its rows (top=0) with each row's unrounded key;
+# the driver sorts and cuts them as rank_device.cc does.
+_SORTED_ROWS = {"comm_overlap_by_collective": (b"time_ms", 50)}
+_TOP_ON_DRIVER = ("comm_overlap",)
 
 
 @dataclass
@@ -204,6 +214,11 @@ def _read_tables(lib: Any, tables: int) -> Tuple[str, List[_Table]]:
             cells = [_raw_strings(lib.strata_capi_column_text(tables, t, c)) for c in range(len(columns))]
             rows = [list(r) for r in zip(*cells)] if columns else [[] for _ in range(n_rows)]
             out.append(_Table(lib.strata_capi_table_name(tables, t).decode("utf-8", "replace"), columns, rows))
+            if out[-1].name in _SORTED_ROWS:
+                keys = (ctypes.c_double * max(1, n_rows))()
+                lib.strata_capi_column_reals(tables, t, columns.index(_SORTED_ROWS[out[-1].name][0]),
+                                             ctypes.cast(keys, ctypes.c_void_p))
+                out[-1].keys = list(keys)[:n_rows]
         return missing, out
     finally:
         lib.strata_capi_tables_free(tables)
@@ -264,7 +279,9 @@ def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str,
                           int(lib.strata_capi_span_count(handle)), _worker_address())
         for name in analyses:
             if _rows_per_rank(name, params.get(name, {})):
-                result.results.append(_run_tables(lib, handle, path, name, params.get(name, {})))
+                # All rows where the driver sorts across ranks and cuts to top.
+                own = dict(params.get(name, {}), top="0") if name in _TOP_ON_DRIVER else params.get(name, {})
+                result.results.append(_run_tables(lib, handle, path, name, own))
             elif name in RANK_PARTIAL:
                 result.records[name] = _rank_records(lib, handle, path, name, params.get(name, {}))
         if any(_traced(name, params.get(name, {})) for name in analyses):
@@ -288,21 +305,37 @@ def _check_ranks(partials: Sequence[_Partial]) -> None:
             owner[r] = p.path
 
 
-def _combine_rows(name: str, per_file: List[List[_Table]]) -> List[_Table]:
+def _sorted_across_ranks(table: _Table, rows: List[List[bytes]], keys: List[float],
+                         params: Dict[str, str]) -> List[List[bytes]]:
+    """A _SORTED_ROWS table's rows (already in rank order): stably by the unrounded key, largest
+    first, cut to --param top (0 or less: all)."""
+    order = sorted(range(len(rows)), key=lambda i: -keys[i])
+    top = int(params.get("top", str(_SORTED_ROWS[table.name][1])))
+    if top > 0:
+        order = order[:top]
+    return [rows[i] for i in order]
+
+
+def _combine_rows(name: str, per_file: List[List[_Table]], params: Optional[Dict[str, str]] = None) -> List[_Table]:
     """The local run's tables from the files' tables: rows stably sorted by the rank column (each
-    file's rows are already in rank order, and its ranks are its own)."""
+    file's rows are already in rank order, and its ranks are its own); a _SORTED_ROWS table then
+    sorted by its key across ranks."""
     first = per_file[0]
     combined = []
     for k, table in enumerate(first):
         if b"rank" not in table.columns:
             raise DaskAnalyzeError(f"{name}: table {table.name} has no rank column; it cannot combine per rank")
         column = table.columns.index(b"rank")
-        rows = []
+        rows, keys = [], []
         for tables in per_file:
             if len(tables) != len(first) or tables[k].columns != table.columns:
                 raise DaskAnalyzeError(f"{name}: the files gave tables of different shapes; run without --dask")
             rows.extend(tables[k].rows)
-        rows.sort(key=lambda row: int(row[column]))
+            keys.extend(tables[k].keys or [0.0] * len(tables[k].rows))
+        order = sorted(range(len(rows)), key=lambda i: int(rows[i][column]))
+        rows, keys = [rows[i] for i in order], [keys[i] for i in order]
+        if table.name in _SORTED_ROWS:
+            rows = _sorted_across_ranks(table, rows, keys, params or {})
         combined.append(_Table(table.name, table.columns, rows))
     return combined
 
@@ -374,7 +407,7 @@ def combine(analyses: Sequence[str], partials: Sequence[_Partial],
         if not present:
             result.missing.append((name, results[0][0]))
             continue
-        result.tables.extend(_combine_rows(name, present))
+        result.tables.extend(_combine_rows(name, present, params.get(name, {})))
     return result
 
 

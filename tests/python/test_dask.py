@@ -270,9 +270,12 @@ def test_rank_partial_records_do_not_grow_with_spans(tmp_path, strata_bin):
     kernels, launches = (sizes[16][0][n] for n in names)
     assert kernels == sizes[4][0]["kernel_distribution"], "the same kernel names, so the same bytes"
     assert max(launches) <= 1.25 * max(sizes[4][0]["launch_stats"]), "top=10 launches whatever the span count"
-    # queue_length (no time series) sends rows per (rank, device, stream), not the rank's trace.
-    partial = strata.dask.rank_partial(paths[0], ["queue_length"], {})
-    assert partial.trace == b"" and 0 < partial.payload_bytes() < 2048
+    # queue_length (no time series) and comm_overlap send rows per (rank, stream or collective name),
+    # not the rank's trace; comm_overlap's per-collective rows come all (top=0) with their keys.
+    for name in ("queue_length", "comm_overlap"):
+        partial = strata.dask.rank_partial(paths[0], [name], {})
+        assert partial.trace == b"" and 0 < partial.payload_bytes() < 2048, name
+    assert partial.results[0][1][1].keys and len(partial.results[0][1][1].keys) == len(partial.results[0][1][1].rows)
 
 
 def test_cli_dask_refuses_what_does_not_split(cluster, tmp_path, strata_bin):
