@@ -20,7 +20,7 @@ from ._errors import MissingInputError, StrataError
 
 __all__ = ["load", "analyses", "Trace", "Tables", "StrataError", "MissingInputError"]
 
-_CAPI_VERSION = 2  # STRATA_CAPI_VERSION in src/pyapi/capi.h
+_CAPI_VERSION = 3  # STRATA_CAPI_VERSION in src/pyapi/capi.h
 _LEVEL, _KIND, _ACTIVITY, _LINK = 0, 1, 2, 3
 _ATTR_TYPES = {1: "int", 2: "double", 3: "string", 4: "metric"}
 
@@ -85,6 +85,11 @@ def _capi() -> ctypes.CDLL:
         "strata_capi_analyses_json": ([], cstr),
         "strata_capi_run_analysis": ([vp, cstr, ctypes.POINTER(cstr), ctypes.POINTER(cstr), sz], vp),
         "strata_capi_tables_free": ([vp], None),
+        "strata_capi_rank_partial": ([vp, cstr, ctypes.POINTER(cstr), ctypes.POINTER(cstr), sz, ctypes.POINTER(ctypes.POINTER(ctypes.c_char)), ctypes.POINTER(u64)],
+                                     ctypes.c_int),
+        "strata_capi_buffer_free": ([ctypes.POINTER(ctypes.c_char)], None),
+        "strata_capi_combine_partials": ([cstr, ctypes.POINTER(cstr), ctypes.POINTER(u64), sz, ctypes.POINTER(cstr),
+                                          ctypes.POINTER(cstr), sz], vp),
         "strata_capi_missing_input": ([vp], cstr),
         "strata_capi_table_count": ([vp], u64),
         "strata_capi_table_name": ([vp, u64], cstr),

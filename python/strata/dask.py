@@ -13,12 +13,18 @@ How the work is split: each input file is one task. A Dask worker loads the file
 (src/pyapi, the library `strata.load` uses): the parse and conversion, the costly part, run there.
 Two kinds of partial come back:
 
-- rows (`ROWS_PER_RANK`: rank_breakdown, idle_time): the worker runs the analysis on its file alone
+- rows (`ROWS_PER_RANK`: rank_breakdown, idle_time; queue_length without --param bucket_us and
+  comm_overlap, see `_rows_per_rank` and `_SORTED_ROWS`): the worker runs the analysis on its file alone
   and sends the rows, as the CSV prints each cell. Their tables have one row per (rank, ...) key
   computed from that rank's spans alone, ordered by rank first, so the combine is a stable sort by
   the rank column.
-- the rank's trace (`TRACE_PARTIAL`: collective_wait, comm_overlap, kernel_distribution,
-  launch_stats, queue_length, step_time): these compare ranks (the k-th call of a collective on
+- compact per-rank records (`RANK_PARTIAL`: kernel_distribution, launch_stats): libstrata's
+  partial of the analysis (src/analysis/rank_partials.h; kernel_distribution: per kernel name, the
+  rank's count, total and duration percentiles; launch_stats: the rank's summary values, its
+  earliest start and its `top` longest launch delays), whatever the rank's span count. The driver hands all of them to libstrata's combine, which builds the tables; the local
+  run is the same partial and combine over the one merged trace, so the two cannot drift.
+- the rank's trace (`TRACE_PARTIAL`: collective_wait, step_time, and queue_length with a time
+  series; not yet split): these compare ranks (the k-th call of a collective on
   every rank, medians and percentiles over all ranks, times from the earliest span of all ranks,
   tables sorted across ranks by unrounded times). The worker sends its file's canonical trace as
   native .strata bytes (zstd); the driver opens those traces together through libstrata and runs
@@ -41,17 +47,41 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["analyze", "DaskResult", "ROWS_PER_RANK", "TRACE_PARTIAL", "DaskAnalyzeError", "main"]
+__all__ = ["analyze", "DaskResult", "ROWS_PER_RANK", "RANK_PARTIAL", "TRACE_PARTIAL", "DaskAnalyzeError", "main"]
 
 # Analyses whose table rows are per rank, from that rank's spans only, ordered by rank first
 # (rank_analyses.cc: rank_breakdown's map by rank; rank_device.cc: idle_time's map by
 # (rank, device, stream)). Their combine: the partials' rows, stably sorted by the rank column.
 ROWS_PER_RANK = ("rank_breakdown", "idle_time")
 
-# Cross-rank analyses: their partial is the rank's canonical trace, combined by opening all of them
-# together in libstrata (see the module's docstring).
-TRACE_PARTIAL = ("collective_wait", "comm_overlap", "kernel_distribution", "launch_stats", "queue_length",
-                 "step_time")
+# Cross-rank analyses with a per-rank partial in libstrata (strata_capi_rank_partial): the worker
+# sends the records, the driver combines them (strata_capi_combine_partials).
+RANK_PARTIAL = ("kernel_distribution", "launch_stats")
+
+# Cross-rank analyses without one yet: their partial is the rank's canonical trace, combined by
+# opening all of them together in libstrata (see the module's docstring).
+TRACE_PARTIAL = ("collective_wait", "comm_overlap", "queue_length", "step_time")
+_SPLIT = ROWS_PER_RANK + RANK_PARTIAL + TRACE_PARTIAL
+
+
+def _rows_per_rank(name: str, params: Dict[str, str]) -> bool:
+    """Whether `name` with its --param values splits as rows. queue_length's summary and histogram
+    are per (rank, device, stream) from that rank's spans (rank_queue.cc), ordered by rank first;
+    only its time series (bucket_us > 0) counts buckets from the earliest span of all ranks, so it
+    ships the trace then (as does a bucket_us that is not a number: the driver's run reports it)."""
+    if name in ROWS_PER_RANK:
+        return True
+    try:
+        if name in _TOP_ON_DRIVER:  # a top the driver can apply (int, as Params::get_int reads it)
+            int(params.get("top", "50"))
+            return True
+        return name == "queue_length" and float(params.get("bucket_us", "0")) == 0
+    except ValueError:
+        return False
+
+
+def _traced(name: str, params: Dict[str, str]) -> bool:
+    return name in TRACE_PARTIAL and not _rows_per_rank(name, params)
 _REFUSAL_REASON = "it is not a rank analysis (only those are split and tested under Dask)"
 # zstd level of the shipped traces: small on the network, cheap to write.
 _TRACE_ZSTD_LEVEL = 3
@@ -66,6 +96,15 @@ class _Table:
     name: str
     columns: List[bytes]
     rows: List[List[bytes]]
+    keys: Optional[List[float]] = None  # per row, the unrounded sort key of a _SORTED_ROWS table
+
+
+# Row tables sorted across ranks and cut to --param top (default): comm_overlap's per-collective rows
+# are per (rank, collective name) from that rank's spans, but ordered by unrounded time over all
+# ranks, ties by (rank, name). The worker sends all its rows (top=0) with each row's unrounded key;
+# the driver sorts and cuts them as rank_device.cc does.
+_SORTED_ROWS = {"comm_overlap_by_collective": (b"time_ms", 50)}
+_TOP_ON_DRIVER = ("comm_overlap",)
 
 
 @dataclass
@@ -78,10 +117,12 @@ class _Partial:
     worker: str = ""  # the Dask worker's address that ran it
     results: List[Tuple[str, List[_Table]]] = field(default_factory=list)  # the ROWS_PER_RANK analyses
     trace: bytes = b""  # the file's canonical trace (native, zstd) when a TRACE_PARTIAL analysis runs
+    records: Dict[str, bytes] = field(default_factory=dict)  # per RANK_PARTIAL analysis, its partial
 
     def payload_bytes(self) -> int:
-        """Bytes of cell text and trace: what the partial costs on the network, about (the cost model)."""
-        return len(self.trace) + sum(len(c) for _, tables in self.results for t in tables
+        """Bytes of cell text, records and trace: what the partial costs on the network, about (the
+        cost model)."""
+        return len(self.trace) + sum(len(r) for r in self.records.values()) + sum(len(c) for _, tables in self.results for t in tables
                                      for row in t.rows for c in row)
 
 
@@ -158,6 +199,12 @@ def _run_tables(lib: Any, handle: int, path: str, name: str, params: Dict[str, s
     tables = lib.strata_capi_run_analysis(handle, name.encode(), key_arr, value_arr, len(keys))
     if not tables:
         raise DaskAnalyzeError(f"{path}: {name}: " + (lib.strata_capi_last_error() or b"").decode("utf-8", "replace"))
+    return _read_tables(lib, tables)
+
+
+def _read_tables(lib: Any, tables: int) -> Tuple[str, List[_Table]]:
+    """A strata_capi_tables object's missing-input line and tables (cells as the CSV prints them);
+    frees the object."""
     try:
         missing = lib.strata_capi_missing_input(tables).decode("utf-8", "replace")
         out = []
@@ -167,6 +214,11 @@ def _run_tables(lib: Any, handle: int, path: str, name: str, params: Dict[str, s
             cells = [_raw_strings(lib.strata_capi_column_text(tables, t, c)) for c in range(len(columns))]
             rows = [list(r) for r in zip(*cells)] if columns else [[] for _ in range(n_rows)]
             out.append(_Table(lib.strata_capi_table_name(tables, t).decode("utf-8", "replace"), columns, rows))
+            if out[-1].name in _SORTED_ROWS:
+                keys = (ctypes.c_double * max(1, n_rows))()
+                lib.strata_capi_column_reals(tables, t, columns.index(_SORTED_ROWS[out[-1].name][0]),
+                                             ctypes.cast(keys, ctypes.c_void_p))
+                out[-1].keys = list(keys)[:n_rows]
         return missing, out
     finally:
         lib.strata_capi_tables_free(tables)
@@ -194,9 +246,28 @@ def _saved_trace(lib: Any, handle: int, path: str) -> bytes:
             return f.read()
 
 
+def _param_arrays(params: Dict[str, str]) -> Tuple[Any, Any, int]:
+    keys = [k.encode() for k in params]
+    values = [v.encode() for v in params.values()]
+    return (ctypes.c_char_p * max(1, len(keys)))(*keys), (ctypes.c_char_p * max(1, len(values)))(*values), len(keys)
+
+
+def _rank_records(lib: Any, handle: int, path: str, name: str, params: Dict[str, str]) -> bytes:
+    """The file's partial of RANK_PARTIAL analysis `name` (strata_capi_rank_partial)."""
+    data, size = ctypes.POINTER(ctypes.c_char)(), ctypes.c_uint64()
+    if not lib.strata_capi_rank_partial(handle, name.encode(), *_param_arrays(params), ctypes.byref(data),
+                                        ctypes.byref(size)):
+        raise DaskAnalyzeError(f"{path}: {name}: " + (lib.strata_capi_last_error() or b"").decode("utf-8", "replace"))
+    try:
+        return ctypes.string_at(data, size.value)
+    finally:
+        lib.strata_capi_buffer_free(data)
+
+
 def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str, str]]) -> _Partial:
     """A worker's task: loads one file through libstrata, runs each ROWS_PER_RANK analysis on it
-    alone, and saves the file's trace when a TRACE_PARTIAL analysis is among `analyses`."""
+    alone, computes each RANK_PARTIAL analysis's records, and saves the file's trace when a
+    TRACE_PARTIAL analysis is among `analyses`."""
     from . import _analysis  # on the worker: pandas and the C library load here, not in the driver
 
     trace = _analysis.load(path)
@@ -207,9 +278,13 @@ def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str,
         result = _Partial(path, [int(p["rank"]) for p in info["processes"]],
                           int(lib.strata_capi_span_count(handle)), _worker_address())
         for name in analyses:
-            if name in ROWS_PER_RANK:
-                result.results.append(_run_tables(lib, handle, path, name, params.get(name, {})))
-        if any(name in TRACE_PARTIAL for name in analyses):
+            if _rows_per_rank(name, params.get(name, {})):
+                # All rows where the driver sorts across ranks and cuts to top.
+                own = dict(params.get(name, {}), top="0") if name in _TOP_ON_DRIVER else params.get(name, {})
+                result.results.append(_run_tables(lib, handle, path, name, own))
+            elif name in RANK_PARTIAL:
+                result.records[name] = _rank_records(lib, handle, path, name, params.get(name, {}))
+        if any(_traced(name, params.get(name, {})) for name in analyses):
             result.trace = _saved_trace(lib, handle, path)
         return result
     finally:
@@ -230,21 +305,37 @@ def _check_ranks(partials: Sequence[_Partial]) -> None:
             owner[r] = p.path
 
 
-def _combine_rows(name: str, per_file: List[List[_Table]]) -> List[_Table]:
+def _sorted_across_ranks(table: _Table, rows: List[List[bytes]], keys: List[float],
+                         params: Dict[str, str]) -> List[List[bytes]]:
+    """A _SORTED_ROWS table's rows (already in rank order): stably by the unrounded key, largest
+    first, cut to --param top (0 or less: all)."""
+    order = sorted(range(len(rows)), key=lambda i: -keys[i])
+    top = int(params.get("top", str(_SORTED_ROWS[table.name][1])))
+    if top > 0:
+        order = order[:top]
+    return [rows[i] for i in order]
+
+
+def _combine_rows(name: str, per_file: List[List[_Table]], params: Optional[Dict[str, str]] = None) -> List[_Table]:
     """The local run's tables from the files' tables: rows stably sorted by the rank column (each
-    file's rows are already in rank order, and its ranks are its own)."""
+    file's rows are already in rank order, and its ranks are its own); a _SORTED_ROWS table then
+    sorted by its key across ranks."""
     first = per_file[0]
     combined = []
     for k, table in enumerate(first):
         if b"rank" not in table.columns:
             raise DaskAnalyzeError(f"{name}: table {table.name} has no rank column; it cannot combine per rank")
         column = table.columns.index(b"rank")
-        rows = []
+        rows, keys = [], []
         for tables in per_file:
             if len(tables) != len(first) or tables[k].columns != table.columns:
                 raise DaskAnalyzeError(f"{name}: the files gave tables of different shapes; run without --dask")
             rows.extend(tables[k].rows)
-        rows.sort(key=lambda row: int(row[column]))
+            keys.extend(tables[k].keys or [0.0] * len(tables[k].rows))
+        order = sorted(range(len(rows)), key=lambda i: int(rows[i][column]))
+        rows, keys = [rows[i] for i in order], [keys[i] for i in order]
+        if table.name in _SORTED_ROWS:
+            rows = _sorted_across_ranks(table, rows, keys, params or {})
         combined.append(_Table(table.name, table.columns, rows))
     return combined
 
@@ -276,18 +367,36 @@ def _combine_traces(names: Sequence[str], partials: Sequence[_Partial],
             lib.strata_capi_free(handle)
 
 
+def _combine_records(name: str, partials: Sequence[_Partial], params: Dict[str, str]) -> Tuple[str, List[_Table]]:
+    """RANK_PARTIAL analysis `name` over the partials' records (libstrata's combine)."""
+    from . import _analysis
+
+    lib = _analysis._capi()
+    records = [p.records[name] for p in partials]
+    tables = lib.strata_capi_combine_partials(
+        name.encode(), (ctypes.c_char_p * max(1, len(records)))(*records),
+        (ctypes.c_uint64 * max(1, len(records)))(*[len(r) for r in records]), len(records),
+        *_param_arrays(params))
+    if not tables:
+        raise DaskAnalyzeError(f"{name}: combining the ranks' partials: " +
+                               (lib.strata_capi_last_error() or b"").decode("utf-8", "replace"))
+    return _read_tables(lib, tables)
+
+
 def combine(analyses: Sequence[str], partials: Sequence[_Partial],
             params: Optional[Dict[str, Dict[str, str]]] = None) -> DaskResult:
     """Joins the workers' partials into the local run's tables (as `strata analyze` over all files)."""
     _check_ranks(partials)
     result = DaskResult([], [], sum(p.payload_bytes() for p in partials), sum(p.spans for p in partials),
                         [p.worker for p in partials])
-    traced = _combine_traces([n for n in analyses if n in TRACE_PARTIAL], partials, params or {}) \
-        if any(n in TRACE_PARTIAL for n in analyses) else {}
+    params = params or {}
+    traced_names = [n for n in analyses if _traced(n, params.get(n, {}))]
+    traced = _combine_traces(traced_names, partials, params) if traced_names else {}
     row_index = 0
     for name in analyses:
-        if name in traced:
-            missing, tables = traced[name]
+        if name in traced or name in RANK_PARTIAL:
+            missing, tables = traced[name] if name in traced else \
+                _combine_records(name, partials, params.get(name, {}))
             if missing:
                 result.missing.append((name, missing))
             result.tables.extend(tables)
@@ -298,16 +407,16 @@ def combine(analyses: Sequence[str], partials: Sequence[_Partial],
         if not present:
             result.missing.append((name, results[0][0]))
             continue
-        result.tables.extend(_combine_rows(name, present))
+        result.tables.extend(_combine_rows(name, present, params.get(name, {})))
     return result
 
 
 def refusal(name: str) -> Optional[str]:
     """The one line --dask prints for an analysis it cannot split; None for one it can."""
-    if name in ROWS_PER_RANK or name in TRACE_PARTIAL:
+    if name in _SPLIT:
         return None
     return (f"{name} is local-only under --dask: {_REFUSAL_REASON}; run it without --dask (--dask splits "
-            f"{', '.join(ROWS_PER_RANK + TRACE_PARTIAL)})")
+            f"{', '.join(_SPLIT)})")
 
 
 def _params_per_analysis(analyses: Sequence[str], params: Dict[str, Any]) -> Dict[str, Dict[str, str]]:
@@ -323,7 +432,7 @@ def _params_per_analysis(analyses: Sequence[str], params: Dict[str, Any]) -> Dic
     return {n: {k: v for k, v in text.items() if k in declared.get(n, ())} for n in analyses}
 
 
-def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = ROWS_PER_RANK + TRACE_PARTIAL,
+def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = _SPLIT,
             **params: Any) -> DaskResult:
     """Runs `analyses` over the rank traces `paths` on the Dask `client`'s workers (one task per
     file) and combines the partials; result.csv() equals `strata analyze PATHS... --format csv`.
@@ -334,8 +443,7 @@ def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = ROWS_PE
     if not paths:
         raise DaskAnalyzeError("no input file")
     if not analyses:
-        raise DaskAnalyzeError("name the analyses to run (-a NAME); --dask splits " +
-                               ", ".join(ROWS_PER_RANK + TRACE_PARTIAL))
+        raise DaskAnalyzeError("name the analyses to run (-a NAME); --dask splits " + ", ".join(_SPLIT))
     for name in analyses:
         if (line := refusal(name)) is not None:
             raise DaskAnalyzeError(line)

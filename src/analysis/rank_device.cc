@@ -189,7 +189,9 @@ class CommOverlap : public Analysis {
       return bad;
     }
     std::map<int64_t, Intervals> compute, comm;
-    std::map<std::pair<int64_t, uint32_t>, std::vector<const SpanRecord*>> calls;  // (owner, name)
+    // (owner, name): by name text, not string id, so that a rank's rows come in the same order in its
+    // own trace and in a merged one (strata.dask combines the ranks' rows).
+    std::map<std::pair<int64_t, std::string_view>, std::vector<const SpanRecord*>> calls;
     for (size_t i = 0; i < trace.spans.size(); ++i) {
       const SpanRecord& s = trace.spans[i];
       if (!ranks::occupies_stream(s) || !ranks::counts(in_scope, i)) continue;
@@ -197,7 +199,7 @@ class CommOverlap : public Analysis {
       const int64_t o = owners[s.process];
       if (a == ActivityType::kCollective) {
         comm[o].emplace_back(s.start_ns, s.end_ns);
-        calls[{o, s.name}].push_back(&s);
+        calls[{o, trace.strings.get(s.name)}].push_back(&s);
       } else if (a == ActivityType::kKernel || a == ActivityType::kGraph) {
         compute[o].emplace_back(s.start_ns, s.end_ns);
       }
@@ -230,8 +232,7 @@ class CommOverlap : public Analysis {
         time += std::max<int64_t>(0, s->end_ns - s->start_ns);
         both += s->end_ns > s->start_ns ? covered(k, s->start_ns, s->end_ns) : 0;
       }
-      per_call.rows.push_back({ranks::rank_cell(key.first),
-                               Cell::text(std::string(trace.strings.get(key.second))),
+      per_call.rows.push_back({ranks::rank_cell(key.first), Cell::text(std::string(key.second)),
                                Cell::integer(static_cast<int64_t>(list.size())), Cell::real(ms(time), 3),
                                Cell::real(ms(both), 3), Cell::real(pct(both, time), 2)});
     }

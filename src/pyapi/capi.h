@@ -21,7 +21,7 @@ extern "C" {
 
 // Bumped when a signature or a struct below changes; the Python side refuses a library of another
 // version (an installed package next to an older library) with one line.
-#define STRATA_CAPI_VERSION 2
+#define STRATA_CAPI_VERSION 3
 int strata_capi_version(void);
 const char* strata_capi_last_error(void);
 
@@ -112,6 +112,21 @@ const char* strata_capi_analyses_json(void);
 strata_capi_tables* strata_capi_run_analysis(const strata_capi_trace* trace, const char* name,
                                              const char* const* keys, const char* const* values, size_t n);
 void strata_capi_tables_free(strata_capi_tables* tables);
+
+// Per-rank partials (analysis/rank_partials.h; version 3): what strata.dask ships from a worker
+// instead of the rank's trace, for the analyses that have one. strata_capi_rank_partial writes the
+// records of every rank in `trace` with `n` KEY=VALUE parameters (opaque bytes; the caller frees
+// *data with strata_capi_buffer_free); 0 with the error set when `name` has no partial or a
+// parameter is bad.
+// strata_capi_combine_partials runs analysis `name` over `n_partials` partials (each rank in one)
+// with `n` KEY=VALUE parameters: the tables strata_capi_run_analysis gives on all ranks' traces.
+int strata_capi_rank_partial(const strata_capi_trace* trace, const char* name, const char* const* keys,
+                             const char* const* values, size_t n, char** data, uint64_t* size);
+void strata_capi_buffer_free(char* data);
+strata_capi_tables* strata_capi_combine_partials(const char* name, const char* const* partials,
+                                                 const uint64_t* sizes, size_t n_partials,
+                                                 const char* const* keys, const char* const* values,
+                                                 size_t n);
 const char* strata_capi_missing_input(const strata_capi_tables* tables);  // "" when none
 uint64_t strata_capi_table_count(const strata_capi_tables* tables);
 // Table t: name, title, notes (joined by '\n'), columns (names), rows.

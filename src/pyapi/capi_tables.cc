@@ -2,14 +2,20 @@
 // runs them (the same registry, parameter checks and pipeline), their tables handed over column by
 // column with each column's type, so a DataFrame gets numbers as numbers.
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
+#include <new>
 #include <string>
+#include <string_view>
 #include <variant>
+#include <vector>
 
 #include "analysis/analysis.h"
 #include "analysis/pipeline.h"
+#include "analysis/rank_partials.h"
 #include "export/table_render.h"
 #include "export/text_escape.h"
 #include "pyapi/capi.h"
@@ -61,34 +67,39 @@ std::string analyses_json() {
   return out;
 }
 
-std::unique_ptr<strata_capi_tables> run_one(const model::Trace& trace, const char* name,
-                                            const char* const* keys, const char* const* values, size_t n) {
-  const analysis::Analysis* chosen = analysis::find_analysis(name);
-  if (chosen == nullptr) {
-    set_error(std::string("unknown analysis '") + name + "' (strata.analyses() names them)");
-    return nullptr;
-  }
-  analysis::Params params;
-  for (size_t i = 0; i < n; ++i) params.set(keys[i], values[i]);
-  if (auto bad = analysis::validate_params(params)) {
+// The --param values for `chosen`, checked as `strata analyze` checks them; false with the error set.
+bool checked_params(const analysis::Analysis* chosen, const char* const* keys, const char* const* values,
+                    size_t n, analysis::Params* params) {
+  for (size_t i = 0; i < n; ++i) params->set(keys[i], values[i]);
+  if (auto bad = analysis::validate_params(*params)) {
     set_error(*bad);
-    return nullptr;
+    return false;
   }
   const analysis::Analysis* const list[] = {chosen};
-  analysis::ParamKeyCheck check = analysis::check_param_keys(params, list);
+  analysis::ParamKeyCheck check = analysis::check_param_keys(*params, list);
   if (check.error) {
     set_error(*check.error);
-    return nullptr;
+    return false;
   }
-  analysis::PipelineResult pipeline = analysis::run_pipeline(trace, list, params);
-  auto out = std::make_unique<strata_capi_tables>();
-  for (auto& [a, result] : pipeline.results) {
-    if (result.missing_input) {
-      out->missing_input = std::string(a->name()) + ": " + *result.missing_input;
-      continue;
-    }
-    for (auto& table : result.tables) out->tables.push_back(std::move(table));
+  return true;
+}
+
+const analysis::Analysis* find_or_error(const char* name) {
+  const analysis::Analysis* chosen = analysis::find_analysis(name);
+  if (chosen == nullptr)
+    set_error(std::string("unknown analysis '") + name + "' (strata.analyses() names them)");
+  return chosen;
+}
+
+void add_result(strata_capi_tables* out, std::string_view name, analysis::AnalysisResult result) {
+  if (result.missing_input) {
+    out->missing_input = std::string(name) + ": " + *result.missing_input;
+    return;
   }
+  for (auto& table : result.tables) out->tables.push_back(std::move(table));
+}
+
+void index_columns(strata_capi_tables* out) {
   for (const table::Table& t : out->tables) {
     StringColumn& columns = out->columns.emplace_back();
     for (const std::string& column : t.columns) columns.add(column);
@@ -96,6 +107,40 @@ std::unique_ptr<strata_capi_tables> run_one(const model::Trace& trace, const cha
     for (const std::string& note : t.notes) notes += (notes.empty() ? "" : "\n") + note;
     out->notes.push_back(std::move(notes));
   }
+}
+
+std::unique_ptr<strata_capi_tables> run_one(const model::Trace& trace, const char* name,
+                                            const char* const* keys, const char* const* values, size_t n) {
+  const analysis::Analysis* chosen = find_or_error(name);
+  analysis::Params params;
+  if (chosen == nullptr || !checked_params(chosen, keys, values, n, &params)) return nullptr;
+  const analysis::Analysis* const list[] = {chosen};
+  analysis::PipelineResult pipeline = analysis::run_pipeline(trace, list, params);
+  auto out = std::make_unique<strata_capi_tables>();
+  for (auto& [a, result] : pipeline.results) add_result(out.get(), a->name(), std::move(result));
+  index_columns(out.get());
+  return out;
+}
+
+const analysis::RankPartial* partial_or_error(const char* name) {
+  const analysis::RankPartial* split = analysis::find_rank_partial(name);
+  if (split == nullptr)
+    set_error(std::string(name) + " has no per-rank partial (ship the rank's trace: strata_capi_save)");
+  return split;
+}
+
+std::unique_ptr<strata_capi_tables> combine(const char* name, const char* const* partials,
+                                            const uint64_t* sizes, size_t n_partials, const char* const* keys,
+                                            const char* const* values, size_t n) {
+  const analysis::Analysis* chosen = find_or_error(name);
+  const analysis::RankPartial* split = chosen ? partial_or_error(name) : nullptr;
+  analysis::Params params;
+  if (split == nullptr || !checked_params(chosen, keys, values, n, &params)) return nullptr;
+  std::vector<std::string_view> views;
+  for (size_t i = 0; i < n_partials; ++i) views.emplace_back(partials[i], sizes[i]);
+  auto out = std::make_unique<strata_capi_tables>();
+  add_result(out.get(), chosen->name(), split->combine(views, params));
+  index_columns(out.get());
   return out;
 }
 
@@ -117,6 +162,42 @@ strata_capi_tables* strata_capi_run_analysis(const strata_capi_trace* trace, con
   strata::pyapi::clear_error();
   try {
     return strata::pyapi::run_one(trace->trace, name, keys, values, n).release();
+  } catch (const std::exception& e) {
+    set_error(std::string(name) + ": " + e.what());
+    return nullptr;
+  }
+}
+
+int strata_capi_rank_partial(const strata_capi_trace* trace, const char* name, const char* const* keys,
+                             const char* const* values, size_t n, char** data, uint64_t* size) {
+  strata::pyapi::clear_error();
+  try {
+    const strata::analysis::Analysis* chosen = strata::pyapi::find_or_error(name);
+    const strata::analysis::RankPartial* split = chosen ? strata::pyapi::partial_or_error(name) : nullptr;
+    strata::analysis::Params params;
+    if (split == nullptr || !strata::pyapi::checked_params(chosen, keys, values, n, &params)) return 0;
+    const std::string bytes = split->partial(trace->trace, params);
+    // malloc, not new: the caller frees it with strata_capi_buffer_free from any thread.
+    *data = static_cast<char*>(std::malloc(bytes.size() + 1));
+    if (*data == nullptr) throw std::bad_alloc();
+    std::memcpy(*data, bytes.data(), bytes.size());
+    *size = bytes.size();
+    return 1;
+  } catch (const std::exception& e) {
+    set_error(std::string(name) + ": " + e.what());
+    return 0;
+  }
+}
+
+void strata_capi_buffer_free(char* data) { std::free(data); }
+
+strata_capi_tables* strata_capi_combine_partials(const char* name, const char* const* partials,
+                                                 const uint64_t* sizes, size_t n_partials,
+                                                 const char* const* keys, const char* const* values,
+                                                 size_t n) {
+  strata::pyapi::clear_error();
+  try {
+    return strata::pyapi::combine(name, partials, sizes, n_partials, keys, values, n).release();
   } catch (const std::exception& e) {
     set_error(std::string(name) + ": " + e.what());
     return nullptr;

@@ -166,9 +166,8 @@ TEST(PyapiCapi, AnalysesRunAsTheCliRunsThem) {
 }
 
 // Every cell of every table of `analysis` on `t`, table by table (names and columns included).
-std::vector<std::string> all_cells(strata_capi_trace* t, const char* analysis) {
+std::vector<std::string> cells_of(strata_capi_tables* tables) {
   std::vector<std::string> out;
-  strata_capi_tables* tables = strata_capi_run_analysis(t, analysis, nullptr, nullptr, 0);
   EXPECT_NE(tables, nullptr) << strata_capi_last_error();
   if (tables == nullptr) return out;
   out.push_back(strata_capi_missing_input(tables));
@@ -183,6 +182,12 @@ std::vector<std::string> all_cells(strata_capi_trace* t, const char* analysis) {
   }
   strata_capi_tables_free(tables);
   return out;
+}
+
+std::vector<std::string> all_cells(strata_capi_trace* t, const char* analysis,
+                                   const char* const* keys = nullptr, const char* const* values = nullptr,
+                                   size_t n = 0) {
+  return cells_of(strata_capi_run_analysis(t, analysis, keys, values, n));
 }
 
 // strata.dask's trace partial: each rank opened alone and saved, then the saved files opened
@@ -224,6 +229,66 @@ TEST(PyapiCapi, SavedRanksOpenToTheSameTraceAsTheOriginals) {
   strata_capi_free(one);
   for (const std::string& path : saved) unlink(path.c_str());
   rmdir(dir);
+}
+
+// Each rank's partial (analysis/rank_partials.h) of every real rank, combined, gives the cells of the
+// ranks opened together (with a --param too); bad partials are one error line.
+std::vector<std::string> rank_partials(const std::string (&paths)[2], const char* analysis) {
+  std::vector<std::string> partials;
+  for (const std::string& path : paths) {
+    strata_capi_trace* one = open_one(path);
+    EXPECT_NE(one, nullptr) << strata_capi_last_error();
+    if (one == nullptr) return partials;
+    char* bytes = nullptr;
+    uint64_t size = 0;
+    EXPECT_EQ(strata_capi_rank_partial(one, analysis, nullptr, nullptr, 0, &bytes, &size), 1)
+        << strata_capi_last_error();
+    partials.emplace_back(bytes, size);
+    strata_capi_buffer_free(bytes);
+    EXPECT_GT(size, 0u);  // its size per span count: tests/python/test_dask.py
+    strata_capi_free(one);
+  }
+  return partials;
+}
+
+TEST(PyapiCapi, RankPartialsCombineToTheMergedRun) {
+  const std::string data = std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/";
+  const std::string originals[] = {data + "multirank_rank0.json.gz", data + "multirank_rank1.json.gz"};
+  const char* original_paths[] = {originals[0].c_str(), originals[1].c_str()};
+  strata_capi_trace* both = strata_capi_open(original_paths, 2, nullptr);
+  ASSERT_NE(both, nullptr) << strata_capi_last_error();
+  const char* keys[] = {"top"};
+  const char* values[] = {"2"};
+  for (const char* analysis : {"launch_stats", "kernel_distribution"}) {
+    const std::vector<std::string> partials = rank_partials(originals, analysis);
+    ASSERT_EQ(partials.size(), 2u);
+    const char* bytes[] = {partials[0].data(), partials[1].data()};
+    const uint64_t sizes[] = {partials[0].size(), partials[1].size()};
+    for (size_t n_params : {0, 1}) {
+      const std::vector<std::string> expected = all_cells(both, analysis, keys, values, n_params);
+      EXPECT_GT(expected.size(), 20u);
+      EXPECT_EQ(cells_of(strata_capi_combine_partials(analysis, bytes, sizes, 2, keys, values, n_params)),
+                expected)
+          << analysis << " " << n_params;
+    }
+  }
+  const std::vector<std::string> partials = rank_partials(originals, "kernel_distribution");
+  const char* bytes[] = {partials[0].data(), partials[1].data()};
+  const uint64_t sizes[] = {partials[0].size(), partials[1].size()};
+  // The same rank twice, a truncated partial, and an analysis with no partial: NULL / 0 and one line.
+  const char* twice[] = {bytes[0], bytes[0]};
+  const uint64_t twice_sizes[] = {sizes[0], sizes[0]};
+  EXPECT_EQ(strata_capi_combine_partials("kernel_distribution", twice, twice_sizes, 2, nullptr, nullptr, 0),
+            nullptr);
+  EXPECT_NE(std::string(strata_capi_last_error()).find("in two partials"), std::string::npos);
+  const uint64_t cut[] = {sizes[0] - 3};
+  EXPECT_EQ(strata_capi_combine_partials("kernel_distribution", bytes, cut, 1, nullptr, nullptr, 0), nullptr);
+  EXPECT_NE(std::string(strata_capi_last_error()).find("truncated"), std::string::npos);
+  char* none = nullptr;
+  uint64_t none_size = 0;
+  EXPECT_EQ(strata_capi_rank_partial(both, "collective_wait", nullptr, nullptr, 0, &none, &none_size), 0);
+  EXPECT_NE(std::string(strata_capi_last_error()).find("no per-rank partial"), std::string::npos);
+  strata_capi_free(both);
 }
 
 }  // namespace

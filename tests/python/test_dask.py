@@ -22,7 +22,8 @@ from conftest import BUILD_DIR, PYTHON_PKG, STRATA, SYSTEM_PYTHON
 distributed = pytest.importorskip("distributed", reason="python3-distributed (scripts/setup.sh) is not installed")
 
 SPLIT = "rank_breakdown,idle_time"
-# Every rank analysis: the two that split as rows, then those whose partial is the rank's trace.
+# Every rank analysis: the two that split as rows, then the cross-rank ones (kernel_distribution's
+# partial is per-rank records, the others' the rank's trace).
 ALL_RANK = ("rank_breakdown,idle_time,comm_overlap,collective_wait,step_time,kernel_distribution,launch_stats,"
             "queue_length")
 MAKE_RANKS = os.path.join(BUILD_DIR, "bin", "make_rank_traces")
@@ -212,6 +213,14 @@ def test_cli_dask_every_rank_analysis_on_8_kineto_ranks(cluster, tmp_path, strat
     proc = dask_cli(paths, cluster.address, "comm_overlap", params)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == changed
+    # queue_length splits as rows, except with a time series (bucket_us: buckets from the earliest
+    # span of all ranks), which ships the ranks' traces: both byte for byte.
+    for params in ((), ("--param", "bucket_us=100")):
+        expected = local_csv(paths, "queue_length", params)
+        assert (b"# queue_length_series\n" in expected) == bool(params)
+        proc = dask_cli(paths, cluster.address, "queue_length", params)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == expected
 
 
 def test_python_dask_identical_on_64_ranks(cluster, tmp_path, strata_bin):
@@ -231,6 +240,42 @@ def test_python_dask_identical_on_64_ranks(cluster, tmp_path, strata_bin):
     expected = local_csv(paths, ALL_RANK)
     assert all(table_rows(expected).get(t, 0) > 0 for t in ALL_TABLES)
     assert result.csv() == expected and not result.missing
+
+
+def test_rank_partial_records_do_not_grow_with_spans(tmp_path, strata_bin):
+    """The record partials are the same size whatever the rank's span count: 64 generated Kineto
+    ranks with 4 and with 16 steps (4x the spans) give partials of the same bytes per rank
+    (kernel_distribution: per kernel name and rank, count, total, percentiles; launch_stats: the
+    rank's summary and its `top` longest delays: the same count, so the same size up to the lengths
+    of the kernel names in them), and their combine is the local run's table."""
+    sys.path.insert(0, PYTHON_PKG)
+    import strata.dask
+
+    sizes = {}
+    for steps in (4, 16):
+        import kineto_ranks as generator
+
+        out = tmp_path / f"steps{steps}"
+        out.mkdir()
+        paths = generator.write_ranks(str(out), 64, steps)
+        names = list(strata.dask.RANK_PARTIAL)
+        params = {"kernel_distribution": {"top": "10"}, "launch_stats": {"top": "10"}}  # as --param top=10
+        partials = [strata.dask.rank_partial(p, names, params) for p in paths]
+        sizes[steps] = ({n: [len(p.records[n]) for p in partials] for n in names}, sum(p.spans for p in partials))
+        assert all(size > 0 for n in names for size in sizes[steps][0][n])
+        # The combine over the partials is the local run's table.
+        combined = strata.dask.combine(names, partials, params)
+        assert combined.csv() == local_csv(paths, ",".join(names), ("--param", "top=10"))
+    assert sizes[16][1] > 3 * sizes[4][1], "the larger ranks have more spans"
+    kernels, launches = (sizes[16][0][n] for n in names)
+    assert kernels == sizes[4][0]["kernel_distribution"], "the same kernel names, so the same bytes"
+    assert max(launches) <= 1.25 * max(sizes[4][0]["launch_stats"]), "top=10 launches whatever the span count"
+    # queue_length (no time series) and comm_overlap send rows per (rank, stream or collective name),
+    # not the rank's trace; comm_overlap's per-collective rows come all (top=0) with their keys.
+    for name in ("queue_length", "comm_overlap"):
+        partial = strata.dask.rank_partial(paths[0], [name], {})
+        assert partial.trace == b"" and 0 < partial.payload_bytes() < 2048, name
+    assert partial.results[0][1][1].keys and len(partial.results[0][1][1].keys) == len(partial.results[0][1][1].rows)
 
 
 def test_cli_dask_refuses_what_does_not_split(cluster, tmp_path, strata_bin):
