@@ -6,7 +6,7 @@ The map's table (under `## Module map`) has one row per folder:
 | `src/<folder>/` | what it holds | may include |.
 A file belongs to the deepest folder with a row (src/lowerbound/ir/ wins over src/lowerbound/).
 It may include its own module and the modules its row lists, and, transitively, what those list:
-a module that may include `model` may include `core`, because model's headers already do.
+a module that may include `trace` may include `core`, because trace's headers already do.
 The third cell is a comma list of module names (`core`, `lowerbound/ir`, `include/strata`);
 text in parentheses is a note and ignored; `—` means nothing; `everything above` means every row
 above it in the table; `see the rooms` means the rows of its own sub-folders.
@@ -45,7 +45,7 @@ def skipped_folder(name):
 
 def module_name(folder):
     """`src/lowerbound/ir/` -> `lowerbound/ir`; `include/strata/` -> `include/strata`;
-    `tests/model/` -> `tests/model`; `tests/` -> `tests` (the shared test helpers)."""
+    `tests/trace/` -> `tests/trace`; `tests/` -> `tests` (the shared test helpers)."""
     folder = folder.strip("/")
     return folder[len("src/"):] if folder.startswith("src/") else folder
 

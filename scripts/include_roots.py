@@ -3,9 +3,9 @@
 enforces what scripts/check_includes.py checks: a target compiled with the folder of its row can
 find the headers of the modules that row may include (transitively) and no others.
 
-Headers are included by their path under src/ ("model/trace.h"), so a module's folder cannot be put
+Headers are included by their path under src/ ("trace/trace.h"), so a module's folder cannot be put
 on the include path as it is. Instead each row gets ROOTS/<row folder, dots for
-slashes>/ (e.g. ROOTS/src.analysis/) holding a link per allowed module: `model -> src/model`, `strata ->
+slashes>/ (e.g. ROOTS/src.analysis/) holding a link per allowed module: `trace -> src/trace`, `strata ->
 include/strata`. Where an allowed module has a sub-module row that is not allowed (analysis may
 not include analysis/iterations), the module's folder is made of links to each of its entries
 except that sub-module. Area rows (tests/, bench/, fuzz/) get the modules they may include; their

@@ -4,7 +4,7 @@
 # writes them (each span when it ends, so opening has to sort), then runs `strata info`, `analyze`
 # (the default analyses) and `export --format csv` on each under /usr/bin/time and prints peak RSS,
 # file size and their ratio, with the machine load. The suite keeps a trimmed version
-# (model_memory_test); this is the full size.
+# (trace_memory_test); this is the full size.
 #   scripts/load_memory.sh [BUILD_DIR] [SPANS] [STRATA_BINARY_TO_COMPARE]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

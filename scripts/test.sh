@@ -10,6 +10,7 @@ phase "setup"
 bash "$root/scripts/setup.sh"
 
 phase "include check (docs/architecture.md module map)"; /usr/bin/python3 "$root/scripts/check_includes.py" "$root"
+phase "namespace check (namespaces follow folders)"; /usr/bin/python3 "$root/scripts/check_namespaces.py" "$root"
 phase "size check (docs/architecture.md size limits)"; /usr/bin/python3 "$root/scripts/check_function_size.py" "$root"
 
 phase "build"

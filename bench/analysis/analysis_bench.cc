@@ -10,11 +10,11 @@
 
 #include "analysis/pipeline.h"
 #include "export/table_render.h"
-#include "model/span_tree.h"
-#include "model/trace_loader.h"
-#include "model/trace_reader.h"
-#include "model/trace_saver.h"
 #include "synthetic_trace.h"
+#include "trace/span_tree.h"
+#include "trace/trace_loader.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_saver.h"
 
 namespace {
 
@@ -26,9 +26,9 @@ const std::string& trace_file(size_t spans) {
     path = (std::filesystem::temp_directory_path() /
             ("strata-analysis-bench-" + std::to_string(getpid()) + ".strata"))
                .string();
-    model::Trace t = bench::synthetic_gpu_trace(spans);
+    trace::Trace t = bench::synthetic_gpu_trace(spans);
     std::string error;
-    if (!model::save_trace(t, path, &error))
+    if (!trace::save_trace(t, path, &error))
       std::fprintf(stderr, "cannot write %s: %s\n", path.c_str(), error.c_str());
     std::atexit([] { std::filesystem::remove(path); });
   }
@@ -48,9 +48,9 @@ void BM_AnalyzePipeline(benchmark::State& state) {
   analysis::Params params;
   size_t spans = 0;
   for (auto _ : state) {
-    model::Trace trace;
+    trace::Trace trace;
     std::string error;
-    if (!model::open_trace(path, &trace, &error)) {
+    if (!trace::open_trace(path, &trace, &error)) {
       state.SkipWithError(error.c_str());
       break;
     }
@@ -74,9 +74,9 @@ BENCHMARK(BM_AnalyzePipeline)
 void BM_LoadOnly(benchmark::State& state) {
   const std::string& path = trace_file(1'000'000);
   for (auto _ : state) {
-    model::Trace trace;
+    trace::Trace trace;
     std::string error;
-    benchmark::DoNotOptimize(model::load_trace(path, &trace, &error));
+    benchmark::DoNotOptimize(trace::load_trace(path, &trace, &error));
   }
 }
 BENCHMARK(BM_LoadOnly)
@@ -89,9 +89,9 @@ BENCHMARK(BM_LoadOnly)
 void BM_OpenTrace(benchmark::State& state) {
   const std::string& path = trace_file(1'000'000);
   for (auto _ : state) {
-    model::Trace trace;
+    trace::Trace trace;
     std::string error;
-    benchmark::DoNotOptimize(model::open_trace(path, &trace, &error));
+    benchmark::DoNotOptimize(trace::open_trace(path, &trace, &error));
   }
 }
 BENCHMARK(BM_OpenTrace)
@@ -103,9 +103,9 @@ BENCHMARK(BM_OpenTrace)
 // The tree (rebuilt each time: the trace keeps the one it built) and the analyses.
 void BM_TreeAndAnalyses(benchmark::State& state) {
   const std::string& path = trace_file(1'000'000);
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
-  model::load_trace(path, &trace, &error);
+  trace::load_trace(path, &trace, &error);
   auto analyses = default_set();
   analysis::Params params;
   for (auto _ : state) {

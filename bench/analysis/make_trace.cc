@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "model/trace_saver.h"
 #include "synthetic_trace.h"
+#include "trace/trace_saver.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "make_trace: order '%s' is not start or end\n", order.c_str());
     return 2;
   }
-  strata::model::Trace t = strata::bench::synthetic_gpu_trace(n);
+  strata::trace::Trace t = strata::bench::synthetic_gpu_trace(n);
   if (order == "end") {
     std::vector<uint32_t> idx(t.spans.size());
     std::iota(idx.begin(), idx.end(), 0u);
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     t.attr_begin = std::move(attr_begin);
   }
   std::string error;
-  if (!strata::model::save_trace(t, argv[2], &error)) {
+  if (!strata::trace::save_trace(t, argv[2], &error)) {
     std::fprintf(stderr, "make_trace: %s\n", error.c_str());
     return 1;
   }

@@ -5,9 +5,9 @@
 
 namespace strata::bench {
 
-model::Trace synthetic_gpu_trace(size_t target_spans, size_t layers_per_eval) {
-  model::Trace t;
-  model::Process p;
+trace::Trace synthetic_gpu_trace(size_t target_spans, size_t layers_per_eval) {
+  trace::Trace t;
+  trace::Process p;
   p.pid = 1;
   p.properties.set("device.0.name", "NVIDIA H100 80GB HBM3");
   t.add_process(p);

@@ -5,11 +5,11 @@
 
 #include <cstddef>
 
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::bench {
 
 // About `target_spans` spans: evaluations of 1 + 4 x layers_per_eval spans until the target is met.
-model::Trace synthetic_gpu_trace(size_t target_spans, size_t layers_per_eval = 50);
+trace::Trace synthetic_gpu_trace(size_t target_spans, size_t layers_per_eval = 50);
 
 }  // namespace strata::bench

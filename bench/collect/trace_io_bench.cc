@@ -15,9 +15,9 @@
 
 #include "collect/runtime.h"
 #include "core/crc32c.h"
-#include "model/trace_loader.h"
-#include "model/trace_saver.h"
 #include "strata/strata.hpp"
+#include "trace/trace_loader.h"
+#include "trace/trace_saver.h"
 
 namespace {
 
@@ -55,9 +55,9 @@ void BM_WriterSpansPerSecond(benchmark::State& state) {
   for (auto _ : state) {
     double seconds = record(path, threads, spans);
     state.SetIterationTime(seconds);
-    strata::model::Trace t;
+    strata::trace::Trace t;
     std::string error;
-    strata::model::load_trace(path, &t, &error, {.sort_by_start = false});
+    strata::trace::load_trace(path, &t, &error, {.sort_by_start = false});
     drops += t.total_drops();
     if (t.spans.size() != static_cast<size_t>(spans)) state.SkipWithError("spans lost");
   }
@@ -76,9 +76,9 @@ double load_peak_rss_ratio(const std::string& path, uint64_t file_size) {
   if (pid == 0) {
     struct rusage before {};
     getrusage(RUSAGE_SELF, &before);
-    strata::model::Trace t;
+    strata::trace::Trace t;
     std::string error;
-    strata::model::load_trace(path, &t, &error, {.sort_by_start = false});
+    strata::trace::load_trace(path, &t, &error, {.sort_by_start = false});
     struct rusage after {};
     getrusage(RUSAGE_SELF, &after);
     long delta_kb = after.ru_maxrss - before.ru_maxrss;
@@ -100,9 +100,10 @@ void BM_ReaderSpansPerSecond(benchmark::State& state) {
   struct stat st {};
   stat(path.c_str(), &st);
   for (auto _ : state) {
-    strata::model::Trace t;
+    strata::trace::Trace t;
     std::string error;
-    if (!strata::model::load_trace(path, &t, &error, {.sort_by_start = false})) state.SkipWithError(error.c_str());
+    if (!strata::trace::load_trace(path, &t, &error, {.sort_by_start = false}))
+      state.SkipWithError(error.c_str());
     benchmark::DoNotOptimize(t.spans.data());
   }
   state.counters["spans_per_s"] =
@@ -114,7 +115,7 @@ void BM_ReaderSpansPerSecond(benchmark::State& state) {
 BENCHMARK(BM_ReaderSpansPerSecond)->Arg(5'000'000)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 // Loading a format 1.0 file, whose spans the loader types and whose keys it renames
-// (model/activity_upgrade.h), against the same spans written as 1.1: arg 0 = 1.1, 1 = 1.0. Half
+// (trace/activity_upgrade.h), against the same spans written as 1.1: arg 0 = 1.1, 1 = 1.0. Half
 // the spans are PyTorch ops with a "shape" (renamed to "shapes" in 1.0), the rest device work and
 // launches, six names in all.
 void BM_ReaderFormat10Upgrade(benchmark::State& state) {
@@ -122,8 +123,8 @@ void BM_ReaderFormat10Upgrade(benchmark::State& state) {
   const bool old_format = state.range(0) == 1;
   const std::string path = path_for(old_format ? "format-1-0" : "format-1-1");
   {
-    model::Trace t;
-    t.add_process(model::Process{});
+    trace::Trace t;
+    t.add_process(trace::Process{});
     const char* names[] = {"aten::conv2d", "aten::relu", "aten::to", "volta_sgemm",
                            "Memcpy HtoD (Pageable -> Device)", "cudaLaunchKernel"};
     const Level levels[] = {Level::kLayer, Level::kLayer, Level::kLayer, Level::kDevice, Level::kDevice,
@@ -145,7 +146,7 @@ void BM_ReaderFormat10Upgrade(benchmark::State& state) {
       t.add_span(r, a);
     }
     std::string error;
-    model::save_trace(t, path, &error);
+    trace::save_trace(t, path, &error);
     if (old_format) {  // the header of a 1.0 writer: minor version 0 (header CRC over bytes 0..27)
       std::FILE* f = std::fopen(path.c_str(), "r+b");
       unsigned char h[32];
@@ -160,9 +161,9 @@ void BM_ReaderFormat10Upgrade(benchmark::State& state) {
   }
   uint64_t spans = 0;
   for (auto _ : state) {
-    model::Trace t;
+    trace::Trace t;
     std::string error;
-    model::load_trace(path, &t, &error);
+    trace::load_trace(path, &t, &error);
     spans = t.spans.size();
     benchmark::DoNotOptimize(t.spans.data());
   }

@@ -11,15 +11,15 @@
 
 #include "export/exporters.h"
 #include "export/sqlite_export.h"
-#include "model/span_tree.h"
 #include "synthetic_trace.h"
+#include "trace/span_tree.h"
 
 namespace {
 
 using namespace strata;
 
-const model::Trace& trace_of(size_t spans) {
-  static model::Trace trace;
+const trace::Trace& trace_of(size_t spans) {
+  static trace::Trace trace;
   if (trace.spans.empty()) {
     trace = bench::synthetic_gpu_trace(spans);
     (void)trace.tree();
@@ -33,7 +33,7 @@ std::string temp_file(const char* suffix) {
 }
 
 void BM_ExportSqlite(benchmark::State& state) {
-  const model::Trace& trace = trace_of(static_cast<size_t>(state.range(0)));
+  const trace::Trace& trace = trace_of(static_cast<size_t>(state.range(0)));
   const std::string path = temp_file(".sqlite");
   uintmax_t bytes = 0;
   for (auto _ : state) {
@@ -51,7 +51,7 @@ void BM_ExportSqlite(benchmark::State& state) {
 BENCHMARK(BM_ExportSqlite)->Arg(1000000)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1)->Repetitions(3);
 
 void BM_ExportCsv(benchmark::State& state) {
-  const model::Trace& trace = trace_of(static_cast<size_t>(state.range(0)));
+  const trace::Trace& trace = trace_of(static_cast<size_t>(state.range(0)));
   const std::string path = temp_file(".csv");
   for (auto _ : state) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -17,7 +17,7 @@
 
 #include "import/chrome_json.h"
 #include "import/importer.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace {
 
@@ -72,7 +72,7 @@ void run_import(benchmark::State& state, std::string_view bytes, const std::stri
   strata::import::ImportOptions opts;
   opts.input_padding = padding;
   for (auto _ : state) {
-    strata::model::Trace trace;
+    strata::trace::Trace trace;
     std::string error;
     strata::import::ImportStats stats;
     if (!strata::import::import_buffer_with_stats(bytes, name, &trace, &error, opts, &stats)) {
@@ -170,14 +170,14 @@ void BM_RawSimdjsonScan(benchmark::State& state) {
 BENCHMARK(BM_RawSimdjsonScan)->Unit(benchmark::kMillisecond);
 
 void BM_CorrelateV100(benchmark::State& state) {
-  strata::model::Trace trace;
+  strata::trace::Trace trace;
   std::string error;
   if (!strata::import::import_trace(kTrace, &trace, &error)) {
     state.SkipWithError(error.c_str());
     return;
   }
   for (auto _ : state) {
-    strata::model::SpanTree tree = strata::model::build_span_tree(trace);
+    strata::trace::SpanTree tree = strata::trace::build_span_tree(trace);
     benchmark::DoNotOptimize(tree.size());
   }
   state.counters["spans_per_s"] =

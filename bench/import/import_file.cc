@@ -9,8 +9,8 @@
 #include <string>
 
 #include "import/importer.h"
-#include "model/trace_reader.h"
-#include "model/trace_saver.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_saver.h"
 
 int main(int argc, char** argv) {
   if (argc < 3 || argc > 4) {
@@ -18,13 +18,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   strata::import::register_readers();
-  strata::model::OpenOptions options;
+  strata::trace::OpenOptions options;
   options.format = "json";  // as `strata import` opens a file it recognizes as JSON
-  strata::model::Trace trace;
+  strata::trace::Trace trace;
   std::string error;
   const std::string input = argv[1];
-  if (!strata::model::open_traces({&input, 1}, &trace, &error, options) ||
-      !strata::model::save_trace(trace, argv[2], &error, argc == 4 ? std::atoi(argv[3]) : 3)) {
+  if (!strata::trace::open_traces({&input, 1}, &trace, &error, options) ||
+      !strata::trace::save_trace(trace, argv[2], &error, argc == 4 ? std::atoi(argv[3]) : 3)) {
     std::fprintf(stderr, "bench_import_file: %s\n", error.c_str());
     return 1;
   }

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "import/nsys_sqlite_reader.h"
-#include "model/trace.h"
-#include "model/trace_builder.h"
+#include "trace/trace.h"
+#include "trace/trace_builder.h"
 
 namespace {
 
@@ -23,8 +23,8 @@ void BM_NsysImport(benchmark::State& state) {
   }
   uint64_t rows = 0;
   for (auto _ : state) {
-    strata::model::Trace trace;
-    strata::model::TraceBuilder builder(&trace);
+    strata::trace::Trace trace;
+    strata::trace::TraceBuilder builder(&trace);
     std::string error;
     strata::import::ImportStats stats;
     if (!strata::import::import_nsys_sqlite(kFile, builder, &error, &stats)) {

@@ -17,13 +17,13 @@
 #include "analysis/iterations/pattern_miner.h"
 #include "analysis/iterations/suffix_array.h"
 #include "core/level.h"
-#include "model/trace.h"
-#include "model/trace_loader.h"
-#include "model/trace_saver.h"
+#include "trace/trace.h"
+#include "trace/trace_loader.h"
+#include "trace/trace_saver.h"
 
 namespace {
 
-using strata::iterations::MinerOptions;
+using strata::analysis::iterations::MinerOptions;
 
 // A training-like op stream: set-up, then iterations of a 250-op cycle over 90 op names, 3% of
 // them with an extra op inside, an evaluation block (60 ops) after every 10th; gaps in ns. (Random
@@ -101,7 +101,7 @@ void BM_Mine(benchmark::State& state) {
   const Workload& w = workload(state.range(0));
   size_t found = 0;
   for (auto _ : state) {
-    auto r = strata::iterations::mine_iterations(w.seq, w.gaps, MinerOptions{});
+    auto r = strata::analysis::iterations::mine_iterations(w.seq, w.gaps, MinerOptions{});
     found = r.iterations.size();
     benchmark::DoNotOptimize(found);
   }
@@ -115,7 +115,7 @@ void BM_MineNested(benchmark::State& state) {
   const Workload& w = nested_workload(state.range(0));
   size_t found = 0;
   for (auto _ : state) {
-    auto r = strata::iterations::mine_iterations(w.seq, w.gaps, MinerOptions{});
+    auto r = strata::analysis::iterations::mine_iterations(w.seq, w.gaps, MinerOptions{});
     found = r.iterations.size();
     benchmark::DoNotOptimize(found);
   }
@@ -127,8 +127,8 @@ void BM_MineNested(benchmark::State& state) {
 void BM_SuffixArrayAndLcp(benchmark::State& state) {
   const Workload& w = workload(state.range(0));
   for (auto _ : state) {
-    auto sa = strata::iterations::build_suffix_array(w.seq, 201);
-    auto lcp = strata::iterations::build_lcp_array(w.seq, sa);
+    auto sa = strata::analysis::iterations::build_suffix_array(w.seq, 201);
+    auto lcp = strata::analysis::iterations::build_lcp_array(w.seq, sa);
     benchmark::DoNotOptimize(lcp.data());
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
@@ -149,8 +149,8 @@ std::string trace_file(int64_t spans) {
                                .string();
   if (std::filesystem::exists(path)) return path;
   const Workload& w = workload(spans);
-  strata::model::Trace t;
-  strata::model::Process p;
+  strata::trace::Trace t;
+  strata::trace::Process p;
   p.pid = 1;
   t.add_process(p);
   std::vector<uint32_t> names;
@@ -171,7 +171,7 @@ std::string trace_file(int64_t spans) {
     t.add_span(s);
   }
   std::string error;
-  if (!strata::model::save_trace(t, path, &error)) std::fprintf(stderr, "save_trace: %s\n", error.c_str());
+  if (!strata::trace::save_trace(t, path, &error)) std::fprintf(stderr, "save_trace: %s\n", error.c_str());
   temp_files.paths.push_back(path);
   return path;
 }
@@ -179,9 +179,9 @@ std::string trace_file(int64_t spans) {
 void BM_LoadTrace(benchmark::State& state) {
   const std::string path = trace_file(state.range(0));
   for (auto _ : state) {
-    strata::model::Trace t;
+    strata::trace::Trace t;
     std::string error;
-    if (!strata::model::load_trace(path, &t, &error)) state.SkipWithError(error.c_str());
+    if (!strata::trace::load_trace(path, &t, &error)) state.SkipWithError(error.c_str());
     benchmark::DoNotOptimize(t.spans.data());
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
@@ -191,17 +191,19 @@ void BM_LoadTrace(benchmark::State& state) {
 // The whole analysis on a loaded trace (stream classification, op sequence, alphabet, mining,
 // metrics, diagnosis): what `strata iterations` costs after loading.
 void BM_RunIterations(benchmark::State& state) {
-  static std::map<int64_t, strata::model::Trace> traces;
-  strata::model::Trace& t = traces[state.range(0)];
+  static std::map<int64_t, strata::trace::Trace> traces;
+  strata::trace::Trace& t = traces[state.range(0)];
   if (t.spans.empty()) {
     std::string error;
-    if (!strata::model::load_trace(trace_file(state.range(0)), &t, &error)) state.SkipWithError(error.c_str());
+    if (!strata::trace::load_trace(trace_file(state.range(0)), &t, &error))
+      state.SkipWithError(error.c_str());
   }
   size_t found = 0;
   for (auto _ : state) {
-    strata::iterations::IterationsReport report;
+    strata::analysis::iterations::IterationsReport report;
     std::string error;
-    if (!strata::iterations::run_iterations(t, strata::iterations::IterationsOptions{}, &report, &error))
+    if (!strata::analysis::iterations::run_iterations(t, strata::analysis::iterations::IterationsOptions{},
+                                                      &report, &error))
       state.SkipWithError(error.c_str());
     found = report.mining.iterations.size();
     benchmark::DoNotOptimize(found);

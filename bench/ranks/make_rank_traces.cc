@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "model/trace_saver.h"
 #include "rank_traces.h"
+#include "trace/trace_saver.h"
 
 int main(int argc, char** argv) {
   if (argc != 4) {
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < ranks; ++r) {
     const std::string path = std::string(argv[3]) + "/rank" + std::to_string(r) + ".strata";
     std::string error;
-    if (!strata::model::save_trace(strata::bench::rank_trace(r, spans), path, &error)) {
+    if (!strata::trace::save_trace(strata::bench::rank_trace(r, spans), path, &error)) {
       std::fprintf(stderr, "make_rank_traces: %s\n", error.c_str());
       return 1;
     }

@@ -8,13 +8,13 @@
 
 namespace strata::bench {
 
-model::Trace rank_trace(int rank, size_t target_spans) {
-  model::Trace t = synthetic_gpu_trace(target_spans);
+trace::Trace rank_trace(int rank, size_t target_spans) {
+  trace::Trace t = synthetic_gpu_trace(target_spans);
   std::mt19937_64 rng(0x5EED + static_cast<uint64_t>(rank));
   std::uniform_real_distribution<double> offset(-5e9, 5e9), drift(-50e-6, 50e-6);
   std::normal_distribution<double> jitter(0, 3000);
   const double off = rank == 0 ? 0 : offset(rng), d = rank == 0 ? 0 : drift(rng);
-  for (model::Process& p : t.processes) {
+  for (trace::Process& p : t.processes) {
     p.pid = 1000 + rank;
     p.host = "node" + std::to_string(rank);
     p.properties.set_int("rank", rank);

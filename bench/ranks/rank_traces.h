@@ -5,10 +5,10 @@
 
 #include <cstddef>
 
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::bench {
 
-model::Trace rank_trace(int rank, size_t target_spans);
+trace::Trace rank_trace(int rank, size_t target_spans);
 
 }  // namespace strata::bench

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "analysis/analysis.h"
-#include "model/rank_align.h"
-#include "model/trace_reader.h"
-#include "model/trace_saver.h"
 #include "rank_traces.h"
+#include "trace/rank_align.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_saver.h"
 
 namespace {
 
@@ -26,7 +26,7 @@ const std::vector<std::string>& rank_files() {
     for (int r = 0; r < kRanks; ++r) {
       out.push_back(dir + "/rank" + std::to_string(r) + ".strata");
       std::string error;
-      if (!strata::model::save_trace(strata::bench::rank_trace(r, kSpansPerRank), out.back(), &error))
+      if (!strata::trace::save_trace(strata::bench::rank_trace(r, kSpansPerRank), out.back(), &error))
         std::abort();
     }
     return out;
@@ -34,20 +34,20 @@ const std::vector<std::string>& rank_files() {
   return files;
 }
 
-void merge(strata::model::Trace* out) {
-  strata::model::OpenOptions options;
+void merge(strata::trace::Trace* out) {
+  strata::trace::OpenOptions options;
   options.structure = false;
-  options.before_finish = [](strata::model::Trace& t, std::span<const size_t>) {
-    strata::model::align_rank_clocks(&t);
+  options.before_finish = [](strata::trace::Trace& t, std::span<const size_t>) {
+    strata::trace::align_rank_clocks(&t);
   };
   std::string error;
-  if (!strata::model::open_traces(rank_files(), out, &error, options)) std::abort();
+  if (!strata::trace::open_traces(rank_files(), out, &error, options)) std::abort();
 }
 
 void BM_MergeAligned(benchmark::State& state) {
   rank_files();
   for (auto _ : state) {
-    strata::model::Trace t;
+    strata::trace::Trace t;
     merge(&t);
     benchmark::DoNotOptimize(t.spans.data());
   }
@@ -56,17 +56,17 @@ void BM_MergeAligned(benchmark::State& state) {
 BENCHMARK(BM_MergeAligned)->Unit(benchmark::kMillisecond);
 
 void BM_AlignOnly(benchmark::State& state) {
-  strata::model::Trace merged;
+  strata::trace::Trace merged;
   merge(&merged);
   for (auto _ : state) {
-    auto clocks = strata::model::align_rank_clocks(&merged, {.apply = false});
+    auto clocks = strata::trace::align_rank_clocks(&merged, {.apply = false});
     benchmark::DoNotOptimize(clocks.data());
   }
 }
 BENCHMARK(BM_AlignOnly)->Unit(benchmark::kMillisecond);
 
 void run_analysis(benchmark::State& state, const char* name) {
-  strata::model::Trace merged;
+  strata::trace::Trace merged;
   merge(&merged);
   const auto& tree = merged.tree();
   strata::analysis::Params params;

@@ -12,10 +12,10 @@
 #include "export/exporters.h"
 #include "format/chunk_reader.h"
 #include "format/chunk_writer.h"
-#include "model/span_tree.h"
-#include "model/trace_builder.h"
-#include "model/trace_loader.h"
-#include "model/trace_summary.h"
+#include "trace/span_tree.h"
+#include "trace/trace_builder.h"
+#include "trace/trace_loader.h"
+#include "trace/trace_summary.h"
 
 namespace strata::fuzz {
 namespace {
@@ -32,7 +32,7 @@ class DiscardBuffer : public std::streambuf {
 };
 
 // Loads `bytes` and summarizes them in a stream; returns whether the loader accepted them.
-bool load_and_summarize(std::string_view bytes, model::Trace* trace, model::TraceSummary* summary,
+bool load_and_summarize(std::string_view bytes, trace::Trace* trace, trace::TraceSummary* summary,
                         bool* summarized) {
   std::string error;
   format::ChunkReader reader;
@@ -40,17 +40,17 @@ bool load_and_summarize(std::string_view bytes, model::Trace* trace, model::Trac
     check(!reader.error().empty() && reader.error().find('\n') == std::string::npos);
     return false;
   }
-  model::TraceBuilder builder(trace);
-  const bool loaded = model::load_chunks(reader, builder, &error);
+  trace::TraceBuilder builder(trace);
+  const bool loaded = trace::load_chunks(reader, builder, &error);
   if (loaded) builder.finish();  // as open_trace: one sort, the tracks table and the span tree
   format::ChunkReader again;
   *summarized = again.open(format::memory_source(bytes), "fuzz-input") &&
-                model::summarize_chunks(again, summary, &error);
+                trace::summarize_chunks(again, summary, &error);
   return loaded;
 }
 
 // What every loaded trace guarantees to the analyses, whatever the file held.
-void check_loaded(const model::Trace& trace) {
+void check_loaded(const trace::Trace& trace) {
   check(trace.attr_begin.size() == trace.spans.size() + 1);
   check(trace.attr_begin.back() == trace.attrs.size());
   for (const SpanRecord& s : trace.spans) {
@@ -64,7 +64,7 @@ void check_loaded(const model::Trace& trace) {
 // `strata info` streams what `strata analyze` loads: the two must count alike, every stat of what
 // reading found (load.*: the tree's counters are the loaded trace's alone, and so are the upgrade's
 // of format 1.0 spans, which only loading does; a streamed summary counts those spans instead).
-void check_agree(const model::Trace& trace, const model::TraceSummary& summary) {
+void check_agree(const trace::Trace& trace, const trace::TraceSummary& summary) {
   check(summary.spans == trace.spans.size());
   for (const stats::StatInfo& info : stats::all_stats()) {
     if (info.id == stats::Stat::kLoadActivityUpgraded || info.id == stats::Stat::kLoadLegacyKeysRenamed) {
@@ -80,8 +80,8 @@ void check_agree(const model::Trace& trace, const model::TraceSummary& summary) 
 }  // namespace
 
 void run_trace_reader(std::string_view bytes) {
-  model::Trace trace;
-  model::TraceSummary summary;
+  trace::Trace trace;
+  trace::TraceSummary summary;
   bool summarized = false;
   if (!load_and_summarize(bytes, &trace, &summary, &summarized)) return;
   check(summarized);
@@ -139,15 +139,15 @@ std::string fix_up_chunks(std::string_view bytes) {
 
 void run_trace_chunks(std::string_view bytes) {
   const std::string file = fix_up_chunks(bytes);
-  model::Trace trace;
-  model::TraceSummary summary;
+  trace::Trace trace;
+  trace::TraceSummary summary;
   bool summarized = false;
   check(load_and_summarize(file, &trace, &summary, &summarized));
   check(summarized);
   check_agree(trace, summary);
   check_loaded(trace);
   check(trace.tree().size() == trace.spans.size());
-  model::TraceSummary in_memory = model::summarize(trace);
+  trace::TraceSummary in_memory = trace::summarize(trace);
   check(in_memory.spans == summary.spans);
   DiscardBuffer discard;
   std::ostream sink(&discard);

@@ -5,12 +5,12 @@
 
 #include "import/importer.h"
 #include "import/ncu_csv.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata::fuzz {
 
 void run_import(std::string_view bytes, const char* format) {
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
   import::ImportOptions options;
   options.format = format;
@@ -18,7 +18,7 @@ void run_import(std::string_view bytes, const char* format) {
     for (const SpanRecord& s : trace.spans)
       if (!time_in_range(s.start_ns) || !time_in_range(s.end_ns) || s.process >= trace.processes.size())
         std::abort();  // what every loaded trace guarantees the analyses
-    model::SpanTree tree = model::build_span_tree(trace);
+    trace::SpanTree tree = trace::build_span_tree(trace);
     if (tree.size() != trace.spans.size()) std::abort();
     for (size_t i = 0; i < tree.size(); ++i) (void)tree.ancestor_at_level(trace, i, 30);
   } else if (error.empty() || error.find('\n') != std::string::npos) {
@@ -33,14 +33,14 @@ void run_ncu_csv(std::string_view bytes) {
     if (error.empty() || error.find('\n') != std::string::npos) std::abort();
     return;
   }
-  model::Trace spans;
+  trace::Trace spans;
   import::add_ncu_spans(profile, "fuzz", &spans);
   if (spans.spans.size() != profile.kernels.size()) std::abort();
   for (const SpanRecord& s : spans.spans)
     if (!time_in_range(s.start_ns) || !time_in_range(s.end_ns) || s.end_ns < s.start_ns) std::abort();
   // The join, into a trace whose kernels carry the parsed names (and one more launch of each).
-  model::Trace trace;
-  trace.add_process(model::Process{});
+  trace::Trace trace;
+  trace.add_process(trace::Process{});
   int64_t clock = 0;
   for (int pass = 0; pass < 2; ++pass)
     for (const import::NcuKernel& k : profile.kernels) {

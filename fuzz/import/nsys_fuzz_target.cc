@@ -7,9 +7,9 @@
 #include <string>
 
 #include "import/nsys_sqlite_reader.h"
-#include "model/span_tree.h"
-#include "model/trace.h"
-#include "model/trace_builder.h"
+#include "trace/span_tree.h"
+#include "trace/trace.h"
+#include "trace/trace_builder.h"
 
 namespace strata::fuzz {
 
@@ -24,16 +24,16 @@ void run_nsys_import(std::string_view bytes) {
     written += static_cast<size_t>(n);
   }
   ::close(fd);
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
   {
-    model::TraceBuilder builder(&trace);
+    trace::TraceBuilder builder(&trace);
     if (import::import_nsys_sqlite(path, builder, &error, nullptr)) {
       builder.finish({.structure = false, .tree = {}});
       for (const SpanRecord& s : trace.spans)
         if (!time_in_range(s.start_ns) || !time_in_range(s.end_ns) || s.process >= trace.processes.size())
           std::abort();
-      model::SpanTree tree = model::build_span_tree(trace);
+      trace::SpanTree tree = trace::build_span_tree(trace);
       if (tree.size() != trace.spans.size()) std::abort();
     } else if (error.empty() || error.find('\n') != std::string::npos) {
       std::abort();  // a failure must come with exactly one error line

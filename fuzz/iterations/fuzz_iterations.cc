@@ -22,8 +22,8 @@ void check(bool ok) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata;
   if (size < 2) return 0;
-  model::Trace trace;
-  model::Process p;
+  trace::Trace trace;
+  trace::Process p;
   p.pid = 1;
   trace.add_process(p);
   static const char* kNames[] = {"aten::linear",
@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                  "z",
                                  "w",
                                  "v"};
-  iterations::IterationsOptions options;
+  analysis::iterations::IterationsOptions options;
   options.miner.iterations = data[0] % 4 == 0 ? data[1] % 16 : 0;
   options.miner.max_extra_ops = data[1] % 3 == 0 ? data[1] % 7 : -1;
   if (data[0] & 0x20) {  // the sampled path (windows, growth, matching the whole) on short inputs
@@ -69,9 +69,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const AttrRecord bytes[] = {trace.int_attr("bytes", data[i + 2])};
     trace.add_span(s, data[i + 2] & 0x40 ? std::span<const AttrRecord>(bytes) : std::span<const AttrRecord>());
   }
-  iterations::IterationsReport report;
+  analysis::iterations::IterationsReport report;
   std::string error;
-  if (!iterations::run_iterations(trace, options, &report, &error)) {
+  if (!analysis::iterations::run_iterations(trace, options, &report, &error)) {
     check(!error.empty());
     return 0;
   }
@@ -91,8 +91,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             r.copies <= r.copies_max && r.offset < static_cast<int64_t>(loop.cycle.size()));
   check(inside + m.ops_before + m.ops_after + m.ops_between == m.ops);
   check(report.metrics.iterations.size() == m.iterations.size());
-  const auto tables = iterations::report_tables(trace, report);
+  const auto tables = analysis::iterations::report_tables(trace, report);
   check(!tables.empty());
-  iterations::add_iteration_spans(&trace, report);
+  analysis::iterations::add_iteration_spans(&trace, report);
   return 0;
 }

@@ -11,10 +11,10 @@
 
 #include "format/chunk_reader.h"
 #include "format/file_format.h"
-#include "model/sample_loader.h"
 #include "sample/mappings.h"
 #include "sample/sample_types.h"
 #include "sample/unwinder.h"
+#include "trace/sample_loader.h"
 
 namespace strata::fuzz {
 using namespace sample;
@@ -47,8 +47,8 @@ void run_sample_chunks(std::string_view bytes) {
       format::ChunkType::kSampleConfig, format::ChunkType::kSampleMappings,
       format::ChunkType::kSampleFrames, format::ChunkType::kSampleStacks,
       format::ChunkType::kSampleCounts, format::ChunkType::kSampleTimeline};
-  model::SampleData samples;
-  model::SampleChunkLoader loader(&samples);
+  trace::SampleData samples;
+  trace::SampleChunkLoader loader(&samples);
   size_t pos = 0;
   while (pos + 3 <= size) {
     const uint8_t selector = data[pos];

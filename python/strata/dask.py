@@ -28,7 +28,7 @@ Two kinds of partial come back:
   every rank, medians and percentiles over all ranks, times from the earliest span of all ranks,
   tables sorted across ranks by unrounded times). The worker sends its file's canonical trace as
   native .strata bytes (zstd); the driver opens those traces together through libstrata and runs
-  the analysis: the same C++ merge (model::open_traces) and the same analysis code as the local
+  the analysis: the same C++ merge (trace::open_traces) and the same analysis code as the local
   run, so the two cannot drift. The partial is the size of the rank's native trace, not of its rows
   (docs/performance.md, "Scale-out on Dask", measures both).
 

@@ -6,17 +6,17 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <span>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/level.h"
-#include "model/span_tree.h"
-#include "model/trace.h"
 #include "table/table.h"
+#include "trace/span_tree.h"
+#include "trace/trace.h"
 
 namespace strata::analysis {
 
@@ -47,8 +47,8 @@ class Params {
 class Workload;  // analysis/workload.h: evaluations, layers and kernels extracted once per run
 
 struct AnalysisInput {
-  const model::Trace& trace;
-  const model::SpanTree& tree;
+  const trace::Trace& trace;
+  const trace::SpanTree& tree;
   const Params& params;
   // Shared by all analyses of one run; when null each analysis builds its own (tests do this).
   const Workload* workload = nullptr;

@@ -98,7 +98,7 @@ struct DeviceProperties {
   }
 };
 
-std::set<uint32_t> devices_used(const model::Trace& trace) {
+std::set<uint32_t> devices_used(const trace::Trace& trace) {
   std::set<uint32_t> used;
   for (const SpanRecord& s : trace.spans)
     if (s.level == static_cast<uint8_t>(Level::kDevice) && s.device != kNoDevice) used.insert(s.device);
@@ -113,10 +113,10 @@ double number(const std::string& text) {
 
 // The lowest-numbered GPU that ran device work and whose properties give a peak; only the GPUs
 // actually used count (a node lists all of its GPUs).
-std::optional<std::pair<uint32_t, DeviceProperties>> used_device_properties(const model::Trace& trace,
+std::optional<std::pair<uint32_t, DeviceProperties>> used_device_properties(const trace::Trace& trace,
                                                                             const std::set<uint32_t>& used) {
   std::map<uint32_t, DeviceProperties> devices;
-  for (const model::Process& p : trace.processes)
+  for (const trace::Process& p : trace.processes)
     for (const auto& [key, value] : p.properties.entries()) {
       unsigned id = 0;
       int consumed = 0;
@@ -196,7 +196,7 @@ double ResolvedPeaks::ceiling(std::string_view kernel_name, std::string* label) 
   return gflops;
 }
 
-std::optional<ResolvedPeaks> resolve_peaks(const model::Trace& trace, const Params& params, bool cpu_trace,
+std::optional<ResolvedPeaks> resolve_peaks(const trace::Trace& trace, const Params& params, bool cpu_trace,
                                            std::string* why) {
   ResolvedPeaks r;
   const DevicePeak* entry = nullptr;
@@ -241,7 +241,7 @@ std::optional<ResolvedPeaks> resolve_peaks(const model::Trace& trace, const Para
     // Imported Kineto traces list every GPU the process could see ("device.<N>.name", from
     // deviceProperties); prefer one that ran this trace's device work.
     bool entry_used = false;
-    for (const model::Process& p : trace.processes) {
+    for (const trace::Process& p : trace.processes) {
       for (const auto& [key, value] : p.properties.entries()) {
         std::string k = lower(key);
         if (k.find("name") == std::string::npos ||

@@ -58,7 +58,7 @@ struct ResolvedPeaks {
 };
 
 // Peaks for an analysis (precedence above). Returns nullopt with *why saying what to pass.
-std::optional<ResolvedPeaks> resolve_peaks(const model::Trace& trace, const Params& params, bool cpu_trace,
+std::optional<ResolvedPeaks> resolve_peaks(const trace::Trace& trace, const Params& params, bool cpu_trace,
                                            std::string* why);
 
 }  // namespace strata::analysis

@@ -59,7 +59,7 @@ struct Group {
   }
 };
 
-std::vector<PcSample> read_samples(const model::Trace& trace) {
+std::vector<PcSample> read_samples(const trace::Trace& trace) {
   std::vector<PcSample> out;
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     if (trace.spans[i].activity_type() != ActivityType::kGpuPcSample) continue;
@@ -110,15 +110,15 @@ void add_category_cells(const Group& g, std::vector<Cell>* row) {
 }
 
 // The op that launched kernel execution i: its innermost layer-level ancestor.
-std::string launching_op(const model::Trace& trace, const model::SpanTree& tree, size_t i) {
-  for (int32_t p = tree.parent(i); p != model::kNoParent; p = tree.parent(static_cast<size_t>(p)))
+std::string launching_op(const trace::Trace& trace, const trace::SpanTree& tree, size_t i) {
+  for (int32_t p = tree.parent(i); p != trace::kNoParent; p = tree.parent(static_cast<size_t>(p)))
     if (trace.spans[static_cast<size_t>(p)].level == static_cast<uint8_t>(Level::kLayer))
       return std::string(trace.name(trace.spans[static_cast<size_t>(p)]));
   return "<no op>";
 }
 
 std::map<std::string, Group> by_op(const AnalysisInput& in, const std::vector<PcSample>& samples) {
-  const model::Trace& trace = in.trace;
+  const trace::Trace& trace = in.trace;
   std::map<std::string, std::map<std::string, double>> time_by_kernel;  // kernel -> op -> ns
   std::map<uint64_t, std::string> op_by_correlation;
   for (size_t i = 0; i < trace.spans.size(); ++i) {

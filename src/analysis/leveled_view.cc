@@ -6,7 +6,7 @@
 namespace strata::analysis {
 namespace {
 
-std::optional<int> run_level_of(const model::Process& p) {
+std::optional<int> run_level_of(const trace::Process& p) {
   if (!p.properties.get("leveled")) return std::nullopt;
   auto tag = p.properties.get("run.level");
   if (!tag) return std::nullopt;
@@ -17,9 +17,9 @@ std::optional<int> run_level_of(const model::Process& p) {
 
 }  // namespace
 
-std::vector<int> leveled_run_levels(const model::Trace& trace) {
+std::vector<int> leveled_run_levels(const trace::Trace& trace) {
   std::set<int> levels;
-  for (const model::Process& p : trace.processes)
+  for (const trace::Process& p : trace.processes)
     if (auto l = run_level_of(p)) levels.insert(*l);
   return {levels.begin(), levels.end()};
 }
@@ -30,8 +30,8 @@ int choose_run_level(const std::vector<int>& levels, std::optional<Level> wanted
   return it == levels.end() ? levels.back() : *it;
 }
 
-model::Trace runs_traced_to(const model::Trace& trace, int run_level, int* runs) {
-  model::Trace out;
+trace::Trace runs_traced_to(const trace::Trace& trace, int run_level, int* runs) {
+  trace::Trace out;
   // Same ids: the pool holds each string once, so interning them in id order reproduces it.
   for (uint32_t id = 1; id < trace.strings.size(); ++id) out.strings.intern(trace.strings.get(id));
   out.record = trace.record;

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "core/level.h"
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::analysis {
 
 // The levels the runs of a leveled trace were traced down to, ascending; empty for other traces.
-std::vector<int> leveled_run_levels(const model::Trace& trace);
+std::vector<int> leveled_run_levels(const trace::Trace& trace);
 
 // Which runs an analysis timing `wanted` reads: those traced down to exactly `wanted`, else the
 // shallowest traced deeper, else the deepest (nullopt wanted: the deepest). `levels` is non-empty.
@@ -23,7 +23,7 @@ int choose_run_level(const std::vector<int>& levels, std::optional<Level> wanted
 
 // The processes of the runs traced down to `run_level`, with their spans and attributes (string
 // ids unchanged). *runs is set to the number of runs (distinct "run" tags) included.
-model::Trace runs_traced_to(const model::Trace& trace, int run_level, int* runs);
+trace::Trace runs_traced_to(const trace::Trace& trace, int run_level, int* runs);
 
 // The note every table of such an analysis carries, e.g. "leveled trace: from the 3 runs traced
 // down to layer (runs at model, layer, library)"; an analysis of the deepest runs (wanted nullopt)

@@ -68,7 +68,7 @@ class ModelTable : public Analysis {
     // XSP III-C: a model span timed while its layers were traced includes what tracing them cost. A
     // leveled trace takes model spans from the model-only run, so only a plain trace gets the warning.
     bool leveled = false;
-    for (const model::Process& p : w->trace().processes) leveled = leveled || p.properties.get("leveled");
+    for (const trace::Process& p : w->trace().processes) leveled = leveled || p.properties.get("leveled");
     if (w->has_layers() && !leveled)
       t.notes.push_back(
           "model spans were timed with deeper levels traced in the same run, so they include that tracing's "
@@ -105,7 +105,7 @@ class RunsTable : public Analysis {
                          {"batch", "runs", "latency_ms", "median_ms", "min_ms", "max_ms", "stddev_ms"});
     std::map<int64_t, std::vector<double>> run_means;
     for (const auto& [key, values] : per_run) {
-      const model::Process& p = input.trace.processes[key.second];
+      const trace::Process& p = input.trace.processes[key.second];
       auto tag = p.properties.get("run");
       double mean = summarize(values, 0).mean;
       run_means[key.first].push_back(mean);

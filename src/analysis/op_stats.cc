@@ -11,7 +11,7 @@ namespace {
 constexpr uint8_t kDeviceLevel = static_cast<uint8_t>(Level::kDevice);
 
 // The level op_stats reads: --param level, else layers when recorded, else the kernel role.
-std::optional<Level> default_level(const model::Trace& trace) {
+std::optional<Level> default_level(const trace::Trace& trace) {
   bool layers = false, library = false, device = false;
   for (const SpanRecord& s : trace.spans) {
     layers |= s.level == static_cast<uint8_t>(Level::kLayer);
@@ -37,7 +37,7 @@ struct Collected {
   size_t clamped = 0;        // instances whose nested ops ran past them (other threads)
 };
 
-Collected collect(const model::Trace& trace, const model::SpanTree& tree, uint8_t want) {
+Collected collect(const trace::Trace& trace, const trace::SpanTree& tree, uint8_t want) {
   Collected c;
   const size_t n = trace.spans.size();
   auto counted = [&](size_t i) {
@@ -125,7 +125,7 @@ class OpStats : public Analysis {
     return level ? level : std::optional<Level>(Level::kLayer);
   }
   AnalysisResult run(const AnalysisInput& input) const override {
-    const model::Trace& trace = input.trace;
+    const trace::Trace& trace = input.trace;
     const std::string level_text = input.params.get("level", "");
     const std::string sort = input.params.get("sort", "total");
     if (sort != "total" && sort != "self")

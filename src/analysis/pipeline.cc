@@ -8,7 +8,7 @@
 #include "analysis/leveled_view.h"
 #include "analysis/stats.h"
 #include "analysis/workload.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata::analysis {
 
@@ -79,19 +79,19 @@ namespace {
 // The runs of a leveled trace traced down to one level, with their workload (their span tree is
 // built with the view's trace, once, on first use).
 struct RunView {
-  model::Trace trace;
+  trace::Trace trace;
   int runs = 0;
   std::optional<Workload> workload;
 };
 
 }  // namespace
 
-PipelineResult run_pipeline(const model::Trace& trace, std::span<const Analysis* const> analyses,
+PipelineResult run_pipeline(const trace::Trace& trace, std::span<const Analysis* const> analyses,
                             const Params& params) {
   PipelineResult out;
   const std::vector<int> run_levels = leveled_run_levels(trace);
   if (run_levels.empty()) {
-    const model::SpanTree& tree = trace.tree();  // built once, when the trace was opened
+    const trace::SpanTree& tree = trace.tree();  // built once, when the trace was opened
     Workload workload(trace, tree);
     AnalysisInput input{trace, tree, params, &workload};
     for (const Analysis* a : analyses) out.results.emplace_back(a, a->run(input));

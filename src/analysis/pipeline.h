@@ -34,7 +34,7 @@ struct ParamKeyCheck {
 };
 ParamKeyCheck check_param_keys(const Params& params, std::span<const Analysis* const> analyses);
 
-PipelineResult run_pipeline(const model::Trace& trace, std::span<const Analysis* const> analyses,
+PipelineResult run_pipeline(const trace::Trace& trace, std::span<const Analysis* const> analyses,
                             const Params& params);
 
 }  // namespace strata::analysis

@@ -7,7 +7,7 @@
 
 #include "analysis/analysis_util.h"
 #include "analysis/rank_util.h"
-#include "model/rank_align.h"
+#include "trace/rank_align.h"
 
 namespace strata::analysis {
 namespace {
@@ -28,13 +28,13 @@ Category category_of(const SpanRecord& s) {
   return kNone;
 }
 
-std::vector<int64_t> ranks_of_processes(const model::Trace& trace) {
+std::vector<int64_t> ranks_of_processes(const trace::Trace& trace) {
   std::vector<int64_t> rank(trace.processes.size());
-  for (size_t p = 0; p < trace.processes.size(); ++p) rank[p] = model::process_rank(trace.processes[p]);
+  for (size_t p = 0; p < trace.processes.size(); ++p) rank[p] = trace::process_rank(trace.processes[p]);
   return rank;
 }
 
-std::string host_of_rank(const model::Trace& trace, const std::vector<int64_t>& ranks, int64_t rank) {
+std::string host_of_rank(const trace::Trace& trace, const std::vector<int64_t>& ranks, int64_t rank) {
   for (size_t p = 0; p < ranks.size(); ++p)
     if (ranks[p] == rank && !trace.processes[p].host.empty()) return trace.processes[p].host;
   return "";
@@ -51,7 +51,7 @@ class RankBreakdown : public Analysis {
            "communication time overlapped by compute (--param scope=trace|steps)";
   }
   AnalysisResult run(const AnalysisInput& input) const override {
-    const model::Trace& trace = input.trace;
+    const trace::Trace& trace = input.trace;
     const std::vector<int64_t> ranks = ranks_of_processes(trace);
     struct Edge {
       int64_t t;
@@ -128,7 +128,7 @@ class CollectiveWait : public Analysis {
     return "collective duration and wait per call across ranks, and the straggler ranking (--param top=50)";
   }
   AnalysisResult run(const AnalysisInput& input) const override {
-    const model::Trace& trace = input.trace;
+    const trace::Trace& trace = input.trace;
     const std::vector<int64_t> ranks = ranks_of_processes(trace);
     if (std::none_of(ranks.begin(), ranks.end(), [](int64_t r) { return r >= 0; }))
       return missing(kNeedRanks);

@@ -35,7 +35,7 @@ struct Work {
 // Every span that holds a device stream, per (rank, device, stream), with its launch time.
 std::map<StreamKey, std::vector<Work>> stream_work(const AnalysisInput& input,
                                                    const std::vector<char>& in_scope) {
-  const model::Trace& trace = input.trace;
+  const trace::Trace& trace = input.trace;
   const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
   std::map<StreamKey, std::vector<Work>> out;
   for (size_t i = 0; i < trace.spans.size(); ++i) {
@@ -179,7 +179,7 @@ class CommOverlap : public Analysis {
            "compute kernels, per rank and per collective (--param top=50, scope=trace|steps)";
   }
   AnalysisResult run(const AnalysisInput& input) const override {
-    const model::Trace& trace = input.trace;
+    const trace::Trace& trace = input.trace;
     const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
     std::vector<char> in_scope;
     std::string error;

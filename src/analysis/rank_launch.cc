@@ -85,10 +85,10 @@ bool launch_params(const Params& params, double* k, double* min_mad_us, std::str
 }
 
 // The launches of `trace` (device work with its launch call) and the per-owner statistics and flags.
-std::vector<Launch> find_launches(const model::Trace& trace, double k, double min_mad_us,
+std::vector<Launch> find_launches(const trace::Trace& trace, double k, double min_mad_us,
                                   std::map<int64_t, RankLaunches>* per_rank) {
   const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
-  const model::SpanTree& tree = trace.tree();
+  const trace::SpanTree& tree = trace.tree();
   std::vector<Launch> launches;
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     const SpanRecord& s = trace.spans[i];
@@ -170,7 +170,7 @@ std::string take_text(std::string_view* in) {
   return text;
 }
 
-std::string launch_partial(const model::Trace& trace, const Params& params) {
+std::string launch_partial(const trace::Trace& trace, const Params& params) {
   double k = 0, min_mad_us = 0;
   std::string error;
   if (!launch_params(params, &k, &min_mad_us, &error)) return {};  // the combine reports it
@@ -375,7 +375,7 @@ struct KernelRankRecord {
   double sum = 0, p50 = 0, p90 = 0, max = 0;
 };
 
-std::string kernel_partial(const model::Trace& trace, const Params& /*params*/) {
+std::string kernel_partial(const trace::Trace& trace, const Params& /*params*/) {
   const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
   std::map<std::pair<uint32_t, int64_t>, std::vector<double>> durations;  // (name, owner) -> ns
   std::map<std::pair<uint32_t, int64_t>, int64_t> totals;

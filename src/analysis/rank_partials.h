@@ -17,7 +17,7 @@ struct RankPartial {
   std::string_view analysis;
   // The records of every owner (rank) in `trace`; they depend on that owner's spans and the --param
   // values only (the same `params` the combine gets).
-  std::string (*partial)(const model::Trace& trace, const Params& params);
+  std::string (*partial)(const trace::Trace& trace, const Params& params);
   // The analysis's result over the owners of all `partials` (each owner in one partial), with the
   // --param values `params` (validated by the caller as for the local run).
   AnalysisResult (*combine)(std::span<const std::string_view> partials, const Params& params);

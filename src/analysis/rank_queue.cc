@@ -70,7 +70,7 @@ class QueueLength : public Analysis {
       return r;
     }
     const int64_t bucket = std::llround(bucket_us * 1e3);
-    const model::Trace& trace = input.trace;
+    const trace::Trace& trace = input.trace;
     const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
     std::map<StreamKey, Queue> queues;
     for (size_t i = 0; i < trace.spans.size(); ++i) {

@@ -9,7 +9,7 @@
 
 #include "analysis/stats.h"
 #include "core/attr_keys.h"
-#include "model/rank_align.h"
+#include "trace/rank_align.h"
 
 namespace strata::analysis::ranks {
 namespace {
@@ -20,10 +20,10 @@ std::string fmt_number(double v) {
 }
 }  // namespace
 
-std::vector<int64_t> owner_of_processes(const model::Trace& trace) {
+std::vector<int64_t> owner_of_processes(const trace::Trace& trace) {
   std::vector<int64_t> owner(trace.processes.size());
   for (size_t p = 0; p < trace.processes.size(); ++p) {
-    const int64_t rank = model::process_rank(trace.processes[p]);
+    const int64_t rank = trace::process_rank(trace.processes[p]);
     owner[p] = rank >= 0 ? rank : -1 - static_cast<int64_t>(p);
   }
   return owner;
@@ -46,8 +46,8 @@ bool occupies_stream(const SpanRecord& s) {
          is_memory_transfer(t);
 }
 
-int32_t launch_call(const model::Trace& trace, const model::SpanTree& tree, size_t i) {
-  if (tree.link(i) != model::LinkKind::kCorrelation) return -1;
+int32_t launch_call(const trace::Trace& trace, const trace::SpanTree& tree, size_t i) {
+  if (tree.link(i) != trace::LinkKind::kCorrelation) return -1;
   const int32_t p = tree.parent(i);
   if (p < 0 || !is_host_call(trace.spans[static_cast<size_t>(p)].activity_type())) return -1;
   return p;
@@ -63,7 +63,7 @@ bool device_scope(const AnalysisInput& input, std::span<const int64_t> owners, s
         "scope='" + scope + "': expected trace (all device work) or steps (HTA's: the steps before the last)";
     return false;
   }
-  const model::Trace& trace = input.trace;
+  const trace::Trace& trace = input.trace;
   // Each owner's step marks (model-level spans with the step attribute): how many, the last start.
   struct Marks {
     std::set<int64_t> steps;  // distinct numbers: a step marked twice (nested spans) is one step
@@ -94,7 +94,7 @@ bool device_scope(const AnalysisInput& input, std::span<const int64_t> owners, s
   return true;
 }
 
-int64_t trace_origin(const model::Trace& trace) {
+int64_t trace_origin(const trace::Trace& trace) {
   int64_t origin = INT64_MAX;
   for (const SpanRecord& s : trace.spans) origin = std::min(origin, s.start_ns);
   return origin == INT64_MAX ? 0 : origin;

@@ -24,7 +24,7 @@ inline constexpr const char* kNeedDeviceWork =
 // The owner of each process's spans: its rank (>= 0) when the process states one, else -1 - its
 // index, so that a trace without ranks (one rank's own trace) is analysed per process; such owners
 // show an empty rank cell.
-std::vector<int64_t> owner_of_processes(const model::Trace& trace);
+std::vector<int64_t> owner_of_processes(const trace::Trace& trace);
 bool any_ranked(std::span<const int64_t> owners);
 Cell rank_cell(int64_t owner);
 std::string owner_label(int64_t owner);  // "rank 3", "process 0" (its index, for an unranked one)
@@ -35,7 +35,7 @@ bool occupies_stream(const SpanRecord& span);
 
 // The host call (runtime or driver API) that launched device span i, by the span tree's correlation
 // link; -1 when the trace has none for it.
-int32_t launch_call(const model::Trace& trace, const model::SpanTree& tree, size_t i);
+int32_t launch_call(const trace::Trace& trace, const trace::SpanTree& tree, size_t i);
 
 // --param scope: which device work the HTA-style analyses (rank_breakdown, idle_time, comm_overlap)
 // count. "trace" (the default): all of it. "steps": HTA's own default scope, so the figures compare
@@ -51,7 +51,7 @@ inline constexpr const char* kScopeNote =
     "scope=steps: device work launched before each rank's last ProfilerStep began (HTA's scope)";
 
 // The trace's earliest span start: the origin of the *_ms columns.
-int64_t trace_origin(const model::Trace& trace);
+int64_t trace_origin(const trace::Trace& trace);
 
 inline double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 inline double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }

@@ -41,7 +41,7 @@ double median(const std::vector<int64_t>& sorted) {
   return (static_cast<double>(sorted[n / 2 - 1]) + static_cast<double>(sorted[n / 2])) / 2;
 }
 
-std::optional<double> number_attr(const model::Trace& trace, size_t i, uint32_t key) {
+std::optional<double> number_attr(const trace::Trace& trace, size_t i, uint32_t key) {
   for (const AttrRecord& a : trace.attributes(i)) {
     if (a.key != key) continue;
     if (a.type == static_cast<uint8_t>(AttrType::kInt)) return static_cast<double>(a.value.i);
@@ -105,7 +105,8 @@ Table summary_table(std::string name, std::string title, std::string_view key_co
 
 // Spans whose activity `select` accepts, grouped by `key_of`.
 template <typename Select, typename KeyOf>
-std::map<std::string, Group> collect(const model::Trace& trace, Select select, KeyOf key_of, bool with_bytes) {
+std::map<std::string, Group> collect(const trace::Trace& trace, Select select, KeyOf key_of,
+                                     bool with_bytes) {
   std::map<std::string, Group> groups;
   const uint32_t bytes_key = with_bytes ? trace.strings.find(attr_keys::kBytes) : UINT32_MAX;
   for (size_t i = 0; i < trace.spans.size(); ++i) {

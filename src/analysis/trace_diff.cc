@@ -30,15 +30,15 @@ struct Side {
 };
 
 // Runs of a trace: processes tagged "run" (strata record --runs N), in tag order; untagged: one run.
-std::vector<int> run_of_process(const model::Trace& trace, int* runs) {
+std::vector<int> run_of_process(const trace::Trace& trace, int* runs) {
   std::map<int64_t, int> index;
-  for (const model::Process& p : trace.processes)
+  for (const trace::Process& p : trace.processes)
     if (auto tag = p.properties.get_int("run")) index.emplace(*tag, 0);
   int next = 0;
   for (auto& [tag, i] : index) i = next++;
   *runs = std::max(1, next);
   std::vector<int> out;
-  for (const model::Process& p : trace.processes) {
+  for (const trace::Process& p : trace.processes) {
     auto tag = p.properties.get_int("run");
     out.push_back(tag ? index[*tag] : 0);
   }
@@ -60,7 +60,7 @@ bool compared_level(const SpanRecord& s) {
   return s.level > static_cast<uint8_t>(Level::kApplication) && s.level < static_cast<uint8_t>(Level::kCpuSample);
 }
 
-std::string text_attr(const model::Trace& trace, size_t i, std::string_view key) {
+std::string text_attr(const trace::Trace& trace, size_t i, std::string_view key) {
   auto a = trace.find_attr(i, key);
   return a ? trace.attr_value_string(*a) : std::string();
 }
@@ -71,13 +71,13 @@ struct KeyParts {
   bool shapes = true, module = true;
 };
 
-bool has_attr_key(const model::Trace& trace, std::string_view key) {
+bool has_attr_key(const trace::Trace& trace, std::string_view key) {
   for (const AttrRecord& a : trace.attrs)
     if (trace.strings.get(a.key) == key) return true;
   return false;
 }
 
-Side collect(const model::Trace& trace, uint8_t total_level, KeyParts parts) {
+Side collect(const trace::Trace& trace, uint8_t total_level, KeyParts parts) {
   Side side;
   const std::vector<int> run_of = run_of_process(trace, &side.runs);
   side.run_total_ns.assign(static_cast<size_t>(side.runs), 0.0);
@@ -123,9 +123,9 @@ Side collect(const model::Trace& trace, uint8_t total_level, KeyParts parts) {
 
 // The level whose spans make the total: model when either trace has model spans, else the
 // shallowest compared level present.
-uint8_t pick_total_level(const model::Trace& a, const model::Trace& b) {
+uint8_t pick_total_level(const trace::Trace& a, const trace::Trace& b) {
   uint8_t best = 0xFF;
-  for (const model::Trace* t : {&a, &b})
+  for (const trace::Trace* t : {&a, &b})
     for (const SpanRecord& s : t->spans)
       if (compared_level(s)) best = std::min(best, s.level);
   return best;
@@ -155,7 +155,7 @@ double common_factor(const std::vector<DiffItem>& items, uint8_t total_level) {
 
 }  // namespace
 
-DiffResult diff_traces(const model::Trace& base, const model::Trace& next, const DiffOptions& options) {
+DiffResult diff_traces(const trace::Trace& base, const trace::Trace& next, const DiffOptions& options) {
   DiffResult r;
   r.total_level = pick_total_level(base, next);
   KeyParts parts;

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "model/trace.h"
 #include "table/table.h"
+#include "trace/trace.h"
 
 namespace strata::analysis {
 
@@ -68,7 +68,7 @@ struct DiffResult {
   std::vector<std::string> notes;  // what the comparison could not do (one run: no test, ...)
 };
 
-DiffResult diff_traces(const model::Trace& base, const model::Trace& next, const DiffOptions& options);
+DiffResult diff_traces(const trace::Trace& base, const trace::Trace& next, const DiffOptions& options);
 
 // The top items (model-level totals first, then the others by impact) as a result table.
 table::Table diff_table(const DiffResult& result, const DiffOptions& options, size_t top);

@@ -25,7 +25,7 @@ bool is_device_work(const SpanRecord& s) {
          s.kind == static_cast<uint8_t>(SpanKind::kExecution);
 }
 
-std::optional<double> attr_number(const model::Trace& trace, const AttrRecord& a) {
+std::optional<double> attr_number(const trace::Trace& trace, const AttrRecord& a) {
   switch (static_cast<AttrType>(a.type)) {
     case AttrType::kInt:
       return static_cast<double>(a.value.i);
@@ -44,7 +44,7 @@ std::optional<double> attr_number(const model::Trace& trace, const AttrRecord& a
 }
 
 // Span indices ordered by tree depth (a counting sort): every parent comes before its children.
-std::vector<uint32_t> parents_first(const model::SpanTree& tree, size_t n) {
+std::vector<uint32_t> parents_first(const trace::SpanTree& tree, size_t n) {
   uint32_t max_depth = 0;
   for (size_t i = 0; i < n; ++i) max_depth = std::max(max_depth, tree.depth(i));
   std::vector<uint32_t> by_depth_begin(max_depth + 2, 0);
@@ -58,7 +58,7 @@ std::vector<uint32_t> parents_first(const model::SpanTree& tree, size_t n) {
 
 }  // namespace
 
-Workload::Workload(const model::Trace& trace, const model::SpanTree& tree) : trace_(trace), tree_(tree) {
+Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree) : trace_(trace), tree_(tree) {
   const size_t n = trace.spans.size();
   top_layer_.assign(n, -1);
   layer_pos_.assign(n, -1);
@@ -244,7 +244,7 @@ std::optional<double> Workload::number(size_t i, std::string_view key) const {
 }
 
 namespace {
-std::string string_value(const model::Trace& trace, size_t i, std::string_view key) {
+std::string string_value(const trace::Trace& trace, size_t i, std::string_view key) {
   uint32_t id = trace.strings.find(key);
   if (id == UINT32_MAX) return {};
   for (const AttrRecord& a : trace.attributes(i))

@@ -34,10 +34,10 @@ struct Evaluation {
 
 class Workload {
  public:
-  Workload(const model::Trace& trace, const model::SpanTree& tree);
+  Workload(const trace::Trace& trace, const trace::SpanTree& tree);
 
-  const model::Trace& trace() const { return trace_; }
-  const model::SpanTree& tree() const { return tree_; }
+  const trace::Trace& trace() const { return trace_; }
+  const trace::SpanTree& tree() const { return tree_; }
   const std::vector<Evaluation>& evaluations() const { return evaluations_; }
   KernelRole kernel_role() const { return kernel_role_; }
   bool has_model_spans() const { return has_model_spans_; }
@@ -73,8 +73,8 @@ class Workload {
                                            const std::vector<int32_t>& model_of);
   void order_evaluations();
 
-  const model::Trace& trace_;
-  const model::SpanTree& tree_;
+  const trace::Trace& trace_;
+  const trace::SpanTree& tree_;
   std::vector<Evaluation> evaluations_;
   std::vector<int32_t> top_layer_;
   std::vector<int32_t> layer_pos_;

@@ -71,21 +71,21 @@ bool read_code(const Candidate& c, FunctionSamples* out, std::string* error) {
 
 }  // namespace
 
-bool find_function_samples(const model::Trace& trace, std::string_view name,
+bool find_function_samples(const trace::Trace& trace, std::string_view name,
                            symbolize::Symbolizer& symbolizer, FunctionSamples* out, std::string* error) {
-  const model::SampleData& data = trace.samples;
+  const trace::SampleData& data = trace.samples;
   std::map<std::tuple<std::string, std::string, uint64_t>, Candidate> candidates;
   std::map<uint32_t, std::optional<std::tuple<std::string, std::string, uint64_t>>>
       frame_key;                                        // per leaf frame
   std::map<uint16_t, std::vector<size_t>> event_slots;  // per process: its event -> index in out->events
   uint64_t undeclared = 0;
-  for (const model::SampleCount& c : data.counts) {
+  for (const trace::SampleCount& c : data.counts) {
     const auto stack = data.stack(c.stack);
     if (stack.empty()) continue;
-    const model::SampleFrame& leaf = data.frame(stack[0]);
+    const trace::SampleFrame& leaf = data.frame(stack[0]);
     if (leaf.kind != format::SampleFrameKind::kNative) continue;
     auto [it, inserted] = frame_key.try_emplace(stack[0]);
-    const model::SampleMapping& m = data.mapping(leaf.mapping);
+    const trace::SampleMapping& m = data.mapping(leaf.mapping);
     const std::string path(trace.strings.get(m.path));
     if (inserted && !(m.flags & format::kMappingAnonymous)) {
       symbolize::Symbol s = symbolizer.lookup(path, m.build_id, leaf.offset);

@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "annotate/annotate.h"
-#include "model/trace.h"
 #include "symbolize/symbolizer.h"
+#include "trace/trace.h"
 
 namespace strata::annotate {
 
@@ -16,7 +16,7 @@ namespace strata::annotate {
 // "ns::f(int)"). The module with the most samples of the function wins (the others are noted).
 // False with *error (one line: which function, which trace, what to do) when no sample's leaf is
 // in a function of that name, or its file cannot be read.
-bool find_function_samples(const model::Trace& trace, std::string_view name,
+bool find_function_samples(const trace::Trace& trace, std::string_view name,
                            symbolize::Symbolizer& symbolizer, FunctionSamples* out, std::string* error);
 
 }  // namespace strata::annotate

@@ -13,7 +13,7 @@
 #include "core/stats.h"
 #include "export/text_escape.h"
 #include "format/input_file.h"
-#include "model/trace_summary.h"
+#include "trace/trace_summary.h"
 #ifdef STRATA_HAVE_IMPORT
 #include "import/importer.h"
 #endif
@@ -38,8 +38,8 @@ bool check_inputs(const std::vector<std::string>& paths, InputKind kind, std::st
   return true;
 }
 
-bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::string* error,
-                 const model::OpenOptions& options) {
+bool open_inputs(std::span<const std::string> paths, trace::Trace* trace, std::string* error,
+                 const trace::OpenOptions& options) {
   if (!check_inputs(std::vector<std::string>(paths.begin(), paths.end()), InputKind::kTrace, error))
     return false;
 #ifdef STRATA_HAVE_IMPORT
@@ -49,7 +49,7 @@ bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::s
   if (is_verbose())
     for (const std::string& path : paths) {
       std::string why;
-      const model::TraceReader* reader = model::reader_for(path, options.format, &why);
+      const trace::TraceReader* reader = trace::reader_for(path, options.format, &why);
       std::error_code ec;
       const auto bytes =
           std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
@@ -63,7 +63,7 @@ bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::s
     Progress progress(command);
     progress.phase(paths.size() == 1 ? "reading " + paths[0]
                                      : "reading " + std::to_string(paths.size()) + " traces");
-    ok = model::open_traces(paths, trace, error, options);
+    ok = trace::open_traces(paths, trace, error, options);
   }
   if (ok)
     detail(command, "read %zu span(s) in %zu process(es), %zu warning(s), in %.3f s", trace->spans.size(),
@@ -72,7 +72,7 @@ bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::s
   return ok;
 }
 
-bool load_native_or_import(const std::string& path, model::Trace* trace, std::string* error) {
+bool load_native_or_import(const std::string& path, trace::Trace* trace, std::string* error) {
   return open_inputs(std::span<const std::string>(&path, 1), trace, error);
 }
 
@@ -101,7 +101,7 @@ std::string format_duration_ns(int64_t ns) {
 
 namespace {
 
-void print_level_table(const model::TraceSummary& s, FILE* out) {
+void print_level_table(const trace::TraceSummary& s, FILE* out) {
   std::set<int64_t> pids;
   for (const auto& [key, count] : s.spans_per_process_level) pids.insert(key.first);
   if (s.spans_per_level.empty()) return;
@@ -128,11 +128,11 @@ void print_level_table(const model::TraceSummary& s, FILE* out) {
 
 // Lost events by cause; events kept with damage apart (a span whose end was lost is among the
 // spans above, marked unfinished: counting it as lost too would count it twice).
-void print_drops(const model::TraceSummary& s, FILE* out) {
+void print_drops(const trace::TraceSummary& s, FILE* out) {
   uint64_t lost = 0;
   std::string causes;
   for (const auto& [cause, count] : s.drops) {
-    if (count == 0 || model::drop_keeps_event(cause)) continue;
+    if (count == 0 || trace::drop_keeps_event(cause)) continue;
     lost += count;
     causes += (causes.empty() ? "" : ", ") + exporter::escape_terminal(cause) + " " + std::to_string(count);
   }
@@ -154,9 +154,9 @@ void print_drops(const model::TraceSummary& s, FILE* out) {
     std::fprintf(out, "unfinished spans (no end recorded): %llu\n",
                  static_cast<unsigned long long>(s.unfinished));
   // A full buffer: say how much was lost and the budget that would have held it.
-  std::vector<model::BufferLoss> losses = model::buffer_losses(s);
+  std::vector<trace::BufferLoss> losses = trace::buffer_losses(s);
   for (size_t i = 0; i < losses.size() && i < 3; ++i) {
-    const model::BufferLoss& l = losses[i];
+    const trace::BufferLoss& l = losses[i];
     const double share =
         100.0 * static_cast<double>(l.lost_spans) / static_cast<double>(l.lost_spans + l.kept_spans);
     uint64_t suggest_mb = 1;
@@ -177,7 +177,7 @@ void print_drops(const model::TraceSummary& s, FILE* out) {
 
 }  // namespace
 
-void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings) {
+void print_summary(const trace::TraceSummary& s, FILE* out, size_t max_warnings) {
   std::fprintf(out, "spans: %llu in %zu process(es), span time range %s\n",
                static_cast<unsigned long long>(s.spans), s.processes.size(),
                format_duration_ns(elapsed_ns(s.first_ns, s.last_ns)).c_str());
@@ -213,7 +213,7 @@ void print_summary(const model::TraceSummary& s, FILE* out, size_t max_warnings)
     std::fprintf(out, "(%zu more warnings)\n", s.warnings.size() - max_warnings);
 }
 
-void print_stats(const stats::StatSet& trace_stats, std::span<const model::Process> processes, FILE* out) {
+void print_stats(const stats::StatSet& trace_stats, std::span<const trace::Process> processes, FILE* out) {
   struct Row {
     std::string scope;
     std::string name;
@@ -234,7 +234,7 @@ void print_stats(const stats::StatSet& trace_stats, std::span<const model::Proce
                         "not in this version's stats registry (a newer writer?)"});
   };
   add("trace", trace_stats);
-  for (const model::Process& p : processes) add("pid " + std::to_string(p.pid), p.stats);
+  for (const trace::Process& p : processes) add("pid " + std::to_string(p.pid), p.stats);
   if (rows.empty()) {
     std::fprintf(out, "stats: none\n");
     return;

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "model/trace.h"
-#include "model/trace_reader.h"
-#include "model/trace_summary.h"
+#include "trace/trace.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_summary.h"
 
 namespace strata::cli {
 
@@ -31,10 +31,10 @@ bool check_inputs(const std::vector<std::string>& paths, InputKind kind, std::st
 // Runtime and TensorFlow JSON) through the model's reader registry, after check_inputs; several
 // paths become one trace (sorted once, one span tree). One error line on failure. With --verbose,
 // says which reader reads each path and what was read in how long; a progress line on a terminal.
-bool open_inputs(std::span<const std::string> paths, model::Trace* trace, std::string* error,
-                 const model::OpenOptions& options = {});
+bool open_inputs(std::span<const std::string> paths, trace::Trace* trace, std::string* error,
+                 const trace::OpenOptions& options = {});
 // The same for one path.
-bool load_native_or_import(const std::string& path, model::Trace* trace, std::string* error);
+bool load_native_or_import(const std::string& path, trace::Trace* trace, std::string* error);
 
 // Directory holding the running `strata` executable.
 std::string executable_dir();
@@ -42,10 +42,10 @@ std::string executable_dir();
 // The closing summary: spans per level and process, lost events by cause (with what to do when a
 // full buffer lost spans), events kept with damage, load problems, warnings. Text from the trace
 // is escaped for the terminal.
-void print_summary(const model::TraceSummary& summary, FILE* out, size_t max_warnings = 10);
+void print_summary(const trace::TraceSummary& summary, FILE* out, size_t max_warnings = 10);
 
 // Every non-zero stat, of the trace and of each process: scope, name, value, severity, description.
-void print_stats(const stats::StatSet& trace_stats, std::span<const model::Process> processes, FILE* out);
+void print_stats(const stats::StatSet& trace_stats, std::span<const trace::Process> processes, FILE* out);
 
 std::string format_duration_ns(int64_t ns);
 

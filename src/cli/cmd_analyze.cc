@@ -24,8 +24,8 @@
 #include "cli/safe_files.h"
 #include "core/stats.h"
 #include "export/table_render.h"
-#include "model/trace_reader.h"
 #include "strata_install_layout.h"
+#include "trace/trace_reader.h"
 
 namespace strata::cli {
 namespace {
@@ -197,9 +197,9 @@ int run_analyze(int argc, char** argv) {
 
   if (std::string error; !check_inputs(args.inputs, InputKind::kTrace, &error))
     return fail("analyze", error, 1);
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
-  model::OpenOptions open;
+  trace::OpenOptions open;
   open.jobs = args.jobs;
   if (!open_inputs(args.inputs, &trace, &error, open)) return fail("analyze", error, 1);
   print_warnings(trace.warnings);

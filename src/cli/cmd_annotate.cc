@@ -16,7 +16,7 @@
 #include "cli/safe_files.h"
 #include "export/table_render.h"
 #include "export/text_escape.h"
-#include "model/trace_loader.h"
+#include "trace/trace_loader.h"
 
 namespace strata::cli {
 namespace {
@@ -72,8 +72,8 @@ int run_annotate(int argc, char** argv) {
 
   std::string error;
   if (!output.empty() && !check_output_target(output, force, &error)) return fail("annotate", error, 1);
-  model::Trace trace;
-  if (!model::load_trace(path, &trace, &error)) return fail("annotate", error, 1);
+  trace::Trace trace;
+  if (!trace::load_trace(path, &trace, &error)) return fail("annotate", error, 1);
   print_warnings(trace.warnings);
   symbolize::Symbolizer symbolizer;
   annotate::FunctionSamples samples;

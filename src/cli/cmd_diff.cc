@@ -60,10 +60,10 @@ int run_diff(int argc, char** argv) {
     return cl.usage_error("--top: not a whole number");
 
   std::string error;
-  model::Trace base, next;
+  trace::Trace base, next;
   if (!load_native_or_import(inputs[0], &base, &error)) return fail("diff", error, 1);
   if (!load_native_or_import(inputs[1], &next, &error)) return fail("diff", error, 1);
-  for (const model::Trace* t : {&base, &next}) print_warnings(t->warnings);
+  for (const trace::Trace* t : {&base, &next}) print_warnings(t->warnings);
   const analysis::DiffResult result = analysis::diff_traces(base, next, options);
   if (result.items.empty())
     return fail("diff",

@@ -43,7 +43,7 @@ int run_export(int argc, char** argv) {
     return cl.usage_error("--format sqlite needs -o FILE (a database is not written to standard output)");
   if (to_file && !check_output_target(output, force, &error)) return fail("export", error, 1);
   if (!check_inputs({input}, InputKind::kTrace, &error)) return fail("export", error, 1);
-  model::Trace trace;
+  trace::Trace trace;
   if (!load_native_or_import(input, &trace, &error)) return fail("export", error, 1);
   print_warnings(trace.warnings);
 

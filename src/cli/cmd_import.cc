@@ -14,9 +14,9 @@
 #include "format/input_file.h"
 #include "import/importer.h"
 #include "import/ncu_csv.h"
-#include "model/span_tree.h"
-#include "model/trace_reader.h"
-#include "model/trace_saver.h"
+#include "trace/span_tree.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_saver.h"
 
 namespace strata::cli {
 namespace {
@@ -48,12 +48,12 @@ int join_metrics(const std::string& metrics, const std::string& into, std::strin
     return fail("import", error, 1);
   import::NcuProfile profile;
   if (!import::parse_ncu_csv(bytes, metrics, &profile, &error)) return fail("import", error, 1);
-  model::Trace trace;
-  if (!open_inputs(std::span<const std::string>(&into, 1), &trace, &error, model::OpenOptions{}))
+  trace::Trace trace;
+  if (!open_inputs(std::span<const std::string>(&into, 1), &trace, &error, trace::OpenOptions{}))
     return fail("import", error, 1);
   const import::NcuJoinCounts c = import::join_ncu_metrics(profile, &trace);
   OutputFile out;
-  if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, zstd_level) ||
+  if (!out.begin(output, force, &error) || !trace::save_trace(trace, out.temp_path(), &error, zstd_level) ||
       !out.commit(&error))
     return fail("import", error, 1);
   if (!is_quiet())
@@ -68,12 +68,12 @@ int join_metrics(const std::string& metrics, const std::string& into, std::strin
 }
 
 // What the import read, linked and dropped (stdout; --quiet leaves it out).
-void print_import_report(const model::Trace& trace, const std::string& input, const std::string& output) {
+void print_import_report(const trace::Trace& trace, const std::string& input, const std::string& output) {
   // The import's counts are its main process's stats; the tree's, the trace's.
   using stats::Stat;
   stats::StatSet counts;
   std::string format_name = "?";
-  for (const model::Process& p : trace.processes) {
+  for (const trace::Process& p : trace.processes) {
     counts.merge(p.stats);
     if (auto f = p.properties.get("import.format")) format_name = std::string(*f);
   }
@@ -99,7 +99,7 @@ void print_import_report(const model::Trace& trace, const std::string& input, co
         "B spans without an end (kept, unfinished)\n",
         n(Stat::kImportEndEvents), n(Stat::kImportCounterEvents), n(Stat::kImportCounterSamples),
         n(Stat::kImportUnfinishedSpans));
-  const model::SpanTree& tree = trace.tree();
+  const trace::SpanTree& tree = trace.tree();
   std::printf(
       "links: %llu by correlation id, %llu by external id, %llu reconstructed by containment, %llu "
       "ambiguous, "
@@ -116,12 +116,12 @@ void print_import_report(const model::Trace& trace, const std::string& input, co
     if (s.kind != static_cast<uint8_t>(SpanKind::kExecution)) continue;
     ++device_work;
     int32_t parent = tree.parent(i);
-    if (parent != model::kNoParent && s.correlation_id != 0 &&
+    if (parent != trace::kNoParent && s.correlation_id != 0 &&
         trace.spans[static_cast<size_t>(parent)].correlation_id == s.correlation_id)
       ++with_call;
-    if (tree.external_owner(i) != model::kNoParent) ++with_op;
-    if (tree.external_owner(i) != model::kNoParent ||
-        tree.ancestor_at_level(trace, i, static_cast<uint8_t>(Level::kLayer)) != model::kNoParent)
+    if (tree.external_owner(i) != trace::kNoParent) ++with_op;
+    if (tree.external_owner(i) != trace::kNoParent ||
+        tree.ancestor_at_level(trace, i, static_cast<uint8_t>(Level::kLayer)) != trace::kNoParent)
       ++under_op;
   }
   if (device_work)
@@ -130,14 +130,14 @@ void print_import_report(const model::Trace& trace, const std::string& input, co
         "framework op by External id, %llu under a framework op\n",
         static_cast<unsigned long long>(device_work), static_cast<unsigned long long>(with_call),
         static_cast<unsigned long long>(with_op), static_cast<unsigned long long>(under_op));
-  for (const model::Process& p : trace.processes) {
+  for (const trace::Process& p : trace.processes) {
     for (const auto& [key, value] : p.properties.entries())
       if (key.rfind("import.unmapped_category.", 0) == 0)
         std::printf("category %s: imported at application level (%s events)\n",
                     exporter::escape_terminal(key.substr(25)).c_str(),
                     exporter::escape_terminal(value).c_str());
   }
-  for (const model::Process& p : trace.processes) {
+  for (const trace::Process& p : trace.processes) {
     if (auto devices = p.properties.get("import.devices")) {
       auto name = p.properties.get("device.0.name");
       std::printf("device properties: %s devices%s%s\n", exporter::escape_terminal(*devices).c_str(),
@@ -146,10 +146,10 @@ void print_import_report(const model::Trace& trace, const std::string& input, co
     if (auto problem = p.properties.get("import.devices_problem"))
       std::printf("device properties: %s\n", exporter::escape_terminal(*problem).c_str());
   }
-  for (const model::Process& p : trace.processes)
+  for (const trace::Process& p : trace.processes)
     if (auto problem = p.properties.get("import.first_problem"))
       std::printf("first problem: %s\n", exporter::escape_terminal(*problem).c_str());
-  print_summary(model::summarize(trace), stdout);
+  print_summary(trace::summarize(trace), stdout);
 }
 
 }  // namespace
@@ -203,22 +203,22 @@ int run_import(int argc, char** argv) {
   if (!check_inputs({input}, InputKind::kFile, &error)) return fail("import", error, 1);
   if (!check_output_target(output, force, &error)) return fail("import", error, 1);
 
-  model::OpenOptions options;
+  trace::OpenOptions options;
   options.format = format == "auto" ? "json" : format;  // foreign formats only: a native trace is refused
   if (format == "auto") {  // a foreign reader recognized by content (nsys SQLite) is used as such
     import::register_readers();
     std::string probe_error;
-    const model::TraceReader* reader = model::reader_for(input, "auto", &probe_error);
+    const trace::TraceReader* reader = trace::reader_for(input, "auto", &probe_error);
     if (reader != nullptr && reader->name() != "native") options.format = std::string(reader->name());
   }
-  model::Trace trace;
+  trace::Trace trace;
   if (!open_inputs(std::span<const std::string>(&input, 1), &trace, &error, options))
     return fail("import", error, 1);
   OutputFile out;
   {
     Progress progress("import");
     progress.phase("writing " + output);
-    if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, zstd_level) ||
+    if (!out.begin(output, force, &error) || !trace::save_trace(trace, out.temp_path(), &error, zstd_level) ||
         !out.commit(&error))
       return fail("import", error, 1);
   }

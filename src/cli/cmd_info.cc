@@ -1,5 +1,5 @@
 // strata info FILE: header of every process, span counts, drops by cause, clock domains, damage,
-// every non-zero stat. Streams native files (model::summarize_file): memory stays flat however long
+// every non-zero stat. Streams native files (trace::summarize_file): memory stays flat however long
 // the recording was. Other formats (Kineto JSON, ...) are opened through the reader registry.
 #include <cinttypes>
 #include <cstdio>
@@ -12,8 +12,8 @@
 #include "core/level.h"
 #include "core/stats.h"
 #include "export/text_escape.h"
-#include "model/trace_reader.h"
-#include "model/trace_summary.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_summary.h"
 #ifdef STRATA_HAVE_IMPORT
 #include "import/importer.h"
 #endif
@@ -24,7 +24,7 @@ namespace {
 // Text from the trace, safe to print on a terminal.
 std::string shown(std::string_view text) { return exporter::escape_terminal(text); }
 
-void print_clock(const model::Process& p, uint64_t snapshots) {
+void print_clock(const trace::Process& p, uint64_t snapshots) {
   if (auto domains = p.properties.get("clock_domains")) {
     std::printf("  clock domains: %s (spans on monotonic)", shown(*domains).c_str());
     if (auto ratio = p.properties.get("tsc_ns_per_tick"))
@@ -45,7 +45,7 @@ void print_clock(const model::Process& p, uint64_t snapshots) {
 }
 
 // The process's place in a multi-rank job and, in a merged job, its clock alignment (strata merge).
-void print_rank(const model::Process& p) {
+void print_rank(const trace::Process& p) {
   const auto& props = p.properties;
   const auto rank = props.get("rank");
   if (!rank) return;
@@ -75,7 +75,7 @@ void print_rank(const model::Process& p) {
       props.get_int("clock.residual_p90_ns").value_or(-1) / 1e3);
 }
 
-void print_process(const model::Process& p, uint64_t snapshots) {
+void print_process(const trace::Process& p, uint64_t snapshots) {
   std::printf("process %lld (parent %lld) on %s\n", static_cast<long long>(p.pid),
               static_cast<long long>(p.ppid), shown(p.host).c_str());
   std::printf("  command: %s\n", shown(p.command_line).c_str());
@@ -110,23 +110,23 @@ int run_info(int argc, char** argv) {
   cl.set_extra_argument_note("one trace at a time");
   if (int code = cl.parse(argc, argv); code >= 0) return code;
 
-  model::TraceSummary summary;
+  trace::TraceSummary summary;
   std::string error;
   if (!check_inputs({path}, InputKind::kTrace, &error)) return fail("info", error, 1);
 #ifdef STRATA_HAVE_IMPORT
   import::register_readers();
 #endif
-  const model::TraceReader* reader = model::reader_for(path, "auto", &error);
+  const trace::TraceReader* reader = trace::reader_for(path, "auto", &error);
   if (reader == nullptr) return fail("info", error, 1);
-  model::Trace trace;                // only for formats that are not streamed
+  trace::Trace trace;                // only for formats that are not streamed
   if (reader->name() == "native") {  // streamed: memory independent of the trace's size
     detail("info", "reading %s with the native reader, as a stream", shown(path).c_str());
     Progress progress("info");
     progress.phase("reading " + path);
-    if (!model::summarize_file(path, &summary, &error)) return fail("info", error, 1);
+    if (!trace::summarize_file(path, &summary, &error)) return fail("info", error, 1);
   } else {
     if (!load_native_or_import(path, &trace, &error)) return fail("info", error, 1);
-    summary = model::summarize(trace);
+    summary = trace::summarize(trace);
     for (const stats::StatInfo& s : stats::all_stats())  // the tree's counters too: it was built
       if (s.source == stats::Source::kCorrelation && trace.stats.get(s.id))
         summary.stats.set(s.id, trace.stats.get(s.id));

@@ -15,8 +15,8 @@
 #include "cli/commands.h"
 #include "cli/safe_files.h"
 #include "export/table_render.h"
-#include "model/trace_loader.h"
-#include "model/trace_saver.h"
+#include "trace/trace_loader.h"
+#include "trace/trace_saver.h"
 
 namespace strata::cli {
 int run_iterations(int argc, char** argv) {
@@ -70,24 +70,25 @@ int run_iterations(int argc, char** argv) {
   exporter::parse_table_format(format_text, &format);
   if (std::string error; refuse_gzip_native(emit_path, &error)) return cl.usage_error(error);
 
-  iterations::IterationsOptions options;
+  analysis::iterations::IterationsOptions options;
   std::string error;
-  if (!iterations::options_from_params(params, &options, &error)) return fail("iterations", "--" + error);
+  if (!analysis::iterations::options_from_params(params, &options, &error))
+    return fail("iterations", "--" + error);
 
   OutputFile emit;  // checked before the work: never through a planted link, replaced only with --force
   if (!emit_path.empty() && !emit.begin(emit_path, force, &error)) return fail("iterations", error, 1);
-  model::Trace trace;
+  trace::Trace trace;
   if (!load_native_or_import(input, &trace, &error)) return fail("iterations", error, 1);
   print_warnings(trace.warnings);
 
-  iterations::IterationsReport report;
-  if (!iterations::run_iterations(trace, options, &report, &error))
+  analysis::iterations::IterationsReport report;
+  if (!analysis::iterations::run_iterations(trace, options, &report, &error))
     return fail("iterations", input + ": " + error, 1);
-  const auto tables = iterations::report_tables(trace, report);
+  const auto tables = analysis::iterations::report_tables(trace, report);
   exporter::render_tables(tables, format, std::cout);
   if (!emit_path.empty()) {
-    const size_t added = iterations::add_iteration_spans(&trace, report);
-    if (!model::save_trace(trace, emit.temp_path(), &error) || !emit.commit(&error))
+    const size_t added = analysis::iterations::add_iteration_spans(&trace, report);
+    if (!trace::save_trace(trace, emit.temp_path(), &error) || !emit.commit(&error))
       return fail("iterations", error, 1);
     inform("iterations", "wrote %s (%zu iteration spans at level iteration)", emit_path.c_str(), added);
   }

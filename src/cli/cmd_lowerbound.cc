@@ -49,7 +49,7 @@ bool run_dot_to_svg(const std::string& dot_path, const std::string& svg_path) {
 // one span tree and workload view.
 bool compare_trace(const CommandOptions& opt, const LoadedBound& bound, std::vector<table::Table>* tables,
                    std::string* error) {
-  model::Trace trace;
+  trace::Trace trace;
   if (!load_native_or_import(opt.trace, &trace, error)) return false;  // checks the input, any format
   for (auto& [name, r] : run_bound_analyses(trace, bound, opt.top, lb::kBoundAnalyses)) {
     if (r.missing_input) {

@@ -3,7 +3,7 @@
 #include "analysis/workload.h"
 #include "cli/lowerbound_compare.h"
 #include "lowerbound/analyses/lowerbound_analyses.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata::cli {
 
@@ -71,9 +71,9 @@ bool load_bound(std::string_view command, const CommandOptions& opt, LoadedBound
 }
 
 std::vector<std::pair<std::string_view, analysis::AnalysisResult>> run_bound_analyses(
-    const model::Trace& trace, const LoadedBound& bound, size_t top,
+    const trace::Trace& trace, const LoadedBound& bound, size_t top,
     std::span<const std::string_view> names) {
-  const model::SpanTree& tree = trace.tree();  // built once, when the trace was opened
+  const trace::SpanTree& tree = trace.tree();  // built once, when the trace was opened
   const analysis::Workload workload(trace, tree);
   const analysis::Params params;
   const analysis::AnalysisInput input{trace, tree, params, &workload};

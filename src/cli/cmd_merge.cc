@@ -1,5 +1,5 @@
 // strata merge TRACE... -o JOB.strata: the traces of the ranks of one job into one trace, one
-// process group per rank, the ranks' clocks aligned on the reference rank's (model/rank_align.h).
+// process group per rank, the ranks' clocks aligned on the reference rank's (trace/rank_align.h).
 #include <cstdio>
 #include <map>
 #include <string>
@@ -9,22 +9,22 @@
 #include "cli/commands.h"
 #include "cli/safe_files.h"
 #include "export/text_escape.h"
-#include "model/rank_align.h"
-#include "model/trace_reader.h"
-#include "model/trace_saver.h"
+#include "trace/rank_align.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_saver.h"
 
 namespace strata::cli {
 namespace {
 
 // Each input's processes get the input's rank when they carry none; two inputs claiming one rank
 // are refused (their spans would mix in one process group).
-bool label_ranks(model::Trace& trace, std::span<const size_t> first, std::span<const std::string> paths,
+bool label_ranks(trace::Trace& trace, std::span<const size_t> first, std::span<const std::string> paths,
                  std::string* error) {
   std::map<int64_t, size_t> input_of_rank;
   for (size_t k = 0; k < first.size(); ++k) {
     const size_t end = k + 1 < first.size() ? first[k + 1] : trace.processes.size();
     int64_t rank = -1;
-    for (size_t p = first[k]; p < end; ++p) rank = std::max(rank, model::process_rank(trace.processes[p]));
+    for (size_t p = first[k]; p < end; ++p) rank = std::max(rank, trace::process_rank(trace.processes[p]));
     const bool stated = rank >= 0;
     if (!stated) rank = static_cast<int64_t>(k);
     auto [it, fresh] = input_of_rank.emplace(rank, k);
@@ -34,7 +34,7 @@ bool label_ranks(model::Trace& trace, std::span<const size_t> first, std::span<c
       return false;
     }
     for (size_t p = first[k]; p < end; ++p) {
-      model::Process& proc = trace.processes[p];
+      trace::Process& proc = trace.processes[p];
       if (!stated) {
         proc.properties.set_int("rank", rank);
         proc.properties.set("rank.source", "input order");
@@ -83,17 +83,17 @@ int run_merge(int argc, char** argv) {
 
   std::string error;
   if (!check_output_target(output, force, &error)) return fail("merge", error, 1);
-  model::Trace trace;
-  model::OpenOptions open;
+  trace::Trace trace;
+  trace::OpenOptions open;
   open.structure = false;
   std::string label_error;
-  std::vector<model::RankClock> clocks;
+  std::vector<trace::RankClock> clocks;
   size_t renumbered = 0;
-  open.before_finish = [&](model::Trace& t, std::span<const size_t> first) {
+  open.before_finish = [&](trace::Trace& t, std::span<const size_t> first) {
     if (!label_ranks(t, first, inputs, &label_error)) return;
-    renumbered = model::make_pids_unique_across_ranks(&t);
+    renumbered = trace::make_pids_unique_across_ranks(&t);
     if (align == "none") return;
-    clocks = model::align_rank_clocks(
+    clocks = trace::align_rank_clocks(
         &t, {.reference_rank = reference_rank, .same_host_shares_clock = align == "auto", .apply = true});
   };
   if (!open_inputs(inputs, &trace, &error, open)) return fail("merge", error, 1);
@@ -104,7 +104,7 @@ int run_merge(int argc, char** argv) {
   {
     Progress progress("merge");
     progress.phase("writing " + output);
-    if (!out.begin(output, force, &error) || !model::save_trace(trace, out.temp_path(), &error, 3) ||
+    if (!out.begin(output, force, &error) || !trace::save_trace(trace, out.temp_path(), &error, 3) ||
         !out.commit(&error))
       return fail("merge", error, 1);
   }
@@ -119,7 +119,7 @@ int run_merge(int argc, char** argv) {
   if (!clocks.empty()) {
     std::printf("%6s  %-16s %-12s %16s %12s %14s %8s %8s %14s\n", "rank", "host", "clock", "offset_us",
                 "drift_ppm", "uncertainty_us", "matched", "rejected", "residual_p90_us");
-    for (const model::RankClock& c : clocks) {
+    for (const trace::RankClock& c : clocks) {
       char bound[32] = "unknown";
       if (c.uncertainty_ns >= 0) std::snprintf(bound, sizeof(bound), "+-%.3f", c.uncertainty_ns / 1e3);
       std::printf("%6lld  %-16s %-12s %16.3f %12.3f %14s %8u %8u %14.3f\n", static_cast<long long>(c.rank),

@@ -14,8 +14,8 @@
 #include "export/profile_formats.h"
 #include "export/profile_pprof.h"
 #include "export/text_escape.h"
-#include "model/trace_loader.h"
 #include "profile/profile.h"
+#include "trace/trace_loader.h"
 
 namespace strata::cli {
 int run_profile(int argc, char** argv) {
@@ -73,10 +73,10 @@ int run_profile(int argc, char** argv) {
   options.top = static_cast<size_t>(top);
   options.event = static_cast<int>(event);
 
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
   if (!output.empty() && !check_output_target(output, force, &error)) return fail("profile", error, 1);
-  if (!model::load_trace(path, &trace, &error)) return fail("profile", error, 1);
+  if (!trace::load_trace(path, &trace, &error)) return fail("profile", error, 1);
   symbolize::Symbolizer symbolizer;
   profile::FrameNamer namer(trace, &symbolizer);
   profile::Profile result = profile::build_profile(trace, options, namer);

@@ -34,12 +34,12 @@
 #include "core/level.h"
 #include "export/text_escape.h"
 #include "format/trace_merge.h"
-#include "model/trace_loader.h"
-#include "model/trace_saver.h"
-#include "model/trace_summary.h"
 #include "runs/leveled.h"
 #include "runs/run_set.h"
 #include "strata_install_layout.h"
+#include "trace/trace_loader.h"
+#include "trace/trace_saver.h"
+#include "trace/trace_summary.h"
 
 namespace strata::cli {
 namespace {
@@ -420,7 +420,7 @@ bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
                  const std::vector<std::vector<RunOutcome>>& outcomes, bool failed, format::Properties record,
                  OutputFile* out, std::vector<std::string>* warnings, std::string* leveled_text,
                  std::string* error) {
-  std::vector<std::vector<std::unique_ptr<model::Trace>>> traces(levels.size());
+  std::vector<std::vector<std::unique_ptr<trace::Trace>>> traces(levels.size());
   std::vector<std::vector<runs::RunInput>> inputs(levels.size());
   int64_t process_files = 0;
   for (size_t j = 0; j < levels.size(); ++j) {
@@ -431,8 +431,8 @@ bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
       format::MergeResult merged =
           format::merge_part_files(run.dir_fd, run.dir, parts, run_file, format::Properties());
       for (const auto& w : merged.warnings) warnings->push_back(w);
-      auto trace = std::make_unique<model::Trace>();
-      if (!merged.ok || !model::load_trace(run_file, trace.get(), error)) {
+      auto trace = std::make_unique<trace::Trace>();
+      if (!merged.ok || !trace::load_trace(run_file, trace.get(), error)) {
         if (!merged.ok) *error = merged.error;
         return false;
       }
@@ -444,7 +444,7 @@ bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
   }
   record.set_int("process_files", process_files);
   record.set_int("runs", req.runs);
-  model::Trace combined;
+  trace::Trace combined;
   if (req.leveled && levels.size() > 1 && !failed) {
     std::vector<int> level_values;
     for (Level l : levels) level_values.push_back(static_cast<int>(l));
@@ -462,7 +462,7 @@ bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
   }
   for (size_t k = 0; k < warnings->size(); ++k) record.set("warning." + std::to_string(k), (*warnings)[k]);
   combined.record = record;
-  if (!model::save_trace(combined, out->temp_path(), error, std::atoi(req.opt.compress.c_str())))
+  if (!trace::save_trace(combined, out->temp_path(), error, std::atoi(req.opt.compress.c_str())))
     return false;
   return out->commit(error);
 }
@@ -477,9 +477,9 @@ void print_closing_summary(const RecordRequest& req, const RunOutcome& last, int
     std::fprintf(stderr,
                  "strata record: no process of the command loaded the Strata runtime (a static or "
                  "setuid binary ignores LD_PRELOAD); the trace holds only the run record\n");
-  model::TraceSummary summary;
+  trace::TraceSummary summary;
   std::string error;
-  if (model::summarize_file(req.output, &summary, &error)) {
+  if (trace::summarize_file(req.output, &summary, &error)) {
     print_summary(summary, stderr);
     if (auto note = gpu_outcome_note(summary, static_cast<int>(req.opt.level)))
       std::fprintf(stderr, "strata record: %s\n", note->c_str());

@@ -48,7 +48,7 @@ int load_report_bound(CommandLine& cl, const CommandOptions& opt, LoadedBound* b
 
 // framework_vs_bound over the loaded trace. A trace it cannot compare (no layer-level spans) keeps the
 // reason in the section and says it on stderr; the rest of the report is still written.
-table::Result report_bound(const model::Trace& trace, const std::string& trace_name, const LoadedBound& bound,
+table::Result report_bound(const trace::Trace& trace, const std::string& trace_name, const LoadedBound& bound,
                            size_t top) {
   constexpr std::string_view kNames[] = {report::kLowerBoundAnalysis};
   auto results = run_bound_analyses(trace, bound, top, kNames);
@@ -136,7 +136,7 @@ int run_report(int argc, char** argv) {
   LoadedBound bound;
   if (int code = load_report_bound(cl, bound_options, &bound); code != 0) return code;
 #endif
-  model::Trace trace;
+  trace::Trace trace;
   if (!open_inputs(inputs, &trace, &error)) return fail("report", error, 1);
   for (const auto& w : trace.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
 #ifdef STRATA_HAVE_LOWERBOUND

@@ -144,7 +144,7 @@ int run_sql(int argc, char** argv) {
     }
   }
   if (!db) {
-    model::Trace trace;
+    trace::Trace trace;
     if (!load_native_or_import(input, &trace, &error)) return fail("sql", error, 1);
     print_warnings(trace.warnings);
     if (sqlite3_open(":memory:", &db) != SQLITE_OK || !exporter::write_sqlite(trace, db, &error)) {

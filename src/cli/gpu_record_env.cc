@@ -123,7 +123,7 @@ std::optional<std::string> gpu_unavailable_reason() {
   return answer;
 }
 
-std::optional<std::string> gpu_outcome_note(const model::TraceSummary& summary, int level) {
+std::optional<std::string> gpu_outcome_note(const trace::TraceSummary& summary, int level) {
   if (level < static_cast<int>(Level::kRuntimeApi) || summary.record.get("gpu.unavailable"))
     return std::nullopt;
   for (const auto& [span_level, count] : summary.spans_per_level)

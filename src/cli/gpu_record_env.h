@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "model/trace_summary.h"
+#include "trace/trace_summary.h"
 
 namespace strata::cli {
 
@@ -24,6 +24,6 @@ std::optional<std::string> gpu_unavailable_reason();
 
 // After a run at --level runtime/device on a machine with a GPU: one line when the trace holds no
 // CUDA API call and no GPU activity (the program did not use CUDA, or the collector never loaded).
-std::optional<std::string> gpu_outcome_note(const model::TraceSummary& summary, int level);
+std::optional<std::string> gpu_outcome_note(const trace::TraceSummary& summary, int level);
 
 }  // namespace strata::cli

@@ -14,7 +14,7 @@
 #include "cli/lowerbound_options.h"
 #include "lowerbound/bounds/bound_inputs.h"
 #include "lowerbound/bounds/estimate.h"
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::cli {
 
@@ -32,6 +32,6 @@ bool load_bound(std::string_view command, const CommandOptions& opt, LoadedBound
 // Runs the named lower-bound analyses (lowerbound::kBoundAnalyses) over one trace, against the main
 // bound, over one span tree and workload view. A result lacking input keeps its missing_input line.
 std::vector<std::pair<std::string_view, analysis::AnalysisResult>> run_bound_analyses(
-    const model::Trace& trace, const LoadedBound& bound, size_t top, std::span<const std::string_view> names);
+    const trace::Trace& trace, const LoadedBound& bound, size_t top, std::span<const std::string_view> names);
 
 }  // namespace strata::cli

@@ -7,7 +7,7 @@
 // reused (Kineto's ActivityType follows the same rule). They are grouped in ranges with room to
 // grow: device activity 1-39, host calls 40-59, framework and program 60-79, samples 80-99.
 // 0 is "not stated": files written before format 1.1 read as 0, and the loader types their spans
-// once from what the old writers left (model/activity_upgrade.h). A value this version does not
+// once from what the old writers left (trace/activity_upgrade.h). A value this version does not
 // know (a newer writer) is kept as it is, shown as "activity(N)" and counted at load.
 #pragma once
 

@@ -2,7 +2,7 @@
 // Tracers write these keys; importers translate foreign spellings into them on the way in (Kineto's
 // "Input Dims" becomes kShapes, "External id" kExternalCorrelationId); analyses read these keys
 // only. Files written before format 1.1 used other spellings for some facts: the loader renames
-// them once (model/activity_upgrade.h), so nothing downstream knows the old names.
+// them once (trace/activity_upgrade.h), so nothing downstream knows the old names.
 //
 // Units are part of the fact: bytes are bytes, times are ns, percentages are 0-100.
 // docs/trace-format.md lists every key with its writers.

@@ -152,7 +152,7 @@ enum class Disk : uint8_t {
   F(kLoadUnknownActivities, "load.unknown_activities", kNone, "", kTrace, kInfo, kLoader,                \
     "spans with an activity type this version does not know (kept, shown as activity(N))")               \
   F(kLoadActivityUpgraded, "load.activity_upgraded", kNone, "", kTrace, kInfo, kLoader,                  \
-    "spans of format 1.0 files given an activity type at load (model/activity_upgrade.h)")               \
+    "spans of format 1.0 files given an activity type at load (trace/activity_upgrade.h)")               \
   F(kLoadLegacyKeysRenamed, "load.legacy_keys_renamed", kNone, "", kTrace, kInfo, kLoader,               \
     "attributes of format 1.0 files whose key was renamed to the canonical one (core/attr_keys.h)")      \
   F(kLoadClampedTimes, "load.clamped_times", kNone, "", kTrace, kError, kLoader,                         \

@@ -14,8 +14,8 @@
 #include "core/level.h"
 #include "export/sample_events.h"
 #include "export/text_escape.h"
-#include "model/span_tree.h"
-#include "model/tracks.h"
+#include "trace/span_tree.h"
+#include "trace/tracks.h"
 
 namespace strata::exporter {
 namespace {
@@ -56,7 +56,7 @@ void append_hex(std::string* out, uint64_t v) {
   *out += buf;
 }
 
-void append_attr_value(const model::Trace& trace, const AttrRecord& a, std::string* out) {
+void append_attr_value(const trace::Trace& trace, const AttrRecord& a, std::string* out) {
   switch (static_cast<AttrType>(a.type)) {
     case AttrType::kInt:
       append_i64(out, a.value.i);
@@ -82,7 +82,7 @@ void append_attr_value(const model::Trace& trace, const AttrRecord& a, std::stri
 
 // Attributes as JSON object members (without braces); metrics get a "metric." prefix so the two
 // kinds stay apart.
-void append_attr_members(const model::Trace& trace, size_t index, std::string* out, bool leading_comma) {
+void append_attr_members(const trace::Trace& trace, size_t index, std::string* out, bool leading_comma) {
   bool first = !leading_comma;
   for (const AttrRecord& a : trace.attributes(index)) {
     if (!first) out->push_back(',');
@@ -99,7 +99,7 @@ void append_attr_members(const model::Trace& trace, size_t index, std::string* o
 // Strata's counters; Perfetto names the track "<name> <key>"). Chrome and Perfetto read every arg of
 // a "C" event as a number: a string (a memory counter's allocator and device, which its name
 // already carries) would be a parse failure there.
-void append_counter_series(const model::Trace& trace, size_t index, std::string* out) {
+void append_counter_series(const trace::Trace& trace, size_t index, std::string* out) {
   bool first = true;
   for (const AttrRecord& a : trace.attributes(index)) {
     if (a.type == static_cast<uint8_t>(AttrType::kString)) continue;
@@ -116,7 +116,7 @@ void append_counter_series(const model::Trace& trace, size_t index, std::string*
 
 // Device work goes on its own track per (device, stream), as Nsight Systems and Perfetto show it.
 // Chrome needs a numeric tid: synthesize one above any real thread id.
-int64_t chrome_tid(const model::TrackKey& k) {
+int64_t chrome_tid(const trace::TrackKey& k) {
   if (!k.on_device()) return k.tid;
   int64_t device = k.device == kNoDevice ? 0 : k.device;
   int64_t stream = k.stream == kNoStream ? 0 : k.stream;
@@ -136,10 +136,10 @@ struct ParentRef {
 
 class Parents {
  public:
-  Parents(const model::Trace& trace, const model::SpanTree& tree) : trace_(trace), tree_(tree) {
+  Parents(const trace::Trace& trace, const trace::SpanTree& tree) : trace_(trace), tree_(tree) {
     // Recorded parents the tree did not take: found anywhere in the file, in one scan.
     for (size_t i = 0; i < trace.spans.size(); ++i)
-      if (tree.parent(i) == model::kNoParent && trace.spans[i].parent_id != 0)
+      if (tree.parent(i) == trace::kNoParent && trace.spans[i].parent_id != 0)
         elsewhere_.emplace(trace.spans[i].parent_id, SIZE_MAX);
     if (elsewhere_.empty()) return;
     for (size_t i = 0; i < trace.spans.size(); ++i) {
@@ -152,9 +152,9 @@ class Parents {
     ParentRef r;
     const SpanRecord& s = trace_.spans[i];
     const int32_t p = tree_.parent(i);
-    if (p != model::kNoParent) {
+    if (p != trace::kNoParent) {
       r.parent = &trace_.spans[static_cast<size_t>(p)];
-      r.link = model::link_kind_name(tree_.link(i));
+      r.link = trace::link_kind_name(tree_.link(i));
       return r;
     }
     if (s.parent_id == 0) return r;
@@ -170,22 +170,22 @@ class Parents {
   }
 
  private:
-  const model::Trace& trace_;
-  const model::SpanTree& tree_;
+  const trace::Trace& trace_;
+  const trace::SpanTree& tree_;
   std::unordered_map<uint64_t, size_t> elsewhere_;
 };
 
 // Chrome metadata events: a name for every process and every track (thread or device stream).
 template <typename Sep>
-void append_chrome_names(const model::Trace& trace, const model::TrackTable& track_table, std::string* out,
+void append_chrome_names(const trace::Trace& trace, const trace::TrackTable& track_table, std::string* out,
                          Sep& sep) {
   std::string& b = *out;
   std::map<std::pair<int64_t, int64_t>, uint32_t> tracks;  // (pid, Chrome tid) -> track
   for (uint32_t t = 0; t < track_table.size(); ++t) {
-    const model::TrackKey& k = track_table[t].key;
+    const trace::TrackKey& k = track_table[t].key;
     tracks.emplace(std::make_pair(trace.processes[k.process].pid, chrome_tid(k)), t);
   }
-  for (const model::Process& p : trace.processes) {
+  for (const trace::Process& p : trace.processes) {
     sep();
     b += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
     append_i64(&b, p.pid);
@@ -236,7 +236,7 @@ void append_chrome_names(const model::Trace& trace, const model::TrackTable& tra
 // The flow arrow (a start and an end event) from span i's parent to span i, when nesting on the
 // child's own row cannot show the link. Flow ids are the child's position in the file: unique.
 template <typename Sep>
-void append_parent_flow(const model::Trace& trace, const model::TrackTable& track_table, size_t i,
+void append_parent_flow(const trace::Trace& trace, const trace::TrackTable& track_table, size_t i,
                         const ParentRef& parent, int64_t origin, std::string* out, Sep& sep) {
   const SpanRecord& s = trace.spans[i];
   const SpanRecord* p = parent.parent;
@@ -265,7 +265,7 @@ void append_parent_flow(const model::Trace& trace, const model::TrackTable& trac
 
 }  // namespace
 
-void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
+void write_chrome_trace(const trace::Trace& trace, std::ostream& out) {
   Buffered w(out);
   std::string& b = w.buf();
   int64_t origin = std::numeric_limits<int64_t>::max();
@@ -286,7 +286,7 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
   };
 
   // Metadata: process and thread (track) names.
-  const model::TrackTable& track_table = trace.tracks();
+  const trace::TrackTable& track_table = trace.tracks();
   const Parents parents(trace, trace.tree());
   append_chrome_names(trace, track_table, &b, sep);
 
@@ -357,7 +357,7 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
   }
   std::set<std::pair<int64_t, int64_t>> named_tracks;  // (pid, Chrome tid) named above
   for (uint32_t t = 0; t < track_table.size(); ++t) {
-    const model::TrackKey& k = track_table[t].key;
+    const trace::TrackKey& k = track_table[t].key;
     named_tracks.insert({trace.processes[k.process].pid, chrome_tid(k)});
   }
   // CPU samples on their threads (threads without spans get their names there).
@@ -365,14 +365,14 @@ void write_chrome_trace(const model::Trace& trace, std::ostream& out) {
   b += "\n]}\n";
 }
 
-void write_spans_json(const model::Trace& trace, std::ostream& out) {
+void write_spans_json(const trace::Trace& trace, std::ostream& out) {
   Buffered w(out);
   std::string& b = w.buf();
   const Parents parents(trace, trace.tree());
   b += "[\n";
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     const SpanRecord& s = trace.spans[i];
-    const model::Process& p = trace.process(s);
+    const trace::Process& p = trace.process(s);
     const ParentRef parent = parents.of(i);
     if (i) b += ",\n";
     b += "{\"span_id\":";
@@ -430,7 +430,7 @@ void write_spans_json(const model::Trace& trace, std::ostream& out) {
   b += "\n]\n";
 }
 
-void write_spans_csv(const model::Trace& trace, std::ostream& out) {
+void write_spans_csv(const trace::Trace& trace, std::ostream& out) {
   Buffered w(out);
   std::string& b = w.buf();
   b += "span_id,parent_id,parent_link,remote_parent_id,trace_id,level,kind,activity,name,start_ns,end_ns,"
@@ -439,7 +439,7 @@ void write_spans_csv(const model::Trace& trace, std::ostream& out) {
   char hex[24];
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     const SpanRecord& s = trace.spans[i];
-    const model::Process& p = trace.process(s);
+    const trace::Process& p = trace.process(s);
     const ParentRef parent = parents.of(i);
     std::snprintf(hex, sizeof(hex), "%016" PRIx64, s.span_id);
     b += hex;

@@ -4,19 +4,19 @@
 
 #include <ostream>
 
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::exporter {
 
 // Chrome Trace Event format: complete ("X") events per span, process/thread names, device streams
 // as named tracks, counters, instants, and flow arrows from each launch to its execution(s) by
 // correlation id. Timestamps in µs from the trace's first event.
-void write_chrome_trace(const model::Trace& trace, std::ostream& out);
+void write_chrome_trace(const trace::Trace& trace, std::ostream& out);
 
 // One JSON object per span (a JSON array), every field and attribute included.
-void write_spans_json(const model::Trace& trace, std::ostream& out);
+void write_spans_json(const trace::Trace& trace, std::ostream& out);
 
 // One CSV row per span; attributes in a final column as JSON.
-void write_spans_csv(const model::Trace& trace, std::ostream& out);
+void write_spans_csv(const trace::Trace& trace, std::ostream& out);
 
 }  // namespace strata::exporter

@@ -86,9 +86,9 @@ std::string format_profile_json(const profile::Profile& p, const profile::Profil
   return out;
 }
 
-std::string format_profile_speedscope(const model::Trace& trace, const profile::ProfileOptions& options,
+std::string format_profile_speedscope(const trace::Trace& trace, const profile::ProfileOptions& options,
                                       profile::FrameNamer& namer) {
-  const model::SampleData& data = trace.samples;
+  const trace::SampleData& data = trace.samples;
   std::vector<std::string> frames_json;
   std::unordered_map<std::string, size_t> frame_index;  // by name + file + line
   auto frame = [&](const std::string& name, const std::string& file, uint32_t line) {
@@ -115,7 +115,7 @@ std::string format_profile_speedscope(const model::Trace& trace, const profile::
   };
   std::map<std::pair<uint16_t, uint32_t>, Thread> threads;
   std::vector<size_t> stack;
-  for (const model::SampleCount& c : data.counts) {
+  for (const trace::SampleCount& c : data.counts) {
     if (static_cast<int>(c.event) != options.event || c.count == 0) continue;
     stack.clear();
     uint64_t id = c.span_id;

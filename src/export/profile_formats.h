@@ -17,7 +17,7 @@ std::string format_profile_json(const profile::Profile& profile, const profile::
 // speedscope's file format (https://www.speedscope.app/file-format-schema.json): shared frames
 // (name, file, line), one "sampled" profile per thread with root-first stacks and their sample
 // counts as weights (unit "none"); the layer spans open at a sample lead its stack as "[op] NAME".
-std::string format_profile_speedscope(const model::Trace& trace, const profile::ProfileOptions& options,
+std::string format_profile_speedscope(const trace::Trace& trace, const profile::ProfileOptions& options,
                                       profile::FrameNamer& namer);
 
 }  // namespace strata::exporter

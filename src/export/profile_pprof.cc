@@ -75,9 +75,9 @@ bool gzip(const std::string& in, std::string* out, std::string* error) {
 
 }  // namespace
 
-std::string format_profile_pprof(const model::Trace& trace, const profile::ProfileOptions& options,
+std::string format_profile_pprof(const trace::Trace& trace, const profile::ProfileOptions& options,
                                  profile::FrameNamer& namer, std::string* error) {
-  const model::SampleData& data = trace.samples;
+  const trace::SampleData& data = trace.samples;
   Strings strings;
   std::string body;
   const uint64_t period = data.config.empty() ? 0 : data.period_ns(data.config.begin()->first);
@@ -114,7 +114,7 @@ std::string format_profile_pprof(const model::Trace& trace, const profile::Profi
     put_int(&line, 2, n.line);
     std::string loc;
     put_int(&loc, 1, it->second);
-    const model::SampleFrame& sf = data.frame(frame);
+    const trace::SampleFrame& sf = data.frame(frame);
     if (sf.kind != format::SampleFrameKind::kPython) put_int(&loc, 3, sf.offset);
     put_bytes(&loc, 4, line);
     put_bytes(&locations, 4, loc);
@@ -123,7 +123,7 @@ std::string format_profile_pprof(const model::Trace& trace, const profile::Profi
   const uint64_t op_key = strings.index("op"), layer_key = strings.index("layer"),
                  thread_key = strings.index("thread");
   std::vector<uint64_t> ids;
-  for (const model::SampleCount& c : data.counts) {
+  for (const trace::SampleCount& c : data.counts) {
     if (static_cast<int>(c.event) != options.event || c.count == 0) continue;
     ids.clear();
     for (uint32_t frame : data.stack(c.stack)) ids.push_back(location_of(frame));

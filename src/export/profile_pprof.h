@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "model/trace.h"
 #include "profile/profile.h"
+#include "trace/trace.h"
 
 namespace strata::exporter {
 
@@ -14,7 +14,7 @@ namespace strata::exporter {
 // layer-level span) and "layer" (outermost) where a span was open, and "thread" (numeric tid).
 // One Location per frame (a Python frame's line, a native frame's file offset as its address) and one
 // Function per function name. Returns the gzip bytes; empty with *error when compression failed.
-std::string format_profile_pprof(const model::Trace& trace, const profile::ProfileOptions& options,
+std::string format_profile_pprof(const trace::Trace& trace, const profile::ProfileOptions& options,
                                  profile::FrameNamer& namer, std::string* error);
 
 }  // namespace strata::exporter

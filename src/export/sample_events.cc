@@ -10,15 +10,16 @@
 
 namespace strata::exporter {
 
-int64_t first_sample_ns(const model::Trace& trace) {
+int64_t first_sample_ns(const trace::Trace& trace) {
   int64_t first = INT64_MAX;
-  for (const model::SamplePoint& p : trace.samples.timeline) first = std::min(first, p.time_ns);
+  for (const trace::SamplePoint& p : trace.samples.timeline) first = std::min(first, p.time_ns);
   return first;
 }
 
-void append_sample_events(const model::Trace& trace, int64_t origin_ns, const std::set<std::pair<int64_t, int64_t>>& tracks,
-                          std::string* out, bool* first, const std::function<void()>& maybe_flush) {
-  const model::SampleData& data = trace.samples;
+void append_sample_events(const trace::Trace& trace, int64_t origin_ns,
+                          const std::set<std::pair<int64_t, int64_t>>& tracks, std::string* out, bool* first,
+                          const std::function<void()>& maybe_flush) {
+  const trace::SampleData& data = trace.samples;
   if (data.timeline.empty()) return;
   auto sep = [&]() {
     if (!*first) *out += ",\n";
@@ -29,7 +30,7 @@ void append_sample_events(const model::Trace& trace, int64_t origin_ns, const st
   std::unordered_map<uint32_t, std::string> folded;  // stack id -> "root;...;leaf"
   std::set<std::pair<int64_t, int64_t>> named = tracks;
   char num[64];
-  for (const model::SamplePoint& p : data.timeline) {
+  for (const trace::SamplePoint& p : data.timeline) {
     const int64_t pid = p.process < trace.processes.size() ? trace.processes[p.process].pid : 0;
     if (named.insert({pid, p.tid}).second) {
       std::string name = "thread " + std::to_string(p.tid);

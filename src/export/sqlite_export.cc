@@ -9,10 +9,10 @@
 
 #include "core/activity_type.h"
 #include "core/level.h"
-#include "model/span_tree.h"
-#include "model/tracks.h"
 #include "profile/profile.h"
 #include "symbolize/symbolizer.h"
+#include "trace/span_tree.h"
+#include "trace/tracks.h"
 
 namespace strata::exporter {
 namespace {
@@ -125,7 +125,7 @@ bool exec(sqlite3* db, const char* sql, std::string* error) {
   return false;
 }
 
-bool write_strings(const model::Trace& trace, sqlite3* db, std::string* error) {
+bool write_strings(const trace::Trace& trace, sqlite3* db, std::string* error) {
   Insert ins(db, "INSERT INTO strings VALUES(?,?)", error);
   for (uint32_t id = 0; id < trace.strings.size() && ins.ok(); ++id) ins.i64(id).text(trace.strings.get(id)).insert();
   Insert levels(db, "INSERT INTO levels VALUES(?,?)", error);
@@ -136,15 +136,15 @@ bool write_strings(const model::Trace& trace, sqlite3* db, std::string* error) {
   return ins.ok() && levels.ok();
 }
 
-bool write_processes(const model::Trace& trace, sqlite3* db, std::string* error) {
+bool write_processes(const trace::Trace& trace, sqlite3* db, std::string* error) {
   Insert proc(db, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?)", error);
   Insert prop(db, "INSERT INTO process_properties VALUES(?,?,?)", error);
   Insert thread(db, "INSERT INTO threads VALUES(?,?,?)", error);
   std::set<std::pair<uint16_t, uint32_t>> threads;
   for (const SpanRecord& s : trace.spans)
-    if (!model::track_key(s).on_device()) threads.emplace(s.process, s.tid);
+    if (!trace::track_key(s).on_device()) threads.emplace(s.process, s.tid);
   for (size_t p = 0; p < trace.processes.size(); ++p) {
-    const model::Process& pr = trace.processes[p];
+    const trace::Process& pr = trace.processes[p];
     proc.i64(static_cast<int64_t>(p)).i64(pr.pid).i64(pr.ppid).text(pr.host).text(pr.command_line);
     proc.text(pr.trace_id).i64(pr.start_realtime_ns).i64(pr.start_monotonic_ns).u64(pr.span_count);
     proc.i64(pr.ended_cleanly ? 1 : 0).insert();
@@ -162,11 +162,11 @@ bool write_processes(const model::Trace& trace, sqlite3* db, std::string* error)
   return proc.ok() && prop.ok() && thread.ok();
 }
 
-bool write_tracks(const model::Trace& trace, sqlite3* db, std::string* error) {
-  const model::TrackTable& tracks = trace.tracks();
+bool write_tracks(const trace::Trace& trace, sqlite3* db, std::string* error) {
+  const trace::TrackTable& tracks = trace.tracks();
   Insert ins(db, "INSERT INTO tracks VALUES(?,?,?,?,?,?,?,?)", error);
   for (uint32_t t = 0; t < tracks.size() && ins.ok(); ++t) {
-    const model::Track& track = tracks[t];
+    const trace::Track& track = tracks[t];
     ins.i64(t).i64(track.key.process);
     if (track.key.device != kNoDevice) ins.i64(track.key.device);
     else ins.null();
@@ -181,9 +181,9 @@ bool write_tracks(const model::Trace& trace, sqlite3* db, std::string* error) {
   return ins.ok();
 }
 
-bool write_spans(const model::Trace& trace, sqlite3* db, std::string* error) {
-  const model::SpanTree& tree = trace.tree();
-  const model::TrackTable& tracks = trace.tracks();
+bool write_spans(const trace::Trace& trace, sqlite3* db, std::string* error) {
+  const trace::SpanTree& tree = trace.tree();
+  const trace::TrackTable& tracks = trace.tracks();
   Insert span(db, "INSERT INTO span_table VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", error);
   Insert attr(db, "INSERT INTO attribute_table VALUES(?,?,?,?,?)", error);
   Insert metric(db, "INSERT INTO metric_table VALUES(?,?,?)", error);
@@ -197,11 +197,14 @@ bool write_spans(const model::Trace& trace, sqlite3* db, std::string* error) {
     const SpanRecord& s = trace.spans[i];
     const int64_t row = static_cast<int64_t>(i);
     span.i64(row).u64(s.span_id);
-    if (tree.parent(i) == model::kNoParent) span.null().null();
-    else span.i64(tree.parent(i)).text(model::link_kind_name(tree.link(i)));
+    if (tree.parent(i) == trace::kNoParent)
+      span.null().null();
+    else
+      span.i64(tree.parent(i)).text(trace::link_kind_name(tree.link(i)));
     span.i64(tree.depth(i)).i64(s.name).i64(s.level).text(kind_names[s.kind]).text(activity_names[s.activity]);
     span.i64(s.process);
-    if (model::track_key(s).on_device()) span.null();
+    if (trace::track_key(s).on_device())
+      span.null();
     else span.i64(s.tid);
     span.i64(tracks.track_of(s));
     if (s.device != kNoDevice) span.i64(s.device);
@@ -232,8 +235,8 @@ std::string event_name(const std::vector<std::string>& names, uint32_t event) {
   return event < names.size() ? names[event] : "event " + std::to_string(event);
 }
 
-bool write_samples(const model::Trace& trace, sqlite3* db, std::string* error) {
-  const model::SampleData& samples = trace.samples;
+bool write_samples(const trace::Trace& trace, sqlite3* db, std::string* error) {
+  const trace::SampleData& samples = trace.samples;
   if (samples.empty()) return true;
   symbolize::Symbolizer symbolizer;
   profile::FrameNamer namer(trace, &symbolizer);
@@ -254,13 +257,13 @@ bool write_samples(const model::Trace& trace, sqlite3* db, std::string* error) {
     return &it->second;
   };
   Insert count(db, "INSERT INTO sample_counts VALUES(?,?,?,?,?,?,?)", error);
-  for (const model::SampleCount& c : samples.counts) {
+  for (const trace::SampleCount& c : samples.counts) {
     count.i64(c.process).i64(c.tid).i64(c.stack).u64(c.span_id);
     count.text(event_name(*events_of(c.process), c.event)).i64(c.epoch).u64(c.count);
     if (!count.insert()) return false;
   }
   Insert point(db, "INSERT INTO sample_points VALUES(?,?,?,?,?,?,?)", error);
-  for (const model::SamplePoint& p : samples.timeline) {
+  for (const trace::SamplePoint& p : samples.timeline) {
     point.i64(p.process).i64(p.tid).i64(p.time_ns).i64(p.stack);
     point.text(event_name(*events_of(p.process), p.event)).i64(p.weight).u64(p.span_id);
     if (!point.insert()) return false;
@@ -268,7 +271,7 @@ bool write_samples(const model::Trace& trace, sqlite3* db, std::string* error) {
   return frame.ok() && stack.ok();
 }
 
-bool write_meta(const model::Trace& trace, sqlite3* db, std::string* error) {
+bool write_meta(const trace::Trace& trace, sqlite3* db, std::string* error) {
   Insert ins(db, "INSERT OR REPLACE INTO meta VALUES(?,?)", error);
   ins.text("schema_version").text(std::to_string(kSqliteSchemaVersion)).insert();
   ins.text("span_count").text(std::to_string(trace.spans.size())).insert();
@@ -278,7 +281,7 @@ bool write_meta(const model::Trace& trace, sqlite3* db, std::string* error) {
 
 }  // namespace
 
-bool write_sqlite(const model::Trace& trace, sqlite3* db, std::string* error) {
+bool write_sqlite(const trace::Trace& trace, sqlite3* db, std::string* error) {
   // One transaction, no rollback journal: the file is new and is discarded on failure anyway.
   if (!exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;", error)) return false;
   if (!exec(db, "BEGIN", error) || !exec(db, kSchema, error)) return false;
@@ -292,7 +295,7 @@ bool write_sqlite(const model::Trace& trace, sqlite3* db, std::string* error) {
   return exec(db, "COMMIT", error);
 }
 
-bool write_sqlite_file(const model::Trace& trace, const std::string& path, std::string* error) {
+bool write_sqlite_file(const trace::Trace& trace, const std::string& path, std::string* error) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
                       nullptr) != SQLITE_OK) {

@@ -1,12 +1,12 @@
 // A trace as an SQLite database (`strata export --format sqlite`, `strata sql`): the schema is
 // documented in docs/sql.md. Span times in ns on the trace's own clock; names interned in `strings`
 // and shown readable by the views (`spans`, `attributes`, `metrics`); parent and link kind from the
-// span tree (model/span_tree.h), as every other export carries them.
+// span tree (trace/span_tree.h), as every other export carries them.
 #pragma once
 
 #include <string>
 
-#include "model/trace.h"
+#include "trace/trace.h"
 
 struct sqlite3;
 
@@ -17,10 +17,10 @@ inline constexpr int kSqliteSchemaVersion = 1;
 
 // Creates the schema in `db` (an empty database: a new file or ":memory:") and fills it from
 // `trace`, in one transaction; indexes are created after the rows. False with one line in *error.
-bool write_sqlite(const model::Trace& trace, sqlite3* db, std::string* error);
+bool write_sqlite(const trace::Trace& trace, sqlite3* db, std::string* error);
 
 // Same into a new database file at `path` (which must be empty or absent); *error does not name
 // the file (the caller names its target, not a temporary file).
-bool write_sqlite_file(const model::Trace& trace, const std::string& path, std::string* error);
+bool write_sqlite_file(const trace::Trace& trace, const std::string& path, std::string* error);
 
 }  // namespace strata::exporter

@@ -16,7 +16,7 @@ namespace strata::format {
 inline constexpr char kFileMagic[8] = {'\x89', 'S', 'T', 'R', 'A', 'T', 'A', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;  // readers refuse a larger major version
 // Readers accept any minor version (unknown chunks skipped). 1: SpanRecord byte 62 holds the activity
-// type (0 in 1.0 files: the loader types those spans, model/activity_upgrade.h).
+// type (0 in 1.0 files: the loader types those spans, trace/activity_upgrade.h).
 inline constexpr uint16_t kVersionMinor = 1;
 inline constexpr uint32_t kChunkMagic = 0x4B484353u;  // "SCHK" little-endian
 

@@ -9,7 +9,7 @@ namespace strata::import {
 
 void mark_hopper_calls(ImportBuilder& b) {
   auto& spans = b.spans();
-  model::Trace& t = b.trace();
+  trace::Trace& t = b.trace();
   std::unordered_map<uint64_t, std::string> ex_launches;  // correlation id -> launch name
   for (size_t i = 0; i < spans.size(); ++i) {
     const SpanRecord& r = spans[i].record;

@@ -9,7 +9,7 @@
 
 namespace strata::import {
 
-ImportBuilder::ImportBuilder(model::TraceBuilder* builder, Format format, const std::string& source)
+ImportBuilder::ImportBuilder(trace::TraceBuilder* builder, Format format, const std::string& source)
     : builder_(builder), trace_(&builder->trace()), format_(format), source_(source) {}
 
 int64_t ImportBuilder::id_key(const JsonScalar& value) {
@@ -313,7 +313,7 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
 
   std::unordered_map<int64_t, uint16_t> process_of_pid;
   for (int64_t pid : pids) {
-    model::Process p;
+    trace::Process p;
     p.pid = pid;
     p.ended_cleanly = true;
     p.stream_id = (uint64_t{0x1A} << 56) | (trace_->processes.size() + 1);
@@ -360,7 +360,7 @@ bool ImportBuilder::finish(uint64_t events_read, ImportStats* stats, std::string
     latest = std::max(latest, s.record.start_ns);
   }
   hand_spans_to_builder(process_of_pid);
-  model::Process& main = trace_->processes[process_of_pid[main_pid]];
+  trace::Process& main = trace_->processes[process_of_pid[main_pid]];
   record_stats(&main.stats, &main.properties, events_read, late, unresolved);
   if (stats) *stats = main.stats;
   trace_->invalidate_structure();
@@ -427,7 +427,7 @@ void ImportBuilder::hand_spans_to_builder(const std::unordered_map<int64_t, uint
   merge_late_attrs(&drops_attr_overflow);
   // attrs_ is now the attribute column of these spans, in their order: it becomes the trace's own
   // (moved, not copied, into an empty trace; appended when merging into one that has spans).
-  model::Trace& t = *trace_;
+  trace::Trace& t = *trace_;
   const size_t base = t.attrs.size();
   if (base == 0) {
     t.attrs = std::move(attrs_);

@@ -21,8 +21,8 @@
 #include "core/span_record.h"
 #include "import/chrome_json.h"
 #include "import/importer.h"
-#include "model/trace.h"
-#include "model/trace_builder.h"
+#include "trace/trace.h"
+#include "trace/trace_builder.h"
 
 namespace strata::import {
 
@@ -43,9 +43,9 @@ struct PendingSpan {
 
 class ImportBuilder {
  public:
-  ImportBuilder(model::TraceBuilder* builder, Format format, const std::string& source);
+  ImportBuilder(trace::TraceBuilder* builder, Format format, const std::string& source);
 
-  model::Trace& trace() { return *trace_; }
+  trace::Trace& trace() { return *trace_; }
   const std::string& source() const { return source_; }
   // Bytes readable after the end of the JSON being converted (see ImportOptions::input_padding).
   size_t input_padding() const { return input_padding_; }
@@ -88,7 +88,7 @@ class ImportBuilder {
   // How a format's args become canonical attributes (core/attr_keys.h), set once by the converter:
   // appends the attributes one arg becomes to *out (renamed, or split, e.g. a [x, y, z] array into
   // three) and returns true; false keeps the arg as it is, under its own key.
-  using ArgTranslation = bool (*)(const ChromeArg& arg, model::Trace& trace, std::vector<AttrRecord>* out);
+  using ArgTranslation = bool (*)(const ChromeArg& arg, trace::Trace& trace, std::vector<AttrRecord>* out);
   void set_arg_translation(ArgTranslation translation) { arg_translation_ = translation; }
 
   // Converts every JSON arg into attributes of the span being built (after begin_span()).
@@ -149,8 +149,8 @@ class ImportBuilder {
   bool finish(uint64_t events_read, ImportStats* stats, std::string* error);
 
  private:
-  model::TraceBuilder* builder_;
-  model::Trace* trace_;
+  trace::TraceBuilder* builder_;
+  trace::Trace* trace_;
   Format format_;
   std::string source_;
   size_t input_padding_ = 0;

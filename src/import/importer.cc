@@ -13,7 +13,7 @@
 #include "import/converters.h"
 #include "import/ncu_csv.h"
 #include "import/nsys_sqlite_reader.h"
-#include "model/trace_reader.h"
+#include "trace/trace_reader.h"
 
 namespace strata::import {
 namespace {
@@ -179,7 +179,7 @@ void advise_huge_pages(const void* begin, size_t bytes) {
   if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 }
 
-bool import_into(std::string_view bytes, const std::string& source, model::TraceBuilder& out,
+bool import_into(std::string_view bytes, const std::string& source, trace::TraceBuilder& out,
                  std::string* error, const ImportOptions& opts, ImportStats* stats) {
   std::string inflated;
   size_t padding = opts.input_padding;
@@ -232,15 +232,15 @@ bool import_into(std::string_view bytes, const std::string& source, model::Trace
   return false;
 }
 
-bool import_buffer_with_stats(std::string_view bytes, const std::string& source, model::Trace* out,
+bool import_buffer_with_stats(std::string_view bytes, const std::string& source, trace::Trace* out,
                               std::string* error, const ImportOptions& opts, ImportStats* stats) {
-  model::TraceBuilder builder(out);
+  trace::TraceBuilder builder(out);
   if (!import_into(bytes, source, builder, error, opts, stats)) return false;
   builder.finish({.structure = false, .tree = {}});
   return true;
 }
 
-bool import_buffer(std::string_view bytes, const std::string& source, model::Trace* out, std::string* error,
+bool import_buffer(std::string_view bytes, const std::string& source, trace::Trace* out, std::string* error,
                    const ImportOptions& opts) {
   return import_buffer_with_stats(bytes, source, out, error, opts, nullptr);
 }
@@ -267,7 +267,7 @@ uint64_t gzip_declared_size(const std::string& path) {
 }
 
 // Chrome-trace JSON of PyTorch/Kineto, ONNX Runtime and TensorFlow (plain or gzip).
-class JsonReader final : public model::TraceReader {
+class JsonReader final : public trace::TraceReader {
  public:
   std::string_view name() const override { return "json"; }
   std::string_view description() const override {
@@ -277,7 +277,7 @@ class JsonReader final : public model::TraceReader {
   std::vector<std::string_view> formats() const override {
     return {"json", "kineto", "pytorch", "onnxruntime", "ort", "tensorflow", "tf"};
   }
-  int probe(const model::ProbeInput& input) const override {
+  int probe(const trace::ProbeInput& input) const override {
     if (input.is_directory) return 0;
     if (is_gzip(input.head)) return 10;  // the producer is told apart once decompressed
     size_t p = 0;
@@ -286,14 +286,14 @@ class JsonReader final : public model::TraceReader {
     while (p < h.size() && (h[p] == ' ' || h[p] == '\n' || h[p] == '\r' || h[p] == '\t')) ++p;
     return p < h.size() && (h[p] == '{' || h[p] == '[') ? 10 : 0;
   }
-  uint64_t memory_estimate(const model::ProbeInput& input) const override {
+  uint64_t memory_estimate(const trace::ProbeInput& input) const override {
     // The JSON text is held whole while converted (plus the compressed bytes for .gz), and the
     // converted spans, attributes and strings take about as much again.
     const uint64_t text =
         is_gzip(input.head) ? std::max(gzip_declared_size(input.path), input.size) : input.size;
     return text * 2 + (is_gzip(input.head) ? input.size : 0);
   }
-  bool read(const model::ProbeInput& input, std::string_view format, model::TraceBuilder& builder,
+  bool read(const trace::ProbeInput& input, std::string_view format, trace::TraceBuilder& builder,
             std::string* error) const override {
     std::string bytes;
     bytes.reserve(input.size + kJsonPadding);  // the padding fits without moving the text
@@ -320,7 +320,7 @@ class JsonReader final : public model::TraceReader {
 }  // namespace
 
 void register_readers() {
-  model::register_reader(std::make_unique<JsonReader>());
+  trace::register_reader(std::make_unique<JsonReader>());
   register_nsys_reader();
   register_ncu_reader();
 }
@@ -345,7 +345,7 @@ uint64_t accounted_events(const stats::StatSet& s) {
          s.get(Stat::kImportMetadataEvents) + s.get(Stat::kImportFlowEvents) + dropped_events(s);
 }
 
-bool import_trace_with_stats(const std::string& path, model::Trace* out, std::string* error,
+bool import_trace_with_stats(const std::string& path, trace::Trace* out, std::string* error,
                              const ImportOptions& opts, ImportStats* stats) {
   std::string bytes;
   if (!read_input(path, &bytes, error)) return false;
@@ -356,7 +356,7 @@ bool import_trace_with_stats(const std::string& path, model::Trace* out, std::st
   return import_buffer_with_stats(std::string_view(bytes.data(), size), path, out, error, padded, stats);
 }
 
-bool import_trace(const std::string& path, model::Trace* out, std::string* error, const ImportOptions& opts) {
+bool import_trace(const std::string& path, trace::Trace* out, std::string* error, const ImportOptions& opts) {
   return import_trace_with_stats(path, out, error, opts, nullptr);
 }
 

@@ -1,5 +1,5 @@
 // Offline importers: foreign profiler output (PyTorch/Kineto Chrome trace JSON, ONNX Runtime profile
-// JSON, TensorFlow trace JSON) converted into the in-memory trace model (XSP III-B, "framework
+// JSON, TensorFlow trace JSON) converted into the in-memory trace (XSP III-B, "framework
 // profiler conversion"). Input may be plain or gzip-compressed.
 //
 // Nothing is silently lost: every event skipped or malformed is counted by cause in the stats of the
@@ -7,7 +7,7 @@
 // (accounted_events() below).
 //
 // The importers are readers of the model's registry (register_readers()): every command opens
-// foreign traces through model::open_trace like native ones.
+// foreign traces through trace::open_trace like native ones.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +17,8 @@
 #include <string_view>
 
 #include "core/stats.h"
-#include "model/trace.h"
-#include "model/trace_builder.h"
+#include "trace/trace.h"
+#include "trace/trace_builder.h"
 
 namespace strata::import {
 
@@ -60,11 +60,11 @@ std::optional<Format> detect_format(std::string_view json_text, std::string* err
 
 // Reads `path` (plain or .gz), converts it and appends to *out (spans sorted by start time).
 // Returns false with *error set to one line naming the file, the offset or field, and the remedy.
-bool import_trace(const std::string& path, model::Trace* out, std::string* error,
+bool import_trace(const std::string& path, trace::Trace* out, std::string* error,
                   const ImportOptions& opts = {});
 
 // Same, from bytes already in memory (fuzzers, tests). `source_name` appears in error messages.
-bool import_buffer(std::string_view bytes, const std::string& source_name, model::Trace* out,
+bool import_buffer(std::string_view bytes, const std::string& source_name, trace::Trace* out,
                    std::string* error, const ImportOptions& opts = {});
 
 // What one import counted: the import.* stats of its main process (a copy; the trace keeps them).
@@ -80,16 +80,16 @@ uint64_t accounted_events(const stats::StatSet& stats);
 
 // Converts bytes (plain or gzip JSON) into the builder, without finishing it: the reader behind
 // open_trace, and the way to merge several foreign files into one trace.
-bool import_into(std::string_view bytes, const std::string& source_name, model::TraceBuilder& builder,
+bool import_into(std::string_view bytes, const std::string& source_name, trace::TraceBuilder& builder,
                  std::string* error, const ImportOptions& opts = {}, ImportStats* stats = nullptr);
 
 // Registers the JSON reader ("json", also reached as kineto, onnxruntime, tensorflow) with the
 // model's reader registry. Idempotent.
 void register_readers();
 
-bool import_buffer_with_stats(std::string_view bytes, const std::string& source_name, model::Trace* out,
+bool import_buffer_with_stats(std::string_view bytes, const std::string& source_name, trace::Trace* out,
                               std::string* error, const ImportOptions& opts, ImportStats* stats);
-bool import_trace_with_stats(const std::string& path, model::Trace* out, std::string* error,
+bool import_trace_with_stats(const std::string& path, trace::Trace* out, std::string* error,
                              const ImportOptions& opts, ImportStats* stats);
 
 }  // namespace strata::import

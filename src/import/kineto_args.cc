@@ -34,7 +34,7 @@ bool parse_triple(std::string_view text, int64_t out[3]) {
 // [x, y, z] split into three integers like CUPTI's own record (kept as they are otherwise).
 }  // namespace
 
-bool kineto_arg(const ChromeArg& arg, model::Trace& t, std::vector<AttrRecord>* out) {
+bool kineto_arg(const ChromeArg& arg, trace::Trace& t, std::vector<AttrRecord>* out) {
   namespace k = attr_keys;
   static constexpr std::pair<std::string_view, std::string_view> kRenames[] = {
       {"Input Dims", k::kShapes},

@@ -506,7 +506,7 @@ class KinetoConverter {
   // with profile_memory, so that is a measurement); the rest only where events were attributed.
   void write_memory_attributes(const std::map<std::pair<int64_t, int64_t>, std::vector<uint32_t>>& ops,
                                const std::map<uint32_t, OpMemory>& totals) {
-    model::Trace& t = b_.trace();
+    trace::Trace& t = b_.trace();
     auto write = [&](uint32_t op, const MemorySums& s, std::string_view prefix) {
       auto key = [&](std::string_view k) { return std::string(prefix) + std::string(k); };
       b_.add_late_attr(op, t.int_attr(key(memory_keys::kAllocBytes), s.alloc));
@@ -563,7 +563,7 @@ class KinetoConverter {
   void bind(const std::vector<FlowEvent>& flows) {
     auto& spans = b_.spans();
     std::vector<size_t> bound = bind_flows(spans, flows);
-    model::Trace& t = b_.trace();
+    trace::Trace& t = b_.trace();
     uint64_t unbound = 0, filled = 0, disagreeing = 0, fwdbwd = 0, ac2g = 0;
     for (size_t k = 0; k < flows.size(); ++k) {
       const FlowEvent& f = flows[k];

@@ -10,7 +10,7 @@
 #include "core/level.h"
 #include "format/input_file.h"
 #include "import/sass_flops.h"
-#include "model/trace_reader.h"
+#include "trace/trace_reader.h"
 
 namespace strata::import {
 namespace {
@@ -398,7 +398,7 @@ bool parse_ncu_csv(std::string_view text, const std::string& source, NcuProfile*
   return Parser(text, source, out).run(error);
 }
 
-std::vector<AttrRecord> NcuKernel::canonical(model::Trace& t) const {
+std::vector<AttrRecord> NcuKernel::canonical(trace::Trace& t) const {
   namespace k = attr_keys;
   const Facts f = facts_of(*this);
   std::vector<AttrRecord> out;
@@ -425,13 +425,13 @@ std::vector<AttrRecord> NcuKernel::canonical(model::Trace& t) const {
   return out;
 }
 
-void add_ncu_spans(const NcuProfile& profile, const std::string& source, model::Trace* trace) {
+void add_ncu_spans(const NcuProfile& profile, const std::string& source, trace::Trace* trace) {
   std::map<int64_t, uint16_t> process_of_pid;
   std::map<int64_t, uint64_t> kernels_of_pid;
   for (const NcuKernel& k : profile.kernels) ++kernels_of_pid[k.pid];
   for (const NcuKernel& k : profile.kernels) {
     if (process_of_pid.count(k.pid)) continue;
-    model::Process p;
+    trace::Process p;
     p.pid = k.pid;
     p.ended_cleanly = true;  // a complete file, as the JSON importers' processes
     p.stream_id = (uint64_t{0x1C} << 56) | (trace->processes.size() + 1);
@@ -499,7 +499,7 @@ namespace {
 
 // Trace kernels in launch order: by correlation id when every kernel has one (CUPTI and Kineto
 // number launches in order; concurrent streams can start kernels out of launch order), else by start.
-std::vector<size_t> kernels_in_launch_order(const model::Trace& trace) {
+std::vector<size_t> kernels_in_launch_order(const trace::Trace& trace) {
   std::vector<size_t> kernels;
   bool all_correlated = true;
   for (size_t i = 0; i < trace.spans.size(); ++i) {
@@ -521,7 +521,7 @@ std::vector<size_t> kernels_in_launch_order(const model::Trace& trace) {
 // position decides among the many instantiations of one template (vectorized_elementwise_kernel). Used
 // when at least 90% of the profiled kernels agree by position; otherwise the trace is another run or
 // a part of one, and kernels are matched by name and ordinal instead.
-std::vector<size_t> positional_matches(const NcuProfile& profile, const model::Trace& trace,
+std::vector<size_t> positional_matches(const NcuProfile& profile, const trace::Trace& trace,
                                        const std::vector<size_t>& kernels) {
   std::vector<size_t> match(profile.kernels.size(), SIZE_MAX);
   size_t agree = 0;
@@ -538,7 +538,7 @@ std::vector<size_t> positional_matches(const NcuProfile& profile, const model::T
 
 }  // namespace
 
-NcuJoinCounts join_ncu_metrics(const NcuProfile& profile, model::Trace* trace) {
+NcuJoinCounts join_ncu_metrics(const NcuProfile& profile, trace::Trace* trace) {
   NcuJoinCounts counts;
   const std::vector<size_t> kernels = kernels_in_launch_order(*trace);
   const std::vector<size_t> by_position = positional_matches(profile, *trace, kernels);
@@ -599,14 +599,14 @@ NcuJoinCounts join_ncu_metrics(const NcuProfile& profile, model::Trace* trace) {
 
 namespace {
 
-class NcuReader final : public model::TraceReader {
+class NcuReader final : public trace::TraceReader {
  public:
   std::string_view name() const override { return "ncu"; }
   std::string_view description() const override {
     return "Nsight Compute CSV (ncu --csv, details page or --page raw; ==PROF== and program output lines "
            "skipped)";
   }
-  int probe(const model::ProbeInput& input) const override {
+  int probe(const trace::ProbeInput& input) const override {
     if (input.is_directory) return 0;
     // The header may follow ==PROF== lines and program output: look for it on any line of the head.
     size_t at = 0;
@@ -618,8 +618,8 @@ class NcuReader final : public model::TraceReader {
     }
     return 0;
   }
-  uint64_t memory_estimate(const model::ProbeInput& input) const override { return input.size * 3; }
-  bool read(const model::ProbeInput& input, std::string_view, model::TraceBuilder& builder,
+  uint64_t memory_estimate(const trace::ProbeInput& input) const override { return input.size * 3; }
+  bool read(const trace::ProbeInput& input, std::string_view, trace::TraceBuilder& builder,
             std::string* error) const override {
     std::string bytes;
     if (!format::read_regular_file(input.path, kMaxInput, "split the ncu output", &bytes, error))
@@ -638,6 +638,6 @@ class NcuReader final : public model::TraceReader {
 
 }  // namespace
 
-void register_ncu_reader() { model::register_reader(std::make_unique<NcuReader>()); }
+void register_ncu_reader() { trace::register_reader(std::make_unique<NcuReader>()); }
 
 }  // namespace strata::import

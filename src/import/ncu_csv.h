@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/span_record.h"
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::import {
 
@@ -44,7 +44,7 @@ struct NcuKernel {
   size_t line = 0;                 // the first line of this kernel in the file
   // Canonical facts (absent: < 0 or NaN via has_*), in canonical units.
   double duration_ns = -1;
-  std::vector<AttrRecord> canonical(model::Trace& t) const;
+  std::vector<AttrRecord> canonical(trace::Trace& t) const;
 };
 
 struct NcuProfile {
@@ -63,7 +63,7 @@ bool parse_ncu_csv(std::string_view text, const std::string& source, NcuProfile*
 bool looks_like_ncu_csv(std::string_view head);
 
 // Appends the kernels as spans (one process per ncu Process ID) with their stats.
-void add_ncu_spans(const NcuProfile& profile, const std::string& source, model::Trace* trace);
+void add_ncu_spans(const NcuProfile& profile, const std::string& source, trace::Trace* trace);
 
 // Joins measured metrics to the kernels of a trace of the same program: the k-th profiled launch of
 // a kernel name gets the metrics of the k-th ncu kernel of that name (by ID). Names match exactly,
@@ -74,7 +74,7 @@ struct NcuJoinCounts {
   uint64_t ncu_unmatched = 0;           // ncu kernels with no launch of that name and ordinal
   uint64_t trace_without_metrics = 0;   // trace kernels no ncu kernel matched (ncu profiled a subset)
 };
-NcuJoinCounts join_ncu_metrics(const NcuProfile& profile, model::Trace* trace);
+NcuJoinCounts join_ncu_metrics(const NcuProfile& profile, trace::Trace* trace);
 
 // The part of a kernel name that both ncu's function and demangled forms share.
 std::string_view kernel_base_name(std::string_view name);

@@ -32,7 +32,7 @@
 #include "import/converters.h"
 #include "import/importer.h"
 #include "import/nsys_nvtx_levels.h"
-#include "model/trace_reader.h"
+#include "trace/trace_reader.h"
 
 namespace strata::import {
 namespace {
@@ -607,18 +607,18 @@ class Translator {
   NsysCounts counts_;
 };
 
-class NsysSqliteReader final : public model::TraceReader {
+class NsysSqliteReader final : public trace::TraceReader {
  public:
   std::string_view name() const override { return "nsys"; }
   std::string_view description() const override {
     return "Nsight Systems SQLite export (nsys export --type sqlite; schemas 2.x and 3.x)";
   }
   std::vector<std::string_view> formats() const override { return {"nsys", "nsys-sqlite", "sqlite"}; }
-  int probe(const model::ProbeInput& input) const override {
+  int probe(const trace::ProbeInput& input) const override {
     return !input.is_directory && input.head.substr(0, kMagic.size()) == kMagic ? 100 : 0;
   }
-  uint64_t memory_estimate(const model::ProbeInput& input) const override { return input.size * 8; }
-  bool read(const model::ProbeInput& input, std::string_view, model::TraceBuilder& builder,
+  uint64_t memory_estimate(const trace::ProbeInput& input) const override { return input.size * 8; }
+  bool read(const trace::ProbeInput& input, std::string_view, trace::TraceBuilder& builder,
             std::string* error) const override {
     return import_nsys_sqlite(input.path, builder, error, nullptr);
   }
@@ -654,7 +654,7 @@ bool nsys_to_kineto_json(const std::string& path, std::string* json, std::string
   return translate(path, json, error, nullptr);
 }
 
-bool import_nsys_sqlite(const std::string& path, model::TraceBuilder& builder, std::string* error,
+bool import_nsys_sqlite(const std::string& path, trace::TraceBuilder& builder, std::string* error,
                         ImportStats* stats) {
   std::string json;
   NsysCounts counts;
@@ -668,6 +668,6 @@ bool import_nsys_sqlite(const std::string& path, model::TraceBuilder& builder, s
   return convert_kineto(json, import_builder, stats, error);
 }
 
-void register_nsys_reader() { model::register_reader(std::make_unique<NsysSqliteReader>()); }
+void register_nsys_reader() { trace::register_reader(std::make_unique<NsysSqliteReader>()); }
 
 }  // namespace strata::import

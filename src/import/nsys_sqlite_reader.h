@@ -4,7 +4,7 @@
 #include <string>
 
 #include "import/importer.h"
-#include "model/trace_builder.h"
+#include "trace/trace_builder.h"
 
 namespace strata::import {
 
@@ -13,7 +13,7 @@ namespace strata::import {
 // nsys export.
 bool nsys_to_kineto_json(const std::string& path, std::string* json, std::string* error);
 // Reads an nsys SQLite export into the builder (not finished). *stats (optional) gets import.* stats.
-bool import_nsys_sqlite(const std::string& path, model::TraceBuilder& builder, std::string* error,
+bool import_nsys_sqlite(const std::string& path, trace::TraceBuilder& builder, std::string* error,
                         ImportStats* stats);
 // Registers the "nsys" reader (formats nsys, nsys-sqlite, sqlite). Idempotent.
 void register_nsys_reader();

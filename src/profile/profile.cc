@@ -15,7 +15,7 @@ const FrameName& FrameNamer::name(uint32_t frame_id) {
   auto it = names_.find(frame_id);
   if (it != names_.end()) return it->second;
   FrameName n;
-  const model::SampleFrame& f = trace_.samples.frame(frame_id);
+  const trace::SampleFrame& f = trace_.samples.frame(frame_id);
   char buf[64];
   switch (f.kind) {
     case format::SampleFrameKind::kPython:
@@ -25,7 +25,7 @@ const FrameName& FrameNamer::name(uint32_t frame_id) {
       n.line = f.line;
       break;
     case format::SampleFrameKind::kNative: {
-      const model::SampleMapping& m = trace_.samples.mapping(f.mapping);
+      const trace::SampleMapping& m = trace_.samples.mapping(f.mapping);
       const std::string path(trace_.strings.get(m.path));
       n.module = symbolize::Symbolizer::module_name(path);
       if (m.flags & format::kMappingAnonymous) {
@@ -124,7 +124,7 @@ const std::string& FrameNamer::line_key(uint32_t frame_id) {
 namespace {
 
 // Names of the layer-level spans around `span_id` (itself included), innermost first.
-std::vector<std::string> layer_spans_at(const model::Trace& trace, const SpanIndex& spans, uint16_t process,
+std::vector<std::string> layer_spans_at(const trace::Trace& trace, const SpanIndex& spans, uint16_t process,
                                         uint64_t span_id) {
   std::vector<std::string> chain;  // innermost first
   for (int depth = 0; span_id != 0 && depth < 256; ++depth) {
@@ -136,7 +136,7 @@ std::vector<std::string> layer_spans_at(const model::Trace& trace, const SpanInd
   return chain;
 }
 
-SpanIndex index_spans(const model::Trace& trace) {
+SpanIndex index_spans(const trace::Trace& trace) {
   SpanIndex spans;
   for (const SpanRecord& s : trace.spans) spans[{s.process, s.span_id}] = {s.name, s.parent_id, s.level};
   return spans;
@@ -144,9 +144,9 @@ SpanIndex index_spans(const model::Trace& trace) {
 
 }  // namespace
 
-Profile build_profile(const model::Trace& trace, const ProfileOptions& options, FrameNamer& namer) {
+Profile build_profile(const trace::Trace& trace, const ProfileOptions& options, FrameNamer& namer) {
   Profile p;
-  const model::SampleData& data = trace.samples;
+  const trace::SampleData& data = trace.samples;
   if (!data.config.empty()) p.period_ns = data.period_ns(data.config.begin()->first);
   std::map<std::string, Accumulator> rows;
   const bool by_span = options.by == ProfileBy::kOp || options.by == ProfileBy::kLayer;
@@ -159,7 +159,7 @@ Profile build_profile(const model::Trace& trace, const ProfileOptions& options, 
     }
   };
   std::unordered_set<std::string> seen;
-  for (const model::SampleCount& c : data.counts) {
+  for (const trace::SampleCount& c : data.counts) {
     if (static_cast<int>(c.event) != options.event) continue;
     p.samples += c.count;
     std::span<const uint32_t> stack = data.stack(c.stack);
@@ -271,8 +271,8 @@ std::string format_profile(const Profile& p, const ProfileOptions& options) {
   return out;
 }
 
-std::string format_collapsed(const model::Trace& trace, const ProfileOptions& options, FrameNamer& namer) {
-  const model::SampleData& data = trace.samples;
+std::string format_collapsed(const trace::Trace& trace, const ProfileOptions& options, FrameNamer& namer) {
+  const trace::SampleData& data = trace.samples;
   const SpanIndex spans = index_spans(trace);
   auto clean = [](std::string name) {
     for (char& ch : name)
@@ -282,7 +282,7 @@ std::string format_collapsed(const model::Trace& trace, const ProfileOptions& op
   };
   std::map<std::string, uint64_t> folded;
   std::string line;
-  for (const model::SampleCount& c : data.counts) {
+  for (const trace::SampleCount& c : data.counts) {
     if (static_cast<int>(c.event) != options.event || c.count == 0) continue;
     line.clear();
     const std::vector<std::string> chain = layer_spans_at(trace, spans, c.process, c.span_id);

@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "model/trace.h"
 #include "symbolize/symbolizer.h"
+#include "trace/trace.h"
 
 namespace strata::profile {
 
@@ -28,7 +28,8 @@ struct FrameName {
 
 class FrameNamer {
  public:
-  FrameNamer(const model::Trace& trace, symbolize::Symbolizer* symbolizer) : trace_(trace), symbolizer_(symbolizer) {}
+  FrameNamer(const trace::Trace& trace, symbolize::Symbolizer* symbolizer)
+      : trace_(trace), symbolizer_(symbolizer) {}
   const FrameName& name(uint32_t frame_id);
   // The grouping key of a frame's function ("function" for native code, "function (file)" for Python).
   const std::string& function_key(uint32_t frame_id);
@@ -38,7 +39,7 @@ class FrameNamer {
   const std::string& line_key(uint32_t frame_id);
 
  private:
-  const model::Trace& trace_;
+  const trace::Trace& trace_;
   symbolize::Symbolizer* symbolizer_;
   std::unordered_map<uint32_t, FrameName> names_;
   std::unordered_map<uint32_t, std::string> keys_, module_keys_, line_keys_;
@@ -77,13 +78,13 @@ struct Profile {
 
 inline constexpr const char* kOutsideAnyOp = "(outside any op: Python / framework overhead)";
 
-Profile build_profile(const model::Trace& trace, const ProfileOptions& options, FrameNamer& namer);
+Profile build_profile(const trace::Trace& trace, const ProfileOptions& options, FrameNamer& namer);
 // The table as text (shares in percent of all samples of the event).
 std::string format_profile(const Profile& profile, const ProfileOptions& options);
 // Folded stacks, the text flame-graph tools read: "frame;frame;...;leaf count" per distinct stack,
 // root first, the layer-level spans open at the sample (outermost first) as "[op] NAME" frames at
 // the root. ';' inside a name becomes ':' (the separator), line breaks become spaces.
-std::string format_collapsed(const model::Trace& trace, const ProfileOptions& options, FrameNamer& namer);
+std::string format_collapsed(const trace::Trace& trace, const ProfileOptions& options, FrameNamer& namer);
 inline constexpr const char* kOpFramePrefix = "[op] ";
 
 }  // namespace strata::profile

@@ -96,7 +96,7 @@ const char* strata_capi_enum_name(int which, int value);
 // (small: one entry per process, thread and non-zero counter).
 const char* strata_capi_info_json(strata_capi_trace* trace);
 
-// Writes the opened trace as one native .strata file (model/trace_saver.h: every process, span,
+// Writes the opened trace as one native .strata file (trace/trace_saver.h: every process, span,
 // attribute, process stat and record property; zstd_level <= 0 stores chunks uncompressed). Opening
 // the files saved from several inputs gives the trace those inputs open to (what strata.dask ships
 // from a worker for the analyses that need every rank's spans). 0 with the error set on failure.

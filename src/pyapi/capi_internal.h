@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "model/trace.h"
 #include "pyapi/capi.h"
 #include "table/table.h"
+#include "trace/trace.h"
 
 namespace strata::pyapi {
 
@@ -31,7 +31,7 @@ void clear_error();
 }  // namespace strata::pyapi
 
 struct strata_capi_trace {
-  strata::model::Trace trace;
+  strata::trace::Trace trace;
   // Span name codes: distinct names in order of first use, and each string id's code (-1: unused).
   strata::pyapi::StringColumn span_names;
   std::vector<int32_t> name_code_of_string;

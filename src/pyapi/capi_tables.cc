@@ -109,7 +109,7 @@ void index_columns(strata_capi_tables* out) {
   }
 }
 
-std::unique_ptr<strata_capi_tables> run_one(const model::Trace& trace, const char* name,
+std::unique_ptr<strata_capi_tables> run_one(const trace::Trace& trace, const char* name,
                                             const char* const* keys, const char* const* values, size_t n) {
   const analysis::Analysis* chosen = find_or_error(name);
   analysis::Params params;

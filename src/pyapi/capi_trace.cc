@@ -12,12 +12,12 @@
 #include "core/stats.h"
 #include "export/text_escape.h"
 #include "format/input_file.h"
-#include "model/span_tree.h"
-#include "model/trace_reader.h"
-#include "model/trace_saver.h"
-#include "model/tracks.h"
 #include "pyapi/capi.h"
 #include "pyapi/capi_internal.h"
+#include "trace/span_tree.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_saver.h"
+#include "trace/tracks.h"
 #ifdef STRATA_HAVE_IMPORT
 #include "import/importer.h"
 #endif
@@ -29,7 +29,7 @@ thread_local std::string last_error;
 
 // Distinct span names in order of first use: the categories of the Python side's name column.
 void build_name_codes(strata_capi_trace* t) {
-  const model::Trace& trace = t->trace;
+  const trace::Trace& trace = t->trace;
   t->name_code_of_string.assign(trace.strings.size(), -1);
   for (const SpanRecord& s : trace.spans) {
     if (s.name >= t->name_code_of_string.size()) t->name_code_of_string.resize(s.name + 1, -1);
@@ -42,9 +42,9 @@ void build_name_codes(strata_capi_trace* t) {
 }
 
 // Each process's rank in a multi-rank job (the tracks table reads the process property), -1: none.
-std::vector<int64_t> rank_of_process(const model::Trace& trace) {
+std::vector<int64_t> rank_of_process(const trace::Trace& trace) {
   std::vector<int64_t> rank(trace.processes.size(), -1);
-  for (const model::Track& track : trace.tracks().tracks())
+  for (const trace::Track& track : trace.tracks().tracks())
     if (track.key.process < rank.size()) rank[track.key.process] = track.rank;
   return rank;
 }
@@ -109,11 +109,11 @@ void append_properties(std::string* out, const format::Properties& properties) {
   close_object(out, '}');
 }
 
-std::string info_json(const model::Trace& trace) {
+std::string info_json(const trace::Trace& trace) {
   const std::vector<int64_t> rank = rank_of_process(trace);
   std::string out = "{\"processes\":[";
   for (size_t i = 0; i < trace.processes.size(); ++i) {
-    const model::Process& p = trace.processes[i];
+    const trace::Process& p = trace.processes[i];
     out += '{';
     json_field(&out, "process", static_cast<int64_t>(i));
     json_field(&out, "pid", p.pid);
@@ -172,8 +172,8 @@ const std::array<std::array<std::string, 256>, 4>& enum_names() {
       n[0][v] = level_name(u);
       n[1][v] = kind_name(u);
       n[2][v] = activity_name(u);
-      if (v <= static_cast<int>(model::LinkKind::kAmbiguous))
-        n[3][v] = std::string(model::link_kind_name(static_cast<model::LinkKind>(v)));
+      if (v <= static_cast<int>(trace::LinkKind::kAmbiguous))
+        n[3][v] = std::string(trace::link_kind_name(static_cast<trace::LinkKind>(v)));
     }
     return n;
   }();
@@ -211,10 +211,10 @@ strata_capi_trace* strata_capi_open(const char* const* paths, size_t n, const ch
 #ifdef STRATA_HAVE_IMPORT
     strata::import::register_readers();
 #endif
-    strata::model::OpenOptions options;
+    strata::trace::OpenOptions options;
     if (format != nullptr && *format != '\0') options.format = format;
     auto t = std::make_unique<strata_capi_trace>();
-    if (!strata::model::open_traces(inputs, &t->trace, &error, options)) {
+    if (!strata::trace::open_traces(inputs, &t->trace, &error, options)) {
       set_error(error);
       return nullptr;
     }
@@ -236,7 +236,7 @@ int strata_capi_save(const strata_capi_trace* t, const char* path, int zstd_leve
   }
   try {
     std::string error;
-    if (!strata::model::save_trace(t->trace, path, &error, zstd_level)) {
+    if (!strata::trace::save_trace(t->trace, path, &error, zstd_level)) {
       set_error(error);
       return 0;
     }
@@ -251,8 +251,8 @@ uint64_t strata_capi_span_count(const strata_capi_trace* t) { return t->trace.sp
 uint64_t strata_capi_attr_count(const strata_capi_trace* t) { return t->trace.attrs.size(); }
 
 int strata_capi_fill_spans(const strata_capi_trace* t, const strata_capi_span_columns* c) {
-  const strata::model::Trace& trace = t->trace;
-  const strata::model::SpanTree& tree = trace.tree();
+  const strata::trace::Trace& trace = t->trace;
+  const strata::trace::SpanTree& tree = trace.tree();
   const std::vector<int64_t> rank = strata::pyapi::rank_of_process(trace);
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     const strata::SpanRecord& s = trace.spans[i];
@@ -284,7 +284,7 @@ int strata_capi_fill_spans(const strata_capi_trace* t, const strata_capi_span_co
 strata_capi_strings strata_capi_span_names(const strata_capi_trace* t) { return t->span_names.view(); }
 
 int strata_capi_fill_attrs(strata_capi_trace* t, const strata_capi_attr_columns* c) {
-  const strata::model::Trace& trace = t->trace;
+  const strata::trace::Trace& trace = t->trace;
   std::lock_guard<std::mutex> lock(t->lazy_mu);
   // Keys and string values share one dense table (a string id's code, -1 until used), filled by the
   // first call and unchanged after it: a later call (another thread's) never moves its buffers.

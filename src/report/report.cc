@@ -9,11 +9,11 @@
 #include "core/level.h"
 #include "export/table_render.h"
 #include "export/text_escape.h"
-#include "model/trace_summary.h"
 #include "profile/profile.h"
 #include "report/flame.h"
 #include "report/report_assets.h"
 #include "symbolize/symbolizer.h"
+#include "trace/trace_summary.h"
 
 namespace strata::report {
 namespace {
@@ -36,8 +36,8 @@ void append_number(std::string* out, double v) {
 }
 
 // The overview: what was run, for how long, at which levels, in which processes, what was lost.
-std::string overview_json(const model::Trace& trace, const ReportOptions& options) {
-  const model::TraceSummary summary = model::summarize(trace);
+std::string overview_json(const trace::Trace& trace, const ReportOptions& options) {
+  const trace::TraceSummary summary = trace::summarize(trace);
   std::string out = "{";
   append_key(&out, "inputs");
   out += '[';
@@ -76,7 +76,7 @@ std::string overview_json(const model::Trace& trace, const ReportOptions& option
   append_key(&out, "processes");
   out += '[';
   for (size_t i = 0; i < summary.processes.size(); ++i) {
-    const model::Process& p = summary.processes[i];
+    const trace::Process& p = summary.processes[i];
     if (i) out += ',';
     out += "{\"pid\":" + std::to_string(p.pid) + ",\"spans\":" + std::to_string(p.span_count) + ",";
     append_key(&out, "host");
@@ -141,14 +141,14 @@ std::string analysis_json(table::Result result, size_t max_rows) {
   return out;
 }
 
-bool has_device_spans(const model::Trace& trace) {
+bool has_device_spans(const trace::Trace& trace) {
   return std::any_of(trace.spans.begin(), trace.spans.end(),
                      [](const SpanRecord& s) { return s.level == static_cast<uint8_t>(Level::kDevice); });
 }
 
 // The ceilings the roofline tables were computed against (the same resolution: --param
 // peak_gflops/peak_gbps, device=KEY, or the device named in the trace).
-std::string peaks_json(const model::Trace& trace, const analysis::Params& params) {
+std::string peaks_json(const trace::Trace& trace, const analysis::Params& params) {
   std::string why;
   auto peaks = analysis::resolve_peaks(trace, params, !has_device_spans(trace), &why);
   std::string out = "{";
@@ -168,7 +168,7 @@ std::string peaks_json(const model::Trace& trace, const analysis::Params& params
   return out;
 }
 
-std::string flame_json(const model::Trace& trace, const ReportOptions& options) {
+std::string flame_json(const trace::Trace& trace, const ReportOptions& options) {
   if (trace.samples.counts.empty())
     return "{\"missing\":\"no CPU samples in the trace: record with `strata record --sample` (or sample a "
            "running "
@@ -232,7 +232,7 @@ std::span<const std::string_view> report_analyses() { return kAnalyses; }
 
 bool have_echarts() { return !assets::echarts_js().empty(); }
 
-bool write_report(const model::Trace& trace, const ReportOptions& options, std::ostream& out,
+bool write_report(const trace::Trace& trace, const ReportOptions& options, std::ostream& out,
                   std::string* error) {
   if (!have_echarts()) {
     *error =

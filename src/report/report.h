@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "analysis/analysis.h"
-#include "model/trace.h"
 #include "table/table.h"
+#include "trace/trace.h"
 
 namespace strata::report {
 
@@ -45,7 +45,7 @@ bool have_echarts();
 
 // Writes the HTML document. False with one line in *error when the report cannot be made (this
 // build has no ECharts). Sections whose analysis lacks input say what to record instead.
-bool write_report(const model::Trace& trace, const ReportOptions& options, std::ostream& out,
+bool write_report(const trace::Trace& trace, const ReportOptions& options, std::ostream& out,
                   std::string* error);
 
 }  // namespace strata::report

@@ -24,7 +24,7 @@ bool timed(const SpanRecord& s) {
 
 // Spans of `level` with no span of the same level around them (aten::conv2d, not the
 // aten::convolution inside it): summing only these counts each moment once.
-std::vector<uint8_t> outermost_at(const model::Trace& trace, int level) {
+std::vector<uint8_t> outermost_at(const trace::Trace& trace, int level) {
   std::unordered_map<uint64_t, size_t> by_id;
   for (size_t i = 0; i < trace.spans.size(); ++i)
     if (trace.spans[i].span_id != 0) by_id.emplace(trace.spans[i].span_id, i);
@@ -67,7 +67,7 @@ struct MatchedSums {
 };
 
 // The outermost spans of `level` in two runs of the command, matched by key (span_matching.h).
-MatchedSums match_level(const model::Trace& shallow, const model::Trace& deep, int level) {
+MatchedSums match_level(const trace::Trace& shallow, const trace::Trace& deep, int level) {
   MatchedSums m;
   std::vector<uint64_t> shallow_keys = match_keys(shallow, level);
   std::vector<uint8_t> shallow_outer = outermost_at(shallow, level);

@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "format/properties.h"
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::runs {
 
 struct RunInput {
-  const model::Trace* trace = nullptr;
+  const trace::Trace* trace = nullptr;
   int64_t wall_ns = 0;  // the command's wall time in that run
 };
 
@@ -65,7 +65,7 @@ struct LevelStats {
 };
 
 struct LeveledResult {
-  model::Trace trace;              // every run, as recorded, tagged
+  trace::Trace trace;              // every run, as recorded, tagged
   std::vector<LevelStats> levels;  // shallowest first
 };
 

@@ -4,10 +4,10 @@
 
 namespace strata::runs {
 
-void append_trace(model::Trace& dst, const model::Trace& src, const Tags& tags) {
+void append_trace(trace::Trace& dst, const trace::Trace& src, const Tags& tags) {
   std::vector<uint16_t> process_map(src.processes.size());
   for (size_t p = 0; p < src.processes.size(); ++p) {
-    model::Process copy = src.processes[p];
+    trace::Process copy = src.processes[p];
     for (const auto& [key, value] : tags) copy.properties.set(key, value);
     process_map[p] = dst.add_process(std::move(copy));
   }
@@ -34,7 +34,7 @@ void append_trace(model::Trace& dst, const model::Trace& src, const Tags& tags) 
   }
 }
 
-int64_t total_span_ns(const model::Trace& trace, int level) {
+int64_t total_span_ns(const trace::Trace& trace, int level) {
   int64_t total = 0;
   for (const SpanRecord& s : trace.spans)
     if (s.level == level) total += s.duration_ns();

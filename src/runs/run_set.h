@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::runs {
 
@@ -15,10 +15,10 @@ using Tags = std::vector<std::pair<std::string, std::string>>;
 
 // Appends every process, span and attribute of `src` to `dst` (strings re-interned, process indexes
 // remapped); each appended process gets `tags` added to its properties.
-void append_trace(model::Trace& dst, const model::Trace& src, const Tags& tags);
+void append_trace(trace::Trace& dst, const trace::Trace& src, const Tags& tags);
 
 // Sum of the durations of the spans at `level` (e.g. all model-level predict steps).
-int64_t total_span_ns(const model::Trace& trace, int level);
+int64_t total_span_ns(const trace::Trace& trace, int level);
 
 // Median of a non-empty list (the lower middle for even sizes is not used: mean of the two middles).
 int64_t median_ns(std::vector<int64_t> values);

@@ -20,7 +20,7 @@ uint64_t mix(uint64_t h, uint64_t v) {
 
 }  // namespace
 
-std::vector<uint64_t> match_keys(const model::Trace& trace, int view_level) {
+std::vector<uint64_t> match_keys(const trace::Trace& trace, int view_level) {
   const size_t n = trace.spans.size();
   std::vector<uint64_t> keys(n, kNoKey);
 

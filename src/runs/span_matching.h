@@ -13,13 +13,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::runs {
 
 inline constexpr uint64_t kNoKey = 0;
 
 // One key per span of `trace` (kNoKey for spans deeper than `view_level`).
-std::vector<uint64_t> match_keys(const model::Trace& trace, int view_level);
+std::vector<uint64_t> match_keys(const trace::Trace& trace, int view_level);
 
 }  // namespace strata::runs

@@ -13,11 +13,11 @@ namespace {
 
 class CpuFixture : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { trace_ = new model::Trace(cpu_model_trace()); }
+  static void SetUpTestSuite() { trace_ = new trace::Trace(cpu_model_trace()); }
   static void TearDownTestSuite() { delete trace_; }
-  static model::Trace* trace_;
+  static trace::Trace* trace_;
 };
-model::Trace* CpuFixture::trace_ = nullptr;
+trace::Trace* CpuFixture::trace_ = nullptr;
 
 TEST_F(CpuFixture, ModelTableMeanWithoutTrimmingAtFiveEvaluations) {
   // trim 0.1 of 5 values drops none: latency = (4L + 5L) / 5 = 1.8 L.
@@ -140,11 +140,11 @@ TEST_F(CpuFixture, LibrarySpansPlayTheKernelRole) {
 
 class GpuFixture : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { trace_ = new model::Trace(gpu_model_trace()); }
+  static void SetUpTestSuite() { trace_ = new trace::Trace(gpu_model_trace()); }
   static void TearDownTestSuite() { delete trace_; }
-  static model::Trace* trace_;
+  static trace::Trace* trace_;
 };
-model::Trace* GpuFixture::trace_ = nullptr;
+trace::Trace* GpuFixture::trace_ = nullptr;
 
 TEST_F(GpuFixture, KernelTable) {
   auto run = run_analysis(*trace_, "kernel_table");
@@ -203,11 +203,11 @@ TEST_F(GpuFixture, KernelAggregates) {
 TEST(Runs, SummarizedAcrossRuns) {
   // Three runs (processes tagged run=0,1,2), two evaluations each at batch 1:
   // run means 11, 20, 15 ms; across runs mean 15.333, median 15, sample stddev sqrt(61/3).
-  model::Trace t;
+  trace::Trace t;
   const double latencies[3][2] = {{10, 12}, {20, 20}, {14, 16}};
   uint32_t predict = t.strings.intern("predict");
   for (int r = 0; r < 3; ++r) {
-    model::Process p;
+    trace::Process p;
     p.pid = 1000 + r;
     p.properties.set("run", std::to_string(r));
     uint16_t proc = t.add_process(p);
@@ -242,8 +242,8 @@ TEST(Runs, SummarizedAcrossRuns) {
 }
 
 TEST(MissingInput, NamesTheLevelToRecord) {
-  model::Trace empty;
-  model::Process p;
+  trace::Trace empty;
+  trace::Process p;
   empty.add_process(p);
   for (const char* name :
        {"model_table", "layer_table", "kernel_table", "kernel_roofline", "op_stats", "stages"}) {
@@ -252,7 +252,7 @@ TEST(MissingInput, NamesTheLevelToRecord) {
     EXPECT_NE(run.result.missing_input->find("--level"), std::string::npos) << *run.result.missing_input;
   }
   // Kernels without flops: rooflines say what to record.
-  model::Trace gpu = gpu_model_trace();
+  trace::Trace gpu = gpu_model_trace();
   auto unknown = run_analysis(gpu, "kernel_roofline", {{"device", "tpu9000"}});
   ASSERT_TRUE(unknown.result.missing_input.has_value());
   EXPECT_NE(unknown.result.missing_input->find("peak_gflops"), std::string::npos);

@@ -7,7 +7,7 @@
 #include <variant>
 
 #include "analysis/analysis.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata::testing {
 
@@ -16,13 +16,13 @@ struct AnalysisRun {
   const analysis::Table& table(size_t i = 0) const { return result.tables.at(i); }
 };
 
-inline AnalysisRun run_analysis(const model::Trace& trace, std::string_view name,
+inline AnalysisRun run_analysis(const trace::Trace& trace, std::string_view name,
                                 std::initializer_list<std::pair<const char*, const char*>> params = {}) {
   const analysis::Analysis* a = analysis::find_analysis(name);
   EXPECT_NE(a, nullptr) << name;
   analysis::Params p;
   for (auto [k, v] : params) p.set(k, v);
-  model::SpanTree tree = model::build_span_tree(trace);
+  trace::SpanTree tree = trace::build_span_tree(trace);
   analysis::AnalysisInput input{trace, tree, p};
   return AnalysisRun{a->run(input)};
 }

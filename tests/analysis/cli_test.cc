@@ -8,7 +8,7 @@
 
 #include "../test_util.h"
 #include "fixture_traces.h"
-#include "model/trace_saver.h"
+#include "trace/trace_saver.h"
 
 namespace strata::testing {
 namespace {
@@ -75,9 +75,9 @@ TEST(AnalyzeCli, JsonIsOneDocumentAndOutputDirWritesFiles) {
 
 TEST(AnalyzeCli, MissingInputNamesTheLevel) {
   TempDir dir;
-  model::Trace t = cpu_model_trace();
+  trace::Trace t = cpu_model_trace();
   // Keep only the model spans: no layers left.
-  model::Trace models;
+  trace::Trace models;
   models.add_process(t.processes[0]);
   for (size_t i = 0; i < t.spans.size(); ++i) {
     if (t.spans[i].level != static_cast<uint8_t>(Level::kModel)) continue;
@@ -86,7 +86,7 @@ TEST(AnalyzeCli, MissingInputNamesTheLevel) {
     models.add_span(s);
   }
   std::string error;
-  ASSERT_TRUE(model::save_trace(models, dir.file("models.strata"), &error)) << error;
+  ASSERT_TRUE(trace::save_trace(models, dir.file("models.strata"), &error)) << error;
   Result r = run("analyze " + dir.file("models.strata") + " -a layer_table", dir);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("layer_table: no layer-level spans"), std::string::npos) << r.err;

@@ -25,9 +25,9 @@ SpanRecord span(uint64_t id, uint64_t parent, int64_t start, int64_t end, uint32
 
 }  // namespace
 
-model::Trace cpu_model_trace() {
-  model::Trace t;
-  model::Process p;
+trace::Trace cpu_model_trace() {
+  trace::Trace t;
+  trace::Process p;
   p.pid = 100;
   p.host = "fixture";
   p.command_line = "python infer.py --batch 1,2,4,8";
@@ -86,9 +86,9 @@ model::Trace cpu_model_trace() {
   return t;
 }
 
-model::Trace gpu_model_trace() {
-  model::Trace t;
-  model::Process p;
+trace::Trace gpu_model_trace() {
+  trace::Trace t;
+  trace::Process p;
   p.pid = 200;
   p.host = "fixture";
   p.command_line = "python infer.py --device cuda";

@@ -14,11 +14,11 @@
 #include "analysis/workload.h"
 #include "export/table_render.h"
 #include "fixture_traces.h"
-#include "model/rank_align.h"
-#include "model/span_tree.h"
-#include "model/trace_reader.h"
-#include "model/trace_loader.h"
-#include "model/trace_saver.h"
+#include "trace/rank_align.h"
+#include "trace/span_tree.h"
+#include "trace/trace_loader.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_saver.h"
 #ifdef STRATA_GOLDEN_KINETO
 #include "import/importer.h"
 #endif
@@ -45,8 +45,8 @@ analysis::Params params_for(const std::string& analysis_name, const std::string&
   return p;
 }
 
-std::string render(const model::Trace& trace, const analysis::Analysis& a, const analysis::Params& params) {
-  model::SpanTree tree = model::build_span_tree(trace);
+std::string render(const trace::Trace& trace, const analysis::Analysis& a, const analysis::Params& params) {
+  trace::SpanTree tree = trace::build_span_tree(trace);
   analysis::Workload workload(trace, tree);
   analysis::AnalysisResult r = a.run({trace, tree, params, &workload});
   if (r.missing_input) return "missing: " + *r.missing_input + "\n";
@@ -56,7 +56,7 @@ std::string render(const model::Trace& trace, const analysis::Analysis& a, const
 }
 
 // `only`: check that one analysis (an input kept for it alone), else every analysis.
-void check_all(const model::Trace& trace, const std::string& input, std::string_view only = {}) {
+void check_all(const trace::Trace& trace, const std::string& input, std::string_view only = {}) {
   for (const auto& a : analysis::all_analyses()) {
     const std::string name(a->name());
     if (!only.empty() && name != only) continue;
@@ -74,20 +74,20 @@ void check_all(const model::Trace& trace, const std::string& input, std::string_
   }
 }
 
-model::Trace load_native(const std::string& file) {
-  model::Trace t;
+trace::Trace load_native(const std::string& file) {
+  trace::Trace t;
   std::string error;
-  EXPECT_TRUE(model::load_trace(kGolden + "/inputs/" + file, &t, &error)) << error;
+  EXPECT_TRUE(trace::load_trace(kGolden + "/inputs/" + file, &t, &error)) << error;
   return t;
 }
 
-void save_fixture(const model::Trace& t, const std::string& file) {
+void save_fixture(const trace::Trace& t, const std::string& file) {
   std::string error;
-  ASSERT_TRUE(model::save_trace(t, kGolden + "/inputs/" + file, &error)) << error;
+  ASSERT_TRUE(trace::save_trace(t, kGolden + "/inputs/" + file, &error)) << error;
 }
 
 TEST(Golden, CpuModelFixture) {
-  model::Trace built = cpu_model_trace();
+  trace::Trace built = cpu_model_trace();
   if (updating()) save_fixture(built, "cpu_model.trace");
   // The committed input is the known-answer fixture: the in-memory one gives the same goldens.
   check_all(load_native("cpu_model.trace"), "cpu_model");
@@ -95,7 +95,7 @@ TEST(Golden, CpuModelFixture) {
 }
 
 TEST(Golden, GpuModelFixture) {
-  model::Trace built = gpu_model_trace();
+  trace::Trace built = gpu_model_trace();
   if (updating()) save_fixture(built, "gpu_model.trace");
   check_all(load_native("gpu_model.trace"), "gpu_model");
   if (!updating()) check_all(built, "gpu_model");
@@ -103,13 +103,14 @@ TEST(Golden, GpuModelFixture) {
 
 // Files written before format 1.1 (tests/data/format_1_0, README there): no activity types, the 1.0
 // attribute spellings. Loaded today, the loader types their spans and renames their keys once
-// (model/activity_upgrade.h), and every analysis gives what the 1.0 analyses gave: the goldens of
+// (trace/activity_upgrade.h), and every analysis gives what the 1.0 analyses gave: the goldens of
 // these inputs were first written by the 1.0 build (commit 4ced071), which found copies and memsets
 // by name and read the 1.0 attribute spellings.
-model::Trace load_format_1_0(const std::string& file) {
-  model::Trace t;
+trace::Trace load_format_1_0(const std::string& file) {
+  trace::Trace t;
   std::string error;
-  EXPECT_TRUE(model::load_trace(std::string(STRATA_SOURCE_DIR) + "/tests/data/format_1_0/" + file, &t, &error))
+  EXPECT_TRUE(
+      trace::load_trace(std::string(STRATA_SOURCE_DIR) + "/tests/data/format_1_0/" + file, &t, &error))
       << error;
   EXPECT_EQ(t.stats.get(stats::Stat::kLoadActivityUpgraded), t.spans.size()) << file << ": every span typed at load";
   for (const SpanRecord& s : t.spans) EXPECT_NE(s.activity_type(), ActivityType::kUnknown) << file;
@@ -120,7 +121,7 @@ model::Trace load_format_1_0(const std::string& file) {
 // batch 2, 2 iterations, 32x32 images) by the 1.0 build: PyTorch ops with shapes, module paths and
 // alloc_bytes, oneDNN primitives, predict spans with batch_size (now the canonical batch).
 TEST(Golden, Format10RecordedResnet18) {
-  model::Trace t = load_format_1_0("resnet18_library.trace");
+  trace::Trace t = load_format_1_0("resnet18_library.trace");
   EXPECT_GT(t.stats.get(stats::Stat::kLoadLegacyKeysRenamed), 0u);
   check_all(t, "resnet18_library");
 }
@@ -141,7 +142,7 @@ TEST(Golden, Format10ImportedKineto) {
 // Rank 0 of a multi-rank job (memcpy in three directions, memsets, NCCL kernels, Input Dims): its
 // goldens were first written by the 1.0 build, which found copies and memsets by name.
 TEST(Golden, KinetoMultirankRank0) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(import::import_trace(std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/multirank_rank0.json.gz",
                                    &t, &error))
@@ -155,18 +156,20 @@ TEST(Golden, KinetoMultirankMerged) {
   import::register_readers();
   const std::string dir = std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/";
   const std::vector<std::string> paths = {dir + "multirank_rank0.json.gz", dir + "multirank_rank1.json.gz"};
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  model::OpenOptions options;
-  options.before_finish = [](model::Trace& trace, std::span<const size_t>) { model::align_rank_clocks(&trace); };
-  ASSERT_TRUE(model::open_traces(paths, &t, &error, options)) << error;
+  trace::OpenOptions options;
+  options.before_finish = [](trace::Trace& trace, std::span<const size_t>) {
+    trace::align_rank_clocks(&trace);
+  };
+  ASSERT_TRUE(trace::open_traces(paths, &t, &error, options)) << error;
   for (const char* name : {"rank_breakdown", "collective_wait", "idle_time", "comm_overlap", "step_time",
                            "kernel_distribution", "launch_stats", "queue_length"})
     check_all(t, "multirank_merged", name);
 }
 
 TEST(Golden, KinetoA100AlexNet) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(import::import_trace(kGolden + "/inputs/a100_alexnet_train.json.gz", &t, &error)) << error;
   check_all(t, "a100_alexnet_train");
@@ -187,9 +190,9 @@ TEST(Golden, NsysExportsAndH100Traces) {
       {"kineto_hopper/h100_vit_image_classification.json.gz", "h100_vit"},
   };
   for (const auto& [file, input] : inputs) {
-    model::Trace t;
+    trace::Trace t;
     std::string error;
-    ASSERT_TRUE(model::open_trace(data + file, &t, &error)) << error;
+    ASSERT_TRUE(trace::open_trace(data + file, &t, &error)) << error;
     check_all(t, input);
   }
 }
@@ -198,7 +201,7 @@ TEST(Golden, NsysExportsAndH100Traces) {
 // against the step annotations): its own input, checked by the iterations analysis, and by
 // launch_stats and step_time (a single rank, 6,095 launches, 5 ProfilerSteps).
 TEST(Golden, KinetoV100Iterations) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(import::import_trace(
       std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/v100_train_rank0.json.gz", &t, &error))
@@ -213,7 +216,7 @@ TEST(Golden, KinetoV100Iterations) {
 // 55503 us; ampere_sgemm_32x32_sliced1x4_tn 6 events, 2621 us; cpu_op aten::conv2d 10 events,
 // 11919366 us; aten::relu_ 14 events, 570 us.
 TEST(KinetoKnownAnswers, PerOpTotalsMatchTheJson) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(import::import_trace(kGolden + "/inputs/a100_alexnet_train.json.gz", &t, &error)) << error;
   analysis::Params device;

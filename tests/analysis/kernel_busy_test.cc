@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis_test_util.h"
-#include "model/trace_loader.h"
+#include "trace/trace_loader.h"
 
 namespace strata::testing {
 namespace {
@@ -14,9 +14,9 @@ constexpr int64_t kMs = 1'000'000;
 // One evaluation (predict 0-10 ms) with one layer (0-2 ms host side) that launches three kernels:
 // on stream 1 at 1-6 ms, on stream 2 at 2-7 ms (overlapping), and on stream 1 at 9-12 ms (running
 // past the predict span: not awaited).
-model::Trace async_gpu_trace() {
-  model::Trace t;
-  model::Process p;
+trace::Trace async_gpu_trace() {
+  trace::Trace t;
+  trace::Process p;
   p.pid = 7;
   t.add_process(p);
   auto add = [&](uint64_t id, int64_t start, int64_t end, const char* name, Level level, SpanKind kind,
@@ -41,12 +41,12 @@ model::Trace async_gpu_trace() {
   add(6, 1 * kMs, 6 * kMs, "conv_a", Level::kDevice, SpanKind::kExecution, 11, 1);
   add(7, 2 * kMs, 7 * kMs, "conv_b", Level::kDevice, SpanKind::kExecution, 12, 2);
   add(8, 9 * kMs, 12 * kMs, "conv_c", Level::kDevice, SpanKind::kExecution, 13, 1);
-  model::sort_spans(&t);
+  trace::sort_spans(&t);
   return t;
 }
 
 TEST(KernelBusy, OverlappingKernelsCountOnceAndLateOnesAreNamed) {
-  model::Trace t = async_gpu_trace();
+  trace::Trace t = async_gpu_trace();
   auto run = run_analysis(t, "kernels_by_model");
   const auto& table = run.table();
   ASSERT_EQ(table.rows.size(), 1u);

@@ -24,9 +24,9 @@ struct OpDef {
 
 // Five evaluations ("predict", batch 1) of four top-level layers; evaluation e scales every value by
 // (e + 1), so the default statistic (trimmed mean, 10%: nothing trimmed of five) is the scale 3.
-model::Trace memory_trace(bool with_net) {
-  model::Trace t;
-  model::Process p;
+trace::Trace memory_trace(bool with_net) {
+  trace::Trace t;
+  trace::Process p;
   p.pid = 300;
   t.add_process(p);
   const OpDef ops[] = {{"conv1", "aten::conv2d", 3'000'000, 1'000'000, 0, 2'500'000},
@@ -72,7 +72,7 @@ model::Trace memory_trace(bool with_net) {
 }
 
 TEST(MemoryColumns, LayerTableShowsGrossNetSelfAndPeak) {
-  model::Trace trace = memory_trace(true);
+  trace::Trace trace = memory_trace(true);
   auto run = run_analysis(trace, "layer_table");
   const analysis::Table& t = run.table();
   ASSERT_EQ(t.rows.size(), 4u);
@@ -94,7 +94,7 @@ TEST(MemoryColumns, LayerTableShowsGrossNetSelfAndPeak) {
 }
 
 TEST(MemoryColumns, ByTypeSumsNetAndSelfAndTakesTheHighestPeak) {
-  model::Trace trace = memory_trace(true);
+  trace::Trace trace = memory_trace(true);
   auto run = run_analysis(trace, "layer_type_aggregate");
   const analysis::Table& t = run.table();
   size_t conv = row_where(t, "type", "aten::conv2d");
@@ -107,7 +107,7 @@ TEST(MemoryColumns, ByTypeSumsNetAndSelfAndTakesTheHighestPeak) {
 }
 
 TEST(MemoryColumns, TracesWithGrossOnlyLeaveNetEmptyAndSaySo) {
-  model::Trace trace = memory_trace(false);
+  trace::Trace trace = memory_trace(false);
   auto run = run_analysis(trace, "layer_table");
   const analysis::Table& t = run.table();
   EXPECT_NEAR(num(t, 0, "alloc_mb"), 9, 1e-9);

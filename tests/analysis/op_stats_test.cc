@@ -26,7 +26,7 @@ double numpy_percentile(std::vector<double> v, double q) {
 }
 
 TEST(OpStats, SharesAreOfTopLevelOpTimeAndSelfExcludesNestedOps) {
-  model::Trace trace = cpu_model_trace();
+  trace::Trace trace = cpu_model_trace();
   auto run = run_analysis(trace, "op_stats", {{"top", "0"}});
   const auto& t = run.table();
   // Per evaluation of batch b (latency L = 10, 12, 20, 39 ms; 5 evaluations, one at 5 L):
@@ -72,7 +72,7 @@ TEST(OpStats, PercentileInterpolatesBetweenRanks) {
 // layer ops directly or through a library span (an op run from inside a library call), children
 // laid out one after another inside the parent with gaps. Explicit parent ids, like recorded traces.
 struct Forest {
-  model::Trace trace;
+  trace::Trace trace;
   std::map<std::string, std::vector<double>> total_ms;  // brute force, per name
   std::map<std::string, double> self_ms;
   double top_level_ms = 0;
@@ -81,7 +81,7 @@ struct Forest {
 Forest make_forest(size_t top_ops, int threads, uint64_t seed) {
   Forest f;
   std::mt19937_64 rng(seed);
-  model::Process p;
+  trace::Process p;
   p.pid = 42;
   f.trace.add_process(p);
   const char* names[] = {"aten::lstm", "aten::linear", "aten::addmm", "aten::tanh", "aten::sigmoid",

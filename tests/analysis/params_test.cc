@@ -25,8 +25,8 @@ analysis::Params every_key() {
 }
 
 TEST(Params, EveryAnalysisReadsOnlyTheKeysItDeclares) {
-  for (const model::Trace& trace : {cpu_model_trace(), gpu_model_trace()}) {
-    model::SpanTree tree = model::build_span_tree(trace);
+  for (const trace::Trace& trace : {cpu_model_trace(), gpu_model_trace()}) {
+    trace::SpanTree tree = trace::build_span_tree(trace);
     for (const analysis::Params& params : {analysis::Params(), every_key()}) {
       for (const auto& a : analysis::all_analyses()) {
         params.clear_keys_read();
@@ -74,7 +74,7 @@ TEST(Params, AKeyNoChosenAnalysisReadsIsRefusedWithOneLine) {
 }
 
 TEST(Params, EveryAnalysisDeclaringTopHonorsIt) {
-  for (const model::Trace& trace : {cpu_model_trace(), gpu_model_trace()}) {
+  for (const trace::Trace& trace : {cpu_model_trace(), gpu_model_trace()}) {
     for (const auto& a : analysis::all_analyses()) {
       auto keys = analysis::analysis_param_keys(a->name());
       if (std::find(keys.begin(), keys.end(), "top") == keys.end()) continue;
@@ -94,7 +94,7 @@ TEST(Params, EveryAnalysisDeclaringTopHonorsIt) {
 
 TEST(Params, TopKeepsTheLargestRowsInExecutionOrder) {
   // Batch 4, trim 0.2: conv1 3 s, relu1 s, conv2 3 s, add s, fc 2 s (s = 1 ms).
-  model::Trace trace = cpu_model_trace();
+  trace::Trace trace = cpu_model_trace();
   auto run = run_analysis(trace, "layer_sequence", {{"trim", "0.2"}, {"top", "3"}});
   const auto& t = run.table();
   ASSERT_EQ(t.rows.size(), 3u);

@@ -34,9 +34,9 @@ SpanRecord span(uint64_t id, uint64_t parent, int64_t start_ms, int64_t end_ms, 
 // and holds a "forward" model span with layers fc (1 x k ms) and relu (1 x k ms), then a
 // "backward" model span with layer fc_backward (2 x k ms). A "comm" model span on thread 2 with
 // one layer runs outside every step. With marks, the steps are the evaluations.
-model::Trace training_trace(bool marked) {
-  model::Trace t;
-  model::Process p;
+trace::Trace training_trace(bool marked) {
+  trace::Trace t;
+  trace::Process p;
   p.pid = 7;
   t.add_process(p);
   const uint32_t epoch = t.strings.intern("epoch"), forward = t.strings.intern("forward"),
@@ -75,7 +75,7 @@ bool has_note(const analysis::Table& t, std::string_view text) {
 }
 
 TEST(Steps, MarkedStepsAreTheEvaluations) {
-  model::Trace t = training_trace(/*marked=*/true);
+  trace::Trace t = training_trace(/*marked=*/true);
   auto model = run_analysis(t, "model_table", {{"trim", "0"}});
   const auto& mt = model.table();
   ASSERT_EQ(mt.rows.size(), 1u);
@@ -104,7 +104,7 @@ TEST(Steps, MarkedStepsAreTheEvaluations) {
 TEST(Steps, WithoutMarksTheInnermostModelSpansAreTheEvaluations) {
   // The same spans unmarked: forward (3 k ms) and backward (4 k ms) spans are the evaluations, and
   // the steps and the epoch only group them.
-  model::Trace t = training_trace(/*marked=*/false);
+  trace::Trace t = training_trace(/*marked=*/false);
   auto model = run_analysis(t, "model_table", {{"trim", "0"}});
   const auto& mt = model.table();
   ASSERT_EQ(mt.rows.size(), 1u);
@@ -121,7 +121,7 @@ TEST(Steps, WithoutMarksTheInnermostModelSpansAreTheEvaluations) {
 // the forward/backward/optimizer annotations and NCCL calls inside them are their parts, the NCCL
 // annotations of the communication thread are outside every step.
 TEST(Steps, KinetoProfilerStepsOfARealTrainingRun) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(import::import_trace(
       std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/v100_train_rank0.json.gz", &t, &error))

@@ -21,13 +21,13 @@ struct Expected {
 };
 
 struct Generated {
-  model::Trace trace;
+  trace::Trace trace;
   std::map<std::string, Expected> kernels, api, copies, ranges;
 };
 
 Generated generate(size_t n, uint32_t seed) {
   Generated g;
-  model::Process p;
+  trace::Process p;
   p.pid = 1;
   g.trace.add_process(p);
   std::mt19937_64 rng(seed);
@@ -156,7 +156,7 @@ TEST(SummaryAnalyses, SingleInstanceAndMissingInput) {
     EXPECT_EQ(num(r.table(), 0, "stddev_ns"), 0.0) << name;
   }
   EXPECT_LE(reports, 1);
-  model::Trace empty;
+  trace::Trace empty;
   for (const char* name : {"gpu_kernel_summary", "cuda_api_summary", "memcpy_summary", "range_summary"})
     EXPECT_TRUE(run_analysis(empty, name).result.missing_input.has_value()) << name;
 }

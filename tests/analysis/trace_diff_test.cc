@@ -94,14 +94,14 @@ TEST(MannWhitney, TieCorrectedVarianceEqualsPermutationVariance) {
 // A repeated-run trace: `runs` processes tagged run=i, each with `evals` model spans holding
 // layer ops (conv with two input shapes, relu, linear) and their kernels; times jittered by
 // `noise` (multiplicative, uniform) and occasional 4 ms preemptions; `slow` scales one op.
-model::Trace runs_trace(int runs, uint64_t seed, double noise, const std::string& slow_op = "", double slow = 1.0,
-                        bool extra_op = false) {
+trace::Trace runs_trace(int runs, uint64_t seed, double noise, const std::string& slow_op = "",
+                        double slow = 1.0, bool extra_op = false) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> jitter(1 - noise, 1 + noise);
-  model::Trace t;
+  trace::Trace t;
   uint64_t id = 1;
   for (int r = 0; r < runs; ++r) {
-    model::Process p;
+    trace::Process p;
     p.pid = 100 + r;
     p.properties.set_int("run", r);
     const uint16_t proc = t.add_process(p);
@@ -161,8 +161,8 @@ const DiffItem* find(const DiffResult& r, const std::string& name, const std::st
 }
 
 TEST(TraceDiff, SlowerOpRankedFirstAndARegression) {
-  const model::Trace base = runs_trace(5, 1, 0.15);
-  const model::Trace next = runs_trace(5, 2, 0.15, "aten::relu[[1,16,32,32]]", 1.6);
+  const trace::Trace base = runs_trace(5, 1, 0.15);
+  const trace::Trace next = runs_trace(5, 2, 0.15, "aten::relu[[1,16,32,32]]", 1.6);
   const DiffResult r = diff_traces(base, next, DiffOptions{});
   ASSERT_EQ(r.base_runs, 5);
   ASSERT_GE(r.items.size(), 5u);
@@ -196,7 +196,7 @@ TEST(TraceDiff, SameConfigurationNeverFailsAcrossSeeds) {
 // Every op of NEW 30% slower (another machine load): a common speed factor, not a regression; with
 // normalize off it is one. One op slower beyond the factor is still found.
 TEST(TraceDiff, CommonSpeedFactorIsNotBlamedOnOps) {
-  model::Trace base = runs_trace(5, 1, 0.1), next = runs_trace(5, 2, 0.1);
+  trace::Trace base = runs_trace(5, 1, 0.1), next = runs_trace(5, 2, 0.1);
   for (SpanRecord& s : next.spans) s.end_ns = s.start_ns + s.duration_ns() * 13 / 10;
   const DiffResult r = diff_traces(base, next, DiffOptions{});
   EXPECT_NEAR(r.speed_factor, 1.3, 0.05);
@@ -204,7 +204,7 @@ TEST(TraceDiff, CommonSpeedFactorIsNotBlamedOnOps) {
   DiffOptions raw;
   raw.normalize = false;
   EXPECT_TRUE(diff_traces(base, next, raw).has_regression);
-  model::Trace slow = runs_trace(5, 3, 0.1, "aten::linear[[1,512]]", 1.5);
+  trace::Trace slow = runs_trace(5, 3, 0.1, "aten::linear[[1,512]]", 1.5);
   for (SpanRecord& s : slow.spans) s.end_ns = s.start_ns + s.duration_ns() * 13 / 10;
   const DiffResult r2 = diff_traces(base, slow, DiffOptions{});
   ASSERT_GE(r2.items.size(), 2u);
@@ -216,9 +216,9 @@ TEST(TraceDiff, CommonSpeedFactorIsNotBlamedOnOps) {
 // A trace from a reader without shapes or module paths (e.g. a Chrome trace of PyTorch's legacy
 // profiler) still matches one that has them: by level and name, with a note.
 TEST(TraceDiff, SideWithoutShapesMatchesByName) {
-  model::Trace base = runs_trace(5, 1, 0.1), next = runs_trace(5, 2, 0.1, "aten::relu[[1,16,32,32]]", 1.6);
-  model::Trace bare;
-  for (const model::Process& p : next.processes) bare.add_process(p);
+  trace::Trace base = runs_trace(5, 1, 0.1), next = runs_trace(5, 2, 0.1, "aten::relu[[1,16,32,32]]", 1.6);
+  trace::Trace bare;
+  for (const trace::Process& p : next.processes) bare.add_process(p);
   for (size_t i = 0; i < next.spans.size(); ++i) {
     SpanRecord s = next.spans[i];
     s.name = bare.strings.intern(next.name(next.spans[i]));

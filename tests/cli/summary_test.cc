@@ -1,4 +1,4 @@
-// The streamed summary (model::summarize_file) against the summary of the fully loaded trace
+// The streamed summary (trace::summarize_file) against the summary of the fully loaded trace
 // (the reference), on generated traces, damaged ones and directories; and `strata info` /
 // `strata record` staying within a memory bound that does not grow with the trace.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include "cli_test_util.h"
 #include "format/chunk_writer.h"
 #include "format/stream_writer.h"
-#include "model/trace_loader.h"
-#include "model/trace_summary.h"
+#include "trace/trace_loader.h"
+#include "trace/trace_summary.h"
 #include "trace_generator.h"
 
 namespace strata {
@@ -33,21 +33,21 @@ using testing::GeneratedTrace;
 using testing::GeneratorOptions;
 using testing::TempDir;
 
-model::TraceSummary reference(const std::string& path) {
-  model::Trace trace;
+trace::TraceSummary reference(const std::string& path) {
+  trace::Trace trace;
   std::string error;
-  EXPECT_TRUE(model::load_trace(path, &trace, &error)) << error;
-  return model::summarize(trace);
+  EXPECT_TRUE(trace::load_trace(path, &trace, &error)) << error;
+  return trace::summarize(trace);
 }
 
-model::TraceSummary streamed(const std::string& path) {
-  model::TraceSummary s;
+trace::TraceSummary streamed(const std::string& path) {
+  trace::TraceSummary s;
   std::string error;
-  EXPECT_TRUE(model::summarize_file(path, &s, &error)) << error;
+  EXPECT_TRUE(trace::summarize_file(path, &s, &error)) << error;
   return s;
 }
 
-void expect_same(const model::TraceSummary& want, const model::TraceSummary& got) {
+void expect_same(const trace::TraceSummary& want, const trace::TraceSummary& got) {
   EXPECT_EQ(got.spans, want.spans);
   EXPECT_EQ(got.spans_per_level, want.spans_per_level);
   EXPECT_EQ(got.spans_per_kind, want.spans_per_kind);
@@ -61,8 +61,8 @@ void expect_same(const model::TraceSummary& want, const model::TraceSummary& got
   EXPECT_EQ(got.stats.nonzero(), want.stats.nonzero()) << "the load.* stats";
   ASSERT_EQ(got.processes.size(), want.processes.size());
   for (size_t i = 0; i < want.processes.size(); ++i) {
-    const model::Process& a = want.processes[i];
-    const model::Process& b = got.processes[i];
+    const trace::Process& a = want.processes[i];
+    const trace::Process& b = got.processes[i];
     EXPECT_EQ(b.pid, a.pid);
     EXPECT_EQ(b.ppid, a.ppid);
     EXPECT_EQ(b.host, a.host);
@@ -96,7 +96,7 @@ TEST(StreamedSummary, MatchesTheLoadedTraceOnGeneratedTraces) {
     GeneratedTrace g;
     std::string error;
     ASSERT_TRUE(testing::generate_trace(path, opt, &g, &error)) << error;
-    model::TraceSummary want = reference(path);
+    trace::TraceSummary want = reference(path);
     ASSERT_EQ(want.spans, g.spans);
     // The generated clock runs 20 ppm off: the loader's refinement applies, and so must ours.
     ASSERT_TRUE(want.processes[0].properties.get("tsc_correction_ppm").has_value());
@@ -137,7 +137,7 @@ TEST(StreamedSummary, MatchesTheLoadedTraceOnDamagedTraces) {
   std::string bytes = testing::read_file(path);
   bytes[32 + 32 + 200] ^= 0x5a;                                  // inside an early chunk's payload
   testing::write_file(path, bytes.substr(0, bytes.size() - 5));  // cut inside the last chunk
-  model::TraceSummary want = reference(path);
+  trace::TraceSummary want = reference(path);
   ASSERT_GT(want.stats.get(stats::Stat::kLoadCorruptChunks), 0u);
   ASSERT_GT(want.stats.get(stats::Stat::kLoadUnknownStrings), 0u);
   ASSERT_EQ(want.stats.get(stats::Stat::kLoadTruncatedFiles), 1u);
@@ -161,18 +161,18 @@ TEST(StreamedSummary, MatchesTheLoadedTraceOnADirectory) {
 // A span whose end was lost is in the trace (unfinished): counting end_lost among the lost events
 // counted it twice. Cut strings are kept events too.
 TEST(LostEvents, EndsLostAndCutStringsAreNotLostEvents) {
-  model::Trace t;
-  model::Process p;
+  trace::Trace t;
+  trace::Process p;
   p.stats.set(stats::Stat::kCollectorBufferFull, 5);
   p.stats.set(stats::Stat::kCollectorEndLost, 3);
   p.stats.set(stats::Stat::kCollectorStringTruncated, 2);
   p.stats.set(stats::Stat::kCollectorUnmatchedEnd, 1);
   t.add_process(p);
   EXPECT_EQ(t.total_drops(), 6u);
-  EXPECT_TRUE(model::drop_keeps_event("end_lost"));
-  EXPECT_TRUE(model::drop_keeps_event("collector.end_lost"));
-  EXPECT_FALSE(model::drop_keeps_event("buffer_full"));
-  EXPECT_FALSE(model::drop_keeps_event("collector.buffer_full"));
+  EXPECT_TRUE(trace::drop_keeps_event("end_lost"));
+  EXPECT_TRUE(trace::drop_keeps_event("collector.end_lost"));
+  EXPECT_FALSE(trace::drop_keeps_event("buffer_full"));
+  EXPECT_FALSE(trace::drop_keeps_event("collector.buffer_full"));
 }
 
 // Peak memory of `strata info` and of `strata record`'s merge and closing summary must not grow

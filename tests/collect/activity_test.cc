@@ -12,8 +12,8 @@
 #include "collect/runtime.h"
 #include "collect/session.h"
 #include "core/activity_type.h"
-#include "model/trace_loader.h"
 #include "strata/strata.hpp"
+#include "trace/trace_loader.h"
 
 namespace strata {
 namespace {
@@ -26,9 +26,9 @@ collect::SessionConfig config(const std::string& path) {
 }
 
 std::map<std::string, std::vector<ActivityType>> types_by_name(const std::string& path) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  EXPECT_TRUE(model::load_trace(path, &t, &error)) << error;
+  EXPECT_TRUE(trace::load_trace(path, &t, &error)) << error;
   EXPECT_EQ(t.stats.get(stats::Stat::kLoadActivityUpgraded), 0u);  // a file of today's format: nothing to upgrade
   std::map<std::string, std::vector<ActivityType>> out;
   for (const SpanRecord& s : t.spans) out[std::string(t.name(s))].push_back(s.activity_type());

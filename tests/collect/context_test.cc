@@ -11,7 +11,7 @@
 
 #include "../test_util.h"
 #include "collect/trace_context.h"
-#include "model/trace_loader.h"
+#include "trace/trace_loader.h"
 
 namespace strata {
 namespace {
@@ -24,10 +24,10 @@ int run(const std::string& command) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-model::Trace load_or_die(const std::string& path) {
-  model::Trace t;
+trace::Trace load_or_die(const std::string& path) {
+  trace::Trace t;
   std::string error;
-  EXPECT_TRUE(model::load_trace(path, &t, &error)) << error;
+  EXPECT_TRUE(trace::load_trace(path, &t, &error)) << error;
   return t;
 }
 
@@ -60,7 +60,7 @@ TEST(Record, ChildProcessJoinsTheTraceUnderTheSpawningSpan) {
   testing::TempDir dir;
   const std::string out = dir.file("ctx.strata");
   ASSERT_EQ(run(kStrata + " record --quiet -o " + out + " -- " + kProgram + " spawn"), 0);
-  model::Trace t = load_or_die(out);
+  trace::Trace t = load_or_die(out);
   ASSERT_EQ(t.processes.size(), 2u);
   EXPECT_EQ(t.processes[0].trace_id, t.processes[1].trace_id);
   EXPECT_EQ(t.processes[0].trace_id, std::string(t.record.get("trace_id").value_or("")));
@@ -83,7 +83,7 @@ TEST(Record, ChildProcessJoinsTheTraceUnderTheSpawningSpan) {
 TEST(Record, PassesTheExitCodeThrough) {
   testing::TempDir dir;
   EXPECT_EQ(run(kStrata + " record --quiet -o " + dir.file("e.strata") + " -- " + kProgram + " exit 3"), 3);
-  model::Trace t = load_or_die(dir.file("e.strata"));
+  trace::Trace t = load_or_die(dir.file("e.strata"));
   EXPECT_EQ(t.record.get_int("exit_code").value_or(-1), 3);
 }
 
@@ -97,7 +97,7 @@ TEST(Record, FinalizesTheTraceWhenTheChildCrashes) {
   testing::TempDir dir;
   const std::string out = dir.file("crash.strata");
   EXPECT_EQ(run(kStrata + " record --quiet -o " + out + " -- " + kProgram + " crash"), 128 + SIGSEGV);
-  model::Trace t = load_or_die(out);
+  trace::Trace t = load_or_die(out);
   ASSERT_EQ(t.spans.size(), 1u);
   EXPECT_EQ(t.name(t.spans[0]), "before_crash");
   EXPECT_TRUE(t.processes[0].ended_cleanly) << "the fatal-signal handler flushed and closed the stream";
@@ -111,7 +111,7 @@ TEST(Record, ManyProcessesMergeIntoOneFile) {
   for (int i = 0; i < 4; ++i) cmd += kProgram + " spans 25; ";
   cmd += "'";
   ASSERT_EQ(run(cmd), 0);
-  model::Trace t = load_or_die(out);
+  trace::Trace t = load_or_die(out);
   size_t with_spans = 0;
   for (const auto& p : t.processes) with_spans += p.span_count == 25 ? 1 : 0;
   EXPECT_EQ(with_spans, 4u);  // (the shell itself is traced too, with no spans)
@@ -153,7 +153,7 @@ TEST(Record, SigkillMidRunLeavesEveryFlushedChunkLoadable) {
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status));
-  model::Trace t = load_or_die(path);
+  trace::Trace t = load_or_die(path);
   EXPECT_GE(t.spans.size(), 1000u);
   ASSERT_EQ(t.processes.size(), 1u);
   EXPECT_FALSE(t.processes[0].ended_cleanly);
@@ -165,7 +165,7 @@ TEST(Record, SigkillMidRunLeavesEveryFlushedChunkLoadable) {
   // A truncated tail is always reported: cut the file inside its last chunk and load again.
   std::string bytes = testing::read_file(path);
   testing::write_file(path, bytes.substr(0, bytes.size() - 7));
-  model::Trace cut = load_or_die(path);
+  trace::Trace cut = load_or_die(path);
   EXPECT_EQ(cut.stats.get(stats::Stat::kLoadTruncatedFiles), 1u);
   EXPECT_NE(cut.warnings.at(0).find("truncated tail"), std::string::npos);
 }
@@ -179,7 +179,7 @@ TEST(Record, ForwardsSigtermAndStillWritesTheTrace) {
   waitpid(record, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
-  model::Trace t = load_or_die(out);
+  trace::Trace t = load_or_die(out);
   EXPECT_GE(t.spans.size(), 1000u);
   EXPECT_NE(std::string(t.record.get("outcome").value_or("")).find("signal 15"), std::string::npos);
 }

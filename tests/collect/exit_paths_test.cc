@@ -11,7 +11,7 @@
 #include <string>
 
 #include "../test_util.h"
-#include "model/trace_loader.h"
+#include "trace/trace_loader.h"
 
 namespace strata {
 namespace {
@@ -59,9 +59,9 @@ int finish(Child& c) {
 }
 
 size_t spans_named(const std::string& path, const std::string& name) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  EXPECT_TRUE(model::load_trace(path, &t, &error)) << error;
+  EXPECT_TRUE(trace::load_trace(path, &t, &error)) << error;
   size_t n = 0;
   for (const auto& s : t.spans) n += t.name(s) == name;
   return n;

@@ -9,20 +9,20 @@
 
 #include "../test_util.h"
 #include "collect/runtime.h"
-#include "model/trace_loader.h"
 #include "strata/strata.hpp"
+#include "trace/trace_loader.h"
 
 namespace strata {
 namespace {
 
-model::Trace load_or_die(const std::string& path) {
-  model::Trace t;
+trace::Trace load_or_die(const std::string& path) {
+  trace::Trace t;
   std::string error;
-  EXPECT_TRUE(model::load_trace(path, &t, &error)) << error;
+  EXPECT_TRUE(trace::load_trace(path, &t, &error)) << error;
   return t;
 }
 
-uint64_t drops(const model::Trace& t, const std::string& cause) {
+uint64_t drops(const trace::Trace& t, const std::string& cause) {
   uint64_t n = 0;
   for (const auto& p : t.processes) {
     n += p.stats.get("dropped." + cause);  // the collector's cause, as written in the file
@@ -53,7 +53,7 @@ TEST(Session, LevelGatingDropsDeeperSpansAtTheSite) {
   strata_set_level(STRATA_LEVEL_LAYER);
   layer_work();
   collect::stop_recording();
-  model::Trace t = load_or_die(dir.file("g.strata"));
+  trace::Trace t = load_or_die(dir.file("g.strata"));
   std::map<std::string, int> names;
   for (const auto& s : t.spans) names[std::string(t.name(s))]++;
   EXPECT_EQ(names["model_step"], 10);
@@ -92,7 +92,7 @@ TEST(Session, SixteenThreadsMillionSpansZeroLossCorrectNesting) {
   }
   for (auto& th : threads) th.join();
   collect::stop_recording();
-  model::Trace t = load_or_die(dir.file("mt.strata"));
+  trace::Trace t = load_or_die(dir.file("mt.strata"));
   const size_t expected = size_t{kThreads} * kOuterPerThread * 5;
   ASSERT_GE(expected, 1'000'000u);
   EXPECT_EQ(t.spans.size(), expected);
@@ -137,7 +137,7 @@ TEST(Session, BufferExhaustionDropsAreCountedExactly) {
   }
   collect::current_session()->pause_writer_for_testing(false);
   collect::stop_recording();
-  model::Trace t = load_or_die(dir.file("x.strata"));
+  trace::Trace t = load_or_die(dir.file("x.strata"));
   uint64_t full = drops(t, "buffer_full");
   uint64_t end_lost = drops(t, "end_lost");
   EXPECT_GT(full, 0u);
@@ -169,7 +169,7 @@ TEST(Session, ApiSpansAttributesAndCrossThreadEnd) {
   strata_span_id open = strata_span_begin("never_ended", STRATA_LEVEL_MODEL);
   (void)open;
   collect::stop_recording();
-  model::Trace t = load_or_die(dir.file("a.strata"));
+  trace::Trace t = load_or_die(dir.file("a.strata"));
   std::map<std::string, size_t> idx;
   for (size_t i = 0; i < t.spans.size(); ++i) idx[std::string(t.name(t.spans[i]))] = i;
   ASSERT_EQ(t.spans.size(), 5u);
@@ -215,7 +215,7 @@ TEST(Session, CollectorsEmitCompleteSpans) {
   collect::current_session()->set_collector_drops("cupti_records", 7);  // cumulative: the last one counts
   collect::current_session()->set_collector_property("cupti.clock_source", "CLOCK_MONOTONIC");
   collect::stop_recording();
-  model::Trace t = load_or_die(dir.file("c.strata"));
+  trace::Trace t = load_or_die(dir.file("c.strata"));
   ASSERT_EQ(t.spans.size(), 1u);
   const SpanRecord& s = t.spans[0];
   EXPECT_EQ(t.name(s), "volta_sgemm_128x64_nn");
@@ -237,7 +237,7 @@ TEST(Session, LongNamesAreCutAndCounted) {
   std::string name(10000, 'n');
   strata_span_end(strata_span_begin(name.c_str(), STRATA_LEVEL_MODEL));
   collect::stop_recording();
-  model::Trace t = load_or_die(dir.file("l.strata"));
+  trace::Trace t = load_or_die(dir.file("l.strata"));
   ASSERT_EQ(t.spans.size(), 1u);
   EXPECT_EQ(t.name(t.spans[0]).size(), 4096u);
   EXPECT_EQ(drops(t, "string_truncated"), 1u);
@@ -251,7 +251,7 @@ TEST(Session, RestartingInOneProcessWorks) {
     std::thread([] { STRATA_SPAN("thread_span", model); }).join();
     { STRATA_SPAN("main_span", model); }
     collect::stop_recording();
-    model::Trace t = load_or_die(path);
+    trace::Trace t = load_or_die(path);
     EXPECT_EQ(t.spans.size(), 2u) << "round " << round;
   }
 }
@@ -264,7 +264,7 @@ TEST(Session, FlushMakesSpansDurableWhileRunning) {
     STRATA_SPAN("step", model);
   }
   strata_flush();
-  model::Trace t = load_or_die(path);  // the file is read while the session still runs
+  trace::Trace t = load_or_die(path);  // the file is read while the session still runs
   EXPECT_EQ(t.spans.size(), 100u);
   EXPECT_FALSE(t.processes[0].ended_cleanly);
   collect::stop_recording();

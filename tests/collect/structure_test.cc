@@ -14,20 +14,20 @@
 
 #include "../test_util.h"
 #include "collect/runtime.h"
-#include "model/trace_loader.h"
 #include "strata/strata.hpp"
+#include "trace/trace_loader.h"
 
 namespace strata {
 namespace {
 
-model::Trace load_or_die(const std::string& path) {
-  model::Trace t;
+trace::Trace load_or_die(const std::string& path) {
+  trace::Trace t;
   std::string error;
-  EXPECT_TRUE(model::load_trace(path, &t, &error)) << error;
+  EXPECT_TRUE(trace::load_trace(path, &t, &error)) << error;
   return t;
 }
 
-uint64_t drops(const model::Trace& t, const std::string& cause) {
+uint64_t drops(const trace::Trace& t, const std::string& cause) {
   uint64_t n = 0;
   for (const auto& p : t.processes) {
     n += p.stats.get("dropped." + cause);  // the collector's cause, as written in the file
@@ -42,7 +42,7 @@ collect::SessionConfig config(const std::string& path, int level) {
   return c;
 }
 
-std::map<std::string, size_t> index_by_name(const model::Trace& t) {
+std::map<std::string, size_t> index_by_name(const trace::Trace& t) {
   std::map<std::string, size_t> idx;
   for (size_t i = 0; i < t.spans.size(); ++i) idx[std::string(t.name(t.spans[i]))] = i;
   return idx;
@@ -60,7 +60,7 @@ TEST(Structure, SpanEndedOnAnotherThreadLeavesItsEnclosingSpanIntact) {
   std::thread([handed] { strata_span_end(handed); }).join();
   { STRATA_SPAN("after", model); }
   collect::stop_recording();
-  model::Trace t = load_or_die(dir.file("h.strata"));
+  trace::Trace t = load_or_die(dir.file("h.strata"));
   auto idx = index_by_name(t);
   ASSERT_EQ(t.spans.size(), 3u);
   const SpanRecord& outer = t.spans[idx.at("outer")];
@@ -92,7 +92,7 @@ TEST(Structure, CrossThreadEndIsOrderedByTimeNotByDrainOrder) {
   strata_span_end(outer);
   collect::current_session()->pause_writer_for_testing(false);
   collect::stop_recording();
-  model::Trace t = load_or_die(dir.file("o.strata"));
+  trace::Trace t = load_or_die(dir.file("o.strata"));
   auto idx = index_by_name(t);
   ASSERT_EQ(t.spans.size(), 5u);
   const SpanRecord& o = t.spans[idx.at("outer_api")];
@@ -125,7 +125,7 @@ int rank_of(std::string_view name) {
 // The expected parent of every span: the innermost recorded span on the same thread that encloses it
 // in the program's static structure and whose interval contains it. Returns the number of
 // spans whose recorded parent differs, with the first few in *report.
-size_t check_structure(const model::Trace& t, std::string* report) {
+size_t check_structure(const trace::Trace& t, std::string* report) {
   struct Entry {
     int64_t start, end;
     uint64_t id;
@@ -195,7 +195,7 @@ void run_exhaustion(int threads, int iterations, size_t budget, bool pause_first
   }
   for (auto& th : pool) th.join();
   collect::stop_recording();
-  model::Trace t = load_or_die(dir.file("e.strata"));
+  trace::Trace t = load_or_die(dir.file("e.strata"));
   const uint64_t attempted = uint64_t{4} * static_cast<uint64_t>(threads) * static_cast<uint64_t>(iterations);
   const uint64_t full = drops(t, "buffer_full");
   uint64_t unfinished = 0;

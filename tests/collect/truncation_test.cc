@@ -7,8 +7,8 @@
 #include "../test_util.h"
 #include "collect/runtime.h"
 #include "format/chunk_reader.h"
-#include "model/trace_loader.h"
 #include "strata/strata.h"
+#include "trace/trace_loader.h"
 
 namespace strata {
 namespace {
@@ -54,9 +54,9 @@ TEST(Truncation, SpansChunksAreBoundedInBytes) {
 
   // Cut in the middle: about half of the spans come back.
   const std::string whole = testing::read_file(path);
-  model::Trace half;
+  trace::Trace half;
   std::string error;
-  ASSERT_TRUE(model::load_trace(cut_copy(dir, path, whole.size() / 2), &half, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(cut_copy(dir, path, whole.size() / 2), &half, &error)) << error;
   EXPECT_GE(half.spans.size(), static_cast<size_t>(kSpans) * 3 / 10);
   EXPECT_EQ(half.stats.get(stats::Stat::kLoadTruncatedFiles), 1u);
 }
@@ -72,9 +72,9 @@ TEST(Truncation, CutInsideTheOnlySpansChunkIsAnError) {
     if (chunk.type == static_cast<uint16_t>(format::ChunkType::kSpans) && spans_offset == 0) spans_offset = chunk.offset;
   ASSERT_GT(spans_offset, 0u);
   std::string cut = cut_copy(dir, path, spans_offset + 5000);
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  EXPECT_FALSE(model::load_trace(cut, &t, &error)) << "0 spans recovered must not load as an empty trace";
+  EXPECT_FALSE(trace::load_trace(cut, &t, &error)) << "0 spans recovered must not load as an empty trace";
   EXPECT_NE(error.find(cut), std::string::npos) << error;
   EXPECT_NE(error.find("cut at offset " + std::to_string(spans_offset)), std::string::npos) << error;
 
@@ -87,9 +87,9 @@ TEST(Truncation, CutInsideTheOnlySpansChunkIsAnError) {
 TEST(Truncation, AnUndamagedTraceWithoutSpansStillLoads) {
   testing::TempDir dir;
   std::string path = record_one_burst(dir, 0);
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  EXPECT_TRUE(model::load_trace(path, &t, &error)) << error;
+  EXPECT_TRUE(trace::load_trace(path, &t, &error)) << error;
   EXPECT_EQ(t.spans.size(), 0u);
 }
 

@@ -6,9 +6,9 @@
 
 #include "../import/import_test_util.h"
 #include "import/importer.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
-namespace strata::model {
+namespace strata::trace {
 namespace {
 
 using strata::testing::count_occurrences;
@@ -119,4 +119,4 @@ TEST(KinetoCorrelation, RuntimeCallParentsAreConsistent) {
 }
 
 }  // namespace
-}  // namespace strata::model
+}  // namespace strata::trace

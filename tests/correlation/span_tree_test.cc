@@ -1,9 +1,9 @@
 // The correlation engine on small synthetic traces: each test builds the situation it names.
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 #include <gtest/gtest.h>
 
-namespace strata::model {
+namespace strata::trace {
 namespace {
 
 class Builder {
@@ -180,4 +180,4 @@ TEST(SpanTree, KnownLinksOnlyWhenReconstructionIsOff) {
 }
 
 }  // namespace
-}  // namespace strata::model
+}  // namespace strata::trace

@@ -14,9 +14,9 @@
 namespace strata {
 namespace {
 
-model::Trace memory_counters() {
-  model::Trace t;
-  model::Process p;
+trace::Trace memory_counters() {
+  trace::Trace t;
+  trace::Process p;
   p.pid = 42;
   t.add_process(p);
   const std::pair<const char*, const char*> tracks[] = {{"PyTorch CPU allocator", "cpu"},
@@ -40,7 +40,7 @@ model::Trace memory_counters() {
 }
 
 TEST(CounterExport, ArgsAreNumericSeriesAndImportBack) {
-  model::Trace t = memory_counters();
+  trace::Trace t = memory_counters();
   std::ostringstream out;
   exporter::write_chrome_trace(t, out);
   simdjson::dom::parser parser;
@@ -62,7 +62,7 @@ TEST(CounterExport, ArgsAreNumericSeriesAndImportBack) {
   EXPECT_EQ(series[memory_keys::counter_name("PyTorch CUDA allocator", "cuda:0")].size(),
             99u);  // NaN left out
   // Read back by the importer: the same tracks (named as Perfetto names them) and values.
-  model::Trace back;
+  trace::Trace back;
   std::string error;
   import::ImportOptions chrome;
   chrome.format = "kineto";  // the generic Chrome-trace reader

@@ -10,9 +10,9 @@
 namespace strata {
 namespace {
 
-model::Trace sample_trace() {
-  model::Trace t;
-  model::Process p;
+trace::Trace sample_trace() {
+  trace::Trace t;
+  trace::Process p;
   p.pid = 321;
   p.command_line = "python3 \"train.py\"";
   p.trace_id = "0123456789abcdef0123456789abcdef";
@@ -50,7 +50,7 @@ model::Trace sample_trace() {
 }
 
 TEST(ChromeExport, ParsesBackWithNestingFlowsAndNames) {
-  model::Trace t = sample_trace();
+  trace::Trace t = sample_trace();
   std::ostringstream out;
   exporter::write_chrome_trace(t, out);
   simdjson::dom::parser parser;
@@ -111,7 +111,7 @@ TEST(ChromeExport, ParsesBackWithNestingFlowsAndNames) {
 }
 
 TEST(SpanExport, JsonParsesBackWithEveryField) {
-  model::Trace t = sample_trace();
+  trace::Trace t = sample_trace();
   std::ostringstream out;
   exporter::write_spans_json(t, out);
   simdjson::dom::parser parser;
@@ -133,7 +133,7 @@ TEST(SpanExport, JsonParsesBackWithEveryField) {
 }
 
 TEST(SpanExport, CsvHasOneRowPerSpanAndQuotesFields) {
-  model::Trace t = sample_trace();
+  trace::Trace t = sample_trace();
   std::ostringstream out;
   exporter::write_spans_csv(t, out);
   std::string csv = out.str();

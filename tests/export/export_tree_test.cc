@@ -12,7 +12,7 @@
 
 #include "export/exporters.h"
 #include "import/importer.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata {
 namespace {
@@ -20,8 +20,8 @@ namespace {
 const std::string kKineto =
     std::string(STRATA_SOURCE_DIR) + "/tests/golden/inputs/a100_alexnet_train.json.gz";
 
-model::Trace kineto_trace() {
-  model::Trace t;
+trace::Trace kineto_trace() {
+  trace::Trace t;
   std::string error;
   EXPECT_TRUE(import::import_trace(kKineto, &t, &error)) << error;
   return t;
@@ -53,8 +53,8 @@ std::vector<Exported> parse_json(const std::string& text) {
 }
 
 TEST(ExportTree, ImportedKinetoSpansCarryTheirParents) {
-  model::Trace t = kineto_trace();
-  const model::SpanTree& tree = t.tree();
+  trace::Trace t = kineto_trace();
+  const trace::SpanTree& tree = t.tree();
   std::ostringstream out;
   exporter::write_spans_json(t, out);
   std::vector<Exported> spans = parse_json(out.str());
@@ -67,7 +67,7 @@ TEST(ExportTree, ImportedKinetoSpansCarryTheirParents) {
     const Exported& s = spans[i];
     if (s.parent_id.empty()) {
       EXPECT_TRUE(s.link.empty());
-      EXPECT_EQ(tree.parent(i), model::kNoParent);
+      EXPECT_EQ(tree.parent(i), trace::kNoParent);
       continue;
     }
     ++with_parent;
@@ -102,8 +102,8 @@ TEST(ExportTree, ImportedKinetoSpansCarryTheirParents) {
 TEST(ExportTree, RecordedTopLevelSpansNameTheirRemoteParent) {
   // As `strata record` leaves them: the process inherited a TRACEPARENT whose span is the
   // recorder's, not in the file; top-level spans name it, nested ones their local parents.
-  model::Trace t;
-  model::Process p;
+  trace::Trace t;
+  trace::Process p;
   p.pid = 42;
   p.parent_span_id = "00000000000abcde";
   t.add_process(p);
@@ -139,8 +139,8 @@ TEST(ExportTree, RecordedTopLevelSpansNameTheirRemoteParent) {
 TEST(ExportTree, AChildProcessHangsUnderTheSpanThatStartedIt) {
   // `strata.inject_context()` / TRACEPARENT: the child's top-level span names a span of its parent
   // process, which is in the file under another pid.
-  model::Trace t;
-  model::Process parent, child;
+  trace::Trace t;
+  trace::Process parent, child;
   parent.pid = 10;
   child.pid = 11;
   t.add_process(parent);
@@ -172,22 +172,22 @@ TEST(ExportTree, AChildProcessHangsUnderTheSpanThatStartedIt) {
 }
 
 TEST(ExportTree, ChromeShowsEveryTreeEdgeByNestingOrOneFlow) {
-  model::Trace t = kineto_trace();
-  const model::SpanTree& tree = t.tree();
-  const model::TrackTable& tracks = t.tracks();
+  trace::Trace t = kineto_trace();
+  const trace::SpanTree& tree = t.tree();
+  const trace::TrackTable& tracks = t.tracks();
   // Edges that nesting cannot show: the parent is on another track or does not enclose the child.
   size_t expected_flows = 0;
   std::map<std::string, size_t> expected_by_link;
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const int32_t p = tree.parent(i);
-    if (p == model::kNoParent || t.spans[p].kind == static_cast<uint8_t>(SpanKind::kCounter)) continue;
+    if (p == trace::kNoParent || t.spans[p].kind == static_cast<uint8_t>(SpanKind::kCounter)) continue;
     const SpanRecord& c = t.spans[i];
     const SpanRecord& q = t.spans[p];
     const bool nested =
         tracks.track_of(c) == tracks.track_of(q) && q.start_ns <= c.start_ns && c.end_ns <= q.end_ns;
     if (!nested) {
       ++expected_flows;
-      ++expected_by_link[std::string(model::link_kind_name(tree.link(i)))];
+      ++expected_by_link[std::string(trace::link_kind_name(tree.link(i)))];
     }
   }
   ASSERT_GT(expected_flows, 0u);

@@ -1,6 +1,8 @@
 // The SQLite export of a generated trace (several processes and threads, nested spans at four
 // levels, launches and kernels, attributes and metrics) queried back against brute-force answers
 // computed from the trace itself.
+#include "export/sqlite_export.h"
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -9,17 +11,16 @@
 #include <string>
 
 #include "core/level.h"
-#include "export/sqlite_export.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata {
 namespace {
 
-model::Trace generated_trace(size_t evaluations, uint64_t seed) {
+trace::Trace generated_trace(size_t evaluations, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  model::Trace t;
+  trace::Trace t;
   for (int p = 0; p < 3; ++p) {
-    model::Process proc;
+    trace::Process proc;
     proc.pid = 1000 + p;
     proc.thread_names[static_cast<uint32_t>(proc.pid)] = "main";
     t.add_process(proc);
@@ -93,7 +94,7 @@ class Db {
 };
 
 TEST(SqliteExport, AggregatesAndTreeEqualBruteForce) {
-  model::Trace t = generated_trace(3000, 7);
+  trace::Trace t = generated_trace(3000, 7);
   Db db;
   std::string error;
   ASSERT_TRUE(exporter::write_sqlite(t, db.get(), &error)) << error;
@@ -109,10 +110,10 @@ TEST(SqliteExport, AggregatesAndTreeEqualBruteForce) {
   EXPECT_EQ(db.pairs("SELECT name, count(*) FROM spans GROUP BY name"), count_by_name);
 
   // Parent, link and depth of every span: the span tree's.
-  const model::SpanTree& tree = t.tree();
+  const trace::SpanTree& tree = t.tree();
   std::map<std::string, int64_t> links, parents;
   for (size_t i = 0; i < t.spans.size(); ++i) {
-    const std::string link(model::link_kind_name(tree.link(i)));
+    const std::string link(trace::link_kind_name(tree.link(i)));
     ++links[link.empty() ? "<null>" : link];
     parents[std::to_string(i)] = int64_t{tree.parent(i)} * 1000 + int64_t{tree.depth(i)};
   }
@@ -142,7 +143,7 @@ TEST(SqliteExport, AggregatesAndTreeEqualBruteForce) {
 }
 
 TEST(SqliteExport, RefusesADatabaseThatIsNotEmpty) {
-  model::Trace t = generated_trace(5, 1);
+  trace::Trace t = generated_trace(5, 1);
   Db db;
   std::string error;
   ASSERT_TRUE(exporter::write_sqlite(t, db.get(), &error)) << error;

@@ -8,7 +8,7 @@
 #include "format/chunk_reader.h"
 #include "format/payloads.h"
 #include "format/stream_writer.h"
-#include "model/trace_loader.h"
+#include "trace/trace_loader.h"
 
 namespace strata {
 namespace {
@@ -42,7 +42,7 @@ struct LoadReport {
   uint64_t corrupt_chunks = 0, skipped_bytes = 0, unknown_chunks = 0, truncated_files = 0;
 };
 
-LoadReport report_of(const model::Trace& t) {
+LoadReport report_of(const trace::Trace& t) {
   using stats::Stat;
   return {t.warnings, t.stats.get(Stat::kLoadCorruptChunks), t.stats.get(Stat::kLoadSkippedBytes),
           t.stats.get(Stat::kLoadUnknownChunks), t.stats.get(Stat::kLoadTruncatedFiles)};
@@ -56,20 +56,20 @@ struct LoadOutcome {
 };
 
 LoadOutcome load(const std::string& path) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  bool ok = model::load_trace(path, &t, &error);
+  bool ok = trace::load_trace(path, &t, &error);
   return {ok, error, t.spans.size(), report_of(t)};
 }
 
 // The same from memory: the exhaustive corruption loops load thousands of variants.
 LoadOutcome load_bytes(const std::string& bytes) {
   format::ChunkReader reader;
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   bool ok = reader.open(format::memory_source(bytes), "mem.strata");
   if (!ok) error = reader.error();
-  if (ok) ok = model::load_chunks(reader, &t, &error);
+  if (ok) ok = trace::load_chunks(reader, &t, &error);
   return {ok, error, t.spans.size(), report_of(t)};
 }
 
@@ -262,9 +262,9 @@ TEST(CorruptInput, UndefinedStringIdsAreCountedNotFatal) {
   format::encode_spans(std::span<const SpanRecord>(&rec, 1), {}, &payload);
   ASSERT_TRUE(file.write_chunk(format::ChunkType::kSpans, 1, payload));
   file.close();
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(path, &t, &error));
+  ASSERT_TRUE(trace::load_trace(path, &t, &error));
   ASSERT_EQ(t.spans.size(), 1u);
   EXPECT_EQ(t.stats.get(stats::Stat::kLoadUnknownStrings), 1u);
   EXPECT_EQ(t.name(t.spans[0]), "<unknown string 12345>");

@@ -19,8 +19,8 @@
 #include "format/chunk_writer.h"
 #include "format/payloads.h"
 #include "format/trace_merge.h"
-#include "model/trace_loader.h"
-#include "model/trace_summary.h"
+#include "trace/trace_loader.h"
+#include "trace/trace_summary.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define STRATA_UNDER_ASAN 1
@@ -77,7 +77,7 @@ class CraftedFile {
 struct Loaded {
   bool ok = false;
   std::string error;
-  model::Trace trace;
+  trace::Trace trace;
 };
 
 void load_bytes(const std::string& bytes, Loaded* out) {
@@ -87,10 +87,10 @@ void load_bytes(const std::string& bytes, Loaded* out) {
     out->error = reader.error();
     return;
   }
-  out->ok = model::load_chunks(reader, &out->trace, &out->error);
+  out->ok = trace::load_chunks(reader, &out->trace, &out->error);
 }
 
-bool has_warning(const model::Trace& t, const std::string& text) {
+bool has_warning(const trace::Trace& t, const std::string& text) {
   for (const auto& w : t.warnings)
     if (w.find(text) != std::string::npos) return true;
   return false;
@@ -280,9 +280,9 @@ TEST(HostileInput, MergeLeavesOutAPartThatReusesAnotherPartsStreamId) {
   for (const auto& w : merged.warnings)
     warned |= w.find("b.strata") != std::string::npos && w.find("already wrote") != std::string::npos;
   EXPECT_TRUE(warned);
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(out, &t, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(out, &t, &error)) << error;
   ASSERT_EQ(t.processes.size(), 1u);
   EXPECT_EQ(t.processes[0].pid, 100);
   EXPECT_EQ(t.spans.size(), 3u);
@@ -290,8 +290,8 @@ TEST(HostileInput, MergeLeavesOutAPartThatReusesAnotherPartsStreamId) {
   // streamed summary `strata info` uses alike: b.strata's Process and Spans chunks.
   EXPECT_EQ(merged.skipped_chunks, 2u);
   EXPECT_EQ(t.stats.get(stats::Stat::kMergeForeignStreamChunks), 2u);
-  model::TraceSummary summary;
-  ASSERT_TRUE(model::summarize_file(out, &summary, &error)) << error;
+  trace::TraceSummary summary;
+  ASSERT_TRUE(trace::summarize_file(out, &summary, &error)) << error;
   EXPECT_EQ(summary.stats.get(stats::Stat::kMergeForeignStreamChunks), 2u);
 }
 
@@ -302,9 +302,9 @@ TEST(HostileInput, ANamedPipeIsRefusedWithoutBlocking) {
   int status = run_limited(
       64L << 20,
       [&] {
-        model::Trace t;
+        trace::Trace t;
         std::string error;
-        bool loaded = model::load_trace(fifo, &t, &error);
+        bool loaded = trace::load_trace(fifo, &t, &error);
         return !loaded && error.find("named pipe") != std::string::npos;
       },
       10);

@@ -8,7 +8,7 @@
 #include "format/chunk_reader.h"
 #include "format/payloads.h"
 #include "format/stream_writer.h"
-#include "model/trace_loader.h"
+#include "trace/trace_loader.h"
 
 namespace strata {
 namespace {
@@ -104,7 +104,7 @@ Written write_sample(const std::string& path, int compression, size_t count) {
   return out;
 }
 
-std::string attr_text(const model::Trace& t, const AttrRecord& a) {
+std::string attr_text(const trace::Trace& t, const AttrRecord& a) {
   switch (static_cast<AttrType>(a.type)) {
     case AttrType::kInt: return std::to_string(a.value.i);
     case AttrType::kDouble:
@@ -118,13 +118,13 @@ void check_round_trip(int compression) {
   testing::TempDir dir;
   const std::string path = dir.file("t.strata");
   Written w = write_sample(path, compression, 5000);
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(path, &t, &error, {.sort_by_start = false})) << error;
+  ASSERT_TRUE(trace::load_trace(path, &t, &error, {.sort_by_start = false})) << error;
   ASSERT_EQ(t.spans.size(), w.spans.size());
   EXPECT_TRUE(t.warnings.empty());
   ASSERT_EQ(t.processes.size(), 1u);
-  const model::Process& p = t.processes[0];
+  const trace::Process& p = t.processes[0];
   EXPECT_EQ(p.pid, 4242);
   EXPECT_EQ(p.ppid, 1);
   EXPECT_EQ(p.host, "testhost");
@@ -185,9 +185,9 @@ TEST(RoundTrip, SortKeepsAttributesWithTheirSpans) {
   testing::TempDir dir;
   const std::string path = dir.file("t.strata");
   write_sample(path, 0, 300);
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(path, &t, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(path, &t, &error)) << error;
   for (size_t i = 1; i < t.spans.size(); ++i) EXPECT_LE(t.spans[i - 1].start_ns, t.spans[i].start_ns);
   for (size_t i = 0; i < t.spans.size(); ++i) {
     // Spans were written with (span_id - 1000) % 4 attributes.
@@ -202,9 +202,9 @@ TEST(RoundTrip, DirectoryOfProcessFilesLoadsAsOneTrace) {
   testing::TempDir dir;
   write_sample(dir.file("1.strata"), 0, 100);
   write_sample(dir.file("2.strata"), 0, 50);
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(dir.path(), &t, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(dir.path(), &t, &error)) << error;
   EXPECT_EQ(t.spans.size(), 150u);
   EXPECT_EQ(t.stats.get(stats::Stat::kLoadFiles), 2u);
 }
@@ -254,9 +254,9 @@ TEST(ClockRefinement, TickDerivedTimesFollowTheRunLongCalibration) {
   ASSERT_TRUE(w.flush());
   ASSERT_TRUE(w.write_clock_snapshot(end));
   file.close();
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(path, &t, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(path, &t, &error)) << error;
   ASSERT_EQ(t.spans.size(), 2u);
   const SpanRecord& a = t.spans[0].span_id == 1 ? t.spans[0] : t.spans[1];
   const SpanRecord& b = t.spans[0].span_id == 1 ? t.spans[1] : t.spans[0];

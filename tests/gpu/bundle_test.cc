@@ -9,8 +9,8 @@
 
 #include "../test_util.h"
 #include "core/level.h"
-#include "model/trace.h"
-#include "model/trace_loader.h"
+#include "trace/trace.h"
+#include "trace/trace_loader.h"
 
 namespace strata {
 namespace {
@@ -68,9 +68,9 @@ TEST(Bundle, MovedTreeRecordsWithItsOwnLibraries) {
                 " -- " + program + " > /dev/null 2> " + err),
             0)
       << testing::read_file(err);
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(out, &t, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(out, &t, &error)) << error;
   size_t nvtx_spans = 0;
   for (const auto& s : t.spans)
     if (t.name(s) == "layer1" && s.level == static_cast<uint8_t>(Level::kLayer)) ++nvtx_spans;

@@ -9,8 +9,8 @@
 
 #include "../test_util.h"
 #include "core/level.h"
-#include "model/trace.h"
-#include "model/trace_loader.h"
+#include "trace/trace.h"
+#include "trace/trace_loader.h"
 
 namespace strata {
 namespace {
@@ -22,7 +22,7 @@ int run(const std::string& command) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string attr_text(const model::Trace& t, size_t span, std::string_view key) {
+std::string attr_text(const trace::Trace& t, size_t span, std::string_view key) {
   auto a = t.find_attr(span, key);
   if (!a) return "<missing>";
   switch (static_cast<AttrType>(a->type)) {
@@ -35,7 +35,7 @@ std::string attr_text(const model::Trace& t, size_t span, std::string_view key) 
   }
 }
 
-std::vector<size_t> spans_named(const model::Trace& t, std::string_view name) {
+std::vector<size_t> spans_named(const trace::Trace& t, std::string_view name) {
   std::vector<size_t> out;
   for (size_t i = 0; i < t.spans.size(); ++i)
     if (t.name(t.spans[i]) == name) out.push_back(i);
@@ -49,9 +49,9 @@ TEST(GpuRecord, NvtxRangesDomainsAndMarksBecomeLayerSpans) {
                 "/nvtx_demo > /dev/null 2> " + err),
             0)
       << testing::read_file(err);
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(out, &t, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(out, &t, &error)) << error;
 
   auto forward = spans_named(t, "model.forward");
   ASSERT_EQ(forward.size(), 1u);
@@ -86,9 +86,9 @@ TEST(GpuRecord, NvtxIsOffBelowLayerLevel) {
   ASSERT_EQ(run(kBin + "/strata record --quiet --level model -o " + out + " -- " + kBin +
                 "/nvtx_demo > /dev/null 2>&1"),
             0);
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(out, &t, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(out, &t, &error)) << error;
   EXPECT_TRUE(spans_named(t, "layer0").empty());
 }
 
@@ -104,9 +104,9 @@ TEST(GpuRecord, CudnnAndCublasParametersAreRecorded) {
       << testing::read_file(log);
   std::string printed = testing::read_file(log);
   ASSERT_NE(printed.find("descriptors created"), std::string::npos) << printed;
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(out, &t, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(out, &t, &error)) << error;
 
   auto conv = spans_named(t, "cudnnConvolutionForward");
   ASSERT_EQ(conv.size(), 1u) << printed;
@@ -161,9 +161,9 @@ TEST(GpuRecord, CallsFromALocallyLoadedModuleReachTheRealLibraries) {
                 " 2>&1"),
             0)
       << testing::read_file(log);
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(out, &t, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(out, &t, &error)) << error;
   for (const char* name : {"cudnnConvolutionForward", "cublasSgemm", "cublasLtMatmul"}) {
     auto spans = spans_named(t, name);
     ASSERT_EQ(spans.size(), 1u) << name << "\n" << testing::read_file(log);
@@ -194,9 +194,9 @@ TEST(GpuRecord, RealCuptiErrorLeavesProgramRunningUntraced) {
   EXPECT_EQ(collector_lines, 1u) << errors;
   EXPECT_NE(errors.find("strata: CUPTI cuptiSubscribe failed: "), std::string::npos) << errors;
   EXPECT_NE(errors.find("runs without GPU tracing"), std::string::npos) << errors;
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(out, &t, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(out, &t, &error)) << error;
   EXPECT_TRUE(spans_named(t, "cupti.session").empty());
 }
 

@@ -19,9 +19,9 @@
 #include "fake_pc_sampling.h"
 #include "gpu/cupti_collector.h"
 #include "gpu/pc_sampler.h"
-#include "model/span_tree.h"
-#include "model/trace_loader.h"
 #include "strata/strata.h"
+#include "trace/span_tree.h"
+#include "trace/trace_loader.h"
 
 namespace strata::gpu {
 namespace {
@@ -473,10 +473,10 @@ TEST(GpuStalls, RecordedTraceGivesKernelLineAndOpShares) {
   collector.stop();
   collect::stop_recording();
 
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(path, &t, &error)) << error;
-  model::SpanTree tree = model::build_span_tree(t);
+  ASSERT_TRUE(trace::load_trace(path, &t, &error)) << error;
+  trace::SpanTree tree = trace::build_span_tree(t);
   analysis::Params params;
   const analysis::Analysis* a = analysis::find_analysis("gpu_stalls");
   ASSERT_NE(a, nullptr);

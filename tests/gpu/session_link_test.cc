@@ -4,15 +4,15 @@
 #include <gtest/gtest.h>
 
 #include "../test_util.h"
-#include "core/attr_keys.h"
 #include "collect/runtime.h"
+#include "core/attr_keys.h"
 #include "core/level.h"
 #include "fake_cupti.h"
 #include "gpu/cupti_collector.h"
 #include "gpu/span_sink.h"
-#include "model/span_tree.h"
-#include "model/trace_loader.h"
 #include "strata/strata.h"
+#include "trace/span_tree.h"
+#include "trace/trace_loader.h"
 
 namespace strata::gpu {
 namespace {
@@ -69,10 +69,10 @@ TEST(SessionLink, KernelAttributedToLayerThroughLaunch) {
   collector.stop();
   collect::stop_recording();
 
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::load_trace(path, &t, &error)) << error;
-  model::SpanTree tree = model::build_span_tree(t);
+  ASSERT_TRUE(trace::load_trace(path, &t, &error)) << error;
+  trace::SpanTree tree = trace::build_span_tree(t);
   int kernel = -1, launch = -1, layer_index = -1;
   for (size_t i = 0; i < t.spans.size(); ++i) {
     std::string_view n = t.name(t.spans[i]);

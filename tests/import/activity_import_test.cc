@@ -2,7 +2,7 @@
 // - every event of six real Kineto traces (A100, V100, MI250, an NCCL rank, two H100) gets the type
 //   an independent reading of its category says (the expectation below is written from Kineto's
 //   ActivityType names, not from the importer's table);
-// - the format 1.0 upgrade (model/activity_upgrade.h) gives the same types as today's importer on
+// - the format 1.0 upgrade (trace/activity_upgrade.h) gives the same types as today's importer on
 //   the same traces, and 1.0 files that 1.0 `strata import` wrote load with today's types and keys;
 // - ONNX Runtime and TensorFlow traces; a file laid out as the 1.0 CUPTI collector wrote it.
 #include <gtest/gtest.h>
@@ -20,9 +20,9 @@
 #include "import/chrome_json.h"
 #include "import/importer.h"
 #include "import_test_util.h"
-#include "model/activity_upgrade.h"
-#include "model/trace_loader.h"
-#include "model/trace_saver.h"
+#include "trace/activity_upgrade.h"
+#include "trace/trace_loader.h"
+#include "trace/trace_saver.h"
 
 namespace strata::testing {
 namespace {
@@ -89,7 +89,7 @@ TEST(ActivityImport, KinetoCategoriesOfRealTracesBecomeActivityTypes) {
         expected.insert({std::string(ev.name), static_cast<uint8_t>(expected_activity(ev))});
     }, &error)) << error;
 
-    model::Trace t;
+    trace::Trace t;
     import::ImportStats stats;
     ASSERT_TRUE(import::import_trace_with_stats(path, &t, &error, {}, &stats)) << error;
     EXPECT_EQ(import::dropped_events(stats), 0u) << file;
@@ -124,7 +124,7 @@ TEST(ActivityImport, KinetoCategoriesOfRealTracesBecomeActivityTypes) {
 
 // Kineto's spellings become canonical keys: what each fact was called in the JSON, counted there.
 TEST(ActivityImport, KinetoArgsBecomeCanonicalKeys) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(import::import_trace(kineto_path("multirank_rank0.json.gz"), &t, &error)) << error;
   const std::string json = gunzip_file(kineto_path("multirank_rank0.json.gz"));
@@ -159,7 +159,7 @@ TEST(ActivityImport, KinetoArgsBecomeCanonicalKeys) {
 // traces it gives every span the type today's importer gives it.
 TEST(ActivityImport, FormatUpgradeAgreesWithTodaysImport) {
   for (const char* file : kKinetoTraces) {
-    model::Trace t;
+    trace::Trace t;
     std::string error;
     ASSERT_TRUE(import::import_trace(kineto_path(file), &t, &error)) << error;
     std::vector<uint8_t> imported;
@@ -167,7 +167,7 @@ TEST(ActivityImport, FormatUpgradeAgreesWithTodaysImport) {
       imported.push_back(s.activity);
       s.activity = 0;
     }
-    model::UpgradeCounts up = model::upgrade_untyped_spans(&t);
+    trace::UpgradeCounts up = trace::upgrade_untyped_spans(&t);
     EXPECT_EQ(up.spans_typed, t.spans.size()) << file;
     size_t differ = 0;
     for (size_t i = 0; i < t.spans.size(); ++i)
@@ -186,7 +186,7 @@ struct SpanKey {
 };
 
 // What analyses read of a span: its type and its canonical facts.
-std::string facts(const model::Trace& t, size_t i) {
+std::string facts(const trace::Trace& t, size_t i) {
   std::string out = activity_name(t.spans[i].activity);
   for (std::string_view key : {attr_keys::kShapes, attr_keys::kExternalCorrelationId, attr_keys::kAchievedOccupancy,
                                attr_keys::kAllocBytes, attr_keys::kStep, attr_keys::kOpType, attr_keys::kBytes})
@@ -199,7 +199,7 @@ std::string facts(const model::Trace& t, size_t i) {
   return out;
 }
 
-std::map<SpanKey, std::multiset<std::string>> by_key(const model::Trace& t) {
+std::map<SpanKey, std::multiset<std::string>> by_key(const trace::Trace& t) {
   std::map<SpanKey, std::multiset<std::string>> m;
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const SpanRecord& s = t.spans[i];
@@ -223,9 +223,10 @@ TEST(ActivityImport, Format10ImportsLoadAsTodaysImports) {
       {"ort_profile.trace", "tests/import/data/ort_profile.json"},
   };
   for (const auto& [old_file, json] : cases) {
-    model::Trace old_trace, today;
+    trace::Trace old_trace, today;
     std::string error;
-    ASSERT_TRUE(model::load_trace(source_path(std::string("tests/data/format_1_0/") + old_file), &old_trace, &error))
+    ASSERT_TRUE(
+        trace::load_trace(source_path(std::string("tests/data/format_1_0/") + old_file), &old_trace, &error))
         << error;
     ASSERT_TRUE(import::import_trace(source_path(json), &today, &error)) << error;
     EXPECT_EQ(old_trace.stats.get(stats::Stat::kLoadActivityUpgraded), old_trace.spans.size()) << old_file;
@@ -243,12 +244,12 @@ TEST(ActivityImport, Format10ImportsLoadAsTodaysImports) {
 }
 
 TEST(ActivityImport, OnnxRuntimeAndTensorFlow) {
-  auto count = [](const model::Trace& t) {
+  auto count = [](const trace::Trace& t) {
     std::map<std::pair<std::string, ActivityType>, int> m;
     for (const SpanRecord& s : t.spans) ++m[{level_name(s.level), s.activity_type()}];
     return m;
   };
-  model::Trace ort, tf1, tf2;
+  trace::Trace ort, tf1, tf2;
   std::string error;
   ASSERT_TRUE(import::import_trace(source_path("tests/import/data/ort_profile.json"), &ort, &error)) << error;
   ASSERT_TRUE(import::import_trace(source_path("tests/import/data/tf_timeline.json"), &tf1, &error)) << error;
@@ -273,7 +274,7 @@ TEST(ActivityImport, TensorFlowCopyOps) {
     {"ph": "X", "cat": "Op", "name": "MEMCPYDtoH", "pid": 2, "tid": 0, "ts": 20, "dur": 5, "args": {"name": "edge_2_y", "op": "MEMCPYDtoH"}},
     {"ph": "X", "cat": "Op", "name": "edge_3:MemcpyD2D", "pid": 2, "tid": 0, "ts": 30, "dur": 5}
   ]})";
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   import::ImportOptions opts;
   opts.format = "tensorflow";
@@ -304,8 +305,8 @@ void mark_format_1_0(const std::string& path) {
 // and cupti_collector.cc): device records carry "category" (and "copy_kind"), API calls "category"
 // (their class) and "api", kernels "external_id".
 TEST(ActivityImport, Format10CuptiSpansAreTypedFromTheirAttributes) {
-  model::Trace t;
-  t.add_process(model::Process{});
+  trace::Trace t;
+  t.add_process(trace::Process{});
   auto add = [&](const char* name, Level level, SpanKind kind, std::vector<AttrRecord> attrs) {
     SpanRecord r;
     r.span_id = t.spans.size() + 1;
@@ -335,10 +336,10 @@ TEST(ActivityImport, Format10CuptiSpansAreTypedFromTheirAttributes) {
   TempDir dir;
   const std::string path = dir.file("cupti_1_0.trace");
   std::string error;
-  ASSERT_TRUE(model::save_trace(t, path, &error)) << error;
+  ASSERT_TRUE(trace::save_trace(t, path, &error)) << error;
   mark_format_1_0(path);
-  model::Trace loaded;
-  ASSERT_TRUE(model::load_trace(path, &loaded, &error)) << error;
+  trace::Trace loaded;
+  ASSERT_TRUE(trace::load_trace(path, &loaded, &error)) << error;
   ASSERT_EQ(loaded.spans.size(), 15u);
   const ActivityType want[] = {ActivityType::kRuntimeCall, ActivityType::kDriverCall,  ActivityType::kKernel,
                                ActivityType::kCollective,  ActivityType::kMemcpyHtoD,  ActivityType::kMemcpyDtoH,
@@ -352,9 +353,9 @@ TEST(ActivityImport, Format10CuptiSpansAreTypedFromTheirAttributes) {
   EXPECT_EQ(loaded.find_attr(2, attr_keys::kIssuingSpanId)->value.i, 7);
 
   // The same spans in a 1.1 file are not touched: unknown stays unknown, keys stay as written.
-  model::Trace current;
-  ASSERT_TRUE(model::save_trace(t, path, &error)) << error;
-  ASSERT_TRUE(model::load_trace(path, &current, &error)) << error;
+  trace::Trace current;
+  ASSERT_TRUE(trace::save_trace(t, path, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(path, &current, &error)) << error;
   EXPECT_EQ(current.stats.get(stats::Stat::kLoadActivityUpgraded), 0u);
   EXPECT_EQ(current.spans[2].activity_type(), ActivityType::kUnknown);
   EXPECT_TRUE(current.find_attr(2, "external_id"));
@@ -363,8 +364,8 @@ TEST(ActivityImport, Format10CuptiSpansAreTypedFromTheirAttributes) {
 // Spellings a 1.0 analysis read in order of preference: the one it read becomes the canonical key
 // and comes first, so a value does not change when a span carried several.
 TEST(ActivityImport, Format10KeyRenamesKeepTheValueThe10AnalysesRead) {
-  model::Trace t;
-  t.add_process(model::Process{});
+  trace::Trace t;
+  t.add_process(trace::Process{});
   SpanRecord r;
   r.level = static_cast<uint8_t>(Level::kLayer);
   r.name = t.strings.intern("aten::conv2d");
@@ -372,7 +373,7 @@ TEST(ActivityImport, Format10KeyRenamesKeepTheValueThe10AnalysesRead) {
   t.add_span(r, std::vector<AttrRecord>{t.string_attr("shapes", "[[1]]"), t.string_attr("shape", "[[2]]"),
                                         t.string_attr("layer_type", "Conv"), t.int_attr("batch_size", 4),
                                         t.metric("dram_bytes", 10), t.metric("memory_bytes_accessed", 20)});
-  model::UpgradeCounts c = model::upgrade_untyped_spans(&t);
+  trace::UpgradeCounts c = trace::upgrade_untyped_spans(&t);
   EXPECT_EQ(c.spans_typed, 1u);
   EXPECT_EQ(t.spans[0].activity_type(), ActivityType::kCpuOp);
   EXPECT_EQ(t.attr_value_string(*t.find_attr(0, attr_keys::kShapes)), "[[2]]");

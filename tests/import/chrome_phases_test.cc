@@ -10,28 +10,28 @@
 #include "import/chrome_json.h"
 #include "import/importer.h"
 #include "import_test_util.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata::import {
 namespace {
 
 using strata::testing::source_path;
 
-bool import_json(const std::string& json, model::Trace* t, ImportStats* stats, std::string* error) {
+bool import_json(const std::string& json, trace::Trace* t, ImportStats* stats, std::string* error) {
   ImportOptions opts;
   opts.format = "kineto";
   return import_buffer_with_stats(json, "test.json", t, error, opts, stats);
 }
 
-int find_span(const model::Trace& t, std::string_view name) {
+int find_span(const trace::Trace& t, std::string_view name) {
   for (size_t i = 0; i < t.spans.size(); ++i)
     if (t.name(t.spans[i]) == name) return static_cast<int>(i);
   return -1;
 }
 
-const model::Process& main_process(const model::Trace& t) {
-  const model::Process* best = &t.processes.at(0);
-  for (const model::Process& p : t.processes)
+const trace::Process& main_process(const trace::Trace& t) {
+  const trace::Process* best = &t.processes.at(0);
+  for (const trace::Process& p : t.processes)
     if (p.stats.get(stats::Stat::kImportEventsRead)) best = &p;
   return *best;
 }
@@ -56,7 +56,7 @@ TEST(ChromePhases, BeginEndPairsPerTrack) {
     {"ph": "B", "cat": "cpu_op", "name": "reversed", "pid": 1, "tid": 6, "ts": 60},
     {"ph": "E", "pid": 1, "tid": 6, "ts": 58}
   ]})";
-  model::Trace t;
+  trace::Trace t;
   ImportStats stats;
   std::string error;
   ASSERT_TRUE(import_json(json, &t, &stats, &error)) << error;
@@ -66,7 +66,7 @@ TEST(ChromePhases, BeginEndPairsPerTrack) {
   EXPECT_EQ(stats.get(stats::Stat::kImportSpansWritten), 6u);     // outer, other, inner, open, last, reversed
   EXPECT_EQ(dropped_events(stats), 4u);
   EXPECT_EQ(accounted_events(stats), stats.get(stats::Stat::kImportEventsRead));
-  const model::Process& p = main_process(t);
+  const trace::Process& p = main_process(t);
   const std::map<std::string, uint64_t> drops = {{"import.end_before_begin", 1},
                                                  {"import.end_of_dropped_begin", 1},
                                                  {"import.missing_ts", 1},
@@ -103,7 +103,7 @@ TEST(ChromePhases, BeginEndPairsPerTrack) {
   EXPECT_NE(t.spans[reversed].flags & kSpanFlagUnfinished, 0);
   EXPECT_EQ(t.spans[reversed].end_ns, 60000);
 
-  model::SpanTree tree = model::build_span_tree(t);
+  trace::SpanTree tree = trace::build_span_tree(t);
   EXPECT_EQ(tree.parent(static_cast<size_t>(inner)), outer);
 }
 
@@ -116,7 +116,7 @@ TEST(ChromePhases, CountersBecomeCounterSamples) {
     {"ph": "C", "name": "words", "pid": 1, "ts": 7, "args": {"state": "busy"}},
     {"ph": "C", "name": "Memory", "pid": 1, "args": {"Allocated": 1}}
   ]})";
-  model::Trace t;
+  trace::Trace t;
   ImportStats stats;
   std::string error;
   ASSERT_TRUE(import_json(json, &t, &stats, &error)) << error;
@@ -124,7 +124,7 @@ TEST(ChromePhases, CountersBecomeCounterSamples) {
   EXPECT_EQ(stats.get(stats::Stat::kImportCounterSamples), 4u);
   EXPECT_EQ(stats.get(stats::Stat::kImportSpansWritten), 5u);
   EXPECT_EQ(accounted_events(stats), stats.get(stats::Stat::kImportEventsRead));
-  const model::Process& p = main_process(t);
+  const trace::Process& p = main_process(t);
   const std::map<std::string, uint64_t> drops = {{"import.counter_without_values", 1},
                                                  {"import.missing_ts", 1}};
   EXPECT_EQ(strata::testing::drops_of(p), drops);
@@ -158,7 +158,7 @@ TEST(ChromePhases, DevicePropertiesBecomeProcessProperties) {
     ], "traceEvents": [
     {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 10}
   ]})";
-  model::Trace t;
+  trace::Trace t;
   ImportStats stats;
   std::string error;
   ASSERT_TRUE(import_json(json, &t, &stats, &error)) << error;
@@ -187,7 +187,7 @@ TEST(ChromePhases, BadDevicePropertiesNameOffsetAndField) {
                         Case{R"([{"id": 3, "name": "a"}, {"id": 3, "name": "b"}])", 2, ""}}) {
     const std::string json = std::string(R"({"schemaVersion": 1, "deviceProperties": )") + c.devices +
                              R"(, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})";
-    model::Trace t;
+    trace::Trace t;
     ImportStats stats;
     std::string error;
     ASSERT_TRUE(import_json(json, &t, &stats, &error)) << error;  // the events do not depend on it
@@ -209,7 +209,7 @@ TEST(ChromePhases, BadDevicePropertiesNameOffsetAndField) {
 }
 
 TEST(ChromePhases, KinetoShapedFixtureNestsAndLinks) {
-  model::Trace t;
+  trace::Trace t;
   ImportStats stats;
   std::string error;
   ASSERT_TRUE(import_trace_with_stats(source_path("tests/import/data/kineto_phases.json"), &t, &error, {}, &stats))
@@ -242,7 +242,7 @@ TEST(ChromePhases, KinetoShapedFixtureNestsAndLinks) {
   EXPECT_EQ(t.spans[cut].end_ns, 200000);  // the latest time in the file
   EXPECT_NE(t.spans[cut].flags & kSpanFlagUnfinished, 0);
   EXPECT_EQ(t.spans[kernel].device, 1);
-  model::SpanTree tree = model::build_span_tree(t);
+  trace::SpanTree tree = trace::build_span_tree(t);
   EXPECT_EQ(tree.parent(kernel), launch);
   EXPECT_EQ(tree.parent(launch), linear);
   EXPECT_EQ(tree.parent(linear), step);
@@ -263,7 +263,7 @@ TEST(ChromePhases, RealTracesCarryTheirDeviceNames) {
     const std::string path = source_path(c.file);
     const std::string text = strata::testing::gunzip_file(path);
     ASSERT_FALSE(text.empty()) << c.file;
-    model::Trace t;
+    trace::Trace t;
     ImportStats stats;
     std::string error;
     ASSERT_TRUE(import_trace_with_stats(path, &t, &error, {}, &stats)) << error;
@@ -447,7 +447,7 @@ void check_begin_end_equivalence(const std::string& file) {
   }
   as_be += "]}";
 
-  model::Trace x, be;
+  trace::Trace x, be;
   ImportStats xs, bes;
   ImportOptions opts;
   opts.format = "kineto";
@@ -458,7 +458,7 @@ void check_begin_end_equivalence(const std::string& file) {
   EXPECT_EQ(dropped_events(bes), 0u);
   EXPECT_EQ(accounted_events(bes), bes.get(stats::Stat::kImportEventsRead));
   ASSERT_EQ(x.spans.size(), be.spans.size());
-  auto key = [](const model::Trace& t, size_t i) {
+  auto key = [](const trace::Trace& t, size_t i) {
     const SpanRecord& r = t.spans[i];
     return std::make_tuple(r.start_ns, r.end_ns, std::string(t.name(r)), r.level, r.kind, r.tid, r.stream, r.device,
                            r.correlation_id, t.process(r).pid, r.flags, t.attributes(i).size());

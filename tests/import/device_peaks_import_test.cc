@@ -8,7 +8,7 @@
 #include "analysis/device_peaks.h"
 #include "import/importer.h"
 #include "import_test_util.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata::import {
 namespace {
@@ -31,8 +31,8 @@ std::string trace_json(const std::string& devices, int kernel_device) {
 
 const char* kTwoDevices = R"([{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}, {"id": 1, "name": "Tesla V100-SXM2-32GB"}])";
 
-model::Trace import_json(const std::string& json) {
-  model::Trace t;
+trace::Trace import_json(const std::string& json) {
+  trace::Trace t;
   std::string error;
   ImportOptions opts;
   opts.format = "kineto";
@@ -40,10 +40,10 @@ model::Trace import_json(const std::string& json) {
   return t;
 }
 
-analysis::AnalysisResult roofline(const model::Trace& t, const analysis::Params& params = {}) {
+analysis::AnalysisResult roofline(const trace::Trace& t, const analysis::Params& params = {}) {
   const analysis::Analysis* a = analysis::find_analysis("kernel_roofline");
   EXPECT_NE(a, nullptr);
-  model::SpanTree tree = model::build_span_tree(t);
+  trace::SpanTree tree = trace::build_span_tree(t);
   analysis::AnalysisInput input{t, tree, params};
   return a->run(input);
 }
@@ -65,7 +65,7 @@ double attainable(const analysis::AnalysisResult& r) {
 
 TEST(ImportedDevicePeaks, TheDeviceThatRanTheKernelsPicksTheEntry) {
   // Kernels on device 1 (V100): 15.7 TFLOP/s, 900 GB/s -> attainable min(15700, 10 x 900) = 9000.
-  model::Trace t = import_json(trace_json(kTwoDevices, 1));
+  trace::Trace t = import_json(trace_json(kTwoDevices, 1));
   std::string why;
   auto peaks = analysis::resolve_peaks(t, {}, false, &why);
   ASSERT_TRUE(peaks) << why;
@@ -80,7 +80,7 @@ TEST(ImportedDevicePeaks, TheDeviceThatRanTheKernelsPicksTheEntry) {
   EXPECT_NE(all_notes(r).find("table entry v100"), std::string::npos) << all_notes(r);
 
   // Kernels on device 0 (A100 80GB): min(19500, 10 x 2039) = 19500.
-  model::Trace t0 = import_json(trace_json(kTwoDevices, 0));
+  trace::Trace t0 = import_json(trace_json(kTwoDevices, 0));
   analysis::AnalysisResult r0 = roofline(t0);
   ASSERT_FALSE(r0.missing_input) << *r0.missing_input;
   EXPECT_DOUBLE_EQ(attainable(r0), 19500);
@@ -88,7 +88,7 @@ TEST(ImportedDevicePeaks, TheDeviceThatRanTheKernelsPicksTheEntry) {
 }
 
 TEST(ImportedDevicePeaks, ExplicitParamStillWins) {
-  model::Trace t = import_json(trace_json(kTwoDevices, 1));
+  trace::Trace t = import_json(trace_json(kTwoDevices, 1));
   analysis::Params params;
   params.set("device", "h100");
   analysis::AnalysisResult r = roofline(t, params);
@@ -98,7 +98,7 @@ TEST(ImportedDevicePeaks, ExplicitParamStillWins) {
 
 TEST(ImportedDevicePeaks, UnknownDeviceFallsBackAndNamesIt) {
   // What ROCm reports for an MI250 GCD in the real MI250 trace: no model in the name.
-  model::Trace t = import_json(trace_json(R"([{"id": 0, "name": "AMD Radeon Graphics"}])", 0));
+  trace::Trace t = import_json(trace_json(R"([{"id": 0, "name": "AMD Radeon Graphics"}])", 0));
   analysis::AnalysisResult r = roofline(t);
   ASSERT_TRUE(r.missing_input);
   EXPECT_NE(r.missing_input->find("device peaks unknown"), std::string::npos) << *r.missing_input;
@@ -107,7 +107,7 @@ TEST(ImportedDevicePeaks, UnknownDeviceFallsBackAndNamesIt) {
       << *r.missing_input;
   EXPECT_NE(r.missing_input->find("--param device="), std::string::npos) << *r.missing_input;
   // No deviceProperties at all: the message as before.
-  model::Trace none = import_json(trace_json("[]", 0));
+  trace::Trace none = import_json(trace_json("[]", 0));
   analysis::AnalysisResult rn = roofline(none);
   ASSERT_TRUE(rn.missing_input);
   EXPECT_NE(rn.missing_input->find("no device name in the trace"), std::string::npos) << *rn.missing_input;
@@ -121,7 +121,7 @@ TEST(ImportedDevicePeaks, RealTraces) {
   for (const Case& c : {Case{"tests/data/kineto/a100_alexnet_train.json.gz", "a100"},
                         Case{"tests/data/kineto/v100_train_rank0.json.gz", "v100"},
                         Case{"tests/data/kineto/mi250_train.json.gz", nullptr}}) {
-    model::Trace t;
+    trace::Trace t;
     std::string error;
     ASSERT_TRUE(import_trace(strata::testing::source_path(c.file), &t, &error)) << error;
     std::string why;

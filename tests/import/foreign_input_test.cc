@@ -11,7 +11,7 @@ namespace strata::import {
 namespace {
 
 std::string import_error(std::string_view bytes, const std::string& format = "auto") {
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
   ImportOptions options;
   options.format = format;
@@ -67,7 +67,7 @@ TEST(ForeignInput, GzipCutShortNamesTheCompressedOffset) {
   std::string gz = gzip(full);
   std::string e = import_error(gz.substr(0, gz.size() / 2));
   EXPECT_NE(e.find("compressed offset"), std::string::npos) << e;
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
   EXPECT_TRUE(import_buffer(gz, "in.json.gz", &trace, &error)) << error;  // the whole file imports
 }
@@ -84,7 +84,7 @@ TEST(ForeignInput, ForcedFormatWithNoUsableEventsSaysWhy) {
 }
 
 TEST(ForeignInput, MissingFileAndDirectory) {
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
   EXPECT_FALSE(import_trace("/nonexistent/trace.json", &trace, &error));
   EXPECT_NE(error.find("/nonexistent/trace.json: cannot open"), std::string::npos) << error;

@@ -18,26 +18,26 @@
 #include "core/kernel_names.h"
 #include "core/level.h"
 #include "import/importer.h"
-#include "model/span_tree.h"
-#include "model/trace.h"
-#include "model/trace_reader.h"
 #include "table/table.h"
+#include "trace/span_tree.h"
+#include "trace/trace.h"
+#include "trace/trace_reader.h"
 
 namespace strata {
 namespace {
 
 std::string data(const std::string& rel) { return std::string(STRATA_SOURCE_DIR) + "/tests/data/" + rel; }
 
-model::Trace open(const std::string& path) {
+trace::Trace open(const std::string& path) {
   import::register_readers();
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  EXPECT_TRUE(model::open_trace(path, &t, &error)) << error;
+  EXPECT_TRUE(trace::open_trace(path, &t, &error)) << error;
   return t;
 }
 
 // Kernel executions by name.
-std::map<std::string, int> kernels_by_name(const model::Trace& t) {
+std::map<std::string, int> kernels_by_name(const trace::Trace& t) {
   std::map<std::string, int> out;
   for (const SpanRecord& s : t.spans)
     if (s.activity_type() == ActivityType::kKernel) ++out[std::string(t.name(s))];
@@ -75,7 +75,7 @@ const HopperCase kHopper[] = {
 
 TEST(Hopper, SharedH100KinetoTracesHaveTheirTensorCoreKernelsRecognized) {
   for (const HopperCase& c : kHopper) {
-    const model::Trace t = open(data(c.file));
+    const trace::Trace t = open(data(c.file));
     const auto names = kernels_by_name(t);
     int kernels = 0, recognized = 0, expected = 0;
     for (const auto& [name, count] : names) {
@@ -133,7 +133,7 @@ int64_t sql_int(const std::string& path, const std::string& sql) {
   return v;
 }
 
-std::optional<std::string> text_attr(const model::Trace& t, size_t span, std::string_view key) {
+std::optional<std::string> text_attr(const trace::Trace& t, size_t span, std::string_view key) {
   const std::optional<AttrRecord> a = t.find_attr(span, key);
   if (!a) return std::nullopt;
   return t.attr_value_string(*a);
@@ -142,7 +142,7 @@ std::optional<std::string> text_attr(const model::Trace& t, size_t span, std::st
 TEST(Hopper, NsysH100ExportTmaCallsClusterLaunchesAndNvjet) {
   const std::string path = data("nsys/h100_nvfuser_matmul_nsys2024.6_schema3.16.1.sqlite");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "missing " << path;
-  const model::Trace t = open(path);
+  const trace::Trace t = open(path);
   int64_t tma = 0, tma_classed = 0, launched_ex = 0, nvjet = 0;
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const SpanRecord& s = t.spans[i];
@@ -234,7 +234,7 @@ TEST(Hopper, RooflinePeaksFromTheUsedGpusTargetInfo) {
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "missing " << path;
     EXPECT_EQ(sql_int(path, "SELECT smCount FROM TARGET_INFO_GPU WHERE id = 0"), w.sms);
     EXPECT_EQ(sql_int(path, "SELECT memoryBandwidth FROM TARGET_INFO_GPU WHERE id = 0"), w.bandwidth);
-    const model::Trace t = open(path);
+    const trace::Trace t = open(path);
     std::string why;
     auto peaks = analysis::resolve_peaks(t, {}, false, &why);
     ASSERT_TRUE(peaks) << why;
@@ -271,12 +271,12 @@ TEST(Hopper, KernelRooflineUsesTheTensorPeakForTensorCoreKernels) {
     {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_tn", "pid": 0, "tid": 7, "ts": 1100,
      "dur": 1000, "args": {"device": 0, "stream": 7, "correlation": 2, "flops": 1000000000, "bytes": 2000000}}
   ]})";
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   import::ImportOptions opts;
   opts.format = "kineto";
   ASSERT_TRUE(import::import_buffer(json, "roof.json", &t, &error, opts)) << error;
-  const model::SpanTree tree = model::build_span_tree(t);
+  const trace::SpanTree tree = trace::build_span_tree(t);
   auto r = analysis::find_analysis("kernel_roofline")->run({t, tree, {}});
   ASSERT_FALSE(r.missing_input) << *r.missing_input;
   const auto& table = r.tables.at(0);
@@ -309,8 +309,8 @@ TEST(Hopper, KernelRooflineUsesTheTensorPeakForTensorCoreKernels) {
 // kernels_by_name on the real BERT trace: its tensor_core column says yes for exactly the five
 // kernel names listed above.
 TEST(Hopper, KernelsByNameShowTheTensorCoreColumn) {
-  const model::Trace t = open(data(kHopper[0].file));
-  const model::SpanTree tree = model::build_span_tree(t);
+  const trace::Trace t = open(data(kHopper[0].file));
+  const trace::SpanTree tree = trace::build_span_tree(t);
   analysis::Params params;
   params.set("top", "0");
   auto r = analysis::find_analysis("kernels_by_name")->run({t, tree, params});

@@ -12,7 +12,7 @@ namespace {
 struct Imported {
   bool ok = false;
   std::string error;
-  model::Trace trace;
+  trace::Trace trace;
   uint64_t drops(const std::string& cause) const {
     uint64_t n = 0;
     for (const auto& p : trace.processes) n += p.stats.get(cause);  // by the stat's name

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "core/stats.h"
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::testing {
 
@@ -37,7 +37,7 @@ inline size_t count_occurrences(std::string_view text, std::string_view needle) 
 }
 
 // A process's dropped-event counters by stat name ("import.<cause>"), as the stats registry keeps them.
-inline std::map<std::string, uint64_t> drops_of(const model::Process& p) {
+inline std::map<std::string, uint64_t> drops_of(const trace::Process& p) {
   std::map<std::string, uint64_t> out;
   for (const auto& [stat, count] : p.stats.nonzero())
     if (stats::info(stat).disk == stats::Disk::kStats) out[std::string(stats::info(stat).name)] = count;
@@ -46,8 +46,8 @@ inline std::map<std::string, uint64_t> drops_of(const model::Process& p) {
 }
 
 // The producer an import recognized (its main process's "import.format").
-inline std::string imported_format(const model::Trace& t) {
-  for (const model::Process& p : t.processes)
+inline std::string imported_format(const trace::Trace& t) {
+  for (const trace::Process& p : t.processes)
     if (auto f = p.properties.get("import.format")) return std::string(*f);
   return "";
 }

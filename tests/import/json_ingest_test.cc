@@ -323,7 +323,7 @@ TEST(JsonIngest, FileAndBufferImportsAgreeOnRealTrace) {
   const std::string path = testing::source_path("tests/data/kineto/v100_train_rank0.json.gz");
   const std::string json = testing::gunzip_file(path);
   ASSERT_FALSE(json.empty());
-  model::Trace from_buffer, from_gz;
+  trace::Trace from_buffer, from_gz;
   std::string error;
   ASSERT_TRUE(import_buffer(json, "v100.json", &from_buffer, &error)) << error;
   ASSERT_TRUE(import_trace(path, &from_gz, &error)) << error;
@@ -491,8 +491,8 @@ TEST(JsonIngest, ReleasedPagesReadAsZerosAndNothingElseChanges) {
 TEST(JsonIngest, LateAttributesMergeLikeAReferenceList) {
   for (bool scrambled : {false, true}) {
     std::mt19937_64 rng(scrambled ? 11 : 12);
-    model::Trace trace;
-    model::TraceBuilder tb(&trace);
+    trace::Trace trace;
+    trace::TraceBuilder tb(&trace);
     ImportBuilder b(&tb, Format::kKineto, "gen.json");
     std::vector<std::vector<int64_t>> own, late;  // per span: its int attribute values, in order
     ChromeEvent ev;

@@ -4,26 +4,26 @@
 
 #include "import/importer.h"
 #include "import_test_util.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata::import {
 namespace {
 
 using strata::testing::source_path;
 
-const model::Process& only_process(const model::Trace& t) {
+const trace::Process& only_process(const trace::Trace& t) {
   EXPECT_EQ(t.processes.size(), 1u);
   return t.processes.at(0);
 }
 
-int find_span(const model::Trace& t, std::string_view name) {
+int find_span(const trace::Trace& t, std::string_view name) {
   for (size_t i = 0; i < t.spans.size(); ++i)
     if (t.name(t.spans[i]) == name) return static_cast<int>(i);
   return -1;
 }
 
 TEST(KinetoImport, DamagedEventsAreCountedByCause) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ImportStats stats;
   ASSERT_TRUE(
@@ -32,7 +32,7 @@ TEST(KinetoImport, DamagedEventsAreCountedByCause) {
   EXPECT_EQ(strata::testing::imported_format(t), "kineto");
   EXPECT_EQ(stats.get(stats::Stat::kImportEventsRead), 16u);
   EXPECT_EQ(stats.get(stats::Stat::kImportSpansWritten), t.spans.size());
-  const model::Process& p = only_process(t);
+  const trace::Process& p = only_process(t);
   // One of each, as written into the fixture.
   const std::map<std::string, uint64_t> expected = {
       {"import.malformed_event", 1}, {"import.malformed_ts", 1},     {"import.missing_dur", 1},
@@ -54,7 +54,7 @@ TEST(KinetoImport, DamagedEventsAreCountedByCause) {
 }
 
 TEST(KinetoImport, FieldsLevelsAndAttributes) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(import_trace(source_path("tests/import/data/kineto_damaged.json"), &t, &error)) << error;
   int op = find_span(t, "aten::addmm"), launch = find_span(t, "cudaLaunchKernel"),
@@ -102,7 +102,7 @@ TEST(KinetoImport, FieldsLevelsAndAttributes) {
   EXPECT_EQ(k.activity_type(), ActivityType::kKernel);
   EXPECT_EQ(t.spans[step].activity_type(), ActivityType::kAnnotation);
 
-  model::SpanTree tree = model::build_span_tree(t);
+  trace::SpanTree tree = trace::build_span_tree(t);
   EXPECT_EQ(tree.parent(kernel), launch);
   EXPECT_EQ(tree.external_owner(kernel), op);
   EXPECT_EQ(tree.parent(launch), op);
@@ -115,7 +115,7 @@ TEST(KinetoImport, FieldsLevelsAndAttributes) {
 // (110..130 us) 4096 + 8192, relu 64, and aten::empty on thread 11 its 32; the 512 at 300 us is
 // outside every op, the -4096 is a free, and one event has no Bytes.
 TEST(KinetoImport, MemoryEventsBecomeAllocatedBytesOfTheirOps) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(import_trace(source_path("tests/import/data/kineto_memory.json"), &t, &error)) << error;
   auto bytes = [&](std::string_view op, std::string_view key) -> int64_t {
@@ -134,7 +134,7 @@ TEST(KinetoImport, MemoryEventsBecomeAllocatedBytesOfTheirOps) {
   EXPECT_EQ(bytes("aten::empty", "alloc_bytes"), 32);
   EXPECT_EQ(bytes("ProfilerStep#3", "alloc_bytes"), -1);  // a model span, not an op
   EXPECT_EQ(bytes("ProfilerStep#3", "step"), 3);
-  const model::Process& p = only_process(t);
+  const trace::Process& p = only_process(t);
   EXPECT_EQ(p.stats.get(stats::Stat::kImportMemoryAllocationsInOps), 6u);
   EXPECT_EQ(p.stats.get(stats::Stat::kImportMemoryAllocationsOutsideOps), 1u);
   EXPECT_EQ(p.stats.get(stats::Stat::kImportMemoryFrees), 1u);
@@ -148,7 +148,7 @@ TEST(KinetoImport, RealTraceLevelsMatchCategoryCounts) {
   std::string text = strata::testing::gunzip_file(path);
   ASSERT_FALSE(text.empty());
   using strata::testing::count_occurrences;
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(import_trace(path, &t, &error)) << error;
   std::map<uint8_t, size_t> per_level;
@@ -186,7 +186,7 @@ TEST(ImportAccounting, EveryEventIsAccountedFor) {
         "tests/import/data/tf_timeline.json", "tests/import/data/tf2_trace.json",
         "tests/data/kineto/a100_alexnet_train.json.gz", "tests/data/kineto/mi250_train.json.gz",
         "tests/data/kineto/v100_train_rank0.json.gz"}) {
-    model::Trace t;
+    trace::Trace t;
     std::string error;
     ImportStats stats;
     ASSERT_TRUE(import_trace_with_stats(strata::testing::source_path(fixture), &t, &error, {}, &stats))

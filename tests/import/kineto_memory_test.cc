@@ -20,13 +20,13 @@ namespace {
 using strata::testing::source_path;
 namespace mk = memory_keys;
 
-int find_span(const model::Trace& t, std::string_view name) {
+int find_span(const trace::Trace& t, std::string_view name) {
   for (size_t i = 0; i < t.spans.size(); ++i)
     if (t.name(t.spans[i]) == name) return static_cast<int>(i);
   return -1;
 }
 
-int64_t attr(const model::Trace& t, int span, std::string_view key) {
+int64_t attr(const trace::Trace& t, int span, std::string_view key) {
   auto a = t.find_attr(static_cast<size_t>(span), key);
   return a ? a->value.i : INT64_MIN;  // INT64_MIN: absent
 }
@@ -38,7 +38,7 @@ std::string device_key(std::string_view key) { return std::string(mk::kDevicePre
 // at 120 (8192), -4096 CPU at 125 (1000), +256 CPU at 140 (1256), +64 at 205 in aten::relu (1320),
 // +512 at 300 outside any op (1832); on thread 11, +32 at 105 in aten::empty (1864).
 TEST(KinetoMemory, FixtureOpsGetNetSelfAndPeak) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ImportStats stats;
   ASSERT_TRUE(
@@ -164,7 +164,7 @@ TEST(KinetoMemory, GeneratedTracesMatchBruteForce) {
           ",\"Device Id\":" + (e.device_type == 1 ? "0" : "-1") + "}},\n";
     json += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":7,\"args\":{\"name\":\"gen\"}}]}";
 
-    model::Trace t;
+    trace::Trace t;
     std::string error;
     ImportStats stats;
     ASSERT_TRUE(import_buffer_with_stats(json, "generated.json", &t, &error, {}, &stats)) << error;

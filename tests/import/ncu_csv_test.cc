@@ -14,7 +14,7 @@
 #include "../analysis/analysis_test_util.h"
 #include "core/attr_keys.h"
 #include "import/importer.h"
-#include "model/trace_reader.h"
+#include "trace/trace_reader.h"
 
 namespace strata::testing {
 namespace {
@@ -29,7 +29,7 @@ std::string read_all(const std::string& path) {
   return s.str();
 }
 
-std::optional<double> attr(const model::Trace& t, size_t span, std::string_view key) {
+std::optional<double> attr(const trace::Trace& t, size_t span, std::string_view key) {
   if (auto a = t.find_attr(span, key)) {
     if (a->type == static_cast<uint8_t>(AttrType::kInt)) return static_cast<double>(a->value.i);
     if (a->type == static_cast<uint8_t>(AttrType::kDouble) ||
@@ -55,9 +55,9 @@ TEST(NcuCsv, RealDetailsPageImportsEveryRow) {
   }
   ASSERT_EQ(quoted - 1, 58u);
   import::register_readers();
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  ASSERT_TRUE(model::open_trace(kRealCsv, &t, &error)) << error;
+  ASSERT_TRUE(trace::open_trace(kRealCsv, &t, &error)) << error;
   ASSERT_EQ(t.spans.size(), 1u);
   const stats::StatSet& s = t.processes.at(0).stats;
   EXPECT_EQ(s.get(stats::Stat::kImportNcuMetricRows) + s.get(stats::Stat::kImportNcuRuleRows), quoted - 1);
@@ -129,9 +129,9 @@ Generated raw_page(const std::vector<std::string>& names, uint32_t seed) {
 }
 
 // A trace of the same program: a model span over kernels launched in `order` (demangled names).
-model::Trace trace_of(const std::vector<std::string>& order) {
-  model::Trace t;
-  model::Process p;
+trace::Trace trace_of(const std::vector<std::string>& order) {
+  trace::Trace t;
+  trace::Process p;
   p.pid = 4242;
   t.add_process(p);
   SpanRecord model;
@@ -176,7 +176,7 @@ TEST(NcuCsv, RawPageJoinsByNameAndLaunchOrderAndFeedsTheRoofline) {
   ASSERT_TRUE(profile.raw_page);
   ASSERT_EQ(profile.kernels.size(), order.size());
   EXPECT_EQ(profile.metric_rows, order.size() * 6);
-  model::Trace t = trace_of(order);
+  trace::Trace t = trace_of(order);
   const import::NcuJoinCounts c = import::join_ncu_metrics(profile, &t);
   EXPECT_EQ(c.matched, order.size());
   EXPECT_EQ(c.ncu_unmatched, 0u);
@@ -223,7 +223,7 @@ TEST(NcuCsv, MismatchesAreCounted) {
   ASSERT_TRUE(import::parse_ncu_csv(g.csv, "gen.csv", &profile, &error)) << error;
   std::vector<std::string> traced = order;
   traced.push_back("relu_kernel");  // a launch ncu did not profile
-  model::Trace t = trace_of(traced);
+  trace::Trace t = trace_of(traced);
   const import::NcuJoinCounts c = import::join_ncu_metrics(profile, &t);
   EXPECT_EQ(c.matched, order.size());
   EXPECT_EQ(c.ncu_unmatched, 2u);

@@ -15,8 +15,8 @@
 #include "core/level.h"
 #include "import/importer.h"
 #include "import/nsys_nvtx_levels.h"
-#include "model/trace.h"
-#include "model/trace_reader.h"
+#include "trace/trace.h"
+#include "trace/trace_reader.h"
 
 namespace strata::import {
 namespace {
@@ -131,11 +131,11 @@ int64_t sql_int(const std::string& path, const std::string& sql) {
   return v;
 }
 
-model::Trace open(const std::string& path) {
+trace::Trace open(const std::string& path) {
   register_readers();
-  model::Trace t;
+  trace::Trace t;
   std::string error;
-  EXPECT_TRUE(model::open_trace(path, &t, &error)) << error;
+  EXPECT_TRUE(trace::open_trace(path, &t, &error)) << error;
   return t;
 }
 
@@ -145,7 +145,7 @@ TEST(NsysGaps, RealExportsCountNvtxLevelsAndOsRuntimeCalls) {
         "h100_nvfuser_matmul_nsys2024.6_schema3.16.1.sqlite"}) {
     const std::string path = data_path(file);
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "missing " << path;
-    const model::Trace t = open(path);
+    const trace::Trace t = open(path);
     const int64_t ranges =
         std::max<int64_t>(0, sql_int(path, "SELECT COUNT(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60)"));
     const int64_t osrt = std::max<int64_t>(0, sql_int(path, "SELECT COUNT(*) FROM OSRT_API"));
@@ -199,7 +199,7 @@ TEST_F(ChangedNsys, AStepRangeAroundTheRunIsModelLevelAndNestsItsLaunches) {
       "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT MIN(start) - 1, MAX(end) + 1, "
       "59, "
       "'train_step', globalTid FROM NVTX_EVENTS WHERE eventType = 59 GROUP BY globalTid");
-  const model::Trace t = open(path_);
+  const trace::Trace t = open(path_);
   EXPECT_EQ(t.stat(stats::Stat::kImportNsysNvtxModelRanges), 1u);
   EXPECT_EQ(t.stat(stats::Stat::kImportNsysNvtxLayerRanges), 22u);
   size_t step = SIZE_MAX;
@@ -222,7 +222,7 @@ TEST_F(ChangedNsys, OneRangeEnclosingAllOthersIsModelLevel) {
       "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT MIN(start) - 1, MAX(end) + 1, "
       "59, "
       "'main', globalTid FROM NVTX_EVENTS WHERE eventType = 59 GROUP BY globalTid");
-  const model::Trace t = open(path_);
+  const trace::Trace t = open(path_);
   EXPECT_EQ(t.stat(stats::Stat::kImportNsysNvtxModelRanges), 1u);
   EXPECT_EQ(t.stat(stats::Stat::kImportNsysNvtxLayerRanges), 22u);
 }
@@ -230,7 +230,7 @@ TEST_F(ChangedNsys, OneRangeEnclosingAllOthersIsModelLevel) {
 TEST_F(ChangedNsys, UnknownSchemaVersionIsCountedAndImported) {
   copy("a100_saxpy_mpi_nsys2022.2_schema2.9.1.sqlite");
   exec("UPDATE EXPORT_META_DATA SET value = '4' WHERE name = 'EXPORT_SCHEMA_VERSION_MAJOR'");
-  const model::Trace t = open(path_);
+  const trace::Trace t = open(path_);
   EXPECT_EQ(t.stat(stats::Stat::kImportNsysUnknownSchema), 1u);
   uint64_t kernels = 0;
   for (const SpanRecord& s : t.spans) kernels += s.activity_type() == ActivityType::kKernel;
@@ -247,7 +247,7 @@ TEST_F(ChangedNsys, ClusterDimensionsBecomeKernelAttributes) {
       "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN clusterZ INTEGER; "
       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET clusterX = 2, clusterY = 1, clusterZ = 1 WHERE shortName IN "
       "(SELECT id FROM StringIds WHERE value LIKE 'nvfuser%')");
-  const model::Trace t = open(path_);
+  const trace::Trace t = open(path_);
   uint64_t clustered = 0;
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const auto x = t.find_attr(i, attr_keys::kClusterX);

@@ -16,9 +16,9 @@
 #include "core/level.h"
 #include "import/importer.h"
 #include "import/nsys_sqlite_reader.h"
-#include "model/span_tree.h"
-#include "model/trace.h"
-#include "model/trace_reader.h"
+#include "trace/span_tree.h"
+#include "trace/trace.h"
+#include "trace/trace_reader.h"
 
 namespace strata {
 namespace {
@@ -69,16 +69,16 @@ std::vector<std::pair<std::string, int64_t>> sql_top_kernels(const std::string& 
   return out;
 }
 
-bool open(const std::string& path, model::Trace* t, std::string* error) {
+bool open(const std::string& path, trace::Trace* t, std::string* error) {
   import::register_readers();
-  return model::open_trace(path, t, error);
+  return trace::open_trace(path, t, error);
 }
 
 TEST(NsysSqlite, CountsEqualSqlCountsOfTheSameTables) {
   for (const char* file : kFiles) {
     const std::string path = data_path(file);
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "missing " << path;
-    model::Trace t;
+    trace::Trace t;
     std::string error;
     ASSERT_TRUE(open(path, &t, &error)) << error;
     std::map<ActivityType, int64_t> n;
@@ -107,14 +107,14 @@ TEST(NsysSqlite, CountsEqualSqlCountsOfTheSameTables) {
         << file;
     // Every kernel, memcpy and memset is linked to the runtime call that launched it.
     uint64_t device = 0, linked = 0;
-    const model::SpanTree& tree = t.tree();
+    const trace::SpanTree& tree = t.tree();
     for (size_t i = 0; i < t.spans.size(); ++i) {
       const SpanRecord& s = t.spans[i];
       const ActivityType a = s.activity_type();
       if (a != ActivityType::kKernel && a != ActivityType::kMemset && !is_memcpy(a)) continue;
       ++device;
       const int32_t p = tree.parent(i);
-      if (s.correlation_id != 0 && p != model::kNoParent &&
+      if (s.correlation_id != 0 && p != trace::kNoParent &&
           (t.spans[p].activity_type() == ActivityType::kRuntimeCall ||
            t.spans[p].activity_type() == ActivityType::kDriverCall) &&
           t.spans[p].correlation_id == s.correlation_id)
@@ -128,7 +128,7 @@ TEST(NsysSqlite, TopKernelsByTotalTimeEqualSqlGroupBy) {
   for (const char* file : kFiles) {
     const std::string path = data_path(file);
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "missing " << path;
-    model::Trace t;
+    trace::Trace t;
     std::string error;
     ASSERT_TRUE(open(path, &t, &error)) << error;
     std::map<std::string, int64_t> totals;
@@ -150,7 +150,7 @@ TEST(NsysSqlite, NvtxRangesContainTheirLaunches) {
   for (const char* file : {kFiles[0], kFiles[2]}) {
     const std::string path = data_path(file);
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "missing " << path;
-    model::Trace t;
+    trace::Trace t;
     std::string error;
     ASSERT_TRUE(open(path, &t, &error)) << error;
     std::vector<const SpanRecord*> ranges;
@@ -159,7 +159,7 @@ TEST(NsysSqlite, NvtxRangesContainTheirLaunches) {
     }
     ASSERT_FALSE(ranges.empty()) << file;
     uint64_t inside = 0, nested = 0;
-    const model::SpanTree& tree = t.tree();
+    const trace::SpanTree& tree = t.tree();
     for (size_t i = 0; i < t.spans.size(); ++i) {
       const SpanRecord& s = t.spans[i];
       if (s.activity_type() != ActivityType::kRuntimeCall && s.activity_type() != ActivityType::kDriverCall)
@@ -170,7 +170,7 @@ TEST(NsysSqlite, NvtxRangesContainTheirLaunches) {
       });
       if (!in_range) continue;
       ++inside;
-      for (int32_t p = tree.parent(i); p != model::kNoParent; p = tree.parent(static_cast<size_t>(p)))
+      for (int32_t p = tree.parent(i); p != trace::kNoParent; p = tree.parent(static_cast<size_t>(p)))
         if (t.spans[p].activity_type() == ActivityType::kAnnotation) {
           ++nested;
           break;
@@ -211,7 +211,7 @@ class MalformedNsys : public ::testing::Test {
 
 TEST_F(MalformedNsys, DroppedStringTableIsOneLineNamingFileAndTable) {
   exec("DROP TABLE StringIds");
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   EXPECT_FALSE(open(path_, &t, &error));
   EXPECT_NE(error.find(path_), std::string::npos) << error;
@@ -221,7 +221,7 @@ TEST_F(MalformedNsys, DroppedStringTableIsOneLineNamingFileAndTable) {
 
 TEST_F(MalformedNsys, MissingColumnIsOneLineNamingTableAndColumn) {
   exec("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN start TO begin_ts");
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   EXPECT_FALSE(open(path_, &t, &error));
   EXPECT_NE(error.find("CUPTI_ACTIVITY_KIND_KERNEL"), std::string::npos) << error;
@@ -237,10 +237,10 @@ TEST_F(MalformedNsys, NullAndWrongTypedTimesAreDroppedAndCounted) {
       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL WHERE rowid = 1; "
       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 'soon' WHERE rowid = 2; "
       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = 9223372036854775807 WHERE rowid = 3;");
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   import::register_readers();
-  model::TraceBuilder builder(&t);
+  trace::TraceBuilder builder(&t);
   import::ImportStats stats;
   ASSERT_TRUE(import::import_nsys_sqlite(path_, builder, &error, &stats)) << error;
   builder.finish({.structure = true, .tree = {}});
@@ -257,7 +257,7 @@ TEST_F(MalformedNsys, NotAnNsysDatabaseIsOneLine) {
       "DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_MEMSET; DROP TABLE IF EXISTS "
       "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;"
       "DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_DRIVER;");
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   EXPECT_FALSE(open(path_, &t, &error));
   EXPECT_NE(error.find("no activity table"), std::string::npos) << error;

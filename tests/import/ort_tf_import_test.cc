@@ -2,14 +2,14 @@
 
 #include "import/importer.h"
 #include "import_test_util.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata::import {
 namespace {
 
 using strata::testing::source_path;
 
-int find_span(const model::Trace& t, std::string_view name, uint8_t level) {
+int find_span(const trace::Trace& t, std::string_view name, uint8_t level) {
   for (size_t i = 0; i < t.spans.size(); ++i)
     if (t.name(t.spans[i]) == name && t.spans[i].level == level) return static_cast<int>(i);
   return -1;
@@ -19,7 +19,7 @@ constexpr uint8_t kModel = static_cast<uint8_t>(Level::kModel);
 constexpr uint8_t kDevice = static_cast<uint8_t>(Level::kDevice);
 
 TEST(OnnxRuntimeImport, NodesBecomeLayersUnderTheRun) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ImportStats stats;
   ASSERT_TRUE(
@@ -42,13 +42,13 @@ TEST(OnnxRuntimeImport, NodesBecomeLayersUnderTheRun) {
   EXPECT_EQ(t.attr_value_string(*t.find_attr(conv, "output_type_shape")), "[{\"float\":[1,64,112,112]}]");
   EXPECT_EQ(t.spans[conv].start_ns, 9002000);
   EXPECT_EQ(t.spans[conv].duration_ns(), 420000);
-  model::SpanTree tree = model::build_span_tree(t);
+  trace::SpanTree tree = trace::build_span_tree(t);
   EXPECT_EQ(tree.parent(conv), exec);
   EXPECT_EQ(tree.parent(exec), run);
 }
 
 TEST(TensorFlowImport, TimelineOpsStreamsAndSkippedTracks) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ImportStats stats;
   ASSERT_TRUE(
@@ -84,7 +84,7 @@ TEST(TensorFlowImport, TimelineOpsStreamsAndSkippedTracks) {
 }
 
 TEST(TensorFlowImport, ProfilerTraceKernelsFindTheirOpAcrossThreads) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(import_trace(source_path("tests/import/data/tf2_trace.json"), &t, &error)) << error;
   int matmul = find_span(t, "sequential/dense/MatMul:MatMul", kLayer);
@@ -94,7 +94,7 @@ TEST(TensorFlowImport, ProfilerTraceKernelsFindTheirOpAcrossThreads) {
   EXPECT_EQ(t.attr_value_string(*t.find_attr(matmul, "op_type")), "MatMul");
   EXPECT_EQ(t.spans[sgemm].stream, 7u);
   EXPECT_EQ(t.spans[sgemm].start_ns, 1100125);
-  model::SpanTree tree = model::build_span_tree(t);
+  trace::SpanTree tree = trace::build_span_tree(t);
   EXPECT_EQ(tree.parent(sgemm), matmul);  // no correlation ids in TF traces: containment across threads
   EXPECT_TRUE(tree.reconstructed(sgemm));
   EXPECT_FALSE(tree.ambiguous(sgemm));

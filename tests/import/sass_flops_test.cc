@@ -7,7 +7,7 @@
 #include "analysis/analysis.h"
 #include "import/importer.h"
 #include "import_test_util.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata::import {
 namespace {
@@ -28,7 +28,7 @@ TEST(SassFlops, AddsMultipliesAndTwiceTheFusedMultiplyAdds) {
 
 // Public trace: facebookresearch/HolisticTraceAnalysis tests/data (MIT), see tests/data/kineto/README.md.
 TEST(SassFlops, RealA100CounterTraceGetsFlopsOnEveryCountedKernel) {
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(import_trace(testing::source_path("tests/data/kineto/a100_cupti_counters.json.gz"), &t, &error)) << error;
   const uint32_t flops_key = t.strings.find("flops");
@@ -59,7 +59,7 @@ TEST(SassFlops, RealA100CounterTraceGetsFlopsOnEveryCountedKernel) {
   EXPECT_GT(total, 0);
 
   // The kernel tables now show GFLOP; the roofline says what else it needs (DRAM bytes).
-  model::SpanTree tree = model::build_span_tree(t);
+  trace::SpanTree tree = trace::build_span_tree(t);
   analysis::Params params;
   params.set("top", "0");
   auto by_name = analysis::find_analysis("kernels_by_name")->run({t, tree, params});

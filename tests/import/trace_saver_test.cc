@@ -1,5 +1,5 @@
 // save_trace -> load_trace gives back every field.
-#include "model/trace_saver.h"
+#include "trace/trace_saver.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include "../test_util.h"
 #include "import/importer.h"
 #include "import_test_util.h"
-#include "model/trace_loader.h"
+#include "trace/trace_loader.h"
 
-namespace strata::model {
+namespace strata::trace {
 namespace {
 
 // A span with its attributes resolved to text, comparable across string pools.
@@ -164,4 +164,4 @@ TEST(TraceSaver, UnwritablePathIsOneErrorLine) {
 }
 
 }  // namespace
-}  // namespace strata::model
+}  // namespace strata::trace

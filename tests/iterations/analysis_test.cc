@@ -8,9 +8,9 @@
 #include "analysis/iterations/iterations_analysis.h"
 #include "core/activity_type.h"
 #include "core/level.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
 // Types a generated span as the importers and tracers do on the way in (the classifier reads the
@@ -24,10 +24,10 @@ uint8_t activity_of(std::string_view name, bool device) {
 }
 
 struct Builder {
-  model::Trace trace;
+  trace::Trace trace;
   uint64_t next_id = 1;
   Builder() {
-    model::Process p;
+    trace::Process p;
     p.pid = 42;
     trace.add_process(p);
   }
@@ -57,7 +57,7 @@ const std::vector<std::string> kCycle = {"aten::zero_", "aten::linear", "aten::r
 
 // CPU trace: `n` iterations of kCycle on thread 1 (op 100 us, gap 5 us), an optional host pause
 // or host copy (aten::clone, bytes) before every iteration, an eval pass after every 5th.
-model::Trace cpu_trace(int n, int64_t pause_ns, int64_t copy_ns) {
+trace::Trace cpu_trace(int n, int64_t pause_ns, int64_t copy_ns) {
   Builder b;
   int64_t t = 1'000'000;
   b.span("aten::randn", Level::kLayer, t, t + 50'000, 1);
@@ -82,7 +82,7 @@ model::Trace cpu_trace(int n, int64_t pause_ns, int64_t copy_ns) {
   return std::move(b.trace);
 }
 
-IterationsReport run(const model::Trace& trace, IterationsOptions options = {}) {
+IterationsReport run(const trace::Trace& trace, IterationsOptions options = {}) {
   IterationsReport report;
   std::string error;
   EXPECT_TRUE(run_iterations(trace, options, &report, &error)) << error;
@@ -128,7 +128,7 @@ TEST(IterationsAnalysis, TightLoopIsNotHostOrCopyBound) {
 
 // GPU trace: 12 kernels (no shorter period) on stream 7, H2D copies (with bytes) on stream 14 before each iteration,
 // D2H on 15, one memset on 20.
-model::Trace gpu_trace(int n, int64_t h2d_ns) {
+trace::Trace gpu_trace(int n, int64_t h2d_ns) {
   Builder b;
   int64_t t = 0;
   b.span("Memset (Device)", Level::kDevice, t, t + 1000, 0, 20);
@@ -228,7 +228,7 @@ TEST(IterationsAnalysis, RegisteredAndRendersTables) {
   const auto trace = cpu_trace(10, 0, 0);
   const analysis::Analysis* a = analysis::find_analysis("iterations");
   ASSERT_NE(a, nullptr);
-  const auto tree = model::build_span_tree(trace);
+  const auto tree = trace::build_span_tree(trace);
   analysis::Params params;
   const auto result = a->run({trace, tree, params});
   ASSERT_FALSE(result.missing_input) << *result.missing_input;
@@ -251,4 +251,4 @@ TEST(IterationsAnalysis, IterationSpansAddedAtIterationLevel) {
 }
 
 }  // namespace
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -21,11 +21,11 @@
 #include "core/level.h"
 #include "import/importer.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
-model::Trace load(const std::string& file) {
-  model::Trace trace;
+trace::Trace load(const std::string& file) {
+  trace::Trace trace;
   std::string error;
   EXPECT_TRUE(
       import::import_trace(std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/" + file, &trace, &error))
@@ -36,7 +36,7 @@ model::Trace load(const std::string& file) {
 using Window = std::pair<int64_t, int64_t>;
 
 // Spans named `name` (or starting with it when `prefix`) at `level`, outermost only, by start.
-std::vector<Window> windows(const model::Trace& trace, std::string_view name, Level level,
+std::vector<Window> windows(const trace::Trace& trace, std::string_view name, Level level,
                             bool prefix = false) {
   std::vector<Window> out;
   for (const SpanRecord& s : trace.spans) {
@@ -62,7 +62,7 @@ void expect_one_per_window(const IterationsReport& r, const std::vector<Window>&
 }
 
 TEST(IterationsKineto, V100TrainingStepsFoundWithoutMarkers) {
-  const model::Trace trace = load("v100_train_rank0.json.gz");
+  const trace::Trace trace = load("v100_train_rank0.json.gz");
   const auto steps = windows(trace, "ProfilerStep#", Level::kModel, true);
   ASSERT_EQ(steps.size(), 5u);
   IterationsReport report;
@@ -89,7 +89,7 @@ TEST(IterationsKineto, V100TrainingStepsFoundWithoutMarkers) {
 }
 
 TEST(IterationsKineto, A100TwoForwardPassesNeedTheirCount) {
-  const model::Trace trace = load("a100_alexnet_train.json.gz");
+  const trace::Trace trace = load("a100_alexnet_train.json.gz");
   const auto passes = windows(trace, "[param|pytorch.model.alex_net|0|0|0|", Level::kModel, true);
   ASSERT_EQ(passes.size(), 2u);  // warmup, measure
   int64_t convs = 0;
@@ -121,7 +121,7 @@ TEST(IterationsKineto, A100TwoForwardPassesNeedTheirCount) {
 }
 
 TEST(IterationsKineto, Mi250SingleStepIsNotALoop) {
-  const model::Trace trace = load("mi250_train.json.gz");
+  const trace::Trace trace = load("mi250_train.json.gz");
   const auto steps = windows(trace, "ProfilerStep#", Level::kModel, true);
   ASSERT_EQ(steps.size(), 2u);
   IterationsReport report;
@@ -131,4 +131,4 @@ TEST(IterationsKineto, Mi250SingleStepIsNotALoop) {
 }
 
 }  // namespace
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

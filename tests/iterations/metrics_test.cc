@@ -11,7 +11,7 @@
 #include "core/activity_type.h"
 #include "core/level.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
 constexpr uint32_t kMain = 7, kCopyStream = 14, kAssist = 20;
@@ -27,10 +27,10 @@ uint8_t activity_of(std::string_view name, bool device) {
 }
 
 struct Builder {
-  model::Trace trace;
+  trace::Trace trace;
   uint64_t next_id = 1;
   Builder() {
-    model::Process p;
+    trace::Process p;
     p.pid = 7;
     trace.add_process(p);
   }
@@ -62,7 +62,7 @@ constexpr const char* kHtoD = "Memcpy HtoD (Pageable -> Device)";
 // and a 1 MB set-up copy (the weights) at t = 0, 100 us before iteration 0.
 constexpr int64_t kStarts[] = {100'000, 101'500, 103'000, 104'500, 106'300, 111'800};
 
-model::Trace known_trace() {
+trace::Trace known_trace() {
   Builder b;
   b.device("Memset (Device)", 50, 60, kAssist);
   b.device(kHtoD, 0, 5'000, kCopyStream, 1'000'000);
@@ -79,7 +79,7 @@ model::Trace known_trace() {
 }
 
 TEST(IterationMetrics, KnownAnswers) {
-  const model::Trace trace = known_trace();
+  const trace::Trace trace = known_trace();
   IterationsReport r;
   std::string error;
   ASSERT_TRUE(run_iterations(trace, {}, &r, &error)) << error;
@@ -171,7 +171,7 @@ Diagnosis diagnose_split(const Split& p) {
   const int64_t interval = p.interval_copy + p.interval_host;
   s.avg_overlap = interval > 0 ? static_cast<double>(p.interval_copy) / static_cast<double>(interval) : 0.0;
   m.loops.push_back(s);
-  model::Trace trace;
+  trace::Trace trace;
   Classification classes;  // no main track: no spans to list
   return diagnose(trace, classes, m, 0);
 }
@@ -266,4 +266,4 @@ TEST(MinerConfidence, AmbiguousReadingHalvesIt) {
 }
 
 }  // namespace
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

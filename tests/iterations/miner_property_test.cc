@@ -13,7 +13,7 @@
 
 #include "analysis/iterations/pattern_miner.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
 using Seq = std::vector<int32_t>;
@@ -622,4 +622,4 @@ TEST(MinerProperty, NothingRepeatsIsAnErrorNotACrash) {
 }
 
 }  // namespace
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -16,7 +16,7 @@
 
 #include "analysis/iterations/pattern_miner.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
 using Seq = std::vector<int32_t>;
@@ -367,4 +367,4 @@ TEST(NestedLoops, FewStepsAfterARepetitiveSetUp) {
 }
 
 }  // namespace
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -7,7 +7,7 @@
 
 #include "analysis/iterations/suffix_array.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
 std::vector<int32_t> naive_sa(const std::vector<int32_t>& s) {
@@ -59,4 +59,4 @@ TEST(SuffixArray, PeriodicStringsRecurse) {
 }
 
 }  // namespace
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -68,8 +68,8 @@ TEST(Analyzer, PrecisionTableBoundsPerDataType) {
 // What the oneDNN tracer records for fused convolutions (oneDNN's verbose post-ops), in the notation
 // of FusionChain::post_ops, so `--fusion` compares like with like.
 TEST(Analyzer, OneDnnPostOpsInTheBoundsNotation) {
-  model::Trace trace;
-  trace.add_process(model::Process{});
+  trace::Trace trace;
+  trace.add_process(trace::Process{});
   auto conv = [&](const std::string& attrs) {
     SpanRecord r;
     r.span_id = trace.spans.size() + 1;

@@ -18,8 +18,8 @@
 #include "lowerbound/harness/backend.h"
 #include "lowerbound/harness/bench_plan.h"
 #include "lowerbound/ir/onnx_loader.h"
-#include "model/span_tree.h"
-#include "model/trace_loader.h"
+#include "trace/span_tree.h"
+#include "trace/trace_loader.h"
 
 namespace strata::lowerbound {
 namespace {
@@ -33,7 +33,7 @@ class BoundAnalyses : public ::testing::Test {
   void SetUp() override {
     std::string error;
     ASSERT_TRUE(load_onnx_file(data("resnet18.onnx"), &model_, &error)) << error;
-    ASSERT_TRUE(model::load_trace(data("resnet18_cpu_library.trace"), &trace_, &error)) << error;
+    ASSERT_TRUE(trace::load_trace(data("resnet18_cpu_library.trace"), &trace_, &error)) << error;
     db_url_ = dir_.file("perf.sqlite");
   }
   // Every layer needing a call gets one row of `ns`, measured with `threads` threads, of `quality`.
@@ -59,7 +59,7 @@ class BoundAnalyses : public ::testing::Test {
     params.set("onnx", data("resnet18.onnx"));
     params.set("db", db_url_);
     params.set("threads", std::to_string(threads));
-    const model::SpanTree tree = model::build_span_tree(trace_);
+    const trace::SpanTree tree = trace::build_span_tree(trace_);
     const analysis::Workload workload(trace_, tree);
     return a->run(analysis::AnalysisInput{trace_, tree, params, &workload});
   }
@@ -72,7 +72,7 @@ class BoundAnalyses : public ::testing::Test {
   testing::TempDir dir_;
   std::string db_url_;
   LayerModel model_;
-  model::Trace trace_;
+  trace::Trace trace_;
 };
 
 TEST_F(BoundAnalyses, RegisteredUnderTheirNames) {
@@ -138,8 +138,8 @@ TEST_F(BoundAnalyses, ThreadCountsAreComparedWithTheFrameworks) {
   LayerModel m;
   std::string error;
   ASSERT_TRUE(load_onnx_file(data("chain_net.onnx"), &m, &error)) << error;
-  model::Trace trace;
-  trace.add_process(model::Process{});
+  trace::Trace trace;
+  trace.add_process(trace::Process{});
   auto span = [&](const std::string& name, Level level, int64_t start, int64_t end,
                   std::vector<AttrRecord> attrs = {}) {
     SpanRecord r;
@@ -177,7 +177,7 @@ TEST_F(BoundAnalyses, ThreadCountsAreComparedWithTheFrameworks) {
 // tensor_cores needs the model's layers, not the bound: it runs on an imported Kineto trace with no
 // database at all (the repository's A100 alexnet: its three 3x3 convolutions on tensor cores).
 TEST(BoundAnalysesGpu, TensorCoresNeedNoDatabase) {
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
   ASSERT_TRUE(import::import_trace(std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/a100_alexnet_train.json.gz",
                                    &trace, &error))
@@ -185,7 +185,7 @@ TEST(BoundAnalysesGpu, TensorCoresNeedNoDatabase) {
   analysis::Params params;
   params.set("onnx", data("alexnet.onnx"));
   params.set("db", "/nonexistent-dir/never-opened.sqlite");
-  const model::SpanTree tree = model::build_span_tree(trace);
+  const trace::SpanTree tree = trace::build_span_tree(trace);
   const analysis::Workload workload(trace, tree);
   analysis::AnalysisResult r =
       find_bound_analysis("tensor_cores")->run(analysis::AnalysisInput{trace, tree, params, &workload});

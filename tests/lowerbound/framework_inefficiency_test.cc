@@ -10,9 +10,9 @@
 #include <filesystem>
 
 #include "core/level.h"
-#include "lowerbound/ir/onnx_loader.h"
 #include "lowerbound/analyses/trace_compare.h"
-#include "model/trace_loader.h"
+#include "lowerbound/ir/onnx_loader.h"
+#include "trace/trace_loader.h"
 
 namespace strata::lowerbound {
 namespace {
@@ -24,9 +24,9 @@ std::string data(const std::string& name) {
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 
 struct Builder {
-  model::Trace trace;
+  trace::Trace trace;
   uint64_t next_id = 1;
-  Builder() { trace.add_process(model::Process{}); }
+  Builder() { trace.add_process(trace::Process{}); }
   size_t add(const std::string& name, Level level, SpanKind kind, int64_t start, int64_t end,
              const Attrs& attrs = {}, uint64_t correlation = 0, bool on_device = false) {
     SpanRecord r;
@@ -418,8 +418,8 @@ TEST(FrameworkInefficiency, RealResnet18Trace) {
   LayerModel m;
   std::string error;
   ASSERT_TRUE(load_onnx_file(data("resnet18.onnx"), &m, &error)) << error;
-  model::Trace trace;
-  ASSERT_TRUE(model::load_trace(path, &trace, &error)) << error;
+  trace::Trace trace;
+  ASSERT_TRUE(trace::load_trace(path, &trace, &error)) << error;
   TraceComparison cmp;
   ASSERT_TRUE(compare_with_trace(m, trace, &cmp, &error)) << error;
   const InefficiencyFindings& f = cmp.inefficiency;

@@ -82,7 +82,7 @@ TEST(TensorCores, RealTraceKernelNames) {
   };
   for (const auto& [file, markers] : expected_markers) {
     const std::string path = source("tests/data/kineto/" + file);
-    model::Trace trace;
+    trace::Trace trace;
     std::string error;
     ASSERT_TRUE(import::import_trace(path, &trace, &error)) << error;
     std::set<std::string> seen;
@@ -113,7 +113,7 @@ TEST(TensorCores, PerLayerUsageOnTheRealA100AlexnetTrace) {
   LayerModel m;
   std::string error;
   ASSERT_TRUE(load_onnx_file(source("tests/lowerbound/data/alexnet.onnx"), &m, &error)) << error;
-  model::Trace trace;
+  trace::Trace trace;
   ASSERT_TRUE(import::import_trace(source("tests/data/kineto/a100_alexnet_train.json.gz"), &trace, &error))
       << error;
   TraceComparison cmp;

@@ -15,9 +15,9 @@ std::string data(const std::string& name) {
 }
 
 struct TraceBuilder {
-  model::Trace trace;
+  trace::Trace trace;
   uint64_t next_id = 1;
-  TraceBuilder() { trace.add_process(model::Process{}); }
+  TraceBuilder() { trace.add_process(trace::Process{}); }
   size_t span(const std::string& name, Level level, int64_t start, int64_t end,
               std::vector<std::pair<std::string, std::string>> attrs = {}) {
     SpanRecord r;

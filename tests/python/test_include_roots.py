@@ -35,7 +35,7 @@ def preprocess(root, header, tmp_path):
 
 @pytest.mark.parametrize("row, header, found", [
     ("src.analysis", "analysis/analysis.h", True),  # its own module
-    ("src.analysis", "model/trace.h", True),  # allowed
+    ("src.analysis", "trace/trace.h", True),  # allowed
     ("src.analysis", "core/level.h", True),  # allowed transitively (through model)
     ("src.analysis", "lowerbound/bounds/bounds.h", False),  # a module above analysis
     ("src.analysis", "collect/session.h", False),  # a collector
@@ -43,12 +43,12 @@ def preprocess(root, header, tmp_path):
     ("src.analysis.iterations", "analysis/iterations/pattern_miner.h", True),
     ("src.analysis.iterations", "analysis/analysis.h", True),
     ("src.collect", "strata/strata.h", True),
-    ("src.collect", "model/trace.h", False),  # collectors never see the trace model
+    ("src.collect", "trace/trace.h", False),  # collectors never see the in-memory trace
     ("src.cudalibs", "cudalibs/library_span.h", True),
     ("src.cudalibs", "gpu/span_sink.h", False),  # a sibling collector
     ("src.lowerbound.ir", "lowerbound/ir/layer_ir.h", True),
     ("src.lowerbound.ir", "lowerbound/perfdb/perf_db.h", False),  # a sibling room not in its row
-    ("tests.collect", "model/trace.h", True),  # its area row adds model
+    ("tests.collect", "trace/trace.h", True),  # its area row adds model
     ("tests.collect", "analysis/analysis.h", False),
 ])
 def test_a_row_sees_what_it_may_include_and_nothing_else(roots, tmp_path, row, header, found):

@@ -1,7 +1,7 @@
-"""`strata analyze R0 R1 ... Rn` reads the rank files on several threads (model::open_traces,
+"""`strata analyze R0 R1 ... Rn` reads the rank files on several threads (trace::open_traces,
 OpenOptions::jobs; issue 17 item 5, "local runs of many ranks use all cores"): the tables, and
 `strata merge`'s output file, are byte-identical whatever the thread count (--jobs 1 is the serial
-read). tests/model/parallel_open_test.cc compares the traces themselves field by field."""
+read). tests/trace/parallel_open_test.cc compares the traces themselves field by field."""
 import glob
 import os
 import subprocess

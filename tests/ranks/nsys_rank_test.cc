@@ -10,9 +10,9 @@
 #include <string>
 
 #include "import/importer.h"
-#include "model/rank_align.h"
-#include "model/trace.h"
-#include "model/trace_reader.h"
+#include "trace/rank_align.h"
+#include "trace/trace.h"
+#include "trace/trace_reader.h"
 
 namespace strata {
 namespace {
@@ -22,26 +22,26 @@ std::string data_path(const char* file) {
 }
 constexpr const char* kMpi = "a100_saxpy_mpi_nsys2022.2_schema2.9.1.sqlite";
 
-bool open(const std::string& path, model::Trace* t, std::string* error) {
+bool open(const std::string& path, trace::Trace* t, std::string* error) {
   import::register_readers();
-  return model::open_trace(path, t, error);
+  return trace::open_trace(path, t, error);
 }
 
 TEST(NsysRankHints, MpiThreadNameGivesTheRankAndHost) {
   const std::string path = data_path(kMpi);
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "missing " << path;
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(open(path, &t, &error)) << error;
   ASSERT_FALSE(t.processes.empty());
   bool host_seen = false;
-  for (const model::Process& p : t.processes) {
-    EXPECT_EQ(model::process_rank(p), 0) << p.pid;
+  for (const trace::Process& p : t.processes) {
+    EXPECT_EQ(trace::process_rank(p), 0) << p.pid;
     host_seen = host_seen || p.host == "nid001608";
   }
   EXPECT_TRUE(host_seen);
   std::string source;
-  for (const model::Process& p : t.processes)
+  for (const trace::Process& p : t.processes)
     if (auto s = p.properties.get("import.meta.nsys.rank_source")) source = std::string(*s);
   EXPECT_EQ(source, "thread name 'MPI Rank 0' (nsys --trace=mpi)");
 }
@@ -49,10 +49,10 @@ TEST(NsysRankHints, MpiThreadNameGivesTheRankAndHost) {
 TEST(NsysRankHints, NoMpiNoRank) {
   const std::string path = data_path("a100_cloverleaf_nsys2024.5_schema3.13.2.sqlite");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "missing " << path;
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(open(path, &t, &error)) << error;
-  for (const model::Process& p : t.processes) EXPECT_EQ(model::process_rank(p), -1) << p.pid;
+  for (const trace::Process& p : t.processes) EXPECT_EQ(trace::process_rank(p), -1) << p.pid;
 }
 
 class ChangedMpiExport : public ::testing::Test {
@@ -86,10 +86,10 @@ TEST_F(ChangedMpiExport, RenamedThreadGivesItsRank) {
   exec(
       "UPDATE StringIds SET value = 'MPI Rank 5' WHERE value = 'MPI Rank 0';"
       "UPDATE NVTX_EVENTS SET text = 'MPI Rank 5' WHERE eventType = 39;");
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(open(path_, &t, &error)) << error;
-  for (const model::Process& p : t.processes) EXPECT_EQ(model::process_rank(p), 5);
+  for (const trace::Process& p : t.processes) EXPECT_EQ(trace::process_rank(p), 5);
 }
 
 TEST_F(ChangedMpiExport, TwoRanksInOneReportAreNotGuessed) {
@@ -98,12 +98,12 @@ TEST_F(ChangedMpiExport, TwoRanksInOneReportAreNotGuessed) {
       "INSERT INTO StringIds (id, value) VALUES (999999, 'MPI Rank 1');"
       "INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (999999, 0, " +
       std::to_string((int64_t{4242} << 24) | 7) + ");");
-  model::Trace t;
+  trace::Trace t;
   std::string error;
   ASSERT_TRUE(open(path_, &t, &error)) << error;
   std::string problem;
-  for (const model::Process& p : t.processes) {
-    EXPECT_EQ(model::process_rank(p), -1);
+  for (const trace::Process& p : t.processes) {
+    EXPECT_EQ(trace::process_rank(p), -1);
     if (auto s = p.properties.get("import.meta.nsys.rank_problem")) problem = std::string(*s);
   }
   EXPECT_NE(problem.find("2 MPI ranks in one report"), std::string::npos) << problem;

@@ -1,8 +1,8 @@
-// Clock alignment of ranks (model/rank_align.h), known answers: ranks generated from a real rank's
+// Clock alignment of ranks (trace/rank_align.h), known answers: ranks generated from a real rank's
 // Kineto trace (tests/data/kineto/multirank_rank0.json.gz) with known clock offsets (up to +-5 s),
 // drifts (up to +-50 ppm), jitter on every collective end and a few late outliers; and the two real
 // ranks of that job merged (their point-to-point SendRecv ends are not simultaneous: no correction).
-#include "model/rank_align.h"
+#include "trace/rank_align.h"
 
 #include <gtest/gtest.h>
 
@@ -18,17 +18,17 @@
 
 #include "export/exporters.h"
 #include "import/importer.h"
-#include "model/trace_builder.h"
-#include "model/trace_reader.h"
+#include "trace/trace_builder.h"
+#include "trace/trace_reader.h"
 
 namespace strata::testing {
 namespace {
 
 const std::string kData = std::string(STRATA_SOURCE_DIR) + "/tests/data/kineto/";
 
-const model::Trace& real_rank0() {
-  static const model::Trace t = [] {
-    model::Trace out;
+const trace::Trace& real_rank0() {
+  static const trace::Trace t = [] {
+    trace::Trace out;
     std::string error;
     EXPECT_TRUE(import::import_trace(kData + "multirank_rank0.json.gz", &out, &error)) << error;
     return out;
@@ -41,7 +41,7 @@ struct TrueClock {
 };
 
 struct Generated {
-  model::Trace trace;
+  trace::Trace trace;
   std::vector<TrueClock> clocks;
   struct End {
     size_t span;
@@ -58,7 +58,7 @@ struct Generated {
 // The real rank's trace is repeated `repeats` times back to back (a longer run: more collective
 // calls, a longer window over which drift shows).
 Generated generate(int ranks, uint32_t seed, int repeats = 1) {
-  const model::Trace& src = real_rank0();
+  const trace::Trace& src = real_rank0();
   Generated g;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> offset(-5e9, 5e9), drift(-50e-6, 50e-6), unit(0, 1);
@@ -80,7 +80,7 @@ Generated generate(int ranks, uint32_t seed, int repeats = 1) {
     g.clocks.push_back(c);
     std::vector<uint16_t> process_of(src.processes.size());
     for (size_t p = 0; p < src.processes.size(); ++p) {
-      model::Process proc = src.processes[p];
+      trace::Process proc = src.processes[p];
       proc.pid += 100000 * r;
       proc.host = "node" + std::to_string(r);
       proc.properties.set_int("rank", r);
@@ -121,7 +121,7 @@ double percentile(std::vector<double> v, double q) {
 
 void check_alignment(int ranks, uint32_t seed, int repeats) {
   Generated g = generate(ranks, seed, repeats);
-  const std::vector<model::RankClock> clocks = model::align_rank_clocks(&g.trace);
+  const std::vector<trace::RankClock> clocks = trace::align_rank_clocks(&g.trace);
   ASSERT_EQ(clocks.size(), static_cast<size_t>(ranks));
   // Matched collectives end together: each rank's end of a call against the median end of that
   // call over the ranks (the instant they share), after alignment.
@@ -144,7 +144,7 @@ void check_alignment(int ranks, uint32_t seed, int repeats) {
   }
   EXPECT_LE(percentile(spread, 0.9), 20000) << ranks << " ranks: 90th percentile of end differences (ns)";
   int within = 0;
-  for (const model::RankClock& c : clocks) {
+  for (const trace::RankClock& c : clocks) {
     EXPECT_TRUE(c.method == "reference" || c.method == "fit") << "rank " << c.rank << ": " << c.method;
     EXPECT_GE(c.uncertainty_ns, 0) << "rank " << c.rank;
     within +=
@@ -182,7 +182,7 @@ TEST(RankAlign, SameHostKeepsItsClockAndNoCollectivesMeansNone) {
         s.activity_type() == ActivityType::kCollective)
       s.activity = static_cast<uint8_t>(ActivityType::kKernel);
   const std::vector<SpanRecord> before = g.trace.spans;
-  const auto clocks = model::align_rank_clocks(&g.trace);
+  const auto clocks = trace::align_rank_clocks(&g.trace);
   ASSERT_EQ(clocks.size(), 3u);
   EXPECT_EQ(clocks[1].method, "same_host");
   EXPECT_EQ(clocks[2].method, "none");
@@ -198,16 +198,16 @@ TEST(RankAlign, RealRanksMerge) {
   import::register_readers();
   const std::vector<std::string> paths = {kData + "multirank_rank0.json.gz",
                                           kData + "multirank_rank1.json.gz"};
-  model::Trace separate1;
+  trace::Trace separate1;
   std::string error;
   ASSERT_TRUE(import::import_trace(paths[1], &separate1, &error)) << error;
-  model::Trace merged;
-  std::vector<model::RankClock> clocks;
-  model::OpenOptions options;
-  options.before_finish = [&](model::Trace& t, std::span<const size_t>) {
-    clocks = model::align_rank_clocks(&t);
+  trace::Trace merged;
+  std::vector<trace::RankClock> clocks;
+  trace::OpenOptions options;
+  options.before_finish = [&](trace::Trace& t, std::span<const size_t>) {
+    clocks = trace::align_rank_clocks(&t);
   };
-  ASSERT_TRUE(model::open_traces(paths, &merged, &error, options)) << error;
+  ASSERT_TRUE(trace::open_traces(paths, &merged, &error, options)) << error;
   ASSERT_EQ(merged.processes.size(), 2u);
   EXPECT_EQ(merged.processes[0].properties.get_int("rank"), 0);
   EXPECT_EQ(merged.processes[1].properties.get_int("rank"), 1);
@@ -242,14 +242,14 @@ TEST(RankAlign, RealRanksMerge) {
 // Two ranks with one pid (containers on two hosts): the second is renumbered, the recorded pid kept;
 // processes of one rank sharing a pid are left alone.
 TEST(RankAlign, PidsMadeUniqueAcrossRanks) {
-  model::Trace t;
+  trace::Trace t;
   for (int k = 0; k < 3; ++k) {
-    model::Process p;
+    trace::Process p;
     p.pid = 1;
     p.properties.set_int("rank", k == 2 ? 1 : k);
     t.add_process(std::move(p));
   }
-  EXPECT_EQ(model::make_pids_unique_across_ranks(&t), 2u);
+  EXPECT_EQ(trace::make_pids_unique_across_ranks(&t), 2u);
   EXPECT_EQ(t.processes[0].pid, 1);
   EXPECT_EQ(t.processes[1].pid, 1 + 2 * (1 << 22));
   EXPECT_EQ(t.processes[1].properties.get_int("pid.recorded"), 1);

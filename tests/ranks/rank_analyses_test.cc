@@ -2,12 +2,12 @@
 #include <gtest/gtest.h>
 
 #include "analysis/analysis.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata::testing {
 namespace {
 
-void add(model::Trace& t, uint16_t process, const char* name, ActivityType type, uint32_t stream,
+void add(trace::Trace& t, uint16_t process, const char* name, ActivityType type, uint32_t stream,
          int64_t start_us, int64_t end_us) {
   SpanRecord s;
   s.span_id = t.spans.size() + 1;
@@ -21,10 +21,10 @@ void add(model::Trace& t, uint16_t process, const char* name, ActivityType type,
   t.add_span(s);
 }
 
-model::Trace two_ranks() {
-  model::Trace t;
+trace::Trace two_ranks() {
+  trace::Trace t;
   for (int r = 0; r < 2; ++r) {
-    model::Process p;
+    trace::Process p;
     p.pid = 10 + r;
     p.host = "node" + std::to_string(r);
     p.properties.set_int("rank", r);
@@ -44,7 +44,7 @@ model::Trace two_ranks() {
   return t;
 }
 
-analysis::AnalysisResult run(const model::Trace& t, const char* name) {
+analysis::AnalysisResult run(const trace::Trace& t, const char* name) {
   analysis::Params params;
   return analysis::find_analysis(name)->run({t, t.tree(), params});
 }
@@ -53,7 +53,7 @@ double real(const analysis::Cell& c) { return std::get<double>(c.value); }
 int64_t integer(const analysis::Cell& c) { return std::get<int64_t>(c.value); }
 
 TEST(RankAnalyses, BreakdownKnownAnswers) {
-  const model::Trace t = two_ranks();
+  const trace::Trace t = two_ranks();
   const auto r = run(t, "rank_breakdown");
   ASSERT_FALSE(r.missing_input);
   const auto& rows = r.tables.at(0).rows;
@@ -69,7 +69,7 @@ TEST(RankAnalyses, BreakdownKnownAnswers) {
 }
 
 TEST(RankAnalyses, CollectiveWaitKnownAnswers) {
-  const model::Trace t = two_ranks();
+  const trace::Trace t = two_ranks();
   const auto r = run(t, "collective_wait");
   ASSERT_FALSE(r.missing_input);
   const auto& calls = r.tables.at(0).rows;
@@ -91,7 +91,7 @@ TEST(RankAnalyses, CollectiveWaitKnownAnswers) {
 }
 
 TEST(RankAnalyses, NoRanksSaysWhatToDo) {
-  model::Trace t;
+  trace::Trace t;
   t.add_process({});
   add(t, 0, "k", ActivityType::kKernel, 7, 0, 100);
   EXPECT_TRUE(run(t, "rank_breakdown").missing_input);

@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "model/span_tree.h"
 #include "rank_gen.h"
+#include "trace/span_tree.h"
 
 namespace strata::testing {
 namespace {
@@ -98,8 +98,8 @@ TEST(IdleTime, MatchesBruteForceOnGeneratedRanks) {
 // launched at 65 (queued, 30 us gap >= 30: other); a copy 112-115 with no launch (its 2 us gap: kernel
 // wait, as HTA counts a gap before work of unknown launch).
 TEST(IdleTime, KnownAnswersOnOneStream) {
-  model::Trace t;
-  model::Process p;
+  trace::Trace t;
+  trace::Process p;
   p.properties.set_int("rank", 4);
   t.add_process(std::move(p));
   const int64_t spans[][3] = {{0, 0, 10}, {1, 12, 20}, {50, 60, 70}, {65, 100, 110}};
@@ -250,7 +250,7 @@ TEST(QueueLength, MatchesBruteForceOnGeneratedRanks) {
 }
 
 TEST(RankDeviceAnalyses, NoDeviceWorkSaysWhatToDo) {
-  model::Trace t;
+  trace::Trace t;
   t.add_process({});
   add_gen_span(t, 0, "op", Level::kLayer, SpanKind::kSpan, ActivityType::kCpuOp, kNoStream, 0, 0, 10);
   for (const char* name :

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::testing {
 
@@ -30,12 +30,12 @@ struct GenWork {
 };
 
 struct GenTrace {
-  model::Trace trace;
+  trace::Trace trace;
   std::vector<GenWork> work;  // device work that holds a stream
   int64_t origin_us = 0;      // earliest span start
 };
 
-inline void add_gen_span(model::Trace& t, uint16_t process, const std::string& name, Level level,
+inline void add_gen_span(trace::Trace& t, uint16_t process, const std::string& name, Level level,
                          SpanKind kind, ActivityType type, uint32_t stream, uint64_t correlation,
                          int64_t start_us, int64_t end_us) {
   SpanRecord s;
@@ -62,7 +62,7 @@ inline GenTrace generate_ranks(int ranks, bool unranked, int items, uint32_t see
   const int processes = ranks + (unranked ? 1 : 0);
   g.origin_us = INT64_MAX;
   for (int p = 0; p < processes; ++p) {
-    model::Process proc;
+    trace::Process proc;
     proc.pid = 100 + p;
     if (p < ranks) {
       proc.properties.set_int("rank", p);
@@ -135,7 +135,7 @@ inline GenTrace generate_ranks(int ranks, bool unranked, int items, uint32_t see
   return g;
 }
 
-inline analysis::AnalysisResult run_analysis(const model::Trace& t, const char* name,
+inline analysis::AnalysisResult run_analysis(const trace::Trace& t, const char* name,
                                              const analysis::Params& params = {}) {
   return analysis::find_analysis(name)->run({t, t.tree(), params});
 }

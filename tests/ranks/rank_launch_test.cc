@@ -5,8 +5,8 @@
 #include <cmath>
 #include <map>
 
-#include "model/span_tree.h"
 #include "rank_gen.h"
+#include "trace/span_tree.h"
 
 namespace strata::testing {
 namespace {
@@ -153,11 +153,11 @@ TEST(KernelDistribution, MatchesBruteForceOnGeneratedRanks) {
 
 // ProfilerStep-style marks: rank r's step n lasts 100 + 10 n + 7 r us, except rank 1's step 2 (+500).
 TEST(StepTime, MarkedStepsMatchBruteForce) {
-  model::Trace t;
+  trace::Trace t;
   const int ranks = 3, steps = 4;
   std::map<int64_t, std::map<int64_t, int64_t>> duration;  // step -> rank -> us
   for (int r = 0; r < ranks; ++r) {
-    model::Process p;
+    trace::Process p;
     p.properties.set_int("rank", r);
     t.add_process(std::move(p));
   }
@@ -211,12 +211,12 @@ TEST(StepTime, MarkedStepsMatchBruteForce) {
 // No marks: each rank's iterations mined from its own kernels. Rank r repeats the same six kernels
 // eight times, each iteration 60 + 5 r us long followed by a 40 us pause; rank 1 has one slow step.
 TEST(StepTime, MinedWhenUnmarked) {
-  model::Trace t;
+  trace::Trace t;
   const int ranks = 2, iterations = 8;
   const char* names[] = {"conv", "bn", "relu", "conv2", "pool", "fc"};
   std::map<int64_t, std::vector<int64_t>> truth;
   for (int r = 0; r < ranks; ++r) {
-    model::Process p;
+    trace::Process p;
     p.properties.set_int("rank", r);
     t.add_process(std::move(p));
   }
@@ -257,11 +257,11 @@ TEST(StepTime, MinedWhenUnmarked) {
 }
 
 TEST(StepTime, NothingToFindSaysWhy) {
-  model::Trace empty;
+  trace::Trace empty;
   const auto r = run_analysis(empty, "step_time");
   ASSERT_TRUE(r.missing_input);
   EXPECT_NE(r.missing_input->find("no processes"), std::string::npos) << *r.missing_input;
-  model::Trace host_only;
+  trace::Trace host_only;
   host_only.add_process({});
   add_gen_span(host_only, 0, "op", Level::kLayer, SpanKind::kSpan, ActivityType::kCpuOp, kNoStream, 0, 0, 10);
   const auto h = run_analysis(host_only, "step_time");

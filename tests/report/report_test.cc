@@ -22,7 +22,7 @@ std::string escaped(const std::string& json) {
   return out;
 }
 
-std::string write(const model::Trace& trace, const ReportOptions& options) {
+std::string write(const trace::Trace& trace, const ReportOptions& options) {
   std::ostringstream out;
   std::string error;
   EXPECT_TRUE(write_report(trace, options, out, &error)) << error;
@@ -42,7 +42,7 @@ std::string data_of(const std::string& html) {
 
 TEST(Report, EmbedsEchartsOnce) {
   ASSERT_TRUE(have_echarts()) << "build without report/node_modules: run scripts/setup.sh";
-  model::Trace trace = testing::cpu_model_trace();
+  trace::Trace trace = testing::cpu_model_trace();
   std::string html = write(trace, {});
   EXPECT_NE(html.find(std::string(assets::echarts_js())), std::string::npos);
   EXPECT_NE(html.find(std::string(assets::report_app_js())), std::string::npos);
@@ -53,7 +53,7 @@ TEST(Report, EmbedsEchartsOnce) {
 }
 
 TEST(Report, HoldsEachAnalysisTableAsAnalyzeRendersIt) {
-  model::Trace trace = testing::cpu_model_trace();
+  trace::Trace trace = testing::cpu_model_trace();
   ReportOptions options;
   const std::string data = data_of(write(trace, options));
   std::vector<const analysis::Analysis*> chosen;
@@ -81,7 +81,7 @@ TEST(Report, HoldsEachAnalysisTableAsAnalyzeRendersIt) {
 }
 
 TEST(Report, CutsLongTablesWithANote) {
-  model::Trace trace = testing::cpu_model_trace();
+  trace::Trace trace = testing::cpu_model_trace();
   ReportOptions options;
   options.max_rows = 2;
   const std::string data = data_of(write(trace, options));
@@ -90,7 +90,7 @@ TEST(Report, CutsLongTablesWithANote) {
 }
 
 TEST(Report, ASpanNameCannotEndTheDataElement) {
-  model::Trace trace = testing::cpu_model_trace();
+  trace::Trace trace = testing::cpu_model_trace();
   // Every layer named like markup: it reaches the layer table's name column.
   for (SpanRecord& s : trace.spans)
     if (s.level == static_cast<uint8_t>(Level::kLayer) && trace.name(s) == "conv1")
@@ -108,7 +108,7 @@ TEST(Report, ASpanNameCannotEndTheDataElement) {
 // The lower-bound section holds the tables the caller passes (the CLI's framework_vs_bound tables),
 // as analyze renders them; without them it says how to get them (--model).
 TEST(Report, HoldsTheLowerBoundTablesItIsGiven) {
-  model::Trace trace = testing::cpu_model_trace();
+  trace::Trace trace = testing::cpu_model_trace();
   const std::string without = data_of(write(trace, {}));
   EXPECT_NE(
       without.find("\"framework_vs_bound\":{\"missing\":\"no model given: `strata report TRACE --model"),

@@ -26,11 +26,11 @@ struct Program {
   int extra_steps_when_deep = 0;  // steps only the runs down to library do (no counterpart)
 };
 
-model::Trace run_trace(const Program& prog, int deepest, int64_t origin, uint64_t seed) {
+trace::Trace run_trace(const Program& prog, int deepest, int64_t origin, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int64_t> jitter(0, prog.jitter);
-  model::Trace t;
-  model::Process p;
+  trace::Trace t;
+  trace::Process p;
   p.pid = static_cast<int32_t>(1000 + seed % 1000);
   p.start_monotonic_ns = origin;
   t.add_process(p);
@@ -79,7 +79,7 @@ model::Trace run_trace(const Program& prog, int deepest, int64_t origin, uint64_
 
 struct Experiment {
   std::vector<int> levels = {kModel, kLayer, kLibrary};
-  std::vector<std::vector<model::Trace>> traces;
+  std::vector<std::vector<trace::Trace>> traces;
   std::vector<std::vector<RunInput>> inputs;
 };
 
@@ -94,13 +94,13 @@ Experiment make_experiment(const Program& prog, int repetitions) {
       origin += 100'000'000;  // runs follow each other
     }
   for (size_t j = 0; j < e.levels.size(); ++j)
-    for (const model::Trace& t : e.traces[j]) e.inputs[j].push_back({&t, 1'000'000});
+    for (const trace::Trace& t : e.traces[j]) e.inputs[j].push_back({&t, 1'000'000});
   return e;
 }
 
 // Spans whose parent (by id, within their process) does not contain them, and spans of one thread
 // that overlap without nesting: what a merged timeline of several runs produced before.
-void expect_one_timeline_per_run(const model::Trace& t) {
+void expect_one_timeline_per_run(const trace::Trace& t) {
   std::unordered_map<uint64_t, size_t> by_id;  // (process << 48) ^ id
   for (size_t i = 0; i < t.spans.size(); ++i) by_id[(uint64_t{t.spans[i].process} << 48) ^ t.spans[i].span_id] = i;
   size_t outside = 0;
@@ -121,7 +121,7 @@ TEST(Leveled, EveryRunIsKeptAsRecordedAndTagged) {
   LeveledResult r = combine_leveled(e.levels, e.inputs);
   size_t expected_spans = 0;
   for (const auto& level : e.traces)
-    for (const model::Trace& t : level) expected_spans += t.spans.size();
+    for (const trace::Trace& t : level) expected_spans += t.spans.size();
   ASSERT_EQ(r.trace.spans.size(), expected_spans);
   ASSERT_EQ(r.trace.processes.size(), 9u);
   // In the order the runs ran: repetition-major, levels rotating.
@@ -131,7 +131,7 @@ TEST(Leveled, EveryRunIsKeptAsRecordedAndTagged) {
   EXPECT_EQ(r.trace.processes[5].properties.get("run"), "1");
   EXPECT_EQ(r.trace.processes[5].properties.get("leveled"), "1");
   // Each run's spans keep their own times: the first model run's predict spans are untouched.
-  const model::Trace& first = e.traces[0][0];
+  const trace::Trace& first = e.traces[0][0];
   for (size_t i = 0; i < first.spans.size(); ++i) {
     EXPECT_EQ(r.trace.spans[i].start_ns, first.spans[i].start_ns);
     EXPECT_EQ(r.trace.spans[i].end_ns, first.spans[i].end_ns);

@@ -17,9 +17,9 @@ struct Row {
   uint32_t tid = 1;
 };
 
-model::Trace make_trace(std::initializer_list<Row> rows, int64_t process_start = 0) {
-  model::Trace t;
-  model::Process p;
+trace::Trace make_trace(std::initializer_list<Row> rows, int64_t process_start = 0) {
+  trace::Trace t;
+  trace::Process p;
   p.pid = 100;
   p.start_monotonic_ns = process_start;
   t.add_process(p);
@@ -38,11 +38,11 @@ model::Trace make_trace(std::initializer_list<Row> rows, int64_t process_start =
 }
 
 TEST(SpanMatching, SameStructureGivesSameKeysWhateverIdsAndTimes) {
-  model::Trace a = make_trace({{1, 0, Level::kModel, "predict", 0, 100},
+  trace::Trace a = make_trace({{1, 0, Level::kModel, "predict", 0, 100},
                                {2, 1, Level::kLayer, "conv", 10, 20},
                                {3, 1, Level::kLayer, "conv", 30, 40},
                                {4, 0, Level::kModel, "predict", 200, 300}});
-  model::Trace b = make_trace({{71, 0, Level::kModel, "predict", 1000, 1500},
+  trace::Trace b = make_trace({{71, 0, Level::kModel, "predict", 1000, 1500},
                                {72, 71, Level::kLayer, "conv", 1010, 1100},
                                {73, 71, Level::kLayer, "conv", 1200, 1300},
                                {74, 0, Level::kModel, "predict", 2000, 2100}});
@@ -57,10 +57,10 @@ TEST(SpanMatching, SameStructureGivesSameKeysWhateverIdsAndTimes) {
 TEST(SpanMatching, DeeperAncestorsAreSkippedAtAShallowerView) {
   // In the deep run a layer op sits under a library span (a callback); the layer-only run has no
   // library span, so at view level "layer" the op's anchor is the predict span in both.
-  model::Trace deep = make_trace({{1, 0, Level::kModel, "predict", 0, 100},
+  trace::Trace deep = make_trace({{1, 0, Level::kModel, "predict", 0, 100},
                                   {2, 1, Level::kLibrary, "onednn::conv", 10, 50},
                                   {3, 2, Level::kLayer, "aten::add", 20, 30}});
-  model::Trace shallow =
+  trace::Trace shallow =
       make_trace({{9, 0, Level::kModel, "predict", 0, 80}, {8, 9, Level::kLayer, "aten::add", 15, 25}});
   auto kd = match_keys(deep, static_cast<int>(Level::kLayer));
   auto ks = match_keys(shallow, static_cast<int>(Level::kLayer));
@@ -70,17 +70,17 @@ TEST(SpanMatching, DeeperAncestorsAreSkippedAtAShallowerView) {
 }
 
 TEST(SpanMatching, ThreadsAreRankedByFirstSpanNotById) {
-  model::Trace a =
+  trace::Trace a =
       make_trace({{1, 0, Level::kModel, "work", 0, 10, 500}, {2, 0, Level::kModel, "work", 5, 15, 600}});
-  model::Trace b =
+  trace::Trace b =
       make_trace({{1, 0, Level::kModel, "work", 0, 10, 42}, {2, 0, Level::kModel, "work", 5, 15, 7}});
   EXPECT_EQ(match_keys(a, 20), match_keys(b, 20));
   EXPECT_NE(match_keys(a, 20)[0], match_keys(a, 20)[1]);
 }
 
 TEST(RunSet, AppendTagsProcessesAndReinternsStrings) {
-  model::Trace a = make_trace({{1, 0, Level::kModel, "predict", 0, 100}});
-  model::Trace dst;
+  trace::Trace a = make_trace({{1, 0, Level::kModel, "predict", 0, 100}});
+  trace::Trace dst;
   dst.strings.intern("something else first");
   append_trace(dst, a, {{"run", "3"}});
   ASSERT_EQ(dst.processes.size(), 1u);

@@ -63,9 +63,9 @@ std::string SampleSpans::output_;
 TEST_F(SampleSpans, SamplesCarryTheSpanOpenOnTheirThreadAsAnOfflineJoinFindsIt) {
   TempDir& dir = *dir_;
   const std::string& output = output_;
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
-  ASSERT_TRUE(model::load_trace(dir.file("t.strata"), &trace, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(dir.file("t.strata"), &trace, &error)) << error;
   ASSERT_FALSE(trace.samples.timeline.empty());
 
   // Offline: spans per (process, thread); the innermost span containing t is the latest-starting one.
@@ -75,7 +75,7 @@ TEST_F(SampleSpans, SamplesCarryTheSpanOpenOnTheirThreadAsAnOfflineJoinFindsIt) 
   for (const SpanRecord& s : trace.spans) names[s.span_id] = std::string(trace.name(s));
   uint64_t agree = 0, near_edge = 0, disagree = 0;
   std::map<std::string, uint64_t> per_span;
-  for (const model::SamplePoint& p : trace.samples.timeline) {
+  for (const trace::SamplePoint& p : trace.samples.timeline) {
     const SpanRecord* inner = nullptr;
     int64_t edge_distance = INT64_MAX;
     for (const SpanRecord* s : by_thread[{p.process, p.tid}]) {
@@ -254,12 +254,12 @@ TEST_F(SampleSpans, ChromeExportHasEverySampleOnItsThread) {
             0)
       << output;
   const std::string text = read_file(json);
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
-  ASSERT_TRUE(model::load_trace(dir_->file("t.strata"), &trace, &error)) << error;
+  ASSERT_TRUE(trace::load_trace(dir_->file("t.strata"), &trace, &error)) << error;
   std::map<uint32_t, uint64_t> expected, got;  // samples per thread
   uint64_t with_span = 0;
-  for (const model::SamplePoint& p : trace.samples.timeline) {
+  for (const trace::SamplePoint& p : trace.samples.timeline) {
     ++expected[p.tid];
     with_span += p.span_id != 0;
   }

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "../test_util.h"
-#include "model/trace.h"
-#include "model/trace_loader.h"
 #include "profile/profile.h"
+#include "trace/trace.h"
+#include "trace/trace_loader.h"
 
 namespace strata::testing {
 
@@ -24,9 +24,9 @@ struct Shares {
 
 inline Shares function_shares(const std::string& trace_path) {
   Shares out;
-  model::Trace trace;
+  trace::Trace trace;
   std::string error;
-  EXPECT_TRUE(model::load_trace(trace_path, &trace, &error)) << error;
+  EXPECT_TRUE(trace::load_trace(trace_path, &trace, &error)) << error;
   symbolize::Symbolizer symbolizer;
   profile::FrameNamer namer(trace, &symbolizer);
   profile::ProfileOptions options;

@@ -7,7 +7,7 @@
 
 #include "core/level.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
 std::string fmt(const char* format, double a, double b = 0, double c = 0, double d = 0) {
@@ -32,7 +32,7 @@ std::string_view verdict_name(Verdict verdict) {
   return "balanced";
 }
 
-Diagnosis diagnose(const model::Trace& trace, const Classification& classes, const MetricsResult& metrics,
+Diagnosis diagnose(const trace::Trace& trace, const Classification& classes, const MetricsResult& metrics,
                    int32_t loop, const DiagnosisOptions& options) {
   Diagnosis d;
   d.loop = loop;
@@ -175,4 +175,4 @@ Diagnosis diagnose(const model::Trace& trace, const Classification& classes, con
   return d;
 }
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "analysis/iterations/iteration_metrics.h"
-#include "model/trace.h"
+#include "trace/trace.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 
 enum class Verdict { kHostBound, kCopyBound, kDeviceBound, kBalanced };
 std::string_view verdict_name(Verdict verdict);
@@ -61,7 +61,7 @@ struct DiagnosisOptions {
   size_t top_gap_spans = 8;
 };
 
-Diagnosis diagnose(const model::Trace& trace, const Classification& classes, const MetricsResult& metrics,
+Diagnosis diagnose(const trace::Trace& trace, const Classification& classes, const MetricsResult& metrics,
                    int32_t loop, const DiagnosisOptions& options = {});
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

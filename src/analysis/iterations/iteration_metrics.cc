@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
-std::optional<int64_t> bytes_of(const model::Trace& trace, uint32_t span_index) {
+std::optional<int64_t> bytes_of(const trace::Trace& trace, uint32_t span_index) {
   for (std::string_view key : {"bytes", "memory bytes", "size"}) {
     auto attr = trace.find_attr(span_index, key);
     if (!attr) continue;
@@ -73,7 +73,7 @@ int64_t covered_ns(const std::vector<std::pair<int64_t, int64_t>>& unions, int64
 
 }  // namespace
 
-void main_sequence(const model::Trace& trace, const Classification& classes, std::vector<uint32_t>* spans,
+void main_sequence(const trace::Trace& trace, const Classification& classes, std::vector<uint32_t>* spans,
                    std::vector<int64_t>* gap_before_ns) {
   spans->clear();
   gap_before_ns->clear();
@@ -92,7 +92,7 @@ void main_sequence(const model::Trace& trace, const Classification& classes, std
   }
 }
 
-std::vector<CopyEvent> input_copies(const model::Trace& trace, const Classification& classes) {
+std::vector<CopyEvent> input_copies(const trace::Trace& trace, const Classification& classes) {
   std::vector<CopyEvent> out;
   if (classes.main_track < 0) return out;
   const TrackKey& main = classes.tracks[classes.main_track].key;
@@ -112,7 +112,7 @@ std::vector<CopyEvent> input_copies(const model::Trace& trace, const Classificat
   return out;
 }
 
-MetricsResult compute_metrics(const model::Trace& trace, const Classification& classes,
+MetricsResult compute_metrics(const trace::Trace& trace, const Classification& classes,
                               std::vector<uint32_t> sequence_spans, const MiningResult& mining) {
   MetricsResult r;
   r.sequence_spans = std::move(sequence_spans);
@@ -266,4 +266,4 @@ MetricsResult compute_metrics(const model::Trace& trace, const Classification& c
   return r;
 }
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -8,9 +8,9 @@
 
 #include "analysis/iterations/pattern_miner.h"
 #include "analysis/iterations/stream_classifier.h"
-#include "model/trace.h"
+#include "trace/trace.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 
 // One copy counted for the interval overlap: host->device copies on the main device (GPU traces),
 // or top-level data copies on the main thread (CPU traces: the host-side analog of an input transfer).
@@ -68,12 +68,12 @@ struct MetricsResult {
 
 // The op sequence of the main track (copies excluded: they are the copy "stream"), and per op the
 // idle gap before it (for choosing iteration boundaries).
-void main_sequence(const model::Trace& trace, const Classification& classes, std::vector<uint32_t>* spans,
+void main_sequence(const trace::Trace& trace, const Classification& classes, std::vector<uint32_t>* spans,
                    std::vector<int64_t>* gap_before_ns);
 
-std::vector<CopyEvent> input_copies(const model::Trace& trace, const Classification& classes);
+std::vector<CopyEvent> input_copies(const trace::Trace& trace, const Classification& classes);
 
-MetricsResult compute_metrics(const model::Trace& trace, const Classification& classes,
+MetricsResult compute_metrics(const trace::Trace& trace, const Classification& classes,
                               std::vector<uint32_t> sequence_spans, const MiningResult& mining);
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -6,7 +6,7 @@
 
 #include "core/level.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
 bool int_param(const analysis::Params& params, std::string_view key, int64_t min, int64_t* out, std::string* error) {
@@ -24,7 +24,7 @@ bool int_param(const analysis::Params& params, std::string_view key, int64_t min
 
 // Cross-check against step markers when the trace happens to have them (they are never used for
 // mining): model-level spans on the main process, by name.
-std::vector<std::string> marker_notes(const model::Trace& trace, const IterationsReport& report) {
+std::vector<std::string> marker_notes(const trace::Trace& trace, const IterationsReport& report) {
   std::vector<std::string> notes;
   if (report.classes.main_track < 0 || report.classes.op_level <= static_cast<uint8_t>(Level::kModel)) return notes;
   const uint16_t process = report.classes.tracks[report.classes.main_track].key.process;
@@ -59,7 +59,7 @@ std::vector<std::string> marker_notes(const model::Trace& trace, const Iteration
 // record_function scope "Optimizer.step#<class>.step" (a top-level op of the layer level, once per
 // step; gradient accumulation's micro-batches hold none). By name until spans carry a canonical
 // activity type; device-level sequences (kernels) have no such op and are mined by structure alone.
-std::vector<int32_t> step_anchor_symbols(const model::Trace& trace, const std::vector<int32_t>& symbol_of) {
+std::vector<int32_t> step_anchor_symbols(const trace::Trace& trace, const std::vector<int32_t>& symbol_of) {
   std::vector<int32_t> out;
   for (size_t name = 0; name < symbol_of.size(); ++name)
     if (symbol_of[name] >= 0 && trace.strings.get(static_cast<uint32_t>(name)).starts_with("Optimizer.step#"))
@@ -92,7 +92,7 @@ bool options_from_params(const analysis::Params& params, IterationsOptions* opti
   return true;
 }
 
-bool run_iterations(const model::Trace& trace, const IterationsOptions& options, IterationsReport* report,
+bool run_iterations(const trace::Trace& trace, const IterationsOptions& options, IterationsReport* report,
                     std::string* error) {
   *report = IterationsReport{};
   if (!classify_tracks(trace, options.classify, &report->classes, error)) return false;
@@ -130,7 +130,7 @@ bool run_iterations(const model::Trace& trace, const IterationsOptions& options,
   return true;
 }
 
-size_t add_iteration_spans(model::Trace* trace, const IterationsReport& report) {
+size_t add_iteration_spans(trace::Trace* trace, const IterationsReport& report) {
   if (report.classes.main_track < 0) return 0;
   const TrackKey& key = report.classes.tracks[report.classes.main_track].key;
   const SpanRecord model_span = trace->spans[report.metrics.sequence_spans.front()];  // a copy: add_span reallocates
@@ -160,7 +160,7 @@ size_t add_iteration_spans(model::Trace* trace, const IterationsReport& report) 
   return added;
 }
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations
 
 namespace strata::analysis {
 namespace {
@@ -173,18 +173,18 @@ class IterationsAnalysis final : public Analysis {
   }
   AnalysisResult run(const AnalysisInput& input) const override {
     AnalysisResult result;
-    iterations::IterationsOptions options;
+    analysis::iterations::IterationsOptions options;
     std::string error;
-    if (!iterations::options_from_params(input.params, &options, &error)) {
+    if (!analysis::iterations::options_from_params(input.params, &options, &error)) {
       result.missing_input = "iterations: " + error;
       return result;
     }
-    iterations::IterationsReport report;
-    if (!iterations::run_iterations(input.trace, options, &report, &error)) {
+    analysis::iterations::IterationsReport report;
+    if (!analysis::iterations::run_iterations(input.trace, options, &report, &error)) {
       result.missing_input = "iterations: " + error;
       return result;
     }
-    result.tables = iterations::report_tables(input.trace, report);
+    result.tables = analysis::iterations::report_tables(input.trace, report);
     return result;
   }
 };

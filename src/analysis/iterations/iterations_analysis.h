@@ -12,7 +12,7 @@
 #include "analysis/iterations/pattern_miner.h"
 #include "analysis/iterations/stream_classifier.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 
 struct IterationsOptions {
   ClassifyOptions classify;
@@ -35,18 +35,18 @@ struct IterationsReport {
 };
 
 // Returns false with *error (one line, with the remedy) when the trace has nothing to mine.
-bool run_iterations(const model::Trace& trace, const IterationsOptions& options, IterationsReport* report,
+bool run_iterations(const trace::Trace& trace, const IterationsOptions& options, IterationsReport* report,
                     std::string* error);
 
 // Tables: iterations_summary, iterations, streams, diagnosis, gap_spans, and nested (repetition inside
 // the iterations) when there is any.
-std::vector<analysis::Table> report_tables(const model::Trace& trace, const IterationsReport& report);
+std::vector<analysis::Table> report_tables(const trace::Trace& trace, const IterationsReport& report);
 
 // Appends one span per iteration at Level::kIteration (name "iteration", or "iteration.loopN" for
 // loops after the first) with attributes index, loop, ops, extra_ops, flagged. Returns the count.
-size_t add_iteration_spans(model::Trace* trace, const IterationsReport& report);
+size_t add_iteration_spans(trace::Trace* trace, const IterationsReport& report);
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations
 
 namespace strata::analysis {
 std::unique_ptr<Analysis> make_iterations();

@@ -5,7 +5,7 @@
 #include "analysis/iterations/iterations_analysis.h"
 #include "core/level.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
 using analysis::Cell;
@@ -25,14 +25,14 @@ std::string flags_of(const IterationMetrics& it) {
   return f;
 }
 
-std::string op_name(const model::Trace& trace, const IterationsReport& report, int32_t symbol) {
+std::string op_name(const trace::Trace& trace, const IterationsReport& report, int32_t symbol) {
   if (symbol < 0 || static_cast<size_t>(symbol) >= report.symbol_names.size()) return "?";
   return std::string(trace.strings.get(report.symbol_names[static_cast<size_t>(symbol)]));
 }
 
 // Repetition inside each loop's iteration (RNN time steps, stacked blocks, micro-batches): what the
 // miner recognized as nested structure, never as the iteration.
-Table nested_table(const model::Trace& trace, const IterationsReport& report) {
+Table nested_table(const trace::Trace& trace, const IterationsReport& report) {
   Table t;
   t.name = "nested";
   t.title = "Nested repetition inside each iteration (not iterations)";
@@ -192,7 +192,7 @@ Table streams_table(const IterationsReport& report) {
 
 }  // namespace
 
-std::vector<Table> report_tables(const model::Trace& trace, const IterationsReport& report) {
+std::vector<Table> report_tables(const trace::Trace& trace, const IterationsReport& report) {
   std::vector<Table> tables;
   tables.push_back(summary_table(report));
   tables.push_back(iterations_table(report));
@@ -224,4 +224,4 @@ std::vector<Table> report_tables(const model::Trace& trace, const IterationsRepo
   return tables;
 }
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <unordered_map>
 
-namespace strata::iterations::detail {
+namespace strata::analysis::iterations::detail {
 namespace {
 
 constexpr double kShortlistShare = 0.3;  // of the best count * length
@@ -621,4 +621,4 @@ std::vector<NestedRepeat> nested_structure(std::span<const int32_t> template_ops
   return out;
 }
 
-}  // namespace strata::iterations::detail
+}  // namespace strata::analysis::iterations::detail

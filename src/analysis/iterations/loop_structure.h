@@ -30,7 +30,7 @@
 
 #include "analysis/iterations/miner_internal.h"
 
-namespace strata::iterations::detail {
+namespace strata::analysis::iterations::detail {
 
 // Optimizer steps (or any op known to occur once per training step), by op symbol.
 struct StepAnchors {
@@ -115,4 +115,4 @@ struct FoldedUnit {
 std::vector<NestedRepeat> nested_structure(std::span<const int32_t> template_ops,
                                            const std::vector<FoldedUnit>& folded, int32_t op_alphabet);
 
-}  // namespace strata::iterations::detail
+}  // namespace strata::analysis::iterations::detail

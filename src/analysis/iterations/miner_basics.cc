@@ -8,7 +8,7 @@
 #include "analysis/iterations/pattern_miner.h"
 #include "analysis/iterations/suffix_array.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 
 double RepeatCandidate::share() const {
   return sequence_length > 0
@@ -249,4 +249,4 @@ std::vector<ApproximateMatch> approximate_matches(std::span<const int32_t> seq,
                              [](int64_t) { return int64_t{0}; });
 }
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

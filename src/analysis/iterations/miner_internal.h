@@ -12,7 +12,7 @@
 
 #include "analysis/iterations/pattern_miner.h"
 
-namespace strata::iterations::detail {
+namespace strata::analysis::iterations::detail {
 
 constexpr int32_t kNoBarrier = std::numeric_limits<int32_t>::max();
 // Fold levels (nested repetition folded into one element per run, loop_structure.h): level l's
@@ -196,4 +196,4 @@ int64_t ops_inside(const Subsequence& in, const std::vector<ApproximateMatch>& m
 int64_t ops_matched(const Subsequence& in, std::span<const int32_t> cycle,
                     const std::vector<ApproximateMatch>& matches);
 
-}  // namespace strata::iterations::detail
+}  // namespace strata::analysis::iterations::detail

@@ -9,7 +9,7 @@
 #include "analysis/iterations/loop_structure.h"
 #include "analysis/iterations/miner_internal.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 
 namespace {
 
@@ -688,4 +688,4 @@ MiningResult mine_iterations(std::span<const int32_t> seq, std::span<const int64
   return result;
 }
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

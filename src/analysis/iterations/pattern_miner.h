@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 
 // A suffix-tree node reduced to what the criteria need: a substring of `length` ops starting at
 // `position`, occurring `count` times (overlapping occurrences count, as leaves of the node do).
@@ -148,4 +148,4 @@ struct ApproximateMatch {
 std::vector<ApproximateMatch> approximate_matches(std::span<const int32_t> seq, std::span<const int32_t> cycle,
                                                   int64_t max_extra_ops);
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -27,7 +27,7 @@ struct RankSteps {
 
 // Model-level spans carrying the step attribute, per owner; of two spans with one number (a step
 // span nested in another) the longer.
-std::map<int64_t, RankSteps> marked_steps(const model::Trace& trace, const std::vector<int64_t>& owners) {
+std::map<int64_t, RankSteps> marked_steps(const trace::Trace& trace, const std::vector<int64_t>& owners) {
   std::map<int64_t, RankSteps> out;
   const uint32_t key = trace.strings.find(attr_keys::kStep);
   if (key == UINT32_MAX) return out;
@@ -48,8 +48,8 @@ std::map<int64_t, RankSteps> marked_steps(const model::Trace& trace, const std::
 
 // The spans of one owner's processes as a trace of their own (string ids kept), so the miner sees
 // one rank's work only.
-model::Trace owner_trace(const model::Trace& trace, const std::vector<int64_t>& owners, int64_t owner) {
-  model::Trace sub;
+trace::Trace owner_trace(const trace::Trace& trace, const std::vector<int64_t>& owners, int64_t owner) {
+  trace::Trace sub;
   for (uint32_t id = 1; id < trace.strings.size(); ++id) sub.strings.intern(trace.strings.get(id));
   std::vector<int32_t> moved(trace.processes.size(), -1);
   for (size_t p = 0; p < trace.processes.size(); ++p)
@@ -63,17 +63,17 @@ model::Trace owner_trace(const model::Trace& trace, const std::vector<int64_t>& 
   return sub;
 }
 
-RankSteps mined_steps(const model::Trace& trace) {
+RankSteps mined_steps(const trace::Trace& trace) {
   RankSteps r;
-  iterations::IterationsOptions options;
-  iterations::IterationsReport report;
-  if (!iterations::run_iterations(trace, options, &report, &r.problem)) {
+  analysis::iterations::IterationsOptions options;
+  analysis::iterations::IterationsReport report;
+  if (!analysis::iterations::run_iterations(trace, options, &report, &r.problem)) {
     r.source = "none";
     return r;
   }
   r.source = "mined";
   int64_t n = 0;
-  for (const iterations::IterationMetrics& it : report.metrics.iterations)
+  for (const analysis::iterations::IterationMetrics& it : report.metrics.iterations)
     if (it.loop == 0) r.steps[n++] = {it.start_ns, it.end_ns};
   return r;
 }
@@ -95,7 +95,7 @@ class StepTime : public Analysis {
            "step";
   }
   AnalysisResult run(const AnalysisInput& input) const override {
-    const model::Trace& trace = input.trace;
+    const trace::Trace& trace = input.trace;
     const std::vector<int64_t> owners = ranks::owner_of_processes(trace);
     std::map<int64_t, RankSteps> per_rank = marked_steps(trace, owners);
     std::vector<int64_t> all(owners.begin(), owners.end());
@@ -106,7 +106,7 @@ class StepTime : public Analysis {
       if (all.size() == 1) {
         per_rank[o] = mined_steps(trace);
       } else {
-        const model::Trace sub = owner_trace(trace, owners, o);
+        const trace::Trace sub = owner_trace(trace, owners, o);
         per_rank[o] = sub.strings.size() == trace.strings.size() ? mined_steps(sub)
                                                                  : RankSteps{"none", {}, "string ids"};
       }
@@ -124,7 +124,7 @@ class StepTime : public Analysis {
   }
 
  private:
-  static AnalysisResult tables(const model::Trace& trace, const std::map<int64_t, RankSteps>& per_rank) {
+  static AnalysisResult tables(const trace::Trace& trace, const std::map<int64_t, RankSteps>& per_rank) {
     const int64_t origin = ranks::trace_origin(trace);
     std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> by_step;  // step -> (owner, duration)
     for (const auto& [o, r] : per_rank)

@@ -7,7 +7,7 @@
 #include "core/activity_type.h"
 #include "core/level.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
 bool parse_u32(std::string_view text, uint32_t* out) {
@@ -106,8 +106,7 @@ CopyDirection span_copy_direction(const SpanRecord& span, bool device_span) {
   return copy_direction(span.activity, device_span);
 }
 
-
-bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, Classification* out,
+bool classify_tracks(const trace::Trace& trace, const ClassifyOptions& options, Classification* out,
                      std::string* error) {
   *out = Classification{};
   uint64_t per_level[256] = {};
@@ -183,7 +182,7 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
       std::sort(spans.begin(), spans.end(), by_start);
     TrackInfo info;
     info.key = key;
-    const model::Process* process =
+    const trace::Process* process =
         key.process < trace.processes.size() ? &trace.processes[key.process] : nullptr;
     const long long pid = process != nullptr ? static_cast<long long>(process->pid) : key.process;
     if (key.device) {
@@ -289,4 +288,4 @@ bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, 
   return true;
 }
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "model/trace.h"
+#include "trace/trace.h"
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 
 enum class TrackRole { kMain, kCopy, kAssist };
 enum class CopyDirection { kNone, kHostToDevice, kDeviceToHost, kDeviceToDevice, kPeer, kHostToHost };
@@ -70,7 +70,7 @@ struct ClassifyOptions {
 
 // Returns false with *error (one line: what was missing and how to record it) when the trace has no
 // usable ops, or when `stream` names no track.
-bool classify_tracks(const model::Trace& trace, const ClassifyOptions& options, Classification* out,
+bool classify_tracks(const trace::Trace& trace, const ClassifyOptions& options, Classification* out,
                      std::string* error);
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 namespace {
 
 // Bucket heads (end == false) or one-past-ends (end == true) per symbol.
@@ -128,4 +128,4 @@ std::vector<int32_t> build_lcp_array(std::span<const int32_t> text, std::span<co
   return lcp;
 }
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-namespace strata::iterations {
+namespace strata::analysis::iterations {
 
 // Suffix array of `text`, whose symbols must lie in [0, alphabet_size). No sentinel is needed.
 // Returns the start positions of the suffixes in lexicographic order (a shorter suffix that is a
@@ -21,4 +21,4 @@ std::vector<int32_t> build_suffix_array(std::span<const int32_t> text, int32_t a
 std::vector<int32_t> build_lcp_array(std::span<const int32_t> text, std::span<const int32_t> sa,
                                      std::vector<int32_t>* scratch = nullptr);
 
-}  // namespace strata::iterations
+}  // namespace strata::analysis::iterations

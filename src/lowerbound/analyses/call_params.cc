@@ -30,7 +30,7 @@ bool is_layout_kernel(std::string_view name) {
   return false;
 }
 
-std::string device_category(const model::Trace& trace, size_t i) {
+std::string device_category(const trace::Trace& trace, size_t i) {
   // By the activity type the tracer or importer set (core/activity_type.h), never by the name.
   const ActivityType a = trace.spans[i].activity_type();
   if (is_memcpy(a)) return "memcpy";
@@ -257,7 +257,7 @@ std::string expected_call_class(const std::string& op) {
   return "";
 }
 
-CallParams parse_call(const model::Trace& trace, size_t span) {
+CallParams parse_call(const trace::Trace& trace, size_t span) {
   CallParams p;
   std::string_view name = trace.name(trace.spans[span]);
   p.call_class = call_class_of(name);

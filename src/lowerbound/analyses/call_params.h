@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "lowerbound/ir/layer_ir.h"
-#include "model/trace.h"
+#include "trace/trace.h"
 
 namespace strata::lowerbound {
 
@@ -39,7 +39,7 @@ struct CallParams {
 std::string call_class_of(std::string_view span_name);
 // The class of call a layer needs ("Conv" -> conv); empty for layers that need none.
 std::string expected_call_class(const std::string& op_type);
-CallParams parse_call(const model::Trace& trace, size_t span);
+CallParams parse_call(const trace::Trace& trace, size_t span);
 
 // Small text helpers shared by the analyses of this room.
 bool starts_with(std::string_view s, std::string_view prefix);
@@ -48,6 +48,6 @@ std::string dims_text(const std::vector<int64_t>& d);  // "1x64x56x56"; "-" when
 // Layout-conversion kernels by name (nchwToNhwc, ...).
 bool is_layout_kernel(std::string_view name);
 // kernel, memcpy or memset: the span's "category" attribute, else its name.
-std::string device_category(const model::Trace& trace, size_t i);
+std::string device_category(const trace::Trace& trace, size_t i);
 
 }  // namespace strata::lowerbound

@@ -60,10 +60,10 @@ class Attribution {
   }
   // The (outermost) library call a runtime call or device work happened inside; kNoParent when none.
   int32_t library_ancestor(size_t i) const {
-    const model::SpanTree& tree = it_.workload().tree();
-    int32_t found = model::kNoParent;
+    const trace::SpanTree& tree = it_.workload().tree();
+    int32_t found = trace::kNoParent;
     int32_t cur = tree.parent(i);
-    for (int guard = 0; cur != model::kNoParent && guard < 4096; ++guard) {
+    for (int guard = 0; cur != trace::kNoParent && guard < 4096; ++guard) {
       uint8_t level = trace_.spans[static_cast<size_t>(cur)].level;
       if (level == kLibraryLevel) found = cur;
       if (level < kLibraryLevel) break;
@@ -78,7 +78,7 @@ class Attribution {
   };
   const LayerModel& model_;
   const Iteration& it_;
-  const model::Trace& trace_;
+  const trace::Trace& trace_;
   InefficiencyFindings& f_;
   std::vector<int32_t> slot_of_op_;  // position in ops -> f.layers
   std::vector<Orphan> orphans_;      // library calls outside every matched layer
@@ -87,12 +87,12 @@ class Attribution {
 
 // Library calls: a layer's own calls, or calls made outside every matched layer.
 void Attribution::library_calls(std::vector<size_t> library) {
-  const model::SpanTree& tree = it_.workload().tree();
+  const trace::SpanTree& tree = it_.workload().tree();
   std::sort(library.begin(), library.end(),
             [&](size_t a, size_t b) { return trace_.spans[a].start_ns < trace_.spans[b].start_ns; });
   for (size_t i : library) {
     int32_t parent = tree.parent(i);
-    if (parent != model::kNoParent && trace_.spans[static_cast<size_t>(parent)].level == kLibraryLevel)
+    if (parent != trace::kNoParent && trace_.spans[static_cast<size_t>(parent)].level == kLibraryLevel)
       continue;  // a call the library made to itself: part of the outer call
     int64_t owner = it_.owner(i);
     if (elsewhere(owner)) continue;
@@ -128,7 +128,7 @@ void Attribution::device_work(const std::vector<size_t>& device) {
     double ns = static_cast<double>(s.duration_ns());
     std::string name(trace_.name(s));
     int32_t lib = library_ancestor(i);
-    if (lib != model::kNoParent) {
+    if (lib != trace::kNoParent) {
       auto at = call_at_.find(static_cast<size_t>(lib));
       if (at == call_at_.end()) continue;  // inside a call of another iteration
       ObservedCall& c = at->second.first >= 0
@@ -148,7 +148,7 @@ void Attribution::runtime_calls(const std::vector<size_t>& runtime) {
   for (size_t i : runtime) {
     const SpanRecord& s = trace_.spans[i];
     if (s.kind == static_cast<uint8_t>(SpanKind::kLaunch)) continue;  // its device work is counted
-    if (library_ancestor(i) != model::kNoParent) continue;
+    if (library_ancestor(i) != trace::kNoParent) continue;
     int64_t owner = it_.owner(i);
     if (elsewhere(owner) || !layer_made_calls(owner)) continue;
     f_.extras.push_back({std::string(trace_.name(s)), "runtime_api", false, owner_layer(owner),
@@ -229,7 +229,7 @@ void Attribution::orphan_extras() {
 
 InefficiencyFindings find_inefficiencies(const LayerModel& model, const Iteration& iteration) {
   InefficiencyFindings f;
-  const model::Trace& trace = iteration.trace();
+  const trace::Trace& trace = iteration.trace();
   std::vector<size_t> library, runtime, device;
   for (size_t i = 0; i < trace.spans.size(); ++i) {
     uint8_t level = trace.spans[i].level;

@@ -20,8 +20,8 @@
 #include "lowerbound/analyses/call_params.h"
 #include "lowerbound/bounds/estimate.h"
 #include "lowerbound/ir/layer_ir.h"
-#include "model/trace.h"
 #include "table/table.h"
+#include "trace/trace.h"
 
 namespace strata::lowerbound {
 

@@ -18,7 +18,7 @@ class Iteration {
   Iteration(const analysis::Workload& workload, std::vector<size_t> ops, std::vector<int32_t> op_layer,
             int64_t window_start_ns, int64_t window_end_ns);
   const analysis::Workload& workload() const { return workload_; }
-  const model::Trace& trace() const { return workload_.trace(); }
+  const trace::Trace& trace() const { return workload_.trace(); }
   const std::vector<size_t>& ops() const { return ops_; }
   const std::vector<int32_t>& op_layer() const { return op_layer_; }  // ONNX layer per op, -1: none
   int64_t window_start_ns() const { return start_; }

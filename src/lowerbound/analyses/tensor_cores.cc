@@ -28,7 +28,7 @@ bool is_kernel(const SpanRecord& s) {
 
 TensorCoreUsage tensor_core_usage(const LayerModel& model, const Iteration& iteration) {
   TensorCoreUsage u;
-  const model::Trace& trace = iteration.trace();
+  const trace::Trace& trace = iteration.trace();
   const uint8_t device_level = static_cast<uint8_t>(Level::kDevice);
   std::vector<size_t> kernels;
   for (size_t i = 0; i < trace.spans.size(); ++i)

@@ -17,8 +17,8 @@
 
 #include "core/kernel_names.h"
 #include "lowerbound/ir/layer_ir.h"
-#include "model/trace.h"
 #include "table/table.h"
+#include "trace/trace.h"
 
 namespace strata::lowerbound {
 

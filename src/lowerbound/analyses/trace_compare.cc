@@ -10,7 +10,7 @@
 #include "core/level.h"
 #include "lowerbound/analyses/iteration.h"
 #include "lowerbound/harness/bench_plan.h"
-#include "model/span_tree.h"
+#include "trace/span_tree.h"
 
 namespace strata::lowerbound {
 
@@ -132,7 +132,7 @@ const analysis::Evaluation* choose_evaluation(const analysis::Workload& w, Trace
 void library_calls_of_ops(const analysis::Workload& w, const std::vector<size_t>& ops,
                           std::vector<double>* library_ns, std::vector<std::pair<double, size_t>>* longest,
                           const std::vector<std::string>& want) {
-  const model::Trace& trace = w.trace();
+  const trace::Trace& trace = w.trace();
   const uint8_t library_level = static_cast<uint8_t>(Level::kLibrary);
   std::unordered_map<size_t, size_t> op_of;
   for (size_t k = 0; k < ops.size(); ++k) op_of[ops[k]] = k;
@@ -157,7 +157,7 @@ void library_calls_of_ops(const analysis::Workload& w, const std::vector<size_t>
 // Greedy in-order matching of ONNX layers (that need a library call) to framework ops of the same
 // operator, looking a few ops ahead so that ops without an ONNX layer are skipped, not mismatched.
 void match_layers(const LayerModel& model, const analysis::Workload& w, TraceComparison* out) {
-  const model::Trace& trace = w.trace();
+  const trace::Trace& trace = w.trace();
   const std::vector<size_t>& ops = out->ops;
   constexpr size_t kLookahead = 8;
   std::vector<std::string> op_onnx(ops.size());
@@ -208,7 +208,7 @@ void match_layers(const LayerModel& model, const analysis::Workload& w, TraceCom
 }
 
 // Framework ops with no ONNX layer (views apart: no work), by name.
-void count_extra_ops(const model::Trace& trace, TraceComparison* out) {
+void count_extra_ops(const trace::Trace& trace, TraceComparison* out) {
   std::map<std::string, std::pair<uint64_t, double>> extra;
   for (size_t k = 0; k < out->ops.size(); ++k) {
     if (out->op_layer[k] >= 0) continue;
@@ -242,7 +242,7 @@ bool compare_with_workload(const LayerModel& model, const analysis::Workload& w,
   out->ops.assign(ev->layers.begin(), ev->layers.end());
   // A leveled trace re-times each level from its own run, shifted to the first model span: spans of
   // different levels no longer nest in time within later iterations.
-  for (const model::Process& p : w.trace().processes)
+  for (const trace::Process& p : w.trace().processes)
     if (p.properties.get("leveled")) {
       out->warnings.push_back(
           "this is a --leveled trace: its layer and library spans come from different runs and only line up "
@@ -262,7 +262,7 @@ bool compare_with_workload(const LayerModel& model, const analysis::Workload& w,
   return true;
 }
 
-bool compare_with_trace(const LayerModel& model, const model::Trace& trace, TraceComparison* out,
+bool compare_with_trace(const LayerModel& model, const trace::Trace& trace, TraceComparison* out,
                         std::string* error) {
   const analysis::Workload workload(trace, trace.tree());  // the tree built when the trace was opened
   return compare_with_workload(model, workload, out, error);

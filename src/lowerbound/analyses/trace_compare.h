@@ -15,8 +15,8 @@
 #include "lowerbound/analyses/framework_inefficiency.h"
 #include "lowerbound/analyses/tensor_cores.h"
 #include "lowerbound/bounds/estimate.h"
-#include "model/trace.h"
 #include "table/table.h"
+#include "trace/trace.h"
 
 namespace strata::lowerbound {
 
@@ -58,7 +58,7 @@ struct TraceComparison {
 bool compare_with_workload(const LayerModel& model, const analysis::Workload& workload, TraceComparison* out,
                            std::string* error);
 // The same for a trace on its own (builds the span tree and the workload view).
-bool compare_with_trace(const LayerModel& model, const model::Trace& trace, TraceComparison* out,
+bool compare_with_trace(const LayerModel& model, const trace::Trace& trace, TraceComparison* out,
                         std::string* error);
 
 // When the sequential bound exceeds the measured run (normalized > 1: the bound is not one): the
