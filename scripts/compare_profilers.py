@@ -104,7 +104,7 @@ def perf_share(work, infer, n, hz):
 
 def austin_share(austin, work, infer, n, hz):
     out = os.path.join(work, "austin.txt")
-    interval = f"{round(1e6 / hz)}us"
+    interval = str(round(1e6 / hz))  # microseconds: Austin 1.x takes no unit suffix
     # -s: idle samples left out, so the weights estimate CPU time like the other two samplers.
     run([austin, "-s", "-i", interval, "-o", out, sys.executable, infer, str(n)])
     total = conv = 0

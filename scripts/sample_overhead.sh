@@ -59,7 +59,7 @@ austin=${AUSTIN:-$(command -v austin || true)}
 austin_note=""
 if [ -n "$austin" ]; then
   # Austin 1.x predates Python 3.11's interpreter layout: it times out finding the interpreter state.
-  if ! "$austin" -i 10ms -o "$work/austin_probe" "$python" -c 'import time; t = time.time()
+  if ! "$austin" -i 10000 -o "$work/austin_probe" "$python" -c 'import time; t = time.time()
 while time.time() - t < 0.3: pass' >/dev/null 2>"$work/austin_probe.err" || ! grep -q '^P' "$work/austin_probe"; then
     austin_note="austin ($("$austin" -V 2>&1 | head -1)) gave no samples of $python ($(head -1 "$work/austin_probe.err")): Austin modes skipped (set AUSTIN to an Austin >= 3)"
     austin=""
