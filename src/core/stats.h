@@ -131,6 +131,12 @@ enum class Disk : uint8_t {
   F(kCollectorSampleBadRecord, "collector.sample_bad_record", kStats,                                    \
     "dropped.sample_bad_record", kProcess, kError, kCollector,                                           \
     "malformed kernel sample records: skipped")                                                          \
+  F(kSampleCollectorCpuNs, "sample.collector_cpu_ns", kProcess, "collector.sample.collector_cpu_ns",    \
+    kProcess, kInfo, kCollector,                                                                         \
+    "CPU time (ns) of the CPU sampler's own work: its sampling thread, read when it stops, plus the "     \
+    "writer thread's time in the sampler's plugin (the kernel's per-sample work is not in it)")           \
+  F(kSampleSamplesTaken, "sample.samples_taken", kProcess, "collector.sample.samples_taken", kProcess,   \
+    kInfo, kCollector, "CPU samples the sampling thread received from the kernel or its timer")          \
   F(kLoadFiles, "load.files", kNone, "", kTrace, kInfo, kLoader, "files read into the trace")            \
   F(kLoadBytes, "load.bytes", kNone, "", kTrace, kInfo, kLoader, "bytes of the files read")              \
   F(kLoadCorruptChunks, "load.corrupt_chunks", kNone, "", kTrace, kDataLoss, kFormat,                    \

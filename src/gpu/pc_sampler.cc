@@ -73,40 +73,40 @@ bool PcSampler::check_supported() {
   return true;
 }
 
-void PcSampler::configure_failed(Context& c, const char* call, CUptiResult r) {
-  ++stats_.contexts_failed;
-  std::string why = api_->result_string(r);
+namespace {
+
+std::string configure_failure(const char* call, const char* why, CUptiResult r, uint32_t device) {
   std::string hint = r == CUPTI_ERROR_NOT_SUPPORTED ? "this GPU or driver does not support PC sampling"
                      : r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
                          ? "profiling is restricted to admin users (NVreg_RestrictProfilingToAdminUsers)"
                          : "another profiler may hold the GPU";
-  say("strata: GPU PC sampling off on device " + std::to_string(c.device) + ": " + call + " failed: " + why +
-      " (" + hint + "); kernels are still traced");
-  if (c.enabled) api_->disable(c.context);
-  c.enabled = false;
+  return "strata: GPU PC sampling off on device " + std::to_string(device) + ": " + call + " failed: " + why +
+         " (" + hint + "); kernels are still traced";
 }
 
-bool PcSampler::enable_locked(Context& c) {
+}  // namespace
+
+// Called without mu_ on a context no other thread sees yet. Returns "" when sampling is on, else
+// the line to say (the context is then left disabled).
+std::string PcSampler::enable_unlocked(Context& c) {
+  bool enabled = false;
+  auto failed = [&](const char* call, CUptiResult r) {
+    if (enabled) api_->disable(c.context);
+    return configure_failure(call, api_->result_string(r), r, c.device);
+  };
   // The order of CUPTI's own samples: enable, ask for the stall reasons, then configure.
-  if (CUptiResult r = api_->enable(c.context); r != CUPTI_SUCCESS) {
-    configure_failed(c, "cuptiPCSamplingEnable", r);
-    return false;
-  }
-  c.enabled = true;
+  if (CUptiResult r = api_->enable(c.context); r != CUPTI_SUCCESS) return failed("cuptiPCSamplingEnable", r);
+  enabled = true;
   size_t count = 0;
-  if (CUptiResult r = api_->num_stall_reasons(c.context, &count); r != CUPTI_SUCCESS || count == 0) {
-    configure_failed(c, "cuptiPCSamplingGetNumStallReasons", r != CUPTI_SUCCESS ? r : CUPTI_ERROR_UNKNOWN);
-    return false;
-  }
+  if (CUptiResult r = api_->num_stall_reasons(c.context, &count); r != CUPTI_SUCCESS || count == 0)
+    return failed("cuptiPCSamplingGetNumStallReasons", r != CUPTI_SUCCESS ? r : CUPTI_ERROR_UNKNOWN);
   c.reason_indices.assign(count, 0);
   std::vector<std::vector<char>> storage(count, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE, '\0'));
   std::vector<char*> names(count);
   for (size_t i = 0; i < count; ++i) names[i] = storage[i].data();
   if (CUptiResult r = api_->stall_reasons(c.context, count, c.reason_indices.data(), names.data());
-      r != CUPTI_SUCCESS) {
-    configure_failed(c, "cuptiPCSamplingGetStallReasons", r);
-    return false;
-  }
+      r != CUPTI_SUCCESS)
+    return failed("cuptiPCSamplingGetStallReasons", r);
   for (size_t i = 0; i < count; ++i) {
     storage[i].back() = '\0';
     c.reason_names[c.reason_indices[i]] = short_stall_reason(storage[i].data());
@@ -136,22 +136,42 @@ bool PcSampler::enable_locked(Context& c) {
   if (options_.sampling_period != 0)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
         .attributeData.samplingPeriodData.samplingPeriod = options_.sampling_period;
-  if (CUptiResult r = api_->set_configuration(c.context, config.data(), config.size()); r != CUPTI_SUCCESS) {
-    configure_failed(c, "cuptiPCSamplingSetConfigurationAttribute", r);
-    return false;
-  }
-  ++stats_.contexts_enabled;
-  return true;
+  if (CUptiResult r = api_->set_configuration(c.context, config.data(), config.size()); r != CUPTI_SUCCESS)
+    return failed("cuptiPCSamplingSetConfigurationAttribute", r);
+  return "";
 }
 
 void PcSampler::on_context_created(CUcontext context) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (finished_ || context == nullptr) return;
+  if (context == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+  }
   auto c = std::make_unique<Context>();
   c->context = context;
   if (api_->device_id(context, &c->device) != CUPTI_SUCCESS) c->device = 0;
-  enable_locked(*c);
+  // Still private to this thread: enabled and configured without mu_ (CUPTI calls, see the header).
+  std::string failure = enable_unlocked(*c);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!failure.empty()) {
+    c->state = State::kFailed;
+    ++stats_.contexts_failed;
+    say(failure);
+    contexts_.push_back(std::move(c));
+    return;
+  }
+  ++stats_.contexts_enabled;
+  if (!finished_) {
+    c->state = State::kEnabled;
+    contexts_.push_back(std::move(c));
+    return;
+  }
+  // finish() ran while this context was being enabled: its records are written already.
+  c->state = State::kDisabled;
+  Context& late = *c;
   contexts_.push_back(std::move(c));
+  lock.unlock();
+  api_->disable(late.context);
 }
 
 // CUPTI's functionName strings may be shared with other records: copied once, never freed here.
@@ -199,13 +219,16 @@ void PcSampler::absorb_locked(uint32_t slot, const CUpti_PCSamplingData& data) {
   }
 }
 
-void PcSampler::collect_locked(uint32_t slot) {
-  Context& c = *contexts_[slot];
-  if (!c.enabled) return;
+// Called with `lock` held by a thread that owns `buffer` for this context; returns with it held.
+// Stops when CUPTI has nothing left or the context leaves `while_state` (a poll stops at retirement).
+void PcSampler::fetch(uint32_t slot, Buffer& buffer, State while_state, std::unique_lock<std::mutex>& lock) {
+  Context& c = *contexts_[slot];  // a stable object: contexts_ only grows, by pointer
   // One call returns at most collectNumPcs PCs and says how many remain: call until none do.
-  for (int round = 0; round < 1000; ++round) {
-    c.scratch.reset();
-    CUptiResult r = api_->get_data(c.context, &c.scratch.data);
+  for (int round = 0; round < 1000 && c.state == while_state; ++round) {
+    buffer.reset();
+    lock.unlock();
+    CUptiResult r = api_->get_data(c.context, &buffer.data);
+    lock.lock();
     if (r == CUPTI_ERROR_OUT_OF_MEMORY) {  // the hardware buffer was full: its PC data is gone
       ++stats_.hw_buffer_full;
       return;
@@ -215,38 +238,55 @@ void PcSampler::collect_locked(uint32_t slot) {
       return;
     }
     ++stats_.collections;
-    absorb_locked(slot, c.scratch.data);
-    if (c.scratch.data.remainingNumPcs == 0 || c.scratch.data.totalNumPcs == 0) return;
+    absorb_locked(slot, buffer.data);
+    if (buffer.data.remainingNumPcs == 0 || buffer.data.totalNumPcs == 0) return;
   }
 }
 
-void PcSampler::disable_locked(uint32_t slot) {
+// Called with `lock` held; returns with it held and the context disabled (or failed/never enabled).
+void PcSampler::retire(uint32_t slot, std::unique_lock<std::mutex>& lock) {
   Context& c = *contexts_[slot];
-  if (!c.enabled) return;
-  collect_locked(slot);
-  c.final_data.reset();
-  CUptiResult r = api_->disable(c.context);
-  c.enabled = false;
-  if (r != CUPTI_SUCCESS) {
-    ++stats_.get_data_errors;
+  if (c.state == State::kRetiring) {  // another thread retires it: wait until its data is absorbed
+    if (!fetch_done_.wait_for(lock, options_.retire_wait, [&c] { return c.state != State::kRetiring; }))
+      ++stats_.retire_wait_timeouts;
     return;
   }
-  // What CUPTI had not handed out yet, copied into the configured buffer at disable.
-  absorb_locked(slot, c.final_data.data);
+  if (c.state != State::kEnabled) return;
+  c.state = State::kRetiring;  // from here no fetch of it starts
+  // An in-flight poll of this context may itself wait inside CUPTI for the callback we are in:
+  // the wait is bounded, and after it we fetch into a buffer of our own, leaving its scratch to it.
+  Buffer own;
+  Buffer* buffer = &c.scratch;
+  if (!fetch_done_.wait_for(lock, options_.retire_wait, [&c] { return !c.in_flight; })) {
+    ++stats_.retire_wait_timeouts;
+    own.allocate(options_.pcs_per_collection, c.scratch.reasons_per_pc);
+    buffer = &own;
+  }
+  fetch(slot, *buffer, State::kRetiring, lock);
+  c.final_data.reset();
+  lock.unlock();
+  CUptiResult r = api_->disable(c.context);
+  lock.lock();
+  if (r != CUPTI_SUCCESS)
+    ++stats_.get_data_errors;
+  else  // what CUPTI had not handed out yet, copied into the configured buffer at disable
+    absorb_locked(slot, c.final_data.data);
+  c.state = State::kDisabled;
+  fetch_done_.notify_all();
 }
 
 void PcSampler::on_context_destroying(CUcontext context) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   for (uint32_t i = 0; i < contexts_.size(); ++i)
-    if (contexts_[i]->context == context) disable_locked(i);
+    if (contexts_[i]->context == context) retire(i, lock);
 }
 
 void PcSampler::on_module_loaded(const CUpti_ModuleResourceData* module) {
   if (module == nullptr || module->pCubin == nullptr || module->cubinSize == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
   uint64_t crc = 0;
-  if (api_->cubin_crc(module->pCubin, module->cubinSize, &crc) != CUPTI_SUCCESS || cubins_.contains(crc))
-    return;
+  if (api_->cubin_crc(module->pCubin, module->cubinSize, &crc) != CUPTI_SUCCESS) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cubins_.contains(crc)) return;
   if (cubin_bytes_ + module->cubinSize > options_.max_cubin_bytes) {
     ++stats_.cubins_over_cap;
     return;
@@ -267,16 +307,31 @@ void PcSampler::on_launch_exit() {
 }
 
 void PcSampler::collect_all() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (finished_) return;
-  for (uint32_t i = 0; i < contexts_.size(); ++i) collect_locked(i);
+  std::unique_lock<std::mutex> lock(mu_);
+  // contexts_ may grow while mu_ is released inside fetch(): its size is read again each time.
+  for (uint32_t i = 0; i < contexts_.size() && !finished_; ++i) {
+    Context& c = *contexts_[i];
+    if (c.state != State::kEnabled) continue;
+    if (c.in_flight) {  // the thread fetching it fetches once more, covering what we were asked for
+      c.again = true;
+      ++stats_.fetches_skipped_busy;
+      continue;
+    }
+    c.in_flight = true;
+    do {
+      c.again = false;
+      fetch(i, c.scratch, State::kEnabled, lock);
+    } while (c.again && c.state == State::kEnabled);
+    c.in_flight = false;
+    fetch_done_.notify_all();
+  }
 }
 
 void PcSampler::finish() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (finished_) return;
   finished_ = true;
-  for (uint32_t i = 0; i < contexts_.size(); ++i) disable_locked(i);
+  for (uint32_t i = 0; i < contexts_.size(); ++i) retire(i, lock);
   emit_locked();
   report_locked();
 }
@@ -363,6 +418,8 @@ void PcSampler::report_locked() {
   sink_->report_property("pc_sampling.non_user_samples", std::to_string(stats_.non_user_samples));
   sink_->report_property("pc_sampling.pcs", std::to_string(stats_.emitted));
   sink_->report_property("pc_sampling.lines_resolved", std::to_string(stats_.lines_resolved));
+  if (stats_.retire_wait_timeouts != 0)
+    sink_->report_property("pc_sampling.retire_wait_timeouts", std::to_string(stats_.retire_wait_timeouts));
   if (!error_.empty()) sink_->report_property("pc_sampling.error", error_);
 }
 

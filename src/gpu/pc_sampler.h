@@ -6,12 +6,22 @@
 // `gpu_pc_sample` record each (kind sample, level device) with a count per stall reason, the PC's
 // source line when the module's cubin has line info, and, in serialized mode, the kernel's
 // correlation id. Talks to CUPTI only through PcSamplingInterface, to the recorder through SpanSink.
+//
+// Locking: CUPTI may serialize cuptiPCSamplingGetData against its own resource callbacks (both touch
+// a context's sampling state), and those callbacks come here. So no call that may wait on CUPTI's
+// locks (enable, configure, GetData, disable) is made while holding mu_: a thread that fetches a
+// context marks it in flight under mu_, calls CUPTI without mu_ into that context's own buffer, and
+// re-takes mu_ to absorb. A destroyed context is marked retiring (no new fetch starts) and the
+// destroying thread waits a bounded time for an in-flight fetch of it, then fetches the rest and
+// disables it itself. See docs/gpu-collector.md, "PC sampling locking".
 #pragma once
 
 #include <cupti.h>
 #include <cupti_pcsampling.h>
 
+#include <chrono>
 #include <compare>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,6 +51,9 @@ struct PcSamplingOptions {
   size_t pcs_per_collection = 10000;           // PC records fetched per cuptiPCSamplingGetData call
   size_t final_buffer_pcs = 10000;             // the buffer CUPTI fills at disable
   size_t max_cubin_bytes = size_t{256} << 20;  // cubins kept for source lines
+  // How long retiring a context (destroy, exit) waits for another thread's fetch of it to return.
+  // Bounded: if CUPTI holds that fetch until our own callback returns, waiting longer would hang.
+  std::chrono::milliseconds retire_wait{500};
   bool quiet = false;
 };
 
@@ -58,7 +71,9 @@ struct PcSamplingStats {
   uint64_t cubins = 0;
   uint64_t cubins_over_cap = 0;
   uint64_t lines_resolved = 0;
-  uint64_t emitted = 0;  // gpu_pc_sample records emitted
+  uint64_t emitted = 0;               // gpu_pc_sample records emitted
+  uint64_t retire_wait_timeouts = 0;  // retirements that stopped waiting for an in-flight fetch
+  uint64_t fetches_skipped_busy = 0;  // collect_all found the context being fetched by another thread
 };
 
 class PcSampler {
@@ -75,7 +90,8 @@ class PcSampler {
   void on_module_unloading();
   // A launch returned: in serialized mode its kernel has finished, and CUPTI wants the data now.
   void on_launch_exit();
-  // cuptiPCSamplingGetData on every enabled context (the poll thread, sync points).
+  // cuptiPCSamplingGetData on every enabled context not already being fetched by another thread
+  // (the poll thread, module unload, serialized launches); that thread fetches once more for us.
   void collect_all();
   // Collects, disables every context, emits the records, reports counts and drops. Idempotent.
   void finish();
@@ -93,13 +109,19 @@ class PcSampler {
     void allocate(size_t num_pcs, size_t num_reasons);
     void reset();
   };
+  // A context's sampling state. kEnabled -> kRetiring (destroy or exit seen; no new fetch starts)
+  // -> kDisabled; kFailed when enabling it failed. Objects live until the sampler does, so a thread
+  // that fetched a context can always absorb into it.
+  enum class State { kEnabling, kEnabled, kRetiring, kDisabled, kFailed };
   struct Context {
     CUcontext context = nullptr;
     uint32_t device = 0;
-    bool enabled = false;
+    State state = State::kEnabling;
+    bool in_flight = false;  // a thread is inside CUPTI for this context with its scratch buffer
+    bool again = false;      // someone asked for a fetch while one was in flight: fetch once more
     std::vector<uint32_t> reason_indices;
     std::map<uint32_t, std::string> reason_names;  // index -> short name
-    Buffer scratch;                                // for cuptiPCSamplingGetData
+    Buffer scratch;                                // for cuptiPCSamplingGetData; owned by in_flight
     Buffer final_data;  // CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER
   };
   struct PcKey {
@@ -120,11 +142,12 @@ class PcSampler {
     }
   };
 
-  bool enable_locked(Context& c);
-  void configure_failed(Context& c, const char* call, CUptiResult r);
-  void collect_locked(uint32_t slot);
+  // Enabling, fetching and disabling call CUPTI: the caller must not hold mu_ (`lock` is released
+  // around each CUPTI call and held again on return).
+  std::string enable_unlocked(Context& c);
+  void fetch(uint32_t slot, Buffer& buffer, State while_state, std::unique_lock<std::mutex>& lock);
+  void retire(uint32_t slot, std::unique_lock<std::mutex>& lock);
   void absorb_locked(uint32_t slot, const CUpti_PCSamplingData& data);
-  void disable_locked(uint32_t slot);
   void emit_locked();
   uint32_t function_id(const char* name);
   void emit_one(const PcKey& key, const std::map<uint32_t, uint64_t>& counts, int64_t when);
@@ -136,7 +159,8 @@ class PcSampler {
   PcSamplingOptions options_;
   std::string error_;
   bool finished_ = false;
-  mutable std::mutex mu_;  // callbacks, the poll thread and exit all come here
+  mutable std::mutex mu_;  // callbacks, the poll thread and exit all come here; never held into CUPTI
+  std::condition_variable fetch_done_;  // a context's in_flight went false
   std::vector<std::unique_ptr<Context>> contexts_;
   // (function, PC) -> reason index -> samples; a hash map: the poll thread looks up every record.
   std::unordered_map<PcKey, std::map<uint32_t, uint64_t>, PcKeyHash> samples_;

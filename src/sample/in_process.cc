@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -86,21 +87,26 @@ class InProcessSampler : public collect::WriterPlugin {
 
   void after_drain(std::span<const collect::SpanTimes> closed, std::span<const collect::SpanTimes> open,
                    int64_t complete_before_ns, int64_t to_monotonic) override {
+    const int64_t cpu_start = thread_cpu_ns();
     take_batch();
     std::vector<SpanInterval> c, o;
     c.reserve(closed.size());
-    for (const auto& s : closed) c.push_back({s.tid, s.start_ns + to_monotonic, s.end_ns + to_monotonic, s.span_id});
+    for (const auto& s : closed)
+      c.push_back({s.tid, s.start_ns + to_monotonic, s.end_ns + to_monotonic, s.span_id});
     for (const auto& s : open) o.push_back({s.tid, s.start_ns + to_monotonic, INT64_MAX, s.span_id});
     const int64_t complete = complete_before_ns == INT64_MAX ? INT64_MAX : complete_before_ns + to_monotonic;
     store_.add_spans(c, o, complete);
     store_.aggregate(false);
+    writer_cpu_ns_ += thread_cpu_ns() - cpu_start;
   }
 
   void write(format::StreamWriter& stream, bool final) override {
     if (final) stop_thread();
+    const int64_t cpu_start = thread_cpu_ns();
     take_batch();
     if (final) store_.aggregate(true);
     store_.write(stream, monotonic_now_ns(), final);
+    writer_cpu_ns_ += thread_cpu_ns() - cpu_start;
     publish_losses();
   }
 
@@ -137,12 +143,23 @@ class InProcessSampler : public collect::WriterPlugin {
     collector_.stop();
     collector_.poll(0);  // what the rings still hold
     collector_.take(&batch);
-    hand_over(&batch);
+    hand_over(&batch);  // reads this thread's CPU time last: its whole life, start-up included
+  }
+
+  // The calling thread's CPU time (user + system) since it started.
+  static int64_t thread_cpu_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
   }
 
   void hand_over(SampleBatch* batch) {
+    // The sampler accounts its own cost (docs/performance.md): a run-to-run-independent overhead figure.
+    const int64_t cpu = thread_cpu_ns();
     std::lock_guard<std::mutex> lock(mu_);
     for (int c = 0; c < kLossCount; ++c) losses_[c] = collector_.lost(c);
+    sampling_thread_cpu_ns_ = cpu;
+    samples_taken_ = collector_.samples();
     if (batch->empty()) return;
     auto append = [](auto& to, auto& from) {
       to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
@@ -171,15 +188,22 @@ class InProcessSampler : public collect::WriterPlugin {
 
   void publish_losses() {
     uint64_t losses[kLossCount];
+    int64_t sampling_cpu = 0;
+    uint64_t taken = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       std::copy(losses_, losses_ + kLossCount, losses);
+      sampling_cpu = sampling_thread_cpu_ns_;
+      taken = samples_taken_;
     }
     losses[kLossEvictionOverflow] += store_.lost_eviction_overflow();
     for (int c = 0; c < kLossCount; ++c)
       if (losses[c] > 0 || c == kLossRingOverflow)
         session_->set_collector_drops(std::string("sample_") + loss_name(c), losses[c]);
     session_->set_collector_property("sample.samples", std::to_string(store_.samples_counted()));
+    session_->set_collector_property("sample.collector_cpu_ns",
+                                     std::to_string(sampling_cpu + writer_cpu_ns_));
+    session_->set_collector_property("sample.samples_taken", std::to_string(taken));
   }
 
   Settings settings_;
@@ -193,6 +217,9 @@ class InProcessSampler : public collect::WriterPlugin {
   std::string error_;
   SampleBatch shared_;
   uint64_t losses_[kLossCount] = {};
+  int64_t sampling_thread_cpu_ns_ = 0;  // the sampling thread's CPU time at its last hand-over
+  uint64_t samples_taken_ = 0;
+  int64_t writer_cpu_ns_ = 0;  // the writer thread's time in this plugin (writer thread only)
   std::atomic<bool> stop_{false};
 };
 

@@ -435,6 +435,10 @@ void read_stats_properties(const format::Properties& props, Process* p, bool thr
         p->stats.set(*stat, *v);
       else
         p->stats.set_unregistered(key, *v);
+    } else if (std::optional<stats::Stat> stat = stats::find(key);
+               stat && stats::info(*stat).source == stats::Source::kCollector) {
+      // A collector's own accounting (sample.collector_cpu_ns): a counter, not a drop; last chunk wins.
+      if (std::optional<uint64_t> v = counter_value(props, key, value, problems)) p->stats.set(*stat, *v);
     } else if (key.rfind("thread_name.", 0) == 0) {
       if (thread_names)
         p->thread_names[static_cast<uint32_t>(std::strtoul(key.c_str() + 12, nullptr, 10))] = value;

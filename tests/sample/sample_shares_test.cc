@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "core/stats.h"
 #include "sample_test_util.h"
 
 namespace strata::testing {
@@ -87,6 +88,31 @@ TEST(SampleShares, FramePointerLeafShares) {
   record("--sample", "strata_burn_fp leaf 2", dir.file("t.strata"), &output);
   expect_shares(dir.file("t.strata"), output, false,
                 {{"leaf_sixty", 60, "sixty"}, {"leaf_thirty", 30, "thirty"}, {"leaf_ten", 10, "ten"}});
+}
+
+// The sampler accounts its own cost (sample.collector_cpu_ns, sample.samples_taken: the overhead
+// figure of scripts/sample_overhead.sh that run-to-run speed does not move): stored per process,
+// read back through the stats registry and printed by `strata info`.
+TEST(SampleShares, TheSamplerAccountsItsOwnCpuTimeAndSamples) {
+  TempDir dir;
+  std::string output;
+  record("--sample", "strata_burn_fp leaf 1", dir.file("t.strata"), &output);
+  trace::Trace trace;
+  std::string error;
+  ASSERT_TRUE(trace::load_trace(dir.file("t.strata"), &trace, &error)) << error;
+  uint64_t cpu_ns = 0, taken = 0;
+  for (const trace::Process& p : trace.processes) {
+    cpu_ns += p.stats.get(stats::Stat::kSampleCollectorCpuNs);
+    taken += p.stats.get(stats::Stat::kSampleSamplesTaken);
+  }
+  const Shares s = function_shares(dir.file("t.strata"));
+  EXPECT_GT(cpu_ns, 0u);
+  EXPECT_GE(taken, s.samples) << "every sample stored was taken first";
+  EXPECT_GT(taken, 0u);
+  std::string info;
+  ASSERT_EQ(run_command(strata_tool() + " info " + dir.file("t.strata"), &info), 0) << info;
+  EXPECT_NE(info.find("sample.collector_cpu_ns"), std::string::npos) << info;
+  EXPECT_NE(info.find("sample.samples_taken"), std::string::npos) << info;
 }
 
 TEST(SampleShares, DwarfLeafSharesWithoutFramePointers) {
