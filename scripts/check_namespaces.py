@@ -24,10 +24,6 @@ FOLDER_NAMESPACE = {
 
 # (folder prefix of src/, namespace also allowed there, why)
 EXCEPTIONS = [
-    ("analysis/", "strata::analysis",
-     "factories of registered analyses (make_*) and cross-rank analyses that analysis/registry.cc lists"),
-    ("lowerbound/analyses/", "strata::analysis",
-     "factories of registered analyses (make_*) that analysis/registry.cc lists"),
     ("collect/runtime.cc", "strata::detail",
      "definitions of the public span API's hot-path internals, declared in include/strata/"),
 ]

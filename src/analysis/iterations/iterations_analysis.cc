@@ -9,7 +9,8 @@
 namespace strata::analysis::iterations {
 namespace {
 
-bool int_param(const analysis::Params& params, std::string_view key, int64_t min, int64_t* out, std::string* error) {
+bool int_param(const analysis::Params& params, std::string_view key, int64_t min, int64_t* out,
+               std::string* error) {
   const std::string text = params.get(key, "");
   if (text.empty()) return true;
   int64_t v = 0;
@@ -26,7 +27,8 @@ bool int_param(const analysis::Params& params, std::string_view key, int64_t min
 // mining): model-level spans on the main process, by name.
 std::vector<std::string> marker_notes(const trace::Trace& trace, const IterationsReport& report) {
   std::vector<std::string> notes;
-  if (report.classes.main_track < 0 || report.classes.op_level <= static_cast<uint8_t>(Level::kModel)) return notes;
+  if (report.classes.main_track < 0 || report.classes.op_level <= static_cast<uint8_t>(Level::kModel))
+    return notes;
   const uint16_t process = report.classes.tracks[report.classes.main_track].key.process;
   std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> by_name;
   for (const SpanRecord& s : trace.spans) {
@@ -40,7 +42,8 @@ std::vector<std::string> marker_notes(const trace::Trace& trace, const Iteration
   }
   // Only names that could mark iterations: about as many as the iterations found.
   const size_t found = report.metrics.iterations.size();
-  std::erase_if(by_name, [&](const auto& kv) { return kv.second.size() * 2 < found || kv.second.size() > 2 * found; });
+  std::erase_if(by_name,
+                [&](const auto& kv) { return kv.second.size() * 2 < found || kv.second.size() > 2 * found; });
   for (auto& [name, windows] : by_name) {
     std::sort(windows.begin(), windows.end());
     int64_t starts_inside = 0;
@@ -48,8 +51,8 @@ std::vector<std::string> marker_notes(const trace::Trace& trace, const Iteration
       auto w = std::upper_bound(windows.begin(), windows.end(), std::make_pair(it.start_ns, INT64_MAX));
       if (w != windows.begin() && std::prev(w)->second >= it.start_ns) ++starts_inside;
     }
-    notes.push_back("step markers present (not used for mining): " + std::to_string(windows.size()) + " '" + name +
-                    "' model-level spans; " + std::to_string(starts_inside) + " of the " +
+    notes.push_back("step markers present (not used for mining): " + std::to_string(windows.size()) + " '" +
+                    name + "' model-level spans; " + std::to_string(starts_inside) + " of the " +
                     std::to_string(report.metrics.iterations.size()) + " mined iterations start inside one");
   }
   return notes;
@@ -125,7 +128,8 @@ bool run_iterations(const trace::Trace& trace, const IterationsOptions& options,
   }
   report->metrics = compute_metrics(trace, report->classes, std::move(spans), report->mining);
   for (size_t l = 0; l < report->metrics.loops.size(); ++l)
-    report->diagnoses.push_back(diagnose(trace, report->classes, report->metrics, static_cast<int32_t>(l), options.diagnosis));
+    report->diagnoses.push_back(
+        diagnose(trace, report->classes, report->metrics, static_cast<int32_t>(l), options.diagnosis));
   report->notes = marker_notes(trace, *report);
   return true;
 }
@@ -133,7 +137,8 @@ bool run_iterations(const trace::Trace& trace, const IterationsOptions& options,
 size_t add_iteration_spans(trace::Trace* trace, const IterationsReport& report) {
   if (report.classes.main_track < 0) return 0;
   const TrackKey& key = report.classes.tracks[report.classes.main_track].key;
-  const SpanRecord model_span = trace->spans[report.metrics.sequence_spans.front()];  // a copy: add_span reallocates
+  const SpanRecord model_span =
+      trace->spans[report.metrics.sequence_spans.front()];  // a copy: add_span reallocates
   uint64_t next_id = 1;
   for (const SpanRecord& s : trace->spans) next_id = std::max(next_id, s.span_id + 1);
   size_t added = 0;
@@ -142,7 +147,8 @@ size_t add_iteration_spans(trace::Trace* trace, const IterationsReport& report) 
     r.span_id = next_id++;
     r.start_ns = it.start_ns;
     r.end_ns = it.end_ns;
-    r.name = trace->strings.intern(it.loop == 0 ? std::string("iteration") : "iteration.loop" + std::to_string(it.loop));
+    r.name = trace->strings.intern(it.loop == 0 ? std::string("iteration")
+                                                : "iteration.loop" + std::to_string(it.loop));
     r.tid = model_span.tid;
     r.stream = model_span.stream;
     r.device = model_span.device;
@@ -160,9 +166,6 @@ size_t add_iteration_spans(trace::Trace* trace, const IterationsReport& report) 
   return added;
 }
 
-}  // namespace strata::analysis::iterations
-
-namespace strata::analysis {
 namespace {
 
 class IterationsAnalysis final : public Analysis {
@@ -194,4 +197,4 @@ class IterationsAnalysis final : public Analysis {
 std::unique_ptr<Analysis> make_iterations() { return std::make_unique<IterationsAnalysis>(); }
 STRATA_REGISTER_ANALYSIS(make_iterations, 1800);
 
-}  // namespace strata::analysis
+}  // namespace strata::analysis::iterations

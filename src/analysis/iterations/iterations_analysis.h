@@ -47,7 +47,3 @@ std::vector<analysis::Table> report_tables(const trace::Trace& trace, const Iter
 size_t add_iteration_spans(trace::Trace* trace, const IterationsReport& report);
 
 }  // namespace strata::analysis::iterations
-
-namespace strata::analysis {
-std::unique_ptr<Analysis> make_iterations();
-}  // namespace strata::analysis

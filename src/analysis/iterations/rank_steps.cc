@@ -10,7 +10,7 @@
 #include "analysis/iterations/iterations_analysis.h"
 #include "analysis/rank_util.h"
 
-namespace strata::analysis {
+namespace strata::analysis::iterations {
 namespace {
 
 using ranks::ms;
@@ -197,4 +197,4 @@ class StepTime : public Analysis {
 std::unique_ptr<Analysis> make_step_time() { return std::make_unique<StepTime>(); }
 STRATA_REGISTER_ANALYSIS(make_step_time, 2300);
 
-}  // namespace strata::analysis
+}  // namespace strata::analysis::iterations

@@ -68,7 +68,8 @@ class TensorCores final : public BoundAnalysis {
  public:
   std::string_view name() const override { return "tensor_cores"; }
   std::string_view description() const override {
-    return "per layer, whether its GPU kernels ran on tensor cores, by kernel name (--param onnx=MODEL.onnx; no "
+    return "per layer, whether its GPU kernels ran on tensor cores, by kernel name (--param onnx=MODEL.onnx; "
+           "no "
            "database needed)";
   }
   AnalysisResult run_bound(const AnalysisInput& input, const BoundContext& bound) const override {
@@ -90,7 +91,7 @@ class TensorCores final : public BoundAnalysis {
 }  // namespace
 
 std::span<const std::string_view> BoundAnalysis::param_keys() const {
-  static constexpr std::string_view kKeys[] = {"onnx", "db", "backend", "system_tag", "dtype",
+  static constexpr std::string_view kKeys[] = {"onnx",   "db",     "backend", "system_tag", "dtype",
                                                "layout", "fusion", "threads", "top"};
   return kKeys;
 }
@@ -152,18 +153,14 @@ const BoundAnalysis* find_bound_analysis(std::string_view name) {
   return dynamic_cast<const BoundAnalysis*>(analysis::find_analysis(name));
 }
 
-}  // namespace strata::lowerbound
-
 // Factories, each registered next to it (order keys after gpu_stalls: see analysis.h).
-namespace strata::analysis {
-std::unique_ptr<Analysis> make_framework_vs_bound() {
-  return std::make_unique<lowerbound::FrameworkVsBound>();
-}
+std::unique_ptr<analysis::Analysis> make_framework_vs_bound() { return std::make_unique<FrameworkVsBound>(); }
 STRATA_REGISTER_ANALYSIS(make_framework_vs_bound, 3200);
-std::unique_ptr<Analysis> make_framework_inefficiency() {
-  return std::make_unique<lowerbound::FrameworkInefficiency>();
+std::unique_ptr<analysis::Analysis> make_framework_inefficiency() {
+  return std::make_unique<FrameworkInefficiency>();
 }
 STRATA_REGISTER_ANALYSIS(make_framework_inefficiency, 3300);
-std::unique_ptr<Analysis> make_tensor_cores() { return std::make_unique<lowerbound::TensorCores>(); }
+std::unique_ptr<analysis::Analysis> make_tensor_cores() { return std::make_unique<TensorCores>(); }
 STRATA_REGISTER_ANALYSIS(make_tensor_cores, 3400);
-}  // namespace strata::analysis
+
+}  // namespace strata::lowerbound
