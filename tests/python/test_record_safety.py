@@ -39,8 +39,10 @@ except KeyboardInterrupt:
 
 def _default_sigint():
     # The recorder hands its command the dispositions it started with: start it with the default
-    # one, whatever this test runner inherited (a background CI job may ignore SIGINT).
+    # one, whatever this test runner inherited (a background CI job may ignore SIGINT; a runner
+    # started under nohup ignores SIGHUP).
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
