@@ -7,6 +7,9 @@
 # link NAME, never NAME_archive: CMake refuses a link where one archive is taken both whole and plain.
 function(strata_registering_library name)
   add_library(${name}_archive STATIC ${ARGN})
+  # A registration names its source file (__FILE__) in registry errors: as a path in the project,
+  # so that no build or source path is baked into the installed program (scripts/install_test.sh).
+  target_compile_options(${name}_archive PRIVATE "-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=")
   add_library(${name} INTERFACE)
   target_link_libraries(${name} INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,${name}_archive>")
   get_property(registering GLOBAL PROPERTY STRATA_REGISTERING_LIBRARIES)
