@@ -6,6 +6,8 @@
 // attach`; the writer side is SampleStore.
 #pragma once
 
+#include <poll.h>
+
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -55,6 +57,11 @@ class SampleCollector : public PerfSink {
   const std::string& python_note() const { return python_note_; }
   uint64_t lost(int cause) const;
   uint64_t samples() const { return samples_; }
+  // System calls the Python reader made (process_vm_readv), and the frames it took from data-stack
+  // chunks or read one by one (docs/performance.md: the reader's cost per sample).
+  uint64_t python_reads() const { return python_ ? python_->reads() : 0; }
+  uint64_t python_frames_from_chunks() const { return python_ ? python_->frames_from_chunks() : 0; }
+  uint64_t python_frames_read_singly() const { return python_ ? python_->frames_read_singly() : 0; }
 
   // PerfSink
   void on_sample(const RawSample& sample) override;
@@ -110,6 +117,10 @@ class SampleCollector : public PerfSink {
   std::vector<uint64_t> ips_;
   std::vector<PyFrameRef> py_;
   std::vector<uint32_t> frames_;
+  std::vector<std::pair<size_t, size_t>> segments_;
+  std::vector<size_t> eval_at_;
+  std::vector<uint32_t> merged_;
+  std::vector<pollfd> poll_fds_;
   uint64_t samples_ = 0;
   uint64_t lost_[kLossCount] = {};
   int64_t last_thread_scan_ns_ = 0;

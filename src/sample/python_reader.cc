@@ -13,6 +13,11 @@ namespace {
 const struct strata_py311_layout& L = ::strata_py311_layout;
 constexpr int kMaxFrames = 512;
 constexpr int kMaxThreads = 4096;
+// Data-stack chunks: 3.11 allocates 16 KiB ones (larger for a frame that needs more); one sample
+// reads at most kMaxChunks of them, each at most kMaxChunkBytes.
+constexpr size_t kChunkProbeBytes = 16384;
+constexpr size_t kMaxChunkBytes = 1 << 20;
+constexpr size_t kMaxChunks = 8;
 
 bool basename_starts(const std::string& path, const char* prefix) {
   size_t slash = path.rfind('/');
@@ -149,14 +154,25 @@ bool PythonReader::read(uint64_t address, void* out, size_t size) {
   return process_vm_readv(pid_, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
 }
 
-bool PythonReader::find_thread_state(uint32_t tid, uint64_t* tstate) {
+// One read of the thread state's first bytes gives all a sample needs from it; the cached address
+// is checked by its native thread id in the same read.
+bool PythonReader::read_tstate(uint64_t tstate, uint32_t tid, ThreadView* view) {
+  const size_t span = std::max({L.tstate_native_thread_id, L.tstate_cframe, L.tstate_datastack_chunk,
+                                L.tstate_datastack_top}) +
+                      8;
+  uint8_t buf[512];
+  if (span > sizeof(buf) || !read(tstate, buf, span)) return false;
+  if (at<uint64_t>(buf, L.tstate_native_thread_id) != tid) return false;
+  view->cframe = at<uint64_t>(buf, L.tstate_cframe);
+  view->chunk = at<uint64_t>(buf, L.tstate_datastack_chunk);
+  view->top = at<uint64_t>(buf, L.tstate_datastack_top);
+  return true;
+}
+
+bool PythonReader::thread_view(uint32_t tid, ThreadView* view) {
   auto cached = tstates_.find(tid);
   if (cached != tstates_.end()) {
-    uint64_t native = 0;
-    if (read(cached->second + L.tstate_native_thread_id, &native, 8) && native == tid) {
-      *tstate = cached->second;
-      return true;
-    }
+    if (read_tstate(cached->second, tid, view)) return true;
     tstates_.erase(cached);
   }
   uint64_t interp = 0, t = 0;
@@ -166,10 +182,7 @@ bool PythonReader::find_thread_state(uint32_t tid, uint64_t* tstate) {
     uint64_t native = 0, next = 0;
     if (!read(t + L.tstate_native_thread_id, &native, 8) || !read(t + L.tstate_next, &next, 8)) return false;
     tstates_[static_cast<uint32_t>(native)] = t;
-    if (native == tid) {
-      *tstate = t;
-      return true;
-    }
+    if (native == tid) return read_tstate(t, tid, view);
     t = next;
   }
   return false;
@@ -208,7 +221,7 @@ bool PythonReader::read_bytes_object(uint64_t address, std::string* out) {
 }
 
 // `header`: the code object's first code_adaptive bytes, read just now.
-const PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) {
+PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) {
   if (at<uint64_t>(header, L.object_type) != code_type_) return nullptr;  // not a code object (anymore)
   const uint64_t name = at<uint64_t>(header, L.code_name), file = at<uint64_t>(header, L.code_filename);
   const uint64_t qualname = at<uint64_t>(header, L.code_qualname), table = at<uint64_t>(header, L.code_linetable);
@@ -227,62 +240,140 @@ const PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) 
   if (!read_unicode(qualname, &info->function) && !read_unicode(name, &info->function)) info->function = "<unknown>";
   if (!read_unicode(file, &info->file)) info->file = "<unknown>";
   read_bytes_object(table, &info->linetable);
-  const PyCodeInfo* out = info.get();
+  PyCodeInfo* out = info.get();
   codes_[code] = std::move(info);
   return out;
+}
+
+// prev_instr: the last instruction started (its code unit); before the first one, the function's
+// line. Lines are kept per instruction: a hot loop's lines are looked up in the table once.
+uint32_t PythonReader::line_of(PyCodeInfo* code, uint64_t prev_instr) {
+  if (prev_instr < code->code_start) return code->first_line;
+  const uint64_t offset = (prev_instr - code->code_start) / 2;
+  auto [it, inserted] = code->lines.try_emplace(offset, 0);
+  if (inserted) {
+    it->second = python311_line(code->linetable, code->first_line, offset);
+    if (it->second == 0) it->second = code->first_line;
+  }
+  return it->second;
+}
+
+bool PythonReader::read_current_frame(const ThreadView& view, uint64_t* frame) {
+  chunks_used_ = 0;
+  next_chunk_ = 0;
+  const uint64_t where = view.cframe + L.cframe_current_frame;
+  const uint64_t live = view.top > view.chunk ? std::min<uint64_t>(view.top - view.chunk, kMaxChunkBytes) : 0;
+  if (frame_reads_ == PyFrameReads::kPerFrame || view.chunk == 0 || live < L.chunk_data)
+    return read(where, frame, 8);
+  // The frame pointer and the current chunk's live part in one call: the frames above it were
+  // pushed after the thread state was read, and are read on their own.
+  if (chunks_.empty()) chunks_.emplace_back();
+  ChunkCopy& c = chunks_[0];
+  c.address = view.chunk;
+  c.bytes.resize(live);
+  iovec local[2] = {{frame, 8}, {c.bytes.data(), c.bytes.size()}};
+  iovec remote[2] = {{reinterpret_cast<void*>(where), 8},
+                     {reinterpret_cast<void*>(view.chunk), c.bytes.size()}};
+  ++reads_;
+  const ssize_t got = process_vm_readv(pid_, local, 2, remote, 2, 0);
+  if (got < 8) return false;
+  c.bytes.resize(static_cast<size_t>(got) - 8);  // a chunk freed meanwhile: its frames are read singly
+  if (c.bytes.size() >= L.chunk_data) {
+    chunks_used_ = 1;
+    next_chunk_ = at<uint64_t>(c.bytes.data(), L.chunk_previous);
+  }
+  return true;
+}
+
+// The chunk's header tells how much of it is live (`top`, set when the next chunk was pushed):
+// one read of its first kChunkProbeBytes covers the common 16 KiB chunk, a second one the rest.
+bool PythonReader::load_chunk(uint64_t address) {
+  if (chunks_.size() <= chunks_used_) chunks_.emplace_back();
+  ChunkCopy& c = chunks_[chunks_used_];
+  c.address = address;
+  c.bytes.resize(kChunkProbeBytes);
+  iovec local{c.bytes.data(), c.bytes.size()}, remote{reinterpret_cast<void*>(address), c.bytes.size()};
+  ++reads_;
+  const ssize_t got = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+  if (got < static_cast<ssize_t>(L.chunk_data)) return false;
+  const uint64_t live = L.chunk_data + at<uint64_t>(c.bytes.data(), L.chunk_top) * 8;
+  if (live > kMaxChunkBytes) return false;
+  const size_t had = static_cast<size_t>(got);
+  c.bytes.resize(live);
+  if (live > had && !read(address + had, c.bytes.data() + had, live - had)) c.bytes.resize(had);
+  next_chunk_ = at<uint64_t>(c.bytes.data(), L.chunk_previous);
+  ++chunks_used_;
+  return true;
+}
+
+const uint8_t* PythonReader::buffered_frame(uint64_t frame) const {
+  for (size_t i = 0; i < chunks_used_; ++i) {
+    const ChunkCopy& c = chunks_[i];
+    if (frame >= c.address + L.chunk_data && frame + L.frame_size <= c.address + c.bytes.size())
+      return c.bytes.data() + (frame - c.address);
+  }
+  return nullptr;
+}
+
+// The frame chain, innermost first: each frame's code pointer, last instruction and entry flag.
+bool PythonReader::read_frames(uint64_t frame) {
+  raw_.clear();
+  uint8_t buf[128];
+  for (int k = 0; frame != 0 && k < kMaxFrames; ++k) {
+    const uint8_t* f = buffered_frame(frame);
+    if (f != nullptr) {
+      ++frames_from_chunks_;
+    } else {
+      if (L.frame_size > sizeof(buf) || !read(frame, buf, L.frame_size)) return false;
+      f = buf;
+      ++frames_read_singly_;
+      // A data-stack frame outside the chunks read: the next chunk down most likely holds it and
+      // its callers (a generator's frame lives in the generator: no chunk for it).
+      if (frame_reads_ == PyFrameReads::kChunked && next_chunk_ != 0 && chunks_used_ < kMaxChunks &&
+          static_cast<int8_t>(f[L.frame_owner]) == L.frame_owned_by_thread && !load_chunk(next_chunk_))
+        next_chunk_ = 0;
+    }
+    raw_.push_back(
+        {at<uint64_t>(f, L.frame_code), at<uint64_t>(f, L.frame_prev_instr), f[L.frame_is_entry] != 0});
+    frame = at<uint64_t>(f, L.frame_previous);
+  }
+  return true;
 }
 
 bool PythonReader::read_stack(uint32_t tid, std::vector<PyFrameRef>* out) {
   out->clear();
   last_failed_ = false;
-  uint64_t tstate = 0, cframe = 0, frame = 0;
-  if (!find_thread_state(tid, &tstate)) return false;  // not a Python thread (or not yet)
-  if (!read(tstate + L.tstate_cframe, &cframe, 8) || cframe == 0 ||
-      !read(cframe + L.cframe_current_frame, &frame, 8)) {
+  ThreadView view;
+  if (!thread_view(tid, &view)) return false;  // not a Python thread (or not yet)
+  uint64_t frame = 0;
+  if (view.cframe == 0 || !read_current_frame(view, &frame)) {
     last_failed_ = true;
     return false;
   }
-  // The frame chain first (the frames' code pointers), then every code object's header in one
-  // vectored read.
-  struct Raw {
-    uint64_t code, prev_instr;
-    bool entry;
-  };
-  std::vector<Raw> raw;
-  uint8_t buf[128];
-  for (int k = 0; frame != 0 && k < kMaxFrames; ++k) {
-    if (L.frame_size > sizeof(buf) || !read(frame, buf, L.frame_size)) {
-      last_failed_ = true;
-      break;
-    }
-    raw.push_back({at<uint64_t>(buf, L.frame_code), at<uint64_t>(buf, L.frame_prev_instr), buf[L.frame_is_entry] != 0});
-    frame = at<uint64_t>(buf, L.frame_previous);
-  }
-  if (raw.empty()) return false;
+  if (!read_frames(frame)) last_failed_ = true;
+  if (raw_.empty()) return false;
+  // Every code object's header in one vectored read.
   const size_t header = L.code_adaptive;
-  std::vector<uint8_t> headers(raw.size() * header);
-  std::vector<iovec> local(raw.size()), remote(raw.size());
-  for (size_t i = 0; i < raw.size(); ++i) {
-    local[i] = {headers.data() + i * header, header};
-    remote[i] = {reinterpret_cast<void*>(raw[i].code), header};
+  headers_.resize(raw_.size() * header);
+  local_.resize(raw_.size());
+  remote_.resize(raw_.size());
+  for (size_t i = 0; i < raw_.size(); ++i) {
+    local_[i] = {headers_.data() + i * header, header};
+    remote_[i] = {reinterpret_cast<void*>(raw_[i].code), header};
   }
   ++reads_;
-  ssize_t got = process_vm_readv(pid_, local.data(), local.size(), remote.data(), remote.size(), 0);
+  ssize_t got = process_vm_readv(pid_, local_.data(), local_.size(), remote_.data(), remote_.size(), 0);
   const size_t complete = got > 0 ? static_cast<size_t>(got) / header : 0;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    const PyCodeInfo* info = i < complete ? code_info(raw[i].code, headers.data() + i * header) : nullptr;
+  for (size_t i = 0; i < raw_.size(); ++i) {
+    PyCodeInfo* info = i < complete ? code_info(raw_[i].code, headers_.data() + i * header) : nullptr;
     if (info == nullptr) {
       last_failed_ = true;
       break;
     }
     PyFrameRef ref;
     ref.code = info;
-    ref.entry = raw[i].entry;
-    // prev_instr: the last instruction started (its code unit); before the first one, the function's line.
-    ref.line = raw[i].prev_instr >= info->code_start
-                   ? python311_line(info->linetable, info->first_line, (raw[i].prev_instr - info->code_start) / 2)
-                   : info->first_line;
-    if (ref.line == 0) ref.line = info->first_line;
+    ref.entry = raw_[i].entry;
+    ref.line = line_of(info, raw_[i].prev_instr);
     out->push_back(ref);
   }
   return !out->empty();
