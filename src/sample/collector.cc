@@ -190,6 +190,11 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
     }
     return it->second;
   }
+  // A direct-mapped cache of recent program counters: a deep native stack repeats the same frames
+  // sample after sample. Valid while the mapping layout is unchanged; misses are not cached (a
+  // miss may refresh the mappings later).
+  PcSlot& slot = pc_cache_[(pc * 0x9E3779B97F4A7C15ull) >> (64 - kPcCacheBits)];
+  if (slot.frame != 0 && slot.pc == pc && slot.generation == mappings_->generation()) return slot.frame;
   const Mapping* m = mappings_->find(pc);
   const uint64_t mapping = m != nullptr ? m->id : 0;
   const uint64_t offset = m != nullptr ? pc - m->start + m->pgoff : pc;
@@ -204,6 +209,7 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
     pending_.frames.push_back(d);
     if (keep_frame_log_) frame_log_.push_back(d);
   }
+  if (m != nullptr) slot = {pc, mappings_->generation(), it->second};
   return it->second;
 }
 

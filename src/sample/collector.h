@@ -121,6 +121,12 @@ class SampleCollector : public PerfSink {
   std::vector<size_t> eval_at_;
   std::vector<uint32_t> merged_;
   std::vector<pollfd> poll_fds_;
+  struct PcSlot {
+    uint64_t pc = 0, generation = 0;
+    uint32_t frame = 0;
+  };
+  static constexpr int kPcCacheBits = 12;
+  std::vector<PcSlot> pc_cache_ = std::vector<PcSlot>(size_t{1} << kPcCacheBits);
   uint64_t samples_ = 0;
   uint64_t lost_[kLossCount] = {};
   int64_t last_thread_scan_ns_ = 0;

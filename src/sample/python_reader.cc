@@ -352,20 +352,30 @@ bool PythonReader::read_stack(uint32_t tid, std::vector<PyFrameRef>* out) {
   }
   if (!read_frames(frame)) last_failed_ = true;
   if (raw_.empty()) return false;
-  // Every code object's header in one vectored read.
+  // Every code object's header in one vectored read, each once (a PyTorch stack repeats
+  // Module._call_impl and forward at each level; a recursion repeats one code object).
   const size_t header = L.code_adaptive;
+  unique_slot_.clear();
+  slot_of_.resize(raw_.size());
+  local_.clear();
+  remote_.clear();
   headers_.resize(raw_.size() * header);
-  local_.resize(raw_.size());
-  remote_.resize(raw_.size());
   for (size_t i = 0; i < raw_.size(); ++i) {
-    local_[i] = {headers_.data() + i * header, header};
-    remote_[i] = {reinterpret_cast<void*>(raw_[i].code), header};
+    auto [it, inserted] = unique_slot_.try_emplace(raw_[i].code, local_.size());
+    if (inserted) {
+      local_.push_back({headers_.data() + local_.size() * header, header});
+      remote_.push_back({reinterpret_cast<void*>(raw_[i].code), header});
+    }
+    slot_of_[i] = it->second;
   }
   ++reads_;
   ssize_t got = process_vm_readv(pid_, local_.data(), local_.size(), remote_.data(), remote_.size(), 0);
   const size_t complete = got > 0 ? static_cast<size_t>(got) / header : 0;
+  infos_.assign(local_.size(), nullptr);
+  for (size_t k = 0; k < complete; ++k)
+    infos_[k] = code_info(reinterpret_cast<uint64_t>(remote_[k].iov_base), headers_.data() + k * header);
   for (size_t i = 0; i < raw_.size(); ++i) {
-    PyCodeInfo* info = i < complete ? code_info(raw_[i].code, headers_.data() + i * header) : nullptr;
+    PyCodeInfo* info = infos_[slot_of_[i]];
     if (info == nullptr) {
       last_failed_ = true;
       break;

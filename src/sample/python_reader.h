@@ -115,6 +115,9 @@ class PythonReader {
   std::vector<RawFrame> raw_;
   std::vector<uint8_t> headers_;
   std::vector<iovec> local_, remote_;
+  std::unordered_map<uint64_t, size_t> unique_slot_;  // code address -> its header's slot
+  std::vector<size_t> slot_of_;                       // frame -> its code's slot
+  std::vector<PyCodeInfo*> infos_;                    // slot -> code (null: not read, or not code)
 };
 
 // Line of the instruction at `offset` (in code units) from a 3.11 location table; 0 when unknown.
