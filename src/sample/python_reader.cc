@@ -188,9 +188,16 @@ bool PythonReader::thread_view(uint32_t tid, ThreadView* view) {
   return false;
 }
 
-bool PythonReader::read_unicode(uint64_t address, std::string* out) {
-  uint8_t head[80];
-  if (address == 0 || !read(address, head, L.unicode_compact_data)) return false;
+// `pre`: the object's first bytes when a batched read already has them (else read here).
+bool PythonReader::read_unicode(uint64_t address, std::string* out, const Prefix& pre) {
+  uint8_t head_buf[80];
+  const uint8_t* head = pre.bytes;
+  if (address == 0) return false;
+  if (pre.size < L.unicode_compact_data) {
+    if (L.unicode_compact_data > sizeof(head_buf) || !read(address, head_buf, L.unicode_compact_data))
+      return false;
+    head = head_buf;
+  }
   const int64_t length = at<int64_t>(head, L.unicode_length);
   const uint32_t state = at<uint32_t>(head, L.unicode_state);
   const unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
@@ -198,8 +205,12 @@ bool PythonReader::read_unicode(uint64_t address, std::string* out) {
   const size_t char_size = ascii ? 1 : kind;
   if (char_size != 1 && char_size != 2 && char_size != 4) return false;
   std::string raw(static_cast<size_t>(length) * char_size, '\0');
-  if (!raw.empty() && !read(address + (ascii ? L.unicode_ascii_data : L.unicode_compact_data), raw.data(), raw.size()))
+  const size_t data = ascii ? L.unicode_ascii_data : L.unicode_compact_data;
+  if (data + raw.size() <= pre.size) {
+    std::memcpy(raw.data(), pre.bytes + data, raw.size());
+  } else if (!raw.empty() && !read(address + data, raw.data(), raw.size())) {
     return false;
+  }
   out->clear();
   if (ascii) {
     *out = std::move(raw);
@@ -213,11 +224,45 @@ bool PythonReader::read_unicode(uint64_t address, std::string* out) {
   return true;
 }
 
-bool PythonReader::read_bytes_object(uint64_t address, std::string* out) {
+bool PythonReader::read_bytes_object(uint64_t address, std::string* out, const Prefix& pre) {
   int64_t size = 0;
-  if (address == 0 || !read(address + L.bytes_size, &size, 8) || size < 0 || size > (1 << 20)) return false;
+  if (address == 0) return false;
+  if (pre.size >= L.bytes_size + 8)
+    size = at<int64_t>(pre.bytes, L.bytes_size);
+  else if (!read(address + L.bytes_size, &size, 8))
+    return false;
+  if (size < 0 || size > (1 << 20)) return false;
   out->resize(static_cast<size_t>(size));
+  if (L.bytes_data + out->size() <= pre.size) {
+    std::memcpy(out->data(), pre.bytes + L.bytes_data, out->size());
+    return true;
+  }
   return size == 0 || read(address + L.bytes_data, out->data(), out->size());
+}
+
+// A new code object's qualified name, file name and line table: their first bytes in one vectored
+// read (most names and tables fit), instead of two reads each.
+void PythonReader::read_prefixes(const uint64_t* addresses, size_t n, uint8_t (*buffers)[kObjectProbeBytes],
+                                 Prefix* out) {
+  iovec local[4], remote[4];
+  size_t k = 0;
+  for (size_t i = 0; i < n && i < 4; ++i) {
+    out[i] = {buffers[i], 0};
+    if (addresses[i] == 0) continue;
+    local[k] = {buffers[i], kObjectProbeBytes};
+    remote[k] = {reinterpret_cast<void*>(addresses[i]), kObjectProbeBytes};
+    ++k;
+  }
+  if (k == 0) return;
+  ++reads_;
+  const ssize_t got = process_vm_readv(pid_, local, k, remote, k, 0);
+  size_t left = got > 0 ? static_cast<size_t>(got) : 0;
+  for (size_t i = 0, j = 0; i < n && i < 4 && j < k; ++i) {
+    if (addresses[i] == 0) continue;
+    out[i].size = std::min(left, kObjectProbeBytes);  // a partial read gives a prefix of the iovecs
+    left -= out[i].size;
+    ++j;
+  }
 }
 
 // `header`: the code object's first code_adaptive bytes, read just now.
@@ -237,9 +282,14 @@ PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) {
   info->linetable_ptr = table;
   info->first_line = static_cast<uint32_t>(std::max(0, at<int32_t>(header, L.code_firstlineno)));
   info->code_start = code + L.code_adaptive;
-  if (!read_unicode(qualname, &info->function) && !read_unicode(name, &info->function)) info->function = "<unknown>";
-  if (!read_unicode(file, &info->file)) info->file = "<unknown>";
-  read_bytes_object(table, &info->linetable);
+  const uint64_t objects[3] = {qualname, file, table};
+  uint8_t buffers[3][kObjectProbeBytes];
+  Prefix prefixes[3];
+  read_prefixes(objects, 3, buffers, prefixes);
+  if (!read_unicode(qualname, &info->function, prefixes[0]) && !read_unicode(name, &info->function, {}))
+    info->function = "<unknown>";
+  if (!read_unicode(file, &info->file, prefixes[1])) info->file = "<unknown>";
+  read_bytes_object(table, &info->linetable, prefixes[2]);
   PyCodeInfo* out = info.get();
   codes_[code] = std::move(info);
   return out;

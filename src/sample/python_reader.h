@@ -94,8 +94,15 @@ class PythonReader {
   bool read_frames(uint64_t frame);
   uint32_t line_of(PyCodeInfo* code, uint64_t prev_instr);
   PyCodeInfo* code_info(uint64_t code, const uint8_t* header);
-  bool read_unicode(uint64_t address, std::string* out);
-  bool read_bytes_object(uint64_t address, std::string* out);
+  // An object's first bytes, read ahead (size 0: not read).
+  struct Prefix {
+    const uint8_t* bytes = nullptr;
+    size_t size = 0;
+  };
+  static constexpr size_t kObjectProbeBytes = 512;
+  void read_prefixes(const uint64_t* addresses, size_t n, uint8_t (*buffers)[kObjectProbeBytes], Prefix* out);
+  bool read_unicode(uint64_t address, std::string* out, const Prefix& pre);
+  bool read_bytes_object(uint64_t address, std::string* out, const Prefix& pre);
 
   int pid_ = 0;
   uint64_t runtime_ = 0;

@@ -54,8 +54,16 @@ def gen(n):
     else:
         yield from gen(n - 1)
 
+def ωmega_λ():
+    stop_here()
+
+def LONGNAME():
+    ωmega_λ()
+
 mode = sys.argv[1]
-if mode == "recursion":
+if mode == "names":
+    LONGNAME()
+elif mode == "recursion":
     recurse(100)
 elif mode == "chunks":
     wide(300)
@@ -130,9 +138,15 @@ size_t count_named(const std::vector<Frame>& frames, const std::string& name) {
 
 class PythonReaderChunks : public ::testing::Test {
  protected:
+  static std::string long_name() { return "long_" + std::string(600, 'n'); }
+
   void SetUp() override {
     if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
-    std::ofstream(dir_.file("stack.py")) << kScript;
+    // A function name longer than the reader's first read of an object (512 bytes): read again.
+    std::string script = kScript;
+    script.replace(script.find("LONGNAME"), 8, long_name());
+    script.replace(script.find("LONGNAME"), 8, long_name());
+    std::ofstream(dir_.file("stack.py")) << script;
   }
 
   // Reads the stopped process's main thread both ways; skips when this Python is not readable.
@@ -201,6 +215,22 @@ TEST_F(PythonReaderChunks, GeneratorFramesAreReadOnTheirOwnAndInOrder) {
   // The generators' frames live in the generator objects: read singly; the others from the chunk.
   EXPECT_EQ(chunked.singly, 31u);
   EXPECT_EQ(chunked.from_chunks, chunked.frames.size() - 31u);
+}
+
+TEST_F(PythonReaderChunks, NamesAndFilesDecodeWhateverTheirLengthAndKind) {
+  Read chunked, per_frame;
+  if (!read_both("names", &chunked, &per_frame)) {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    return;
+  }
+  ASSERT_EQ(chunked.frames.size(), 4u);
+  EXPECT_EQ(std::get<0>(chunked.frames[0]), "stop_here");
+  EXPECT_EQ(std::get<0>(chunked.frames[1]), "\u03c9mega_\u03bb");  // UTF-8 from a 2-byte-kind string
+  EXPECT_EQ(std::get<0>(chunked.frames[2]), long_name());
+  EXPECT_EQ(std::get<0>(chunked.frames[3]), "<module>");
+  for (const Frame& f : chunked.frames) EXPECT_EQ(std::get<1>(f), dir_.file("stack.py"));
+  // Lines from the location table: stop_here's call in ωmega_λ is the line after its def.
+  EXPECT_GT(std::get<2>(chunked.frames[1]), 0u);
 }
 
 }  // namespace
