@@ -18,6 +18,8 @@ constexpr int kMaxThreads = 4096;
 constexpr size_t kChunkProbeBytes = 16384;
 constexpr size_t kMaxChunkBytes = 1 << 20;
 constexpr size_t kMaxChunks = 8;
+// Read beyond the last sample's top of the chunk: room for the frames called since.
+constexpr size_t kChunkSlackBytes = 2048;
 
 bool basename_starts(const std::string& path, const char* prefix) {
   size_t slash = path.rfind('/');
@@ -154,18 +156,61 @@ bool PythonReader::read(uint64_t address, void* out, size_t size) {
   return process_vm_readv(pid_, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
 }
 
-// One read of the thread state's first bytes gives all a sample needs from it; the cached address
-// is checked by its native thread id in the same read.
+size_t PythonReader::tstate_span() {
+  return std::max(
+             {L.tstate_native_thread_id, L.tstate_cframe, L.tstate_datastack_chunk, L.tstate_datastack_top}) +
+         8;
+}
+
+// The thread state's first bytes give all a sample needs from it; the cached address is checked by
+// its native thread id in the same bytes.
+bool PythonReader::parse_tstate(const uint8_t* bytes, uint32_t tid, ThreadView* view) {
+  if (at<uint64_t>(bytes, L.tstate_native_thread_id) != tid) return false;
+  view->cframe = at<uint64_t>(bytes, L.tstate_cframe);
+  view->chunk = at<uint64_t>(bytes, L.tstate_datastack_chunk);
+  view->top = at<uint64_t>(bytes, L.tstate_datastack_top);
+  return true;
+}
+
 bool PythonReader::read_tstate(uint64_t tstate, uint32_t tid, ThreadView* view) {
-  const size_t span = std::max({L.tstate_native_thread_id, L.tstate_cframe, L.tstate_datastack_chunk,
-                                L.tstate_datastack_top}) +
-                      8;
-  uint8_t buf[512];
-  if (span > sizeof(buf) || !read(tstate, buf, span)) return false;
-  if (at<uint64_t>(buf, L.tstate_native_thread_id) != tid) return false;
-  view->cframe = at<uint64_t>(buf, L.tstate_cframe);
-  view->chunk = at<uint64_t>(buf, L.tstate_datastack_chunk);
-  view->top = at<uint64_t>(buf, L.tstate_datastack_top);
+  uint8_t buf[kTstateBytes];
+  const size_t span = tstate_span();
+  return span <= sizeof(buf) && read(tstate, buf, span) && parse_tstate(buf, tid, view);
+}
+
+// One call for the thread state, the last sample's cframe's frame pointer and the last sample's
+// chunk: a thread that stays in one evaluation (cframe) and chunk, as a model's forward loop does,
+// needs no other read before its code objects'. True when the thread state shows the same cframe
+// and chunk (*frame and chunks_[0] are then this sample's); *view_ok says whether *view is usable.
+bool PythonReader::read_speculatively(uint64_t tstate, uint32_t tid, const LastRead& last, ThreadView* view,
+                                      uint64_t* frame, bool* view_ok) {
+  *view_ok = false;
+  chunks_used_ = 0;
+  next_chunk_ = 0;
+  uint8_t buf[kTstateBytes];
+  const size_t span = tstate_span();
+  if (span > sizeof(buf)) return false;
+  if (chunks_.empty()) chunks_.emplace_back();
+  ChunkCopy& c = chunks_[0];
+  c.address = last.chunk;
+  c.bytes.resize(std::min<uint64_t>(last.live + kChunkSlackBytes, kMaxChunkBytes));
+  iovec local[3] = {{buf, span}, {frame, 8}, {c.bytes.data(), c.bytes.size()}};
+  iovec remote[3] = {{reinterpret_cast<void*>(tstate), span},
+                     {reinterpret_cast<void*>(last.cframe + L.cframe_current_frame), 8},
+                     {reinterpret_cast<void*>(last.chunk), c.bytes.size()}};
+  ++reads_;
+  const ssize_t got = process_vm_readv(pid_, local, 3, remote, 3, 0);
+  if (got < static_cast<ssize_t>(span) || !parse_tstate(buf, tid, view)) return false;
+  *view_ok = true;
+  if (view->cframe != last.cframe || view->chunk != last.chunk || got < static_cast<ssize_t>(span + 8))
+    return false;
+  const uint64_t live = view->top > view->chunk ? view->top - view->chunk : 0;
+  c.bytes.resize(std::min<uint64_t>(static_cast<uint64_t>(got) - span - 8, live));
+  if (c.bytes.size() >= L.chunk_data) {
+    chunks_used_ = 1;
+    next_chunk_ = at<uint64_t>(c.bytes.data(), L.chunk_previous);
+  }
+  ++speculative_hits_;
   return true;
 }
 
@@ -394,12 +439,20 @@ bool PythonReader::read_stack(uint32_t tid, std::vector<PyFrameRef>* out) {
   out->clear();
   last_failed_ = false;
   ThreadView view;
-  if (!thread_view(tid, &view)) return false;  // not a Python thread (or not yet)
   uint64_t frame = 0;
-  if (view.cframe == 0 || !read_current_frame(view, &frame)) {
+  bool have_frame = false, view_ok = false;
+  const bool chunked = frame_reads_ == PyFrameReads::kChunked;
+  auto cached = tstates_.find(tid);
+  auto last = last_reads_.find(tid);
+  if (chunked && cached != tstates_.end() && last != last_reads_.end())
+    have_frame = read_speculatively(cached->second, tid, last->second, &view, &frame, &view_ok);
+  if (!view_ok && !thread_view(tid, &view)) return false;  // not a Python thread (or not yet)
+  if (!have_frame && (view.cframe == 0 || !read_current_frame(view, &frame))) {
     last_failed_ = true;
     return false;
   }
+  if (chunked)
+    last_reads_[tid] = {view.cframe, view.chunk, view.top > view.chunk ? view.top - view.chunk : 0};
   if (!read_frames(frame)) last_failed_ = true;
   if (raw_.empty()) return false;
   // Every code object's header in one vectored read, each once (a PyTorch stack repeats

@@ -68,6 +68,7 @@ class PythonReader {
   uint64_t reads() const { return reads_; }  // system calls made (process_vm_readv)
   uint64_t frames_from_chunks() const { return frames_from_chunks_; }
   uint64_t frames_read_singly() const { return frames_read_singly_; }
+  uint64_t speculative_hits() const { return speculative_hits_; }  // stacks read in one call before the code
 
  private:
   // What one sample needs from the thread state.
@@ -87,7 +88,16 @@ class PythonReader {
   PythonReader() = default;
   bool read(uint64_t address, void* out, size_t size);
   bool thread_view(uint32_t tid, ThreadView* view);
+  // The last sample's cframe and chunk of a thread (the live part's length too).
+  struct LastRead {
+    uint64_t cframe = 0, chunk = 0, live = 0;
+  };
+  static constexpr size_t kTstateBytes = 512;
+  static size_t tstate_span();
+  static bool parse_tstate(const uint8_t* bytes, uint32_t tid, ThreadView* view);
   bool read_tstate(uint64_t tstate, uint32_t tid, ThreadView* view);
+  bool read_speculatively(uint64_t tstate, uint32_t tid, const LastRead& last, ThreadView* view,
+                          uint64_t* frame, bool* view_ok);
   bool read_current_frame(const ThreadView& view, uint64_t* frame);
   bool load_chunk(uint64_t address);
   const uint8_t* buffered_frame(uint64_t frame) const;
@@ -110,11 +120,12 @@ class PythonReader {
   uint64_t eval_start_ = 0, eval_end_ = 0;
   std::string version_;
   std::map<uint32_t, uint64_t> tstates_;  // tid -> PyThreadState address
+  std::unordered_map<uint32_t, LastRead> last_reads_;
   std::unordered_map<uint64_t, std::unique_ptr<PyCodeInfo>> codes_;
   uint32_t next_code_id_ = 1;
   bool last_failed_ = false;
   PyFrameReads frame_reads_ = PyFrameReads::kChunked;
-  uint64_t reads_ = 0, frames_from_chunks_ = 0, frames_read_singly_ = 0;
+  uint64_t reads_ = 0, frames_from_chunks_ = 0, frames_read_singly_ = 0, speculative_hits_ = 0;
   // Scratch of one sample, kept to avoid allocating per sample.
   std::vector<ChunkCopy> chunks_;
   size_t chunks_used_ = 0;

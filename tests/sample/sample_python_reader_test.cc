@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -91,6 +92,15 @@ class StoppedPython {
     char line[64] = {};
     ready_ = pid_ > 0 && std::fgets(line, sizeof(line), from) != nullptr && std::string(line) == "ready\n";
     std::fclose(from);
+    // "ready" is printed just before time.sleep: wait until the thread sleeps (state S), so that
+    // its stack no longer moves while the test reads it.
+    for (int k = 0; ready_ && k < 2000 && !sleeping(); ++k) usleep(5000);
+  }
+  bool sleeping() const {
+    std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t paren = text.rfind(')');  // "pid (comm) S ..."
+    return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'S';
   }
   ~StoppedPython() {
     if (pid_ > 0) {
@@ -110,23 +120,28 @@ using Frame = std::tuple<std::string, std::string, uint32_t, bool>;  // function
 
 struct Read {
   std::vector<Frame> frames;
-  uint64_t reads = 0, from_chunks = 0, singly = 0;  // of this read alone
+  uint64_t reads = 0, from_chunks = 0, singly = 0, hits = 0;  // of this read alone
 };
 
 Read read_with(PythonReader& reader, int tid, PyFrameReads mode) {
   reader.set_frame_reads(mode);
   std::vector<PyFrameRef> refs;
-  EXPECT_TRUE(reader.read_stack(static_cast<uint32_t>(tid), &refs));  // first: fills the code cache
+  // The first read fills the code cache (and, chunked, finds no earlier read to speculate on).
+  EXPECT_TRUE(reader.read_stack(static_cast<uint32_t>(tid), &refs));
   EXPECT_FALSE(reader.last_read_failed());
-  const uint64_t reads = reader.reads(), chunks = reader.frames_from_chunks(),
-                 singly = reader.frames_read_singly();
+  std::vector<Frame> first;
+  for (const PyFrameRef& f : refs) first.emplace_back(f.code->function, f.code->file, f.line, f.entry);
+  const uint64_t reads = reader.reads(), chunks = reader.frames_from_chunks();
+  const uint64_t singly = reader.frames_read_singly(), hits = reader.speculative_hits();
   EXPECT_TRUE(reader.read_stack(static_cast<uint32_t>(tid), &refs));
   EXPECT_FALSE(reader.last_read_failed());
   Read out;
   out.reads = reader.reads() - reads;
   out.from_chunks = reader.frames_from_chunks() - chunks;
   out.singly = reader.frames_read_singly() - singly;
+  out.hits = reader.speculative_hits() - hits;
   for (const PyFrameRef& f : refs) out.frames.emplace_back(f.code->function, f.code->file, f.line, f.entry);
+  EXPECT_EQ(first, out.frames);
   return out;
 }
 
@@ -183,8 +198,11 @@ TEST_F(PythonReaderChunks, DeepRecursionReadsTheSameFramesFromOneChunk) {
   EXPECT_EQ(std::get<0>(chunked.frames.back()), "<module>");
   // Per frame: a read each (plus the thread state, current frame and code headers).
   EXPECT_GE(per_frame.reads, per_frame.frames.size());
-  // Chunked: thread state, frame pointer + chunk, code headers; every frame from the chunk.
-  EXPECT_LE(chunked.reads, 4u);
+  // Chunked, the thread still where the last read found it: thread state, frame pointer and chunk
+  // in one call, the code headers in another; every frame from the chunk.
+  EXPECT_EQ(chunked.hits, 1u);
+  EXPECT_EQ(per_frame.hits, 0u);
+  EXPECT_EQ(chunked.reads, 2u);
   EXPECT_EQ(chunked.from_chunks, chunked.frames.size());
   EXPECT_EQ(chunked.singly, 0u);
 }
