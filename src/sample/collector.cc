@@ -24,10 +24,17 @@ SampleCollector::SampleCollector() = default;
 SampleCollector::~SampleCollector() {
   stop();
   if (wake_fd_ >= 0) close(wake_fd_);
+  if (interrupt_fd_ >= 0) close(interrupt_fd_);
+}
+
+void SampleCollector::interrupt() {
+  const uint64_t one = 1;
+  if (interrupt_fd_ >= 0 && write(interrupt_fd_, &one, sizeof(one)) < 0) return;  // already signalled
 }
 
 bool SampleCollector::start(const CollectorConfig& config, std::string* error) {
   config_ = config;
+  if (interrupt_fd_ < 0) interrupt_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   mappings_ = std::make_unique<MappingTable>(config_.pid, config_.root);
   std::string maps_error;
   if (!mappings_->load_proc_maps(&maps_error)) {
@@ -94,6 +101,7 @@ void SampleCollector::poll(int timeout_ms) {
   poll_fds_.clear();
   if (perf_) poll_fds_.assign(perf_->poll_fds().begin(), perf_->poll_fds().end());
   if (wake_fd_ >= 0) poll_fds_.push_back({wake_fd_, POLLIN, 0});
+  if (interrupt_fd_ >= 0) poll_fds_.push_back({interrupt_fd_, POLLIN, 0});  // left signalled: stopping
   if (timeout_ms > 0) {
     if (poll_fds_.empty())
       usleep(static_cast<useconds_t>(timeout_ms) * 1000);

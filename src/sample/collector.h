@@ -45,6 +45,11 @@ class SampleCollector : public PerfSink {
   bool start(const CollectorConfig& config, std::string* error);
   // Waits up to `timeout_ms` for samples, then processes everything available.
   void poll(int timeout_ms);
+  // How long a sampling loop's poll() may wait when no sample comes: the fallback scans for new
+  // threads every 10 ms; perf_event needs no scan, and each idle wake-up costs the process CPU.
+  int idle_wait_ms() const { return timer_ ? 10 : 200; }
+  // Ends a poll() waiting now or later at once (any thread: a stop need not wait idle_wait_ms()).
+  void interrupt();
   // Moves out what was processed since the last call (definitions first).
   void take(SampleBatch* out);
   void stop();
@@ -86,6 +91,7 @@ class SampleCollector : public PerfSink {
   std::unique_ptr<PerfSampler> perf_;
   std::unique_ptr<TimerSampler> timer_;
   int wake_fd_ = -1;
+  int interrupt_fd_ = -1;
   std::string mode_;
   std::string python_note_;
   std::string refused_;  // why perf_event was not used

@@ -136,7 +136,7 @@ class InProcessSampler : public collect::WriterPlugin {
     if (!ok) return;
     SampleBatch batch;
     while (!stop_.load(std::memory_order_acquire)) {
-      collector_.poll(10);
+      collector_.poll(collector_.idle_wait_ms());
       collector_.take(&batch);
       hand_over(&batch, false);
     }
@@ -191,6 +191,7 @@ class InProcessSampler : public collect::WriterPlugin {
 
   void stop_thread() {
     stop_.store(true, std::memory_order_release);
+    collector_.interrupt();
     if (thread_.joinable()) thread_.join();
   }
 
