@@ -24,10 +24,17 @@ SampleCollector::SampleCollector() = default;
 SampleCollector::~SampleCollector() {
   stop();
   if (wake_fd_ >= 0) close(wake_fd_);
+  if (interrupt_fd_ >= 0) close(interrupt_fd_);
+}
+
+void SampleCollector::interrupt() {
+  const uint64_t one = 1;
+  if (interrupt_fd_ >= 0 && write(interrupt_fd_, &one, sizeof(one)) < 0) return;  // already signalled
 }
 
 bool SampleCollector::start(const CollectorConfig& config, std::string* error) {
   config_ = config;
+  if (interrupt_fd_ < 0) interrupt_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   mappings_ = std::make_unique<MappingTable>(config_.pid, config_.root);
   std::string maps_error;
   if (!mappings_->load_proc_maps(&maps_error)) {
@@ -90,12 +97,16 @@ bool SampleCollector::start(const CollectorConfig& config, std::string* error) {
 }
 
 void SampleCollector::poll(int timeout_ms) {
-  std::vector<pollfd> fds;
-  if (perf_) fds = perf_->poll_fds();
-  if (wake_fd_ >= 0) fds.push_back({wake_fd_, POLLIN, 0});
+  // Woken at each sample of a Python process: no allocation on this path (poll_fds_ is reused).
+  poll_fds_.clear();
+  if (perf_) poll_fds_.assign(perf_->poll_fds().begin(), perf_->poll_fds().end());
+  if (wake_fd_ >= 0) poll_fds_.push_back({wake_fd_, POLLIN, 0});
+  if (interrupt_fd_ >= 0) poll_fds_.push_back({interrupt_fd_, POLLIN, 0});  // left signalled: stopping
   if (timeout_ms > 0) {
-    if (fds.empty()) usleep(static_cast<useconds_t>(timeout_ms) * 1000);
-    else ::poll(fds.data(), fds.size(), timeout_ms);
+    if (poll_fds_.empty())
+      usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+    else
+      ::poll(poll_fds_.data(), poll_fds_.size(), timeout_ms);
   }
   if (wake_fd_ >= 0) {
     uint64_t drained = 0;
@@ -187,6 +198,11 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
     }
     return it->second;
   }
+  // A direct-mapped cache of recent program counters: a deep native stack repeats the same frames
+  // sample after sample. Valid while the mapping layout is unchanged; misses are not cached (a
+  // miss may refresh the mappings later).
+  PcSlot& slot = pc_cache_[(pc * 0x9E3779B97F4A7C15ull) >> (64 - kPcCacheBits)];
+  if (slot.frame != 0 && slot.pc == pc && slot.generation == mappings_->generation()) return slot.frame;
   const Mapping* m = mappings_->find(pc);
   const uint64_t mapping = m != nullptr ? m->id : 0;
   const uint64_t offset = m != nullptr ? pc - m->start + m->pgoff : pc;
@@ -201,6 +217,7 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
     pending_.frames.push_back(d);
     if (keep_frame_log_) frame_log_.push_back(d);
   }
+  if (m != nullptr) slot = {pc, mappings_->generation(), it->second};
   return it->second;
 }
 
@@ -270,18 +287,21 @@ void SampleCollector::on_sample(const RawSample& s) {
   if (python_) {
     if (python_->read_stack(s.tid, &py_)) {
       // Segments: frames up to and including an entry frame belong to one evaluation call.
-      std::vector<std::pair<size_t, size_t>> segments;  // [begin, end) in py_, innermost first
+      auto& segments = segments_;  // [begin, end) in py_, innermost first
+      segments.clear();
       for (size_t b = 0, i = 0; i < py_.size(); ++i)
         if (py_[i].entry || i + 1 == py_.size()) {
           segments.emplace_back(b, i + 1);
           b = i + 1;
         }
-      std::vector<size_t> eval_at;  // indices in the native stack, leaf first
+      auto& eval_at = eval_at_;  // indices in the native stack, leaf first
+      eval_at.clear();
       for (uint32_t i = 0; i < n; ++i) {
         const uint64_t pc = i == 0 ? ips_[i] : ips_[i] - 1;
         if (pc >= python_->eval_start() && pc < python_->eval_end()) eval_at.push_back(i);
       }
-      std::vector<uint32_t> out;
+      auto& out = merged_;
+      out.clear();
       auto emit_segment = [&](size_t k) {
         for (size_t j = segments[k].first; j < segments[k].second; ++j) out.push_back(python_frame(py_[j]));
       };
@@ -313,7 +333,7 @@ void SampleCollector::on_sample(const RawSample& s) {
         }
         for (size_t k = 0; k < segments.size(); ++k) emit_segment(k);
       }
-      frames_ = std::move(out);
+      std::swap(frames_, out);
       merged = true;
     } else if (python_->last_read_failed()) {
       ++lost_[kLossPythonStack];

@@ -6,6 +6,8 @@
 // attach`; the writer side is SampleStore.
 #pragma once
 
+#include <poll.h>
+
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -43,6 +45,11 @@ class SampleCollector : public PerfSink {
   bool start(const CollectorConfig& config, std::string* error);
   // Waits up to `timeout_ms` for samples, then processes everything available.
   void poll(int timeout_ms);
+  // How long a sampling loop's poll() may wait when no sample comes: the fallback scans for new
+  // threads every 10 ms; perf_event needs no scan, and each idle wake-up costs the process CPU.
+  int idle_wait_ms() const { return timer_ ? 10 : 200; }
+  // Ends a poll() waiting now or later at once (any thread: a stop need not wait idle_wait_ms()).
+  void interrupt();
   // Moves out what was processed since the last call (definitions first).
   void take(SampleBatch* out);
   void stop();
@@ -55,6 +62,11 @@ class SampleCollector : public PerfSink {
   const std::string& python_note() const { return python_note_; }
   uint64_t lost(int cause) const;
   uint64_t samples() const { return samples_; }
+  // System calls the Python reader made (process_vm_readv), and the frames it took from data-stack
+  // chunks or read one by one (docs/performance.md: the reader's cost per sample).
+  uint64_t python_reads() const { return python_ ? python_->reads() : 0; }
+  uint64_t python_frames_from_chunks() const { return python_ ? python_->frames_from_chunks() : 0; }
+  uint64_t python_frames_read_singly() const { return python_ ? python_->frames_read_singly() : 0; }
 
   // PerfSink
   void on_sample(const RawSample& sample) override;
@@ -79,6 +91,7 @@ class SampleCollector : public PerfSink {
   std::unique_ptr<PerfSampler> perf_;
   std::unique_ptr<TimerSampler> timer_;
   int wake_fd_ = -1;
+  int interrupt_fd_ = -1;
   std::string mode_;
   std::string python_note_;
   std::string refused_;  // why perf_event was not used
@@ -110,6 +123,16 @@ class SampleCollector : public PerfSink {
   std::vector<uint64_t> ips_;
   std::vector<PyFrameRef> py_;
   std::vector<uint32_t> frames_;
+  std::vector<std::pair<size_t, size_t>> segments_;
+  std::vector<size_t> eval_at_;
+  std::vector<uint32_t> merged_;
+  std::vector<pollfd> poll_fds_;
+  struct PcSlot {
+    uint64_t pc = 0, generation = 0;
+    uint32_t frame = 0;
+  };
+  static constexpr int kPcCacheBits = 12;
+  std::vector<PcSlot> pc_cache_ = std::vector<PcSlot>(size_t{1} << kPcCacheBits);
   uint64_t samples_ = 0;
   uint64_t lost_[kLossCount] = {};
   int64_t last_thread_scan_ns_ = 0;

@@ -136,14 +136,14 @@ class InProcessSampler : public collect::WriterPlugin {
     if (!ok) return;
     SampleBatch batch;
     while (!stop_.load(std::memory_order_acquire)) {
-      collector_.poll(10);
+      collector_.poll(collector_.idle_wait_ms());
       collector_.take(&batch);
-      hand_over(&batch);
+      hand_over(&batch, false);
     }
     collector_.stop();
     collector_.poll(0);  // what the rings still hold
     collector_.take(&batch);
-    hand_over(&batch);  // reads this thread's CPU time last: its whole life, start-up included
+    hand_over(&batch, true);  // reads this thread's CPU time last: its whole life, start-up included
   }
 
   // The calling thread's CPU time (user + system) since it started.
@@ -153,13 +153,21 @@ class InProcessSampler : public collect::WriterPlugin {
     return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
   }
 
-  void hand_over(SampleBatch* batch) {
-    // The sampler accounts its own cost (docs/performance.md): a run-to-run-independent overhead figure.
-    const int64_t cpu = thread_cpu_ns();
+  void hand_over(SampleBatch* batch, bool last) {
+    // The sampler accounts its own cost (docs/performance.md): a run-to-run-independent overhead
+    // figure. Its CPU time is a system call (no vDSO for thread clocks): read it every 10 ms and
+    // last, not at each of a Python process's per-sample wake-ups.
+    const int64_t now = monotonic_now_ns();
+    const bool counters = last || now - counters_read_ns_ >= 10'000'000;
+    if (!counters && batch->empty()) return;
+    const int64_t cpu = counters ? thread_cpu_ns() : 0;
     std::lock_guard<std::mutex> lock(mu_);
-    for (int c = 0; c < kLossCount; ++c) losses_[c] = collector_.lost(c);
-    sampling_thread_cpu_ns_ = cpu;
-    samples_taken_ = collector_.samples();
+    if (counters) {
+      counters_read_ns_ = now;
+      for (int c = 0; c < kLossCount; ++c) losses_[c] = collector_.lost(c);
+      sampling_thread_cpu_ns_ = cpu;
+      samples_taken_ = collector_.samples();
+    }
     if (batch->empty()) return;
     auto append = [](auto& to, auto& from) {
       to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
@@ -183,6 +191,7 @@ class InProcessSampler : public collect::WriterPlugin {
 
   void stop_thread() {
     stop_.store(true, std::memory_order_release);
+    collector_.interrupt();
     if (thread_.joinable()) thread_.join();
   }
 
@@ -219,7 +228,8 @@ class InProcessSampler : public collect::WriterPlugin {
   uint64_t losses_[kLossCount] = {};
   int64_t sampling_thread_cpu_ns_ = 0;  // the sampling thread's CPU time at its last hand-over
   uint64_t samples_taken_ = 0;
-  int64_t writer_cpu_ns_ = 0;  // the writer thread's time in this plugin (writer thread only)
+  int64_t counters_read_ns_ = 0;  // sampling thread only
+  int64_t writer_cpu_ns_ = 0;     // the writer thread's time in this plugin (writer thread only)
   std::atomic<bool> stop_{false};
 };
 

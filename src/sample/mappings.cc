@@ -26,8 +26,14 @@ bool MappingTable::load_proc_maps(std::string* error) {
     *error = maps + ": " + std::strerror(errno);
     return false;
   }
+  // A PyTorch process has ~2,000 lines, a few hundred executable: a large buffer (few read calls)
+  // and the permissions checked before the full parse keep a refresh cheap.
+  char buffer[1 << 16];
+  std::setvbuf(f, buffer, _IOFBF, sizeof(buffer));
   char line[4096 + 256];
   while (std::fgets(line, sizeof(line), f) != nullptr) {
+    const char* space = std::strchr(line, ' ');  // "start-end perms ..."
+    if (space == nullptr || std::strlen(space) < 5 || space[3] != 'x') continue;
     uint64_t start = 0, end = 0, offset = 0, inode = 0;
     char perms[8] = {0};
     int path_at = 0;

@@ -13,6 +13,13 @@ namespace {
 const struct strata_py311_layout& L = ::strata_py311_layout;
 constexpr int kMaxFrames = 512;
 constexpr int kMaxThreads = 4096;
+// Data-stack chunks: 3.11 allocates 16 KiB ones (larger for a frame that needs more); one sample
+// reads at most kMaxChunks of them, each at most kMaxChunkBytes.
+constexpr size_t kChunkProbeBytes = 16384;
+constexpr size_t kMaxChunkBytes = 1 << 20;
+constexpr size_t kMaxChunks = 8;
+// Read beyond the last sample's top of the chunk: room for the frames called since.
+constexpr size_t kChunkSlackBytes = 2048;
 
 bool basename_starts(const std::string& path, const char* prefix) {
   size_t slash = path.rfind('/');
@@ -149,14 +156,68 @@ bool PythonReader::read(uint64_t address, void* out, size_t size) {
   return process_vm_readv(pid_, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
 }
 
-bool PythonReader::find_thread_state(uint32_t tid, uint64_t* tstate) {
+size_t PythonReader::tstate_span() {
+  return std::max(
+             {L.tstate_native_thread_id, L.tstate_cframe, L.tstate_datastack_chunk, L.tstate_datastack_top}) +
+         8;
+}
+
+// The thread state's first bytes give all a sample needs from it; the cached address is checked by
+// its native thread id in the same bytes.
+bool PythonReader::parse_tstate(const uint8_t* bytes, uint32_t tid, ThreadView* view) {
+  if (at<uint64_t>(bytes, L.tstate_native_thread_id) != tid) return false;
+  view->cframe = at<uint64_t>(bytes, L.tstate_cframe);
+  view->chunk = at<uint64_t>(bytes, L.tstate_datastack_chunk);
+  view->top = at<uint64_t>(bytes, L.tstate_datastack_top);
+  return true;
+}
+
+bool PythonReader::read_tstate(uint64_t tstate, uint32_t tid, ThreadView* view) {
+  uint8_t buf[kTstateBytes];
+  const size_t span = tstate_span();
+  return span <= sizeof(buf) && read(tstate, buf, span) && parse_tstate(buf, tid, view);
+}
+
+// One call for the thread state, the last sample's cframe's frame pointer and the last sample's
+// chunk: a thread that stays in one evaluation (cframe) and chunk, as a model's forward loop does,
+// needs no other read before its code objects'. True when the thread state shows the same cframe
+// and chunk (*frame and chunks_[0] are then this sample's); *view_ok says whether *view is usable.
+bool PythonReader::read_speculatively(uint64_t tstate, uint32_t tid, const LastRead& last, ThreadView* view,
+                                      uint64_t* frame, bool* view_ok) {
+  *view_ok = false;
+  chunks_used_ = 0;
+  next_chunk_ = 0;
+  uint8_t buf[kTstateBytes];
+  const size_t span = tstate_span();
+  if (span > sizeof(buf)) return false;
+  if (chunks_.empty()) chunks_.emplace_back();
+  ChunkCopy& c = chunks_[0];
+  c.address = last.chunk;
+  c.bytes.resize(std::min<uint64_t>(last.live + kChunkSlackBytes, kMaxChunkBytes));
+  iovec local[3] = {{buf, span}, {frame, 8}, {c.bytes.data(), c.bytes.size()}};
+  iovec remote[3] = {{reinterpret_cast<void*>(tstate), span},
+                     {reinterpret_cast<void*>(last.cframe + L.cframe_current_frame), 8},
+                     {reinterpret_cast<void*>(last.chunk), c.bytes.size()}};
+  ++reads_;
+  const ssize_t got = process_vm_readv(pid_, local, 3, remote, 3, 0);
+  if (got < static_cast<ssize_t>(span) || !parse_tstate(buf, tid, view)) return false;
+  *view_ok = true;
+  if (view->cframe != last.cframe || view->chunk != last.chunk || got < static_cast<ssize_t>(span + 8))
+    return false;
+  const uint64_t live = view->top > view->chunk ? view->top - view->chunk : 0;
+  c.bytes.resize(std::min<uint64_t>(static_cast<uint64_t>(got) - span - 8, live));
+  if (c.bytes.size() >= L.chunk_data) {
+    chunks_used_ = 1;
+    next_chunk_ = at<uint64_t>(c.bytes.data(), L.chunk_previous);
+  }
+  ++speculative_hits_;
+  return true;
+}
+
+bool PythonReader::thread_view(uint32_t tid, ThreadView* view) {
   auto cached = tstates_.find(tid);
   if (cached != tstates_.end()) {
-    uint64_t native = 0;
-    if (read(cached->second + L.tstate_native_thread_id, &native, 8) && native == tid) {
-      *tstate = cached->second;
-      return true;
-    }
+    if (read_tstate(cached->second, tid, view)) return true;
     tstates_.erase(cached);
   }
   uint64_t interp = 0, t = 0;
@@ -166,18 +227,22 @@ bool PythonReader::find_thread_state(uint32_t tid, uint64_t* tstate) {
     uint64_t native = 0, next = 0;
     if (!read(t + L.tstate_native_thread_id, &native, 8) || !read(t + L.tstate_next, &next, 8)) return false;
     tstates_[static_cast<uint32_t>(native)] = t;
-    if (native == tid) {
-      *tstate = t;
-      return true;
-    }
+    if (native == tid) return read_tstate(t, tid, view);
     t = next;
   }
   return false;
 }
 
-bool PythonReader::read_unicode(uint64_t address, std::string* out) {
-  uint8_t head[80];
-  if (address == 0 || !read(address, head, L.unicode_compact_data)) return false;
+// `pre`: the object's first bytes when a batched read already has them (else read here).
+bool PythonReader::read_unicode(uint64_t address, std::string* out, const Prefix& pre) {
+  uint8_t head_buf[80];
+  const uint8_t* head = pre.bytes;
+  if (address == 0) return false;
+  if (pre.size < L.unicode_compact_data) {
+    if (L.unicode_compact_data > sizeof(head_buf) || !read(address, head_buf, L.unicode_compact_data))
+      return false;
+    head = head_buf;
+  }
   const int64_t length = at<int64_t>(head, L.unicode_length);
   const uint32_t state = at<uint32_t>(head, L.unicode_state);
   const unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
@@ -185,8 +250,12 @@ bool PythonReader::read_unicode(uint64_t address, std::string* out) {
   const size_t char_size = ascii ? 1 : kind;
   if (char_size != 1 && char_size != 2 && char_size != 4) return false;
   std::string raw(static_cast<size_t>(length) * char_size, '\0');
-  if (!raw.empty() && !read(address + (ascii ? L.unicode_ascii_data : L.unicode_compact_data), raw.data(), raw.size()))
+  const size_t data = ascii ? L.unicode_ascii_data : L.unicode_compact_data;
+  if (data + raw.size() <= pre.size) {
+    std::memcpy(raw.data(), pre.bytes + data, raw.size());
+  } else if (!raw.empty() && !read(address + data, raw.data(), raw.size())) {
     return false;
+  }
   out->clear();
   if (ascii) {
     *out = std::move(raw);
@@ -200,15 +269,49 @@ bool PythonReader::read_unicode(uint64_t address, std::string* out) {
   return true;
 }
 
-bool PythonReader::read_bytes_object(uint64_t address, std::string* out) {
+bool PythonReader::read_bytes_object(uint64_t address, std::string* out, const Prefix& pre) {
   int64_t size = 0;
-  if (address == 0 || !read(address + L.bytes_size, &size, 8) || size < 0 || size > (1 << 20)) return false;
+  if (address == 0) return false;
+  if (pre.size >= L.bytes_size + 8)
+    size = at<int64_t>(pre.bytes, L.bytes_size);
+  else if (!read(address + L.bytes_size, &size, 8))
+    return false;
+  if (size < 0 || size > (1 << 20)) return false;
   out->resize(static_cast<size_t>(size));
+  if (L.bytes_data + out->size() <= pre.size) {
+    std::memcpy(out->data(), pre.bytes + L.bytes_data, out->size());
+    return true;
+  }
   return size == 0 || read(address + L.bytes_data, out->data(), out->size());
 }
 
+// A new code object's qualified name, file name and line table: their first bytes in one vectored
+// read (most names and tables fit), instead of two reads each.
+void PythonReader::read_prefixes(const uint64_t* addresses, size_t n, uint8_t (*buffers)[kObjectProbeBytes],
+                                 Prefix* out) {
+  iovec local[4], remote[4];
+  size_t k = 0;
+  for (size_t i = 0; i < n && i < 4; ++i) {
+    out[i] = {buffers[i], 0};
+    if (addresses[i] == 0) continue;
+    local[k] = {buffers[i], kObjectProbeBytes};
+    remote[k] = {reinterpret_cast<void*>(addresses[i]), kObjectProbeBytes};
+    ++k;
+  }
+  if (k == 0) return;
+  ++reads_;
+  const ssize_t got = process_vm_readv(pid_, local, k, remote, k, 0);
+  size_t left = got > 0 ? static_cast<size_t>(got) : 0;
+  for (size_t i = 0, j = 0; i < n && i < 4 && j < k; ++i) {
+    if (addresses[i] == 0) continue;
+    out[i].size = std::min(left, kObjectProbeBytes);  // a partial read gives a prefix of the iovecs
+    left -= out[i].size;
+    ++j;
+  }
+}
+
 // `header`: the code object's first code_adaptive bytes, read just now.
-const PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) {
+PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) {
   if (at<uint64_t>(header, L.object_type) != code_type_) return nullptr;  // not a code object (anymore)
   const uint64_t name = at<uint64_t>(header, L.code_name), file = at<uint64_t>(header, L.code_filename);
   const uint64_t qualname = at<uint64_t>(header, L.code_qualname), table = at<uint64_t>(header, L.code_linetable);
@@ -224,65 +327,166 @@ const PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) 
   info->linetable_ptr = table;
   info->first_line = static_cast<uint32_t>(std::max(0, at<int32_t>(header, L.code_firstlineno)));
   info->code_start = code + L.code_adaptive;
-  if (!read_unicode(qualname, &info->function) && !read_unicode(name, &info->function)) info->function = "<unknown>";
-  if (!read_unicode(file, &info->file)) info->file = "<unknown>";
-  read_bytes_object(table, &info->linetable);
-  const PyCodeInfo* out = info.get();
+  const uint64_t objects[3] = {qualname, file, table};
+  uint8_t buffers[3][kObjectProbeBytes];
+  Prefix prefixes[3];
+  read_prefixes(objects, 3, buffers, prefixes);
+  if (!read_unicode(qualname, &info->function, prefixes[0]) && !read_unicode(name, &info->function, {}))
+    info->function = "<unknown>";
+  if (!read_unicode(file, &info->file, prefixes[1])) info->file = "<unknown>";
+  read_bytes_object(table, &info->linetable, prefixes[2]);
+  PyCodeInfo* out = info.get();
   codes_[code] = std::move(info);
   return out;
+}
+
+// prev_instr: the last instruction started (its code unit); before the first one, the function's
+// line. Lines are kept per instruction: a hot loop's lines are looked up in the table once.
+uint32_t PythonReader::line_of(PyCodeInfo* code, uint64_t prev_instr) {
+  if (prev_instr < code->code_start) return code->first_line;
+  const uint64_t offset = (prev_instr - code->code_start) / 2;
+  auto [it, inserted] = code->lines.try_emplace(offset, 0);
+  if (inserted) {
+    it->second = python311_line(code->linetable, code->first_line, offset);
+    if (it->second == 0) it->second = code->first_line;
+  }
+  return it->second;
+}
+
+bool PythonReader::read_current_frame(const ThreadView& view, uint64_t* frame) {
+  chunks_used_ = 0;
+  next_chunk_ = 0;
+  const uint64_t where = view.cframe + L.cframe_current_frame;
+  const uint64_t live = view.top > view.chunk ? std::min<uint64_t>(view.top - view.chunk, kMaxChunkBytes) : 0;
+  if (frame_reads_ == PyFrameReads::kPerFrame || view.chunk == 0 || live < L.chunk_data)
+    return read(where, frame, 8);
+  // The frame pointer and the current chunk's live part in one call: the frames above it were
+  // pushed after the thread state was read, and are read on their own.
+  if (chunks_.empty()) chunks_.emplace_back();
+  ChunkCopy& c = chunks_[0];
+  c.address = view.chunk;
+  c.bytes.resize(live);
+  iovec local[2] = {{frame, 8}, {c.bytes.data(), c.bytes.size()}};
+  iovec remote[2] = {{reinterpret_cast<void*>(where), 8},
+                     {reinterpret_cast<void*>(view.chunk), c.bytes.size()}};
+  ++reads_;
+  const ssize_t got = process_vm_readv(pid_, local, 2, remote, 2, 0);
+  if (got < 8) return false;
+  c.bytes.resize(static_cast<size_t>(got) - 8);  // a chunk freed meanwhile: its frames are read singly
+  if (c.bytes.size() >= L.chunk_data) {
+    chunks_used_ = 1;
+    next_chunk_ = at<uint64_t>(c.bytes.data(), L.chunk_previous);
+  }
+  return true;
+}
+
+// The chunk's header tells how much of it is live (`top`, set when the next chunk was pushed):
+// one read of its first kChunkProbeBytes covers the common 16 KiB chunk, a second one the rest.
+bool PythonReader::load_chunk(uint64_t address) {
+  if (chunks_.size() <= chunks_used_) chunks_.emplace_back();
+  ChunkCopy& c = chunks_[chunks_used_];
+  c.address = address;
+  c.bytes.resize(kChunkProbeBytes);
+  iovec local{c.bytes.data(), c.bytes.size()}, remote{reinterpret_cast<void*>(address), c.bytes.size()};
+  ++reads_;
+  const ssize_t got = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+  if (got < static_cast<ssize_t>(L.chunk_data)) return false;
+  const uint64_t live = L.chunk_data + at<uint64_t>(c.bytes.data(), L.chunk_top) * 8;
+  if (live > kMaxChunkBytes) return false;
+  const size_t had = static_cast<size_t>(got);
+  c.bytes.resize(live);
+  if (live > had && !read(address + had, c.bytes.data() + had, live - had)) c.bytes.resize(had);
+  next_chunk_ = at<uint64_t>(c.bytes.data(), L.chunk_previous);
+  ++chunks_used_;
+  return true;
+}
+
+const uint8_t* PythonReader::buffered_frame(uint64_t frame) const {
+  for (size_t i = 0; i < chunks_used_; ++i) {
+    const ChunkCopy& c = chunks_[i];
+    if (frame >= c.address + L.chunk_data && frame + L.frame_size <= c.address + c.bytes.size())
+      return c.bytes.data() + (frame - c.address);
+  }
+  return nullptr;
+}
+
+// The frame chain, innermost first: each frame's code pointer, last instruction and entry flag.
+bool PythonReader::read_frames(uint64_t frame) {
+  raw_.clear();
+  uint8_t buf[128];
+  for (int k = 0; frame != 0 && k < kMaxFrames; ++k) {
+    const uint8_t* f = buffered_frame(frame);
+    if (f != nullptr) {
+      ++frames_from_chunks_;
+    } else {
+      if (L.frame_size > sizeof(buf) || !read(frame, buf, L.frame_size)) return false;
+      f = buf;
+      ++frames_read_singly_;
+      // A data-stack frame outside the chunks read: the next chunk down most likely holds it and
+      // its callers (a generator's frame lives in the generator: no chunk for it).
+      if (frame_reads_ == PyFrameReads::kChunked && next_chunk_ != 0 && chunks_used_ < kMaxChunks &&
+          static_cast<int8_t>(f[L.frame_owner]) == L.frame_owned_by_thread && !load_chunk(next_chunk_))
+        next_chunk_ = 0;
+    }
+    raw_.push_back(
+        {at<uint64_t>(f, L.frame_code), at<uint64_t>(f, L.frame_prev_instr), f[L.frame_is_entry] != 0});
+    frame = at<uint64_t>(f, L.frame_previous);
+  }
+  return true;
 }
 
 bool PythonReader::read_stack(uint32_t tid, std::vector<PyFrameRef>* out) {
   out->clear();
   last_failed_ = false;
-  uint64_t tstate = 0, cframe = 0, frame = 0;
-  if (!find_thread_state(tid, &tstate)) return false;  // not a Python thread (or not yet)
-  if (!read(tstate + L.tstate_cframe, &cframe, 8) || cframe == 0 ||
-      !read(cframe + L.cframe_current_frame, &frame, 8)) {
+  ThreadView view;
+  uint64_t frame = 0;
+  bool have_frame = false, view_ok = false;
+  const bool chunked = frame_reads_ == PyFrameReads::kChunked;
+  auto cached = tstates_.find(tid);
+  auto last = last_reads_.find(tid);
+  if (chunked && cached != tstates_.end() && last != last_reads_.end())
+    have_frame = read_speculatively(cached->second, tid, last->second, &view, &frame, &view_ok);
+  if (!view_ok && !thread_view(tid, &view)) return false;  // not a Python thread (or not yet)
+  if (!have_frame && (view.cframe == 0 || !read_current_frame(view, &frame))) {
     last_failed_ = true;
     return false;
   }
-  // The frame chain first (the frames' code pointers), then every code object's header in one
-  // vectored read.
-  struct Raw {
-    uint64_t code, prev_instr;
-    bool entry;
-  };
-  std::vector<Raw> raw;
-  uint8_t buf[128];
-  for (int k = 0; frame != 0 && k < kMaxFrames; ++k) {
-    if (L.frame_size > sizeof(buf) || !read(frame, buf, L.frame_size)) {
-      last_failed_ = true;
-      break;
-    }
-    raw.push_back({at<uint64_t>(buf, L.frame_code), at<uint64_t>(buf, L.frame_prev_instr), buf[L.frame_is_entry] != 0});
-    frame = at<uint64_t>(buf, L.frame_previous);
-  }
-  if (raw.empty()) return false;
+  if (chunked)
+    last_reads_[tid] = {view.cframe, view.chunk, view.top > view.chunk ? view.top - view.chunk : 0};
+  if (!read_frames(frame)) last_failed_ = true;
+  if (raw_.empty()) return false;
+  // Every code object's header in one vectored read, each once (a PyTorch stack repeats
+  // Module._call_impl and forward at each level; a recursion repeats one code object).
   const size_t header = L.code_adaptive;
-  std::vector<uint8_t> headers(raw.size() * header);
-  std::vector<iovec> local(raw.size()), remote(raw.size());
-  for (size_t i = 0; i < raw.size(); ++i) {
-    local[i] = {headers.data() + i * header, header};
-    remote[i] = {reinterpret_cast<void*>(raw[i].code), header};
+  unique_slot_.clear();
+  slot_of_.resize(raw_.size());
+  local_.clear();
+  remote_.clear();
+  headers_.resize(raw_.size() * header);
+  for (size_t i = 0; i < raw_.size(); ++i) {
+    auto [it, inserted] = unique_slot_.try_emplace(raw_[i].code, local_.size());
+    if (inserted) {
+      local_.push_back({headers_.data() + local_.size() * header, header});
+      remote_.push_back({reinterpret_cast<void*>(raw_[i].code), header});
+    }
+    slot_of_[i] = it->second;
   }
   ++reads_;
-  ssize_t got = process_vm_readv(pid_, local.data(), local.size(), remote.data(), remote.size(), 0);
+  ssize_t got = process_vm_readv(pid_, local_.data(), local_.size(), remote_.data(), remote_.size(), 0);
   const size_t complete = got > 0 ? static_cast<size_t>(got) / header : 0;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    const PyCodeInfo* info = i < complete ? code_info(raw[i].code, headers.data() + i * header) : nullptr;
+  infos_.assign(local_.size(), nullptr);
+  for (size_t k = 0; k < complete; ++k)
+    infos_[k] = code_info(reinterpret_cast<uint64_t>(remote_[k].iov_base), headers_.data() + k * header);
+  for (size_t i = 0; i < raw_.size(); ++i) {
+    PyCodeInfo* info = infos_[slot_of_[i]];
     if (info == nullptr) {
       last_failed_ = true;
       break;
     }
     PyFrameRef ref;
     ref.code = info;
-    ref.entry = raw[i].entry;
-    // prev_instr: the last instruction started (its code unit); before the first one, the function's line.
-    ref.line = raw[i].prev_instr >= info->code_start
-                   ? python311_line(info->linetable, info->first_line, (raw[i].prev_instr - info->code_start) / 2)
-                   : info->first_line;
-    if (ref.line == 0) ref.line = info->first_line;
+    ref.entry = raw_[i].entry;
+    ref.line = line_of(info, raw_[i].prev_instr);
     out->push_back(ref);
   }
   return !out->empty();

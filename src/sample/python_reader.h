@@ -7,12 +7,22 @@
 // not a crash. The same code reads this process (in-process sampling) and another one (`strata
 // attach`). Code objects are cached by address and re-validated (their name, file and line-table
 // pointers) at each use. Layout offsets come from CPython's own headers (python311_layout.c).
+//
+// Few system calls per sample (docs/performance.md, "Python stack reads"): one read of the thread
+// state (thread id check, cframe, data-stack chunk and top), one vectored read of the current frame
+// pointer and the live part of the current data-stack chunk (where 3.11 keeps the running functions'
+// frames contiguously), one vectored read of the code objects' headers. A frame outside the chunks
+// read (a generator's, or one pushed after the thread state was read) is read on its own; a frame
+// of the data stack outside them loads the previous chunk, once.
 #pragma once
+
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sample/mappings.h"
@@ -25,9 +35,14 @@ struct PyCodeInfo {
   std::string file;
   uint32_t first_line = 0;
   std::string linetable;
-  uint64_t code_start = 0;  // address of the code's first instruction
+  std::unordered_map<uint64_t, uint32_t> lines;  // instruction offset -> line, as looked up so far
+  uint64_t code_start = 0;                       // address of the code's first instruction
   uint64_t name_ptr = 0, file_ptr = 0, qualname_ptr = 0, linetable_ptr = 0;
 };
+
+// How frames are read: from the data-stack chunks (the default), or each frame with its own read
+// (the reference the chunked read is tested against).
+enum class PyFrameReads { kChunked, kPerFrame };
 
 struct PyFrameRef {
   const PyCodeInfo* code = nullptr;
@@ -49,15 +64,55 @@ class PythonReader {
   uint64_t eval_start() const { return eval_start_; }
   uint64_t eval_end() const { return eval_end_; }
   const std::string& version() const { return version_; }
-  uint64_t reads() const { return reads_; }
+  void set_frame_reads(PyFrameReads mode) { frame_reads_ = mode; }
+  uint64_t reads() const { return reads_; }  // system calls made (process_vm_readv)
+  uint64_t frames_from_chunks() const { return frames_from_chunks_; }
+  uint64_t frames_read_singly() const { return frames_read_singly_; }
+  uint64_t speculative_hits() const { return speculative_hits_; }  // stacks read in one call before the code
 
  private:
+  // What one sample needs from the thread state.
+  struct ThreadView {
+    uint64_t cframe = 0, chunk = 0, top = 0;
+  };
+  // A data-stack chunk's live part as read for this sample.
+  struct ChunkCopy {
+    uint64_t address = 0;
+    std::vector<uint8_t> bytes;
+  };
+  struct RawFrame {
+    uint64_t code, prev_instr;
+    bool entry;
+  };
+
   PythonReader() = default;
   bool read(uint64_t address, void* out, size_t size);
-  bool find_thread_state(uint32_t tid, uint64_t* tstate);
-  const PyCodeInfo* code_info(uint64_t code, const uint8_t* header);
-  bool read_unicode(uint64_t address, std::string* out);
-  bool read_bytes_object(uint64_t address, std::string* out);
+  bool thread_view(uint32_t tid, ThreadView* view);
+  // The last sample's cframe and chunk of a thread (the live part's length too).
+  struct LastRead {
+    uint64_t cframe = 0, chunk = 0, live = 0;
+  };
+  static constexpr size_t kTstateBytes = 512;
+  static size_t tstate_span();
+  static bool parse_tstate(const uint8_t* bytes, uint32_t tid, ThreadView* view);
+  bool read_tstate(uint64_t tstate, uint32_t tid, ThreadView* view);
+  bool read_speculatively(uint64_t tstate, uint32_t tid, const LastRead& last, ThreadView* view,
+                          uint64_t* frame, bool* view_ok);
+  bool read_current_frame(const ThreadView& view, uint64_t* frame);
+  bool load_chunk(uint64_t address);
+  const uint8_t* buffered_frame(uint64_t frame) const;
+  bool read_frames(uint64_t frame);
+  uint32_t line_of(PyCodeInfo* code, uint64_t prev_instr);
+  PyCodeInfo* code_info(uint64_t code, const uint8_t* header);
+  // An object's first bytes, read ahead (size 0: not read).
+  struct Prefix {
+    const uint8_t* bytes = nullptr;
+    size_t size = 0;
+  };
+  static constexpr size_t kObjectProbeBytes = 512;
+  void read_prefixes(const uint64_t* addresses, size_t n, uint8_t (*buffers)[kObjectProbeBytes], Prefix* out);
+  bool read_unicode(uint64_t address, std::string* out, const Prefix& pre);
+  bool read_bytes_object(uint64_t address, std::string* out, const Prefix& pre);
 
   int pid_ = 0;
   uint64_t runtime_ = 0;
@@ -65,10 +120,22 @@ class PythonReader {
   uint64_t eval_start_ = 0, eval_end_ = 0;
   std::string version_;
   std::map<uint32_t, uint64_t> tstates_;  // tid -> PyThreadState address
-  std::map<uint64_t, std::unique_ptr<PyCodeInfo>> codes_;
+  std::unordered_map<uint32_t, LastRead> last_reads_;
+  std::unordered_map<uint64_t, std::unique_ptr<PyCodeInfo>> codes_;
   uint32_t next_code_id_ = 1;
   bool last_failed_ = false;
-  uint64_t reads_ = 0;
+  PyFrameReads frame_reads_ = PyFrameReads::kChunked;
+  uint64_t reads_ = 0, frames_from_chunks_ = 0, frames_read_singly_ = 0, speculative_hits_ = 0;
+  // Scratch of one sample, kept to avoid allocating per sample.
+  std::vector<ChunkCopy> chunks_;
+  size_t chunks_used_ = 0;
+  uint64_t next_chunk_ = 0;  // the previous chunk of the last one read (0: none, or not known)
+  std::vector<RawFrame> raw_;
+  std::vector<uint8_t> headers_;
+  std::vector<iovec> local_, remote_;
+  std::unordered_map<uint64_t, size_t> unique_slot_;  // code address -> its header's slot
+  std::vector<size_t> slot_of_;                       // frame -> its code's slot
+  std::vector<PyCodeInfo*> infos_;                    // slot -> code (null: not read, or not code)
 };
 
 // Line of the instruction at `offset` (in code units) from a 3.11 location table; 0 when unknown.
