@@ -1,7 +1,9 @@
 // strata: record, inspect, export and analyze across-stack traces of ML workloads.
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string_view>
+#include <system_error>
 
 #include "cli/commands.h"
 #include "cli/version.h"
@@ -43,7 +45,8 @@ constexpr Command kCommands[] = {
 #endif
     {"profile", "CPU profile from a trace's samples: shares by function or by op (record with --sample)",
      strata::cli::run_profile},
-    {"annotate", "per-instruction view of a sampled function: basic blocks, llvm-mca cycles, stall culprits (DCPI)",
+    {"annotate",
+     "per-instruction view of a sampled function: basic blocks, llvm-mca cycles, stall culprits (DCPI)",
      strata::cli::run_annotate},
     {"attach", "sample a running process's CPU stacks (no restart), one trace file per epoch",
      strata::cli::run_attach},
@@ -77,8 +80,27 @@ int main(int argc, char** argv) {
     std::printf("strata %s\n", strata::cli::version_text());
     return 0;
   }
-  for (const Command& c : kCommands)
-    if (name == c.name) return c.run(argc - 1, argv + 1);
+  for (const Command& c : kCommands) {
+    if (name != c.name) continue;
+    try {
+      return c.run(argc - 1, argv + 1);
+    } catch (const std::bad_alloc&) {
+      // An allocation the memory check's estimate did not foresee (an address-space limit, other
+      // processes taking memory meanwhile): one line, not an abort.
+      std::fprintf(stderr,
+                   "strata %s: out of memory; free memory, read ranks one by one (STRATA_JOBS=1), use a "
+                   "larger machine, or narrow the input\n",
+                   c.name);
+      return 1;
+    } catch (const std::system_error& e) {
+      // A thread or another resource the system refused (thread or address-space limits).
+      std::fprintf(stderr,
+                   "strata %s: the system refused a resource (%s); raise the process limits or set "
+                   "STRATA_JOBS=1\n",
+                   c.name, e.what());
+      return 1;
+    }
+  }
   std::fprintf(stderr, "strata: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 2;

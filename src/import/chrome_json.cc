@@ -503,6 +503,11 @@ class Parser {
   }
 
   bool fail(simdjson::error_code err, size_t offset, std::string* error) {
+    if (err == simdjson::MEMALLOC) {  // the parser's index could not be allocated: not the file's fault
+      *error = source_ + ": out of memory while parsing " + std::to_string(input_.size()) +
+               " bytes of JSON; free memory, read ranks one by one (STRATA_JOBS=1) or use a larger machine";
+      return false;
+    }
     *error = source_ + ": offset " + std::to_string(offset) + ": not valid JSON (" +
              simdjson::error_message(err) + "); the file is damaged or truncated, or not JSON";
     return false;

@@ -61,7 +61,8 @@ struct OpenOptions {
   bool check_memory = true;
   // Threads that read the inputs (each into a trace of its own, appended in input order: the same
   // trace as one thread gives). 0: STRATA_JOBS when set, else the hardware threads; never more
-  // than the inputs. 1 reads them one by one.
+  // than the inputs. 1 reads them one by one. With check_memory, inputs read one by one when a
+  // parallel read would not fit (parallel_read_fits).
   unsigned jobs = 0;
   // Called once every input is read and before the builder sorts and structures the trace, with
   // the index of each input's first process (`strata merge` labels ranks and aligns clocks here).
@@ -84,5 +85,9 @@ const TraceReader* reader_for(const std::string& path, const std::string& format
 // Memory this process can still get, in bytes (the smallest of MemAvailable, the cgroup's limit
 // minus its usage, and RLIMIT_AS minus the current address space); UINT64_MAX when unknown.
 uint64_t available_memory_bytes();
+// Whether inputs whose readers estimate `estimate` bytes once loaded can be read in parallel with
+// `available` bytes: a parallel read holds every input's text and part at once, up to half again
+// the estimate (a serial read stays within it).
+bool parallel_read_fits(uint64_t estimate, uint64_t available);
 
 }  // namespace strata::trace

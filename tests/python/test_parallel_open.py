@@ -55,3 +55,34 @@ def test_analyze_and_merge_identical_with_1_and_4_threads_on_native_ranks(tmp_pa
 def test_jobs_must_be_a_number(tmp_path, strata_bin):
     proc = subprocess.run([STRATA, "analyze", "x.strata", "--jobs", "many"], capture_output=True)
     assert proc.returncode != 0 and b"--jobs" in proc.stderr
+
+
+def test_an_address_space_limit_gives_one_line_never_an_abort(tmp_path, strata_bin):
+    """Under `ulimit -v` from too small to enough, with one and four reading threads: the run either
+    gives the same tables as without a limit or ends with exit 1 and one line saying memory ran out
+    (the memory check's refusal, the JSON parser's allocation, or any other allocation caught at the
+    top): never an abort (std::bad_alloc once terminated `strata analyze` under a limit)."""
+    import kineto_ranks
+
+    paths = kineto_ranks.write_ranks(str(tmp_path), 8, steps=200)  # ~8 MB of JSON
+    unlimited = analyze(paths, 1)
+    # Below what the program and its libraries map, the loader fails before strata runs: start there.
+    base = next(m for m in range(32, 1024, 8)
+                if subprocess.run(["prlimit", f"--as={m << 20}", STRATA, "--version"], capture_output=True).returncode == 0)
+    said = set()
+    for limit_mb in (base + extra for extra in (0, 4, 8, 16, 32, 64, 128, 256, 1024)):
+        for jobs in (1, 4):
+            for arenas in ("1", "8"):
+                proc = subprocess.run(["prlimit", f"--as={limit_mb << 20}", STRATA, "analyze", *paths, "-a", ALL_RANK,
+                                       "--format", "csv", "--jobs", str(jobs)], capture_output=True,
+                                      env={**os.environ, "MALLOC_ARENA_MAX": arenas})
+                where = f"limit {limit_mb} MB, {jobs} threads, {arenas} arenas"
+                assert proc.returncode in (0, 1), f"{where}: exit {proc.returncode}: {proc.stderr[-500:]!r}"
+                if proc.returncode == 0:
+                    assert (proc.stdout, proc.stderr) == unlimited, where
+                    continue
+                lines = proc.stderr.decode().strip().splitlines()
+                assert len(lines) == 1 and "memory" in lines[0], f"{where}: {proc.stderr[-500:]!r}"
+                said.add(lines[0].split(":")[-1][:40])
+    assert said, "no limit was small enough to exercise the out-of-memory paths"
+    assert proc.returncode == 0, "1 GiB of address space should be enough for these ranks"

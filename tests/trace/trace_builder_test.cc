@@ -206,7 +206,7 @@ TEST(OpenTrace, PicksTheReaderByContentAndByFormatName) {
   EXPECT_NE(find_reader("ncu"), nullptr);
   EXPECT_EQ(find_reader("perfetto"), nullptr);
   const size_t readers = registered_readers().size();
-  EXPECT_EQ(readers, 4u);  // native, json, nsys, ncu
+  EXPECT_EQ(readers, 4u);      // native, json, nsys, ncu
   import::register_readers();  // idempotent
   EXPECT_EQ(registered_readers().size(), readers);
   Trace t;
@@ -280,6 +280,17 @@ TEST(OpenTrace, SaysWhenTheTraceWillNotFitInMemory) {
   const std::string said = strata::testing::read_file(out);
   EXPECT_NE(said.find("needs about"), std::string::npos) << said;
   EXPECT_NE(said.find("STRATA_MEMORY_CHECK=0"), std::string::npos) << said;
+}
+
+// Parallel reads need half again the estimate (measured on Kineto ranks); one by one, the estimate.
+TEST(OpenTrace, ParallelReadsOnlyWhereHalfAgainTheEstimateFits) {
+  EXPECT_TRUE(parallel_read_fits(1000, 1500));
+  EXPECT_TRUE(parallel_read_fits(1000, UINT64_MAX));
+  EXPECT_FALSE(parallel_read_fits(1000, 1499));
+  EXPECT_FALSE(parallel_read_fits(1000, 1000));
+  EXPECT_FALSE(parallel_read_fits(1000, 10));
+  EXPECT_TRUE(parallel_read_fits(UINT64_MAX / 2, UINT64_MAX));  // no overflow near the top
+  EXPECT_FALSE(parallel_read_fits(UINT64_MAX, UINT64_MAX));
 }
 
 }  // namespace
