@@ -86,3 +86,26 @@ def test_an_address_space_limit_gives_one_line_never_an_abort(tmp_path, strata_b
                 said.add(lines[0].split(":")[-1][:40])
     assert said, "no limit was small enough to exercise the out-of-memory paths"
     assert proc.returncode == 0, "1 GiB of address space should be enough for these ranks"
+
+
+def test_inputs_with_cpu_samples_read_one_by_one_with_the_same_report(tmp_path, strata_bin):
+    """A part with CPU samples cannot be appended exactly (trace_append.h, can_append): the parallel
+    read gives up before touching the output and the inputs are read one by one. `strata report` of
+    three sampled runs (its flame graph reads the samples of all three) is the same file with 1 and
+    4 threads (appending the sampled parts instead changes it: tried)."""
+    paths = []
+    for k in range(3):
+        out = str(tmp_path / f"sampled{k}.strata")
+        subprocess.run([STRATA, "record", "-q", "--sample=499", "--level", "model", "-o", out, "--",
+                        "/usr/bin/python3", "-c", "sum(range(3 * 10**6))"], check=True, capture_output=True)
+        paths.append(out)
+    info = subprocess.run([STRATA, "info", paths[0]], capture_output=True, text=True, check=True).stdout
+    assert "sample" in info.lower(), info
+    reports = []
+    for jobs in ("1", "4"):
+        out = tmp_path / f"report{jobs}.html"
+        subprocess.run([STRATA, "report", *paths, "-o", str(out)], check=True, capture_output=True,
+                       env={**os.environ, "STRATA_JOBS": jobs})
+        reports.append(out.read_bytes())
+    assert reports[0] == reports[1]
+    assert b"flame" in reports[0]
