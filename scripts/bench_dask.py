@@ -6,7 +6,7 @@ analysis (strata.dask.analyze with a connected client) and of the whole `strata 
 command (Python start and Dask imports included), the workers' peak RSS, and the partials' bytes
 per rank for the cost model. Checks that every Dask output equals the local one. ANALYSES (comma-
 separated, default rank_breakdown,idle_time) picks others, e.g. collective_wait, whose partial is
-the rank's native trace (python/strata/dask.py TRACE_PARTIAL).
+per-rank records (python/strata/dask.py RANK_PARTIAL).
 
     /usr/bin/python3 scripts/bench_dask.py [BUILD_DIR] [RANKS] [SPANS_PER_RANK] [ANALYSES]
 """

@@ -11,26 +11,26 @@ runs `python3 -m strata.dask` (this module's main): one code path for both.
 
 How the work is split: each input file is one task. A Dask worker loads the file through libstrata
 (src/pyapi, the library `strata.load` uses): the parse and conversion, the costly part, run there.
-Two kinds of partial come back:
+Three kinds of partial come back:
 
-- rows (`ROWS_PER_RANK`: rank_breakdown, idle_time; queue_length without --param bucket_us and
-  comm_overlap, see `_rows_per_rank` and `_SORTED_ROWS`): the worker runs the analysis on its file alone
-  and sends the rows, as the CSV prints each cell. Their tables have one row per (rank, ...) key
-  computed from that rank's spans alone, ordered by rank first, so the combine is a stable sort by
-  the rank column.
-- compact per-rank records (`RANK_PARTIAL`: kernel_distribution, launch_stats): libstrata's
-  partial of the analysis (src/analysis/rank_partials.h; kernel_distribution: per kernel name, the
-  rank's count, total and duration percentiles; launch_stats: the rank's summary values, its
-  earliest start and its `top` longest launch delays), whatever the rank's span count. The driver hands all of them to libstrata's combine, which builds the tables; the local
-  run is the same partial and combine over the one merged trace, so the two cannot drift.
-- the rank's trace (`TRACE_PARTIAL`: collective_wait, step_time, and queue_length with a time
-  series; not yet split): these compare ranks (the k-th call of a collective on
-  every rank, medians and percentiles over all ranks, times from the earliest span of all ranks,
-  tables sorted across ranks by unrounded times). The worker sends its file's canonical trace as
-  native .strata bytes (zstd); the driver opens those traces together through libstrata and runs
-  the analysis: the same C++ merge (trace::open_traces) and the same analysis code as the local
-  run, so the two cannot drift. The partial is the size of the rank's native trace, not of its rows
-  (docs/performance.md, "Scale-out on Dask", measures both).
+- rows (`ROWS_PER_RANK`: rank_breakdown, idle_time; queue_length and comm_overlap, see
+  `_rows_per_rank` and `_SORTED_ROWS`): the worker runs the analysis on its file alone and sends the
+  rows, as the CSV prints each cell. Their tables have one row per (rank, ...) key computed from
+  that rank's spans alone, ordered by rank first, so the combine is a stable sort by the rank
+  column. queue_length's time series counts buckets from the earliest span of all ranks: it runs
+  in two phases (`_two_phase`): the worker's task sends the rank's earliest start, then
+  `second_phase` gets each rank's rows with --param origin_ns set to the smallest.
+- compact per-rank records (`RANK_PARTIAL`: kernel_distribution, launch_stats, collective_wait,
+  step_time): libstrata's partial of the analysis (src/analysis/rank_partials.h; e.g. per kernel
+  name the rank's count, total and percentiles; per collective call the rank's start and end; per
+  step its start and end). The driver hands all of them to libstrata's combine, which builds the
+  tables; the local run is the same partial and combine over the one merged trace, so the two
+  cannot drift.
+- the rank's trace (`TRACE_PARTIAL`), only for comm_overlap with a --param top the driver cannot
+  apply (not an integer): the worker sends its file's canonical trace as native .strata bytes
+  (zstd); the driver opens those traces together through libstrata and runs the analysis (the
+  same C++ merge and analysis as the local run), which reports the bad value as the local run
+  does.
 
 Every other analysis is refused with one line (`refusal`): only the rank analyses are split and
 tested under Dask.
@@ -56,28 +56,41 @@ ROWS_PER_RANK = ("rank_breakdown", "idle_time")
 
 # Cross-rank analyses with a per-rank partial in libstrata (strata_capi_rank_partial): the worker
 # sends the records, the driver combines them (strata_capi_combine_partials).
-RANK_PARTIAL = ("kernel_distribution", "launch_stats")
+RANK_PARTIAL = ("kernel_distribution", "launch_stats", "collective_wait", "step_time")
 
-# Cross-rank analyses without one yet: their partial is the rank's canonical trace, combined by
-# opening all of them together in libstrata (see the module's docstring).
-TRACE_PARTIAL = ("collective_wait", "comm_overlap", "queue_length", "step_time")
-_SPLIT = ROWS_PER_RANK + RANK_PARTIAL + TRACE_PARTIAL
+# Row analyses with a step on the driver (`_rows_per_rank`). comm_overlap with a --param top the
+# driver cannot apply (not an integer) falls back to the rank's canonical trace, combined by opening
+# all of them together in libstrata, whose run reports the value as the local run does; it is the
+# only case that ships a trace. queue_length with a time series runs in two phases (`_two_phase`).
+TRACE_PARTIAL = ("comm_overlap",)
+_TWO_PHASE = ("queue_length",)
+_SPLIT = ROWS_PER_RANK + RANK_PARTIAL + TRACE_PARTIAL + _TWO_PHASE
 
 
 def _rows_per_rank(name: str, params: Dict[str, str]) -> bool:
-    """Whether `name` with its --param values splits as rows. queue_length's summary and histogram
-    are per (rank, device, stream) from that rank's spans (rank_queue.cc), ordered by rank first;
-    only its time series (bucket_us > 0) counts buckets from the earliest span of all ranks, so it
-    ships the trace then (as does a bucket_us that is not a number: the driver's run reports it)."""
+    """Whether `name` with its --param values splits as rows in one phase. queue_length's summary
+    and histogram are per (rank, device, stream) from that rank's spans (rank_queue.cc), ordered by
+    rank first; only its time series (bucket_us other than 0) counts buckets from the earliest span
+    of all ranks, which takes a second phase unless the user gave that origin (origin_ns)."""
     if name in ROWS_PER_RANK:
         return True
+    if name == "queue_length":  # no series, or a series whose bucket origin the user gave
+        return "origin_ns" in params or params.get("bucket_us", "0") in ("0", "")
     try:
         if name in _TOP_ON_DRIVER:  # a top the driver can apply (int, as Params::get_int reads it)
             int(params.get("top", "50"))
             return True
-        return name == "queue_length" and float(params.get("bucket_us", "0")) == 0
     except ValueError:
-        return False
+        pass
+    return False
+
+
+def _two_phase(name: str, params: Dict[str, str]) -> bool:
+    """queue_length's time series counts buckets from the earliest span of all ranks: phase 1 (the
+    worker's task) returns the rank's earliest start, phase 2 runs the rank's rows with --param
+    origin_ns set to the smallest of them (a bucket_us that is not a number: phase 2 reports it as
+    the local run does)."""
+    return name in _TWO_PHASE and not _rows_per_rank(name, params)
 
 
 def _traced(name: str, params: Dict[str, str]) -> bool:
@@ -115,15 +128,18 @@ class _Partial:
     ranks: List[int]
     spans: int
     worker: str = ""  # the Dask worker's address that ran it
-    results: List[Tuple[str, List[_Table]]] = field(default_factory=list)  # the ROWS_PER_RANK analyses
+    # the row analyses' (missing-input line, tables), in order; None until a _two_phase one's phase 2
+    results: List[Optional[Tuple[str, List[_Table]]]] = field(default_factory=list)
     trace: bytes = b""  # the file's canonical trace (native, zstd) when a TRACE_PARTIAL analysis runs
     records: Dict[str, bytes] = field(default_factory=dict)  # per RANK_PARTIAL analysis, its partial
+    origin: Optional[int] = None  # the file's earliest span start (ns), sent when a _two_phase one runs
 
     def payload_bytes(self) -> int:
         """Bytes of cell text, records and trace: what the partial costs on the network, about (the
         cost model)."""
-        return len(self.trace) + sum(len(r) for r in self.records.values()) + sum(len(c) for _, tables in self.results for t in tables
-                                     for row in t.rows for c in row)
+        cells = sum(len(c) for result in self.results if result is not None for t in result[1] for row in t.rows
+                    for c in row)
+        return len(self.trace) + sum(len(r) for r in self.records.values()) + cells
 
 
 @dataclass
@@ -264,10 +280,29 @@ def _rank_records(lib: Any, handle: int, path: str, name: str, params: Dict[str,
         lib.strata_capi_buffer_free(data)
 
 
+def _earliest_start(lib: Any, handle: int) -> Optional[int]:
+    """The trace's earliest span start (ns; its spans are sorted by start), None without spans."""
+    import numpy as np
+
+    from . import _analysis
+
+    n = int(lib.strata_capi_span_count(handle))
+    if n == 0:
+        return None
+    starts = np.empty(n, dtype=np.int64)
+    columns = _analysis._SpanColumns()
+    columns.start_ns = starts.ctypes.data
+    if lib.strata_capi_fill_spans(handle, ctypes.byref(columns)) != 1:
+        raise DaskAnalyzeError("reading the trace's span starts failed: " +
+                               (lib.strata_capi_last_error() or b"").decode("utf-8", "replace"))
+    return int(starts.min())
+
+
 def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str, str]]) -> _Partial:
     """A worker's task: loads one file through libstrata, runs each ROWS_PER_RANK analysis on it
-    alone, computes each RANK_PARTIAL analysis's records, and saves the file's trace when a
-    TRACE_PARTIAL analysis is among `analyses`."""
+    alone, computes each RANK_PARTIAL analysis's records, saves the file's trace when a
+    TRACE_PARTIAL analysis is among `analyses`, and sends its earliest span start when a _two_phase
+    one is (its rows come from `second_phase` then: a placeholder holds their place)."""
     from . import _analysis  # on the worker: pandas and the C library load here, not in the driver
 
     trace = _analysis.load(path)
@@ -278,7 +313,10 @@ def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str,
         result = _Partial(path, [int(p["rank"]) for p in info["processes"]],
                           int(lib.strata_capi_span_count(handle)), _worker_address())
         for name in analyses:
-            if _rows_per_rank(name, params.get(name, {})):
+            if _two_phase(name, params.get(name, {})):
+                result.results.append(None)
+                result.origin = _earliest_start(lib, handle)
+            elif _rows_per_rank(name, params.get(name, {})):
                 # All rows where the driver sorts across ranks and cuts to top.
                 own = dict(params.get(name, {}), top="0") if name in _TOP_ON_DRIVER else params.get(name, {})
                 result.results.append(_run_tables(lib, handle, path, name, own))
@@ -289,6 +327,25 @@ def rank_partial(path: str, analyses: Sequence[str], params: Dict[str, Dict[str,
         return result
     finally:
         trace.close()
+
+
+def second_phase(path: str, name: str, params: Dict[str, str]) -> Tuple[str, List[_Table]]:
+    """Phase 2 of a _two_phase analysis on a worker: the file's rows with `params` (origin_ns set by
+    the driver). The file is loaded again (phase 1 let it go: a worker holding every rank's trace
+    between the phases would need their memory)."""
+    from . import _analysis
+
+    trace = _analysis.load(path)
+    try:
+        return _run_tables(_analysis._capi(), trace._live(), path, name, params)
+    finally:
+        trace.close()
+
+
+def _global_origin(partials: Sequence[_Partial]) -> int:
+    """The earliest span start of all ranks, as the merged trace's (0 when no rank has a span)."""
+    starts = [p.origin for p in partials if p.origin is not None]
+    return min(starts) if starts else 0
 
 
 def _check_ranks(partials: Sequence[_Partial]) -> None:
@@ -403,6 +460,9 @@ def combine(analyses: Sequence[str], partials: Sequence[_Partial],
             continue
         results = [p.results[row_index] for p in partials]
         row_index += 1
+        if any(r is None for r in results):
+            raise DaskAnalyzeError(f"{name}: phase 2 (each rank's rows with the ranks' common origin) has not "
+                                   "run on these partials: strata.dask.analyze runs both phases")
         present = [tables for missing, tables in results if not missing]
         if not present:
             result.missing.append((name, results[0][0]))
@@ -449,19 +509,44 @@ def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = _SPLIT,
             raise DaskAnalyzeError(line)
     per_analysis = _params_per_analysis(analyses, params)
     futures = client.map(rank_partial, paths, analyses=analyses, params=per_analysis, pure=False)
-    partials = []
-    for path, future in zip(paths, futures):
-        try:
-            partials.append(future.result())
-        except DaskAnalyzeError:
-            raise
-        except ModuleNotFoundError as e:
-            raise DaskAnalyzeError(f"{path}: a Dask worker cannot import {e.name}: start the workers with "
-                                   "PYTHONPATH=<strata>/lib/python (or install Strata on every host)") from None
-        except Exception as e:  # noqa: BLE001 - any worker failure becomes the one line
-            line = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise DaskAnalyzeError(line if line.startswith(path) else f"{path}: {line}") from None
+    partials = [_task_result(path, future) for path, future in zip(paths, futures)]
+    _check_ranks(partials)
+    _run_second_phase(client, analyses, partials, per_analysis)
     return combine(analyses, partials, per_analysis)
+
+
+def _run_second_phase(client: Any, analyses: Sequence[str], partials: List[_Partial],
+                      params: Dict[str, Dict[str, str]]) -> None:
+    """Phase 2 of each _two_phase analysis: every file's rows with the ranks' common origin, into the
+    placeholder phase 1 left in the partial's results (each file's task preferably on the worker
+    that ran its phase 1)."""
+    row_index = 0
+    for name in analyses:
+        own = params.get(name, {})
+        if name in RANK_PARTIAL or _traced(name, own):
+            continue
+        if _two_phase(name, own):
+            with_origin = dict(own, origin_ns=str(_global_origin(partials)))
+            futures = [client.submit(second_phase, p.path, name, with_origin, pure=False,
+                                     workers=[p.worker] if p.worker else None, allow_other_workers=True)
+                       for p in partials]
+            for p, future in zip(partials, futures):
+                p.results[row_index] = _task_result(p.path, future)
+        row_index += 1
+
+
+def _task_result(path: str, future: Any) -> Any:
+    """A worker task's result; its failure as one DaskAnalyzeError line naming the file."""
+    try:
+        return future.result()
+    except DaskAnalyzeError:
+        raise
+    except ModuleNotFoundError as e:
+        raise DaskAnalyzeError(f"{path}: a Dask worker cannot import {e.name}: start the workers with "
+                               "PYTHONPATH=<strata>/lib/python (or install Strata on every host)") from None
+    except Exception as e:  # noqa: BLE001 - any worker failure becomes the one line
+        line = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise DaskAnalyzeError(line if line.startswith(path) else f"{path}: {line}") from None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -21,23 +21,11 @@ namespace {
 using ranks::ms;
 using ranks::us;
 
-// The partials below are fixed-width binary in host byte order: the workers and the driver run the
-// same build.
-constexpr const char* kTruncated = "a partial is truncated (not written by this build)";
-
-template <typename T>
-void put(std::string* out, T value) {
-  out->append(reinterpret_cast<const char*>(&value), sizeof value);
-}
-
-template <typename T>
-T take(std::string_view* in) {
-  if (in->size() < sizeof(T)) throw std::runtime_error(kTruncated);
-  T value;
-  std::memcpy(&value, in->data(), sizeof value);
-  in->remove_prefix(sizeof value);
-  return value;
-}
+using wire::kTruncated;
+using wire::put;
+using wire::put_text;
+using wire::take;
+using wire::take_text;
 
 struct Launch {
   int64_t owner = 0;
@@ -155,19 +143,6 @@ bool launch_row_before(const LaunchRow& a, const LaunchRow& b) {
   if (a.delay != b.delay) return a.delay > b.delay;
   if (a.work_start != b.work_start) return a.work_start < b.work_start;
   return a.owner < b.owner;
-}
-
-void put_text(std::string* out, std::string_view text) {
-  put(out, static_cast<uint32_t>(text.size()));
-  out->append(text);
-}
-
-std::string take_text(std::string_view* in) {
-  const auto length = take<uint32_t>(in);
-  if (in->size() < length) throw std::runtime_error(kTruncated);
-  std::string text(in->substr(0, length));
-  in->remove_prefix(length);
-  return text;
 }
 
 std::string launch_partial(const trace::Trace& trace, const Params& params) {
@@ -529,22 +504,14 @@ class KernelDistribution : public Analysis {
   }
 };
 
-const RankPartial kRankPartials[] = {
-    {"kernel_distribution", kernel_partial, combine_kernel_partials},
-    {"launch_stats", launch_partial, combine_launch_partials},
-};
-
 }  // namespace
-
-const RankPartial* find_rank_partial(std::string_view analysis) {
-  for (const RankPartial& p : kRankPartials)
-    if (p.analysis == analysis) return &p;
-  return nullptr;
-}
 
 std::unique_ptr<Analysis> make_launch_stats() { return std::make_unique<LaunchStats>(); }
 STRATA_REGISTER_ANALYSIS(make_launch_stats, 2500);
+STRATA_REGISTER_RANK_PARTIAL(launch_stats, "launch_stats", launch_partial, combine_launch_partials);
 std::unique_ptr<Analysis> make_kernel_distribution() { return std::make_unique<KernelDistribution>(); }
 STRATA_REGISTER_ANALYSIS(make_kernel_distribution, 2400);
+STRATA_REGISTER_RANK_PARTIAL(kernel_distribution, "kernel_distribution", kernel_partial,
+                             combine_kernel_partials);
 
 }  // namespace strata::analysis

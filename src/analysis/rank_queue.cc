@@ -4,8 +4,11 @@
 // of host and device may disagree; or when its launch is unknown) and leaves when it ends. CUDA
 // blocks the launching thread once a stream holds 1024 pending operations.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <string>
 
 #include "analysis/analysis_util.h"
 #include "analysis/rank_util.h"
@@ -59,7 +62,8 @@ class QueueLength : public Analysis {
   std::string_view description() const override {
     return "queue length per rank and stream (HTA): launched-but-unfinished work over time, summarized, with "
            "the "
-           "time at each length and a time series (--param bucket_us=N)";
+           "time at each length and a time series (--param bucket_us=N; buckets from origin_ns, default the "
+           "earliest span)";
   }
   AnalysisResult run(const AnalysisInput& input) const override {
     double bucket_us = 0;
@@ -86,7 +90,12 @@ class QueueLength : public Analysis {
       q.launch_unknown += call < 0;
     }
     if (queues.empty()) return missing(ranks::kNeedDeviceWork);
-    const int64_t origin = ranks::trace_origin(trace);
+    int64_t origin = ranks::trace_origin(trace);
+    if (!series_origin(input.params, &origin, &error)) {
+      AnalysisResult r;
+      r.missing_input = "queue_length: " + error;
+      return r;
+    }
     Table summary = make_table("queue_length", "Queue length per rank and stream",
                                {"rank", "device", "stream", "items", "launch_unknown", "window_ms",
                                 "max_length", "mean_length", "time_at_max_ms", "time_queued_pct"});
@@ -140,6 +149,28 @@ class QueueLength : public Analysis {
   }
 
  private:
+  // --param origin_ns: where the series' buckets start, in the trace's clock (strata.dask passes the
+  // earliest span of all ranks, which a worker holding one rank cannot know); by default the
+  // trace's earliest span. Not after that span: a bucket index is never negative.
+  static bool series_origin(const Params& params, int64_t* origin, std::string* error) {
+    const std::string text = params.get("origin_ns", "");
+    if (text.empty()) return true;
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (end == text.c_str() || *end != '\0' || errno == ERANGE) {
+      *error = "origin_ns='" + text + "': expected an integer (nanoseconds in the trace's clock)";
+      return false;
+    }
+    if (v > *origin) {
+      *error = "origin_ns=" + text + " is after the trace's earliest span (" + std::to_string(*origin) +
+               " ns): give a time at or before it";
+      return false;
+    }
+    *origin = v;
+    return true;
+  }
+
   // Buckets of `bucket` ns counted from the trace's origin (so every stream's buckets line up):
   // mean length over the whole bucket and the largest length held in it. Returns why not, or "".
   static std::string add_series(const StreamKey& key, const std::vector<Segment>& segs, int64_t origin,

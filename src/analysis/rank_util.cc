@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/rank_partials.h"
 #include "analysis/stats.h"
 #include "core/attr_keys.h"
 #include "trace/rank_align.h"
@@ -132,3 +133,25 @@ MedianMad median_mad(std::vector<double> values) {
 }
 
 }  // namespace strata::analysis::ranks
+
+namespace strata::analysis {
+namespace {
+// Function-local, so registrations from any file's static initialization find it constructed.
+std::vector<RankPartial>& rank_partials() {
+  static std::vector<RankPartial> partials;
+  return partials;
+}
+}  // namespace
+
+bool register_rank_partial(const RankPartial& partial) {
+  rank_partials().push_back(partial);
+  return true;
+}
+
+const RankPartial* find_rank_partial(std::string_view analysis) {
+  for (const RankPartial& p : rank_partials())
+    if (p.analysis == analysis) return &p;
+  return nullptr;
+}
+
+}  // namespace strata::analysis

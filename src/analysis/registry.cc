@@ -163,7 +163,7 @@ const std::vector<ParamKeys>& param_key_table() {
       {"step_time", {}},
       {"kernel_distribution", {"top"}},
       {"launch_stats", {"k", "min_mad_us", "top"}},
-      {"queue_length", {"bucket_us"}},
+      {"queue_length", {"bucket_us", "origin_ns"}},
       {"gpu_stalls", {"top"}},
   };
   return table;

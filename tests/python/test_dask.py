@@ -22,8 +22,8 @@ from conftest import BUILD_DIR, PYTHON_PKG, STRATA, SYSTEM_PYTHON
 distributed = pytest.importorskip("distributed", reason="python3-distributed (scripts/setup.sh) is not installed")
 
 SPLIT = "rank_breakdown,idle_time"
-# Every rank analysis: the two that split as rows, then the cross-rank ones (kernel_distribution's
-# partial is per-rank records, the others' the rank's trace).
+# Every rank analysis: the two that split as rows, then the cross-rank ones (comm_overlap and
+# queue_length as rows, the others as per-rank records; none ships the rank's trace).
 ALL_RANK = ("rank_breakdown,idle_time,comm_overlap,collective_wait,step_time,kernel_distribution,launch_stats,"
             "queue_length")
 MAKE_RANKS = os.path.join(BUILD_DIR, "bin", "make_rank_traces")
@@ -206,15 +206,15 @@ def test_cli_dask_every_rank_analysis_on_8_kineto_ranks(cluster, tmp_path, strat
     proc = dask_cli(paths, cluster.address, ALL_RANK)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == expected
-    # A parameter of a trace-partial analysis reaches the driver's run (top cuts comm_overlap's table).
+    # A parameter reaches the driver's cut (top cuts comm_overlap's table).
     params = ("--param", "top=3")
     changed = local_csv(paths, "comm_overlap", params)
     assert changed != local_csv(paths, "comm_overlap")
     proc = dask_cli(paths, cluster.address, "comm_overlap", params)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == changed
-    # queue_length splits as rows, except with a time series (bucket_us: buckets from the earliest
-    # span of all ranks), which ships the ranks' traces: both byte for byte.
+    # queue_length splits as rows; with a time series (bucket_us: buckets from the earliest span of
+    # all ranks) in two phases (the ranks' origins, then the rows with the smallest): both byte for byte.
     for params in ((), ("--param", "bucket_us=100")):
         expected = local_csv(paths, "queue_length", params)
         assert (b"# queue_length_series\n" in expected) == bool(params)
@@ -258,7 +258,7 @@ def test_rank_partial_records_do_not_grow_with_spans(tmp_path, strata_bin):
         out = tmp_path / f"steps{steps}"
         out.mkdir()
         paths = generator.write_ranks(str(out), 64, steps)
-        names = list(strata.dask.RANK_PARTIAL)
+        names = ["kernel_distribution", "launch_stats"]  # collective_wait, step_time: the test below
         params = {"kernel_distribution": {"top": "10"}, "launch_stats": {"top": "10"}}  # as --param top=10
         partials = [strata.dask.rank_partial(p, names, params) for p in paths]
         sizes[steps] = ({n: [len(p.records[n]) for p in partials] for n in names}, sum(p.spans for p in partials))
@@ -276,6 +276,85 @@ def test_rank_partial_records_do_not_grow_with_spans(tmp_path, strata_bin):
         partial = strata.dask.rank_partial(paths[0], [name], {})
         assert partial.trace == b"" and 0 < partial.payload_bytes() < 2048, name
     assert partial.results[0][1][1].keys and len(partial.results[0][1][1].keys) == len(partial.results[0][1][1].rows)
+
+
+def _record_sizes(tmp_path, steps, names, params):
+    import strata.dask
+    import kineto_ranks as generator
+
+    out = tmp_path / f"records{steps}"
+    out.mkdir()
+    paths = generator.write_ranks(str(out), 64, steps)
+    partials = [strata.dask.rank_partial(p, names, params) for p in paths]
+    combined = strata.dask.combine(names, partials, params)
+    assert all(p.trace == b"" for p in partials)
+    return paths, partials, combined
+
+
+def test_collective_and_step_records_grow_with_calls_and_steps_only(tmp_path, strata_bin):
+    """collective_wait sends 16 bytes per collective call and step_time 24 bytes per step, plus a
+    fixed head per rank: on 64 generated Kineto ranks (one all-reduce per step, 12 other device
+    and host spans per step) with 4 and 16 steps the partials are exactly that, their combine is the
+    local run's tables, and they are far smaller than the rank's saved trace (what they replace)."""
+    sys.path.insert(0, PYTHON_PKG)
+    import kineto_ranks as generator
+    import strata.dask
+
+    names = ["collective_wait", "step_time"]
+    params = {"collective_wait": {"top": "0"}, "step_time": {}}
+    sizes = {}
+    for steps in (4, 16):
+        paths, partials, combined = _record_sizes(tmp_path, steps, names, params)
+        assert combined.csv() == local_csv(paths, ",".join(names), ("--param", "top=0"))
+        assert table_rows(combined.csv())[b"collective_wait"] == steps  # one call per step, on all ranks
+        sizes[steps] = ([len(p.records["collective_wait"]) for p in partials],
+                        [len(p.records["step_time"]) for p in partials], sum(p.spans for p in partials))
+        # head: ranked flag, has-spans flag, origin; per (name, rank): name, rank, call count.
+        per_call = 2 + 8 + 4 + len(generator.ALLREDUCE) + 8 + 8 + 16 * steps
+        # head: has-spans flag, origin, owner count; per rank: rank, source, problem (""), step count.
+        per_step = 1 + 8 + 8 + 8 + 4 + len("ProfilerStep") + 4 + 8 + 24 * steps
+        assert sizes[steps][0] == [per_call] * 64 and sizes[steps][1] == [per_step] * 64, sizes[steps]
+        traced = strata.dask.rank_partial(paths[0], ["comm_overlap"], {"comm_overlap": {"top": "x"}})
+        assert len(traced.trace) > 3 * (per_call + per_step), "a trace partial, the size they replace"
+    assert sizes[16][2] > 3 * sizes[4][2], "the larger ranks have more spans"
+
+
+def test_queue_series_in_two_phases(tmp_path, strata_bin):
+    """queue_length with bucket_us: phase 1 sends the rank's earliest start and no trace; phase 2
+    (strata.dask's own driver code, here on a client that runs tasks in this process) runs each
+    rank's rows with origin_ns = the ranks' minimum; the combine is the local run's CSV. A combine
+    without phase 2 is one error, never a table left out; a local run with origin_ns after the
+    earliest span is refused with one line."""
+    sys.path.insert(0, PYTHON_PKG)
+    import kineto_ranks as generator
+    import strata.dask
+
+    class InProcess:  # Dask's submit/result, run here
+        def submit(self, fn, *args, pure=True, workers=None, allow_other_workers=False):
+            class Done:
+                def result(self_inner):
+                    return fn(*args)
+            return Done()
+
+    out = tmp_path / "queue"
+    out.mkdir()
+    paths = generator.write_ranks(str(out), 8)
+    params = {"queue_length": {"bucket_us": "100"}}
+    partials = [strata.dask.rank_partial(p, ["queue_length"], params) for p in paths]
+    assert all(p.trace == b"" and p.origin is not None and p.results == [None] for p in partials)
+    with pytest.raises(strata.dask.DaskAnalyzeError, match="phase 2"):
+        strata.dask.combine(["queue_length"], partials, params)
+    strata.dask._run_second_phase(InProcess(), ["queue_length"], partials, params)
+    expected = local_csv(paths, "queue_length", ("--param", "bucket_us=100"))
+    assert b"# queue_length_series\n" in expected
+    assert strata.dask.combine(["queue_length"], partials, params).csv() == expected
+    # The series rows do not depend on the rank's spans but on its streams and buckets.
+    assert all(p.payload_bytes() < 64 * 1024 for p in partials)
+    origin = min(p.origin for p in partials)
+    assert local_csv(paths, "queue_length", ("--param", "bucket_us=100", "--param", f"origin_ns={origin}")) == expected
+    proc = subprocess.run([STRATA, "analyze", paths[0], "-a", "queue_length", "--format", "csv", "--param",
+                           "bucket_us=100", "--param", f"origin_ns={origin + 10**12}"], capture_output=True)
+    assert b"origin_ns=" in proc.stderr and b"after the trace's earliest span" in proc.stderr
 
 
 def test_cli_dask_refuses_what_does_not_split(cluster, tmp_path, strata_bin):
