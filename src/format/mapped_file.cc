@@ -27,7 +27,10 @@ size_t g_page = 4096;  // set before the handler is installed: sysconf is not as
 
 void on_sigbus(int sig, siginfo_t* info, void* context) {
   const uintptr_t at = reinterpret_cast<uintptr_t>(info->si_addr);
+  // Only a fault the kernel raised names an address (si_code > 0); a SIGBUS sent with kill() or
+  // raise() (a handler before this one handing the signal on) is never ours to repair.
   for (GuardSlot& slot : g_slots) {
+    if (info->si_code <= 0) break;
     const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
     const uintptr_t end = slot.end.load(std::memory_order_acquire);
     if (begin == 0 || at < begin || at >= end) continue;
@@ -45,8 +48,11 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
     g_previous.sa_sigaction(sig, info, context);
   } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
     g_previous.sa_handler(sig);
+  } else if (g_previous.sa_handler == SIG_IGN && info->si_code <= 0) {
+    return;  // a sent SIGBUS, which the process ignored before (a fault cannot be ignored)
   } else {
-    ::signal(SIGBUS, SIG_DFL);  // the faulting access repeats on return and ends the process
+    ::signal(SIGBUS, SIG_DFL);
+    if (info->si_code <= 0) ::raise(sig);  // a fault repeats on return; a sent signal is sent again
   }
 }
 

@@ -120,6 +120,13 @@ TEST(MappedFile, AFaultOutsideEveryMappingIsNotSwallowed) {
         std::_Exit(0);
       },
       ::testing::KilledBySignal(SIGBUS), "");
+  // Nor a SIGBUS sent rather than faulted (no address: si_code <= 0).
+  EXPECT_EXIT(
+      {
+        ::raise(SIGBUS);
+        std::_Exit(0);
+      },
+      ::testing::KilledBySignal(SIGBUS), "");
 }
 
 }  // namespace
