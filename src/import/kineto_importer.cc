@@ -180,6 +180,11 @@ class KinetoConverter {
  public:
   explicit KinetoConverter(ImportBuilder& b) : b_(b) {}
 
+  // Flow events are one per 500-700 bytes of Kineto JSON (V100 trace, synthetic ones); growing the
+  // list by doubling copied it and faulted in each new block (1.2% of an import of 100 MB end to
+  // end in perf). The reservation is address space only until written.
+  void reserve_for_input(size_t json_bytes) { flows_.reserve(json_bytes / 256); }
+
   void on_event(const ChromeEvent& ev) {
     if (!ev.is_object) return b_.drop("malformed_event", ev, "array element is not a JSON object");
     if (ev.ph.empty()) return b_.drop("missing_phase", ev, "field ph missing or not a string");
@@ -626,6 +631,7 @@ bool convert_kineto(std::string_view json, ImportBuilder& builder, ImportStats* 
   KinetoConverter converter(builder);
   builder.set_arg_translation(kineto_arg);
   builder.reserve_for_input(json.size());
+  converter.reserve_for_input(json.size());
   ChromeDocument doc;
   if (!parse_chrome_trace(
           json, builder.source(), &doc, [&](const ChromeEvent& ev) { converter.on_event(ev); }, error,
