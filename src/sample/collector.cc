@@ -237,8 +237,7 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
     return it->second;
   }
   // A direct-mapped cache of recent program counters: a deep native stack repeats the same frames
-  // sample after sample. Valid while the mapping layout is unchanged; misses are not cached (a
-  // miss may refresh the mappings later).
+  // sample after sample. Valid while the mapping layout is unchanged.
   PcSlot& slot = pc_cache_[(pc * 0x9E3779B97F4A7C15ull) >> (64 - kPcCacheBits)];
   if (slot.frame != 0 && slot.pc == pc && slot.generation == mappings_->generation()) return slot.frame;
   const Mapping* m = mappings_->find(pc);
@@ -255,7 +254,11 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
     pending_.frames.push_back(d);
     if (keep_frame_log_) frame_log_.push_back(d);
   }
-  if (m != nullptr) slot = {pc, mappings_->generation(), it->second};
+  // Misses are cached too, for the mapping layout they missed in (read after find(), which may have
+  // refreshed it): a frame-pointer walk through libtorch (no frame pointers) returns the same garbage
+  // addresses sample after sample, and each miss cost a map search and a hash lookup. A new mapping
+  // (an MMAP2 record, a /proc/PID/maps refresh) bumps the generation and retries them.
+  slot = {pc, mappings_->generation(), it->second};
   return it->second;
 }
 
