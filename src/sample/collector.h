@@ -116,7 +116,8 @@ class SampleCollector : public PerfSink {
     int64_t time_ns = 0;
     uint32_t status = 0;
     bool used = false;
-    std::vector<PySignalFrame> frames;
+    uint32_t frames = 0;
+    std::vector<uint8_t> bytes;  // the record as the handler wrote it (header, frames, strings)
   };
   void drain_records();
   PyRecord* record_for(uint32_t tid, int64_t time_ns);

@@ -25,7 +25,10 @@ void SampleCollector::drain_records() {
     PyRecord r;
     r.time_ns = h.time_ns;
     r.status = h.status;
-    r.frames.assign(frames, frames + h.frames);
+    // The whole record: frames, then the strings the handler copied (python_signal.h).
+    const auto* base = reinterpret_cast<const uint8_t*>(frames) - sizeof(PySignalRecordHeader);
+    r.bytes.assign(base, base + h.bytes);
+    r.frames = h.frames;
     list.push_back(std::move(r));
   });
   for (auto& [tid, list] : records_) {
@@ -77,8 +80,9 @@ bool SampleCollector::finish_in_thread(uint32_t tid, int64_t time_ns, uint32_t e
     ++records_paired_;
     if (record->status & kPySignalTopPopped) ++top_popped_;
     if (record->status & kPySignalTruncated) ++truncated_;
-    const bool resolved = python_->resolve_signal_frames(record->frames.data(),
-                                                         static_cast<uint32_t>(record->frames.size()), &py_);
+    const bool resolved = python_->resolve_signal_frames(
+        reinterpret_cast<const PySignalFrame*>(record->bytes.data() + sizeof(PySignalRecordHeader)),
+        record->frames, &py_);
     // A code freed before it was named keeps its place as "[code freed before it was named]" (counted
     // as sample.python_codes_freed); a walk that stopped early loses the outer frames.
     (void)resolved;

@@ -244,7 +244,11 @@ bool PythonReader::read_unicode(uint64_t address, std::string* out, const Prefix
   uint8_t head_buf[80];
   const uint8_t* head = pre.bytes;
   if (address == 0) return false;
-  if (pre.size < L.unicode_compact_data) {
+  // An ASCII object's header is the shorter one: a prefix that holds it and says ASCII is enough (a
+  // signal handler copies no byte past a short name's end).
+  const bool ascii_prefix =
+      pre.size >= L.unicode_ascii_data && ((at<uint32_t>(pre.bytes, L.unicode_state) >> 6) & 1);
+  if (pre.size < L.unicode_compact_data && !ascii_prefix) {
     if (L.unicode_compact_data > sizeof(head_buf) || !read(address, head_buf, L.unicode_compact_data))
       return false;
     head = head_buf;
@@ -518,7 +522,10 @@ bool PythonReader::resolve_signal_frames(const PySignalFrame* frames, uint32_t n
     put(L.code_linetable, f.linetable);
     put(L.code_firstlineno, f.first_line);
     PyCodeInfo* info = known_code(f.code, header);
-    if (info == nullptr) info = named_code_now(f.code, header);
+    if (info == nullptr && (info = named_code_now(f.code, header)) != nullptr)
+      PySignalRecorder::note_named(f.code);
+    if (info == nullptr)
+      info = code_from_copies(f, reinterpret_cast<const uint8_t*>(frames) - sizeof(PySignalRecordHeader));
     if (info == nullptr) {
       complete = false;
       ++codes_freed_;
@@ -527,7 +534,9 @@ bool PythonReader::resolve_signal_frames(const PySignalFrame* frames, uint32_t n
     PyFrameRef ref;
     ref.code = info;
     ref.entry = f.entry != 0;
-    ref.line = info == freed_code_.get() ? 0 : line_of(info, f.prev_instr);
+    ref.line = info == freed_code_.get() ? 0
+               : info->code_start == 0   ? info->first_line
+                                         : line_of(info, f.prev_instr);
     out->push_back(ref);
   }
   return complete;
@@ -566,6 +575,28 @@ bool PythonReader::known_fields_equal(const uint8_t* a, const uint8_t* b) {
   for (size_t offset : {L.code_name, L.code_filename, L.code_qualname, L.code_linetable})
     if (at<uint64_t>(a, offset) != at<uint64_t>(b, offset)) return false;
   return at<int32_t>(a, L.code_firstlineno) == at<int32_t>(b, L.code_firstlineno);
+}
+
+// A code gone before it was named, named from the strings its handler copied (no line table: its
+// frames get the function's first line), one PyCodeInfo per (function, file, first line).
+PyCodeInfo* PythonReader::code_from_copies(const PySignalFrame& f, const uint8_t* record) {
+  if (f.strings == 0 || f.qualname_bytes == 0) return nullptr;
+  std::string function, file;
+  if (!read_unicode(f.qualname, &function, {record + f.strings, f.qualname_bytes})) return nullptr;
+  if (f.file_bytes == 0 ||
+      !read_unicode(f.file, &file, {record + f.strings + f.qualname_bytes, f.file_bytes}))
+    file = "<unknown>";
+  const uint32_t first_line = static_cast<uint32_t>(std::max(0, f.first_line));
+  auto [it, inserted] = copied_codes_.try_emplace(function + '\n' + file + '\n' + std::to_string(first_line));
+  if (inserted) {
+    it->second = std::make_unique<PyCodeInfo>();
+    it->second->id = next_code_id_++;
+    it->second->function = std::move(function);
+    it->second->file = std::move(file);
+    it->second->first_line = first_line;
+    ++codes_named_from_copies_;
+  }
+  return it->second.get();
 }
 
 PyCodeInfo* PythonReader::freed_code() {

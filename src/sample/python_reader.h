@@ -119,6 +119,7 @@ class PythonReader {
   PyCodeInfo* named_code_now(uint64_t code, const uint8_t* expected);
   static bool known_fields_equal(const uint8_t* a, const uint8_t* b);
   PyCodeInfo* freed_code();
+  PyCodeInfo* code_from_copies(const PySignalFrame& f, const uint8_t* record);
   // An object's first bytes, read ahead (size 0: not read).
   struct Prefix {
     const uint8_t* bytes = nullptr;
@@ -139,7 +140,9 @@ class PythonReader {
   std::unordered_map<uint64_t, std::unique_ptr<PyCodeInfo>> codes_;
   uint32_t next_code_id_ = 1;
   std::unique_ptr<PyCodeInfo> freed_code_;
-  uint64_t codes_freed_ = 0;  // stands for a code object gone before it was named
+  uint64_t codes_freed_ = 0, codes_named_from_copies_ = 0;
+  std::unordered_map<std::string, std::unique_ptr<PyCodeInfo>>
+      copied_codes_;  // stands for a code object gone before it was named
   bool last_failed_ = false;
   PyFrameReads frame_reads_ = PyFrameReads::kChunked;
   uint64_t reads_ = 0, frames_from_chunks_ = 0, frames_read_singly_ = 0, speculative_hits_ = 0;

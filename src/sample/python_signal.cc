@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -26,8 +27,8 @@ constexpr int TRAP_PERF = 6;  // linux/signal.h: a perf event with sigtrap=1
 constexpr size_t kPerfDataOffset = 24;
 constexpr uint64_t kTag = 0x5374726174615059ull;  // "StrataPY"
 
-constexpr size_t kRingBytes = size_t{256} << 10;  // per thread: ~160 records of a 25-deep stack
-constexpr size_t kMaxBuffers = 128;               // threads with a ring (more: counted, native only)
+constexpr size_t kRingBytes = size_t{1} << 20;  // per thread: ~600 records of a 25-deep stack
+constexpr size_t kMaxBuffers = 128;             // threads with a ring (more: counted, native only)
 constexpr size_t kMaxRecordBytes = sizeof(PySignalRecordHeader) + kMaxPySignalFrames * sizeof(PySignalFrame);
 
 struct Ring {
@@ -38,6 +39,19 @@ struct Ring {
 };
 
 Ring g_rings[kMaxBuffers];
+// Code objects the sampling thread has named (open addressing, written by it only).
+constexpr size_t kKnownSlots = size_t{1} << 15;
+constexpr int kKnownProbes = 8;
+std::atomic<uint64_t> g_known[kKnownSlots];
+size_t known_slot(uint64_t code) { return static_cast<size_t>((code * 0x9E3779B97F4A7C15ull) >> 49); }
+bool known(uint64_t code) {
+  for (int k = 0; k < kKnownProbes; ++k) {
+    const uint64_t v = g_known[(known_slot(code) + k) % kKnownSlots].load(std::memory_order_acquire);
+    if (v == code) return true;
+    if (v == 0) return false;
+  }
+  return false;
+}
 std::atomic<size_t> g_rings_used{0};
 uint8_t* g_memory = nullptr;
 std::atomic<bool> g_active{false};
@@ -158,6 +172,21 @@ uint32_t walk(uint32_t tid, PySignalFrame* out, uint32_t* status) {
   return n;
 }
 
+// Copies a live str object's first bytes (its header and data, at most kPySignalStringBytes and
+// never past the object's end); 0 when it is not a compact str.
+uint16_t copy_string(uint64_t object, uint8_t* out) {
+  if (object == 0 || (object & 7) != 0) return 0;
+  const int64_t length = load<int64_t>(object + L.unicode_length);
+  const uint32_t state = load<uint32_t>(object + L.unicode_state);
+  const unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+  if (!compact || length < 0 || length > 4096) return 0;
+  const uint64_t size = (ascii ? L.unicode_ascii_data : L.unicode_compact_data) +
+                        static_cast<uint64_t>(length) * (ascii ? 1 : kind);
+  const auto n = static_cast<uint16_t>(std::min<uint64_t>(size, kPySignalStringBytes));
+  std::memcpy(out, reinterpret_cast<const void*>(object), n);
+  return n;
+}
+
 void forward(int sig, siginfo_t* info, void* context) {
   g_foreign.fetch_add(1, std::memory_order_relaxed);
   if ((g_previous.sa_flags & SA_SIGINFO) && g_previous.sa_sigaction != nullptr) {
@@ -214,11 +243,23 @@ void on_sigtrap(int sig, siginfo_t* info, void* context) {
   PySignalRecordHeader h;
   h.tid = t_tid;
   h.frames = walk(t_tid, frames, &h.status);
+  // Strings of codes not named yet, in the space left before the ring's end or its tail.
+  const uint64_t free_bytes = kRingBytes - (head - r->tail.load(std::memory_order_acquire)) - pad;
+  const uint64_t room = std::min<uint64_t>(kRingBytes - (head + pad) % kRingBytes, free_bytes);
+  uint32_t used = static_cast<uint32_t>(sizeof(h) + h.frames * sizeof(PySignalFrame));
+  for (uint32_t i = 0; i < h.frames; ++i) {
+    PySignalFrame& f = frames[i];
+    if (known(f.code) || used + 2 * kPySignalStringBytes > room) continue;
+    f.strings = used;
+    f.qualname_bytes = copy_string(f.qualname, record + used);
+    used += f.qualname_bytes;
+    f.file_bytes = copy_string(f.file, record + used);
+    used += f.file_bytes;
+  }
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   h.time_ns = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-  h.bytes = static_cast<uint32_t>(sizeof(h) + h.frames * sizeof(PySignalFrame));
-  h.bytes = (h.bytes + 7) & ~7u;
+  h.bytes = (used + 7) & ~7u;
   std::memcpy(record, &h, sizeof(h));
   r->head.store(head + pad + h.bytes, std::memory_order_release);
   g_records.fetch_add(1, std::memory_order_relaxed);
@@ -263,6 +304,7 @@ bool PySignalRecorder::start(uint64_t runtime, uint64_t code_type, std::string* 
     r.tail.store(0);
   }
   g_rings_used.store(0);
+  for (auto& k : g_known) k.store(0, std::memory_order_relaxed);
   t_tid = 0;
   t_ring = nullptr;
   g_runtime = runtime;
@@ -284,6 +326,18 @@ bool PySignalRecorder::start(uint64_t runtime, uint64_t code_type, std::string* 
 }
 
 void PySignalRecorder::stop() { g_active.store(false); }
+
+void PySignalRecorder::note_named(uint64_t code) {
+  for (int k = 0; k < kKnownProbes; ++k) {
+    std::atomic<uint64_t>& slot = g_known[(known_slot(code) + k) % kKnownSlots];
+    const uint64_t v = slot.load(std::memory_order_relaxed);
+    if (v == code) return;
+    if (v == 0) {
+      slot.store(code, std::memory_order_release);
+      return;
+    }
+  }
+}
 
 void PySignalRecorder::drain(
     const std::function<void(const PySignalRecordHeader&, const PySignalFrame*)>& sink) {

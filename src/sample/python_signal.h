@@ -5,7 +5,8 @@
 // thread when it next returns to user space, while its Python frames cannot change, and walks them
 // with plain loads: no system call, and no wake-up of the sampling thread per sample. It writes the
 // frames (code object address, the code's name/file/qualname/line-table pointers and first line as
-// an identity check, the last instruction, the entry flag) with its time into the thread's own
+// an identity check, the last instruction, the entry flag; for a code the sampling thread has not
+// named yet also its qualname's and file's first bytes) with its time into the thread's own
 // single-producer byte ring; the sampling thread drains the rings at its own pace and pairs each
 // perf sample with the first record of its thread at or after the sample's time
 // (docs/sampling.md, "Python frames").
@@ -38,8 +39,16 @@ struct PySignalFrame {
   uint64_t name = 0, file = 0, qualname = 0, linetable = 0;  // the code's fields: identity check
   uint64_t prev_instr = 0;
   int32_t first_line = 0;
-  uint32_t entry = 0;
+  uint16_t entry = 0;
+  // A code object the sampling thread has not named yet: the first bytes of its qualname and file
+  // objects, copied by the handler (the code may be freed before it is named: a module's body),
+  // at `strings` bytes from the record's start (0: none), qualname first.
+  uint16_t qualname_bytes = 0, file_bytes = 0;
+  uint16_t pad = 0;
+  uint32_t strings = 0;
+  uint32_t pad2 = 0;
 };
+constexpr uint32_t kPySignalStringBytes = 192;  // copied per object at most
 
 // Status bits of a record.
 enum PySignalStatus : uint32_t {
@@ -74,6 +83,9 @@ class PySignalRecorder {
   static bool start(uint64_t runtime, uint64_t code_type, std::string* why);
   // Records stop (the handler stays installed: a SIGTRAP still pending must not kill the process).
   static void stop();
+  // The sampling thread has named `code`: handlers stop copying its strings (a lock-free set; a
+  // full set only means more copies).
+  static void note_named(uint64_t code);
   // Hands out every record written since the last call, oldest first per thread.
   static void drain(const std::function<void(const PySignalRecordHeader&, const PySignalFrame*)>& sink);
   static PySignalCounters counters();

@@ -103,7 +103,7 @@ def python_stacks(trace):
     out = collections.Counter()
     for line in run_strata("profile", trace, "--format", "collapsed").stdout.splitlines():
         stack, _, count = line.rpartition(" ")
-        frames = [f for f in stack.split(";") if f.endswith(".py)")]
+        frames = [f for f in stack.split(";") if f.endswith(".py)") or f.startswith("[code freed")]
         out[";".join(frames)] += int(count)
     return out
 
@@ -156,3 +156,27 @@ def test_sixteen_threads_every_sample_accounted_for(tmp_path):
     assert lost <= taken // 20, stats
     stacks = python_stacks(trace)
     assert sum(c for s, c in stacks.items() if "work (" in s) >= 0.8 * taken
+
+
+BURN_MODULE = r'''
+import time
+_s = time.thread_time()
+_x = 0
+while time.thread_time() - _s < 0.4:
+    _x += sum(range(300))
+'''
+
+
+def test_a_module_body_gone_before_it_is_named_keeps_its_name(tmp_path):
+    # A module's body is run once and freed right after its import: its code object is gone by the
+    # time the sampling thread drains the records, so it is named from the handler's copies.
+    (tmp_path / "burnmod.py").write_text(BURN_MODULE)
+    script = f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport burnmod\nprint('ok')\n"
+    trace, out = record(tmp_path, "importer", script, [], "thread")
+    assert out.strip() == "ok"
+    stacks = python_stacks(trace)
+    in_body = sum(c for s, c in stacks.items() if s.split(";")[-1].startswith("<module> (") and
+                  s.split(";")[-1].endswith("burnmod.py)"))
+    freed = sum(c for s, c in stacks.items() if "[code freed before it was named]" in s)
+    assert in_body >= 200, stacks.most_common(5)
+    assert freed <= in_body // 20, (freed, in_body)
