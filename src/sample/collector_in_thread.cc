@@ -80,9 +80,7 @@ bool SampleCollector::finish_in_thread(uint32_t tid, int64_t time_ns, uint32_t e
     ++records_paired_;
     if (record->status & kPySignalTopPopped) ++top_popped_;
     if (record->status & kPySignalTruncated) ++truncated_;
-    const bool resolved = python_->resolve_signal_frames(
-        reinterpret_cast<const PySignalFrame*>(record->bytes.data() + sizeof(PySignalRecordHeader)),
-        record->frames, &py_);
+    const bool resolved = python_->resolve_signal_frames(record->bytes.data(), record->bytes.size(), &py_);
     // A code freed before it was named keeps its place as "[code freed before it was named]" (counted
     // as sample.python_codes_freed); a walk that stopped early loses the outer frames.
     (void)resolved;

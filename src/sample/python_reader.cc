@@ -505,8 +505,13 @@ bool PythonReader::read_stack(uint32_t tid, std::vector<PyFrameRef>* out) {
   return !out->empty();
 }
 
-bool PythonReader::resolve_signal_frames(const PySignalFrame* frames, uint32_t n,
-                                         std::vector<PyFrameRef>* out) {
+bool PythonReader::resolve_signal_frames(const uint8_t* record, size_t size, std::vector<PyFrameRef>* out) {
+  PySignalRecordHeader h;
+  if (size < sizeof(h)) return false;
+  std::memcpy(&h, record, sizeof(h));
+  const uint32_t n =
+      static_cast<uint32_t>(std::min<size_t>(h.frames, (size - sizeof(h)) / sizeof(PySignalFrame)));
+  const auto* frames = reinterpret_cast<const PySignalFrame*>(record + sizeof(h));
   out->clear();
   bool complete = true;
   std::vector<uint8_t>& expected = headers_;  // the header as the handler saw it
@@ -524,8 +529,7 @@ bool PythonReader::resolve_signal_frames(const PySignalFrame* frames, uint32_t n
     PyCodeInfo* info = known_code(f.code, header);
     if (info == nullptr && (info = named_code_now(f.code, header)) != nullptr)
       PySignalRecorder::note_named(f.code);
-    if (info == nullptr)
-      info = code_from_copies(f, reinterpret_cast<const uint8_t*>(frames) - sizeof(PySignalRecordHeader));
+    if (info == nullptr) info = code_from_copies(f, record, size);
     if (info == nullptr) {
       complete = false;
       ++codes_freed_;
@@ -579,8 +583,10 @@ bool PythonReader::known_fields_equal(const uint8_t* a, const uint8_t* b) {
 
 // A code gone before it was named, named from the strings its handler copied (no line table: its
 // frames get the function's first line), one PyCodeInfo per (function, file, first line).
-PyCodeInfo* PythonReader::code_from_copies(const PySignalFrame& f, const uint8_t* record) {
-  if (f.strings == 0 || f.qualname_bytes == 0) return nullptr;
+PyCodeInfo* PythonReader::code_from_copies(const PySignalFrame& f, const uint8_t* record, size_t size) {
+  if (f.strings == 0 || f.qualname_bytes == 0 ||
+      static_cast<size_t>(f.strings) + f.qualname_bytes + f.file_bytes > size)
+    return nullptr;
   std::string function, file;
   if (!read_unicode(f.qualname, &function, {record + f.strings, f.qualname_bytes})) return nullptr;
   if (f.file_bytes == 0 ||

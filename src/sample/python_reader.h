@@ -65,7 +65,8 @@ class PythonReader {
   // object is read only when its address is new or its identity fields (name, file, qualname and
   // line-table pointers, first line) differ from the cached code's (one freed and another allocated
   // at its address). False when a code object cannot be read (the frames before it are kept).
-  bool resolve_signal_frames(const PySignalFrame* frames, uint32_t n, std::vector<PyFrameRef>* out);
+  // `record`: the whole record (header, frames, copied strings), `size` bytes.
+  bool resolve_signal_frames(const uint8_t* record, size_t size, std::vector<PyFrameRef>* out);
   uint64_t runtime_address() const { return runtime_; }
   uint64_t code_type_address() const { return code_type_; }
   // Runtime address range of _PyEval_EvalFrameDefault (the native frame Python frames merge at).
@@ -119,7 +120,7 @@ class PythonReader {
   PyCodeInfo* named_code_now(uint64_t code, const uint8_t* expected);
   static bool known_fields_equal(const uint8_t* a, const uint8_t* b);
   PyCodeInfo* freed_code();
-  PyCodeInfo* code_from_copies(const PySignalFrame& f, const uint8_t* record);
+  PyCodeInfo* code_from_copies(const PySignalFrame& f, const uint8_t* record, size_t size);
   // An object's first bytes, read ahead (size 0: not read).
   struct Prefix {
     const uint8_t* bytes = nullptr;

@@ -159,6 +159,7 @@ uint32_t walk(uint32_t tid, PySignalFrame* out, uint32_t* status) {
       break;
     }
     PySignalFrame& f = out[n++];
+    f = PySignalFrame{};  // the ring's bytes hold an older record: no field may be left from it
     f.code = code;
     f.name = load<uint64_t>(code + L.code_name);
     f.file = load<uint64_t>(code + L.code_filename);
