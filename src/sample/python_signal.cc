@@ -267,10 +267,10 @@ void on_sigtrap(int sig, siginfo_t* info, void* context) {
   errno = saved_errno;
 }
 
-// A forked child starts over (its sampler, if any, calls start again): the parent's thread ids and
-// rings mean nothing there.
+// A forked child: its forking thread's cached tid and ring are the parent's. Its sampler (when it
+// samples itself) calls start() again, before or after this handler (fork handlers run in
+// registration order): g_active is left to start() and stop(); the child's events are its own.
 void in_forked_child() {
-  g_active.store(false);
   t_tid = 0;
   t_ring = nullptr;
 }

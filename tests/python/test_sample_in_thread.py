@@ -180,3 +180,31 @@ def test_a_module_body_gone_before_it_is_named_keeps_its_name(tmp_path):
     freed = sum(c for s, c in stacks.items() if "[code freed before it was named]" in s)
     assert in_body >= 200, stacks.most_common(5)
     assert freed <= in_body // 20, (freed, in_body)
+
+
+FORK = r'''
+import os, time
+def burn(t):
+    s = time.thread_time()
+    while time.thread_time() - s < t:
+        sum(range(300))
+pid = os.fork()
+if pid == 0:
+    burn(0.4)
+    os._exit(0)
+burn(0.4)
+os.waitpid(pid, 0)
+print("ok")
+'''
+
+
+def test_a_forked_child_reads_its_own_stacks_in_thread(tmp_path):
+    trace, out = record(tmp_path, "fork", FORK, [], "thread")
+    assert out.strip() == "ok"
+    per_pid = collections.defaultdict(dict)
+    for m in re.finditer(r"^\s+pid (\d+)\s+(\S+)\s+(\d+)\s", run_strata("info", trace).stdout, re.M):
+        per_pid[m.group(1)][m.group(2)] = int(m.group(3))
+    assert len(per_pid) == 2, dict(per_pid)
+    for pid, stats in per_pid.items():
+        assert stats["sample.samples_taken"] > 200, (pid, stats)
+        assert stats["sample.python_records_paired"] >= 0.95 * stats["sample.samples_taken"], (pid, stats)
