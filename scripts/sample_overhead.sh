@@ -22,6 +22,8 @@
 # Usage: scripts/sample_overhead.sh [BUILD_DIR] [ROUNDS] [ITERATIONS]
 #   AUSTIN=/path/to/austin  Austin >= 3 (Debian's austin 1.0.1 cannot read Python 3.11: skipped, said)
 #   MODES="plain sample999" run only these modes (plain is always added: every ratio needs it)
+#   BASELINE=/path/to/other/build  adds modes base99/base999: --sample=99/999 with that build's strata
+#     (bin/ and lib/ of e.g. main's build), interleaved with this build's in every round
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 rounds=${2:-5}
@@ -71,6 +73,10 @@ command -v perf >/dev/null && all_modes+=(perf999)
 if [ -n "${MODES:-}" ]; then
   read -r -a all_modes <<<"plain ${MODES//plain/}"
 fi
+if [ -n "${BASELINE:-}" ]; then
+  BASELINE=$(cd "$BASELINE" && pwd)
+  all_modes+=(base99 base999)
+fi
 
 # Prints "wall_ms cpu_ms proc_cpu_ms tree_cpu_ms collector_cpu_ns samples_taken" for one run.
 run() {
@@ -82,6 +88,8 @@ run() {
     model) cmd=("$strata" record --quiet --level model -o "$out" -- "${infer[@]}") ;;
     sample99) cmd=("$strata" record --quiet --level model --sample=99 -o "$out" -- "${infer[@]}") ;;
     sample999) cmd=("$strata" record --quiet --level model --sample=999 -o "$out" -- "${infer[@]}") ;;
+    base99) cmd=("$BASELINE/bin/strata" record --quiet --level model --sample=99 -o "$out" -- "${infer[@]}") ;;
+    base999) cmd=("$BASELINE/bin/strata" record --quiet --level model --sample=999 -o "$out" -- "${infer[@]}") ;;
     perf999) cmd=(perf record -q -F 999 -g -o "$work/perf.data" -- "${infer[@]}") ;;
     austin99) cmd=("$austin" -i 10101us -o "$work/austin.txt" "${infer[@]}") ;;
     austin999) cmd=("$austin" -i 1001us -o "$work/austin.txt" "${infer[@]}") ;;
@@ -90,7 +98,7 @@ run() {
   local TIMEFORMAT='tree_cpu_s %U %S'
   { time "${cmd[@]}" >"$work/run.out" 2>"$work/run.err"; } 2>"$work/time.out"
   local collector=- taken=-
-  if [[ $mode == sample* ]]; then
+  if [[ $mode == sample* || $mode == base* ]]; then
     collector=$("$strata" info "$out" | awk '$3 == "sample.collector_cpu_ns" {s += $4} END {print s + 0}')
     taken=$("$strata" info "$out" | awk '$3 == "sample.samples_taken" {s += $4} END {print s + 0}')
   fi

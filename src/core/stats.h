@@ -131,12 +131,70 @@ enum class Disk : uint8_t {
   F(kCollectorSampleBadRecord, "collector.sample_bad_record", kStats,                                    \
     "dropped.sample_bad_record", kProcess, kError, kCollector,                                           \
     "malformed kernel sample records: skipped")                                                          \
+  F(kCollectorSamplePythonRecord, "collector.sample_python_record", kStats,                             \
+    "dropped.sample_python_record", kProcess, kDataLoss, kCollector,                                    \
+    "CPU samples with no Python stack record from their thread's SIGTRAP handler (ring full, no "       \
+    "ring, signal not delivered): kept with their native frames")                                       \
   F(kSampleCollectorCpuNs, "sample.collector_cpu_ns", kProcess, "collector.sample.collector_cpu_ns",    \
     kProcess, kInfo, kCollector,                                                                         \
     "CPU time (ns) of the CPU sampler's own work: its sampling thread, read when it stops, plus the "     \
     "writer thread's time in the sampler's plugin (the kernel's per-sample work is not in it)")           \
   F(kSampleSamplesTaken, "sample.samples_taken", kProcess, "collector.sample.samples_taken", kProcess,   \
     kInfo, kCollector, "CPU samples the sampling thread received from the kernel or its timer")          \
+  F(kSamplePythonReads, "sample.python_reads", kProcess,                                                \
+    "collector.sample.python_reads", kProcess, kInfo, kCollector,                                       \
+    "process_vm_readv calls the sampling thread made to read Python stacks and code objects")           \
+  F(kSamplePythonFramesFromChunks, "sample.python_frames_from_chunks", kProcess,                        \
+    "collector.sample.python_frames_from_chunks", kProcess, kInfo, kCollector,                          \
+    "Python frames the sampling thread took from a copied data-stack chunk")                            \
+  F(kSamplePythonFramesReadSingly, "sample.python_frames_read_singly", kProcess,                        \
+    "collector.sample.python_frames_read_singly", kProcess, kInfo, kCollector,                          \
+    "Python frames the sampling thread read one by one (generators, frames outside the copied "         \
+    "chunks)")                                                                                          \
+  F(kSamplePythonSpeculativeHits, "sample.python_speculative_hits", kProcess,                           \
+    "collector.sample.python_speculative_hits", kProcess, kInfo, kCollector,                            \
+    "Python stacks the sampling thread read in one call, speculating on the last sample's frame "       \
+    "and chunk")                                                                                        \
+  F(kSamplePythonCodeObjects, "sample.python_code_objects", kProcess,                                   \
+    "collector.sample.python_code_objects", kProcess, kInfo, kCollector,                                \
+    "distinct Python code objects named (their name, file and line table read)")                        \
+  F(kSamplePythonCodesFreed, "sample.python_codes_freed", kProcess,                                     \
+    "collector.sample.python_codes_freed", kProcess, kInfo, kCollector,                                 \
+    "in-thread Python frames whose code object was freed before the sampling thread named it "          \
+    "(shown as [code freed before it was named])")                                                      \
+  F(kSamplePythonRecords, "sample.python_records", kProcess,                                            \
+    "collector.sample.python_records", kProcess, kInfo, kCollector,                                     \
+    "Python stacks the sampled threads' SIGTRAP handler recorded (in-thread reads)")                    \
+  F(kSamplePythonRecordsPaired, "sample.python_records_paired", kProcess,                               \
+    "collector.sample.python_records_paired", kProcess, kInfo, kCollector,                              \
+    "CPU samples that took their thread's handler record (with collector.sample_python_record: "        \
+    "every sample of in-thread reads)")                                                                 \
+  F(kSamplePythonRecordsUnpaired, "sample.python_records_unpaired", kProcess,                           \
+    "collector.sample.python_records_unpaired", kProcess, kInfo, kCollector,                            \
+    "handler records no CPU sample claimed (their sample was lost, or the record came too late)")       \
+  F(kSamplePythonRecordRingFull, "sample.python_record_ring_full", kProcess,                            \
+    "collector.sample.python_record_ring_full", kProcess, kInfo, kCollector,                            \
+    "handler records not written: the thread's record ring was full (their samples count as "           \
+    "collector.sample_python_record)")                                                                  \
+  F(kSamplePythonRecordNoRing, "sample.python_record_no_ring", kProcess,                                \
+    "collector.sample.python_record_no_ring", kProcess, kInfo, kCollector,                              \
+    "handler records not written: more threads than record rings (their samples count as "              \
+    "collector.sample_python_record)")                                                                  \
+  F(kSamplePythonTopFramesPopped, "sample.python_top_frames_popped", kProcess,                          \
+    "collector.sample.python_top_frames_popped", kProcess, kInfo, kCollector,                           \
+    "in-thread reads that left out a top Python frame being popped (its caller kept)")                  \
+  F(kSamplePythonStacksTruncated, "sample.python_stacks_truncated", kProcess,                           \
+    "collector.sample.python_stacks_truncated", kProcess, kInfo, kCollector,                            \
+    "Python stacks deeper than the handler's bound (256 frames): the outer frames are left out")        \
+  F(kSamplePythonSafeReads, "sample.python_safe_reads", kProcess,                                       \
+    "collector.sample.python_safe_reads", kProcess, kInfo, kCollector,                                  \
+    "top Python frames outside the data stack (generators) the handler read with process_vm_readv")     \
+  F(kSamplePythonForeignSigtraps, "sample.python_foreign_sigtraps", kProcess,                           \
+    "collector.sample.python_foreign_sigtraps", kProcess, kInfo, kCollector,                            \
+    "SIGTRAPs that were not the sampler's: handed to the program's previous disposition")               \
+  F(kSamplePythonSamplesDeferred, "sample.python_samples_deferred", kProcess,                           \
+    "collector.sample.python_samples_deferred", kProcess, kInfo, kCollector,                            \
+    "CPU samples that waited for the next drain of the handler records")                                \
   F(kLoadFiles, "load.files", kNone, "", kTrace, kInfo, kLoader, "files read into the trace")            \
   F(kLoadBytes, "load.bytes", kNone, "", kTrace, kInfo, kLoader, "bytes of the files read")              \
   F(kLoadCorruptChunks, "load.corrupt_chunks", kNone, "", kTrace, kDataLoss, kFormat,                    \

@@ -13,8 +13,8 @@ namespace strata::sample {
 
 const char* loss_name(int cause) {
   static constexpr const char* kNames[kLossCount] = {
-      "ring_overflow", "throttled", "unwind_failed", "eviction_overflow",
-      "signal_buffer_full", "no_thread_buffer", "python_stack", "bad_record",
+      "ring_overflow",    "throttled",    "unwind_failed", "eviction_overflow", "signal_buffer_full",
+      "no_thread_buffer", "python_stack", "bad_record",    "python_record",
   };
   return cause >= 0 && cause < kLossCount ? kNames[cause] : "unknown";
 }
@@ -58,14 +58,41 @@ bool SampleCollector::start(const CollectorConfig& config, std::string* error) {
     pc.hz = config_.hz;
     pc.dwarf = config_.dwarf;
     pc.stack_bytes = config_.stack_bytes;
-    // A Python stack must be read close to its sample: wake at every sample then.
-    pc.wakeup_each_sample = python_ != nullptr;
-    if (perf_->start(pc)) {
+    // A Python stack must be read while it matches its sample: in the sampled thread itself
+    // (SIGTRAP at each sample), or else by the sampling thread woken at every sample.
+    std::string why_not;
+    if (python_ != nullptr && config_.in_process && config_.python_in_thread) {
+      in_thread_ =
+          PySignalRecorder::start(python_->runtime_address(), python_->code_type_address(), &why_not);
+    } else if (python_ != nullptr) {
+      why_not = config_.in_process ? "not requested (STRATA_SAMPLE_PYREAD=process)" : "attached from outside";
+    }
+    pc.sigtrap_tag = in_thread_ ? PySignalRecorder::tag() : 0;
+    pc.wakeup_each_sample = python_ != nullptr && !in_thread_;
+    bool started = perf_->start(pc);
+    if (!started && in_thread_) {  // sigtrap refused (a kernel before 5.13): read from outside instead
+      why_not = perf_->error();
+      PySignalRecorder::stop();
+      in_thread_ = false;
+      perf_ = std::make_unique<PerfSampler>();
+      pc.sigtrap_tag = 0;
+      pc.wakeup_each_sample = true;
+      started = perf_->start(pc);
+    }
+    if (python_ != nullptr)
+      python_note_ +=
+          in_thread_ ? ", in the sampled thread (perf_event SIGTRAP at each sample)"
+                     : ", by the sampling thread woken at each sample (in-thread reads: " + why_not + ")";
+    if (started) {
       mode_ = perf_->mode();
+      if (python_ != nullptr)
+        mode_ += in_thread_ ? ", Python stacks read in the sampled thread (SIGTRAP)"
+                            : ", Python stacks read by the sampling thread (woken at each sample)";
       event_names_ = perf_->event_names();
       period_ns_ = perf_->period_ns();
       return true;
     }
+    in_thread_ = false;
     refused_ = perf_->error();
     perf_.reset();
     if (!config_.in_process) {
@@ -113,6 +140,11 @@ void SampleCollector::poll(int timeout_ms) {
     ssize_t ignored = read(wake_fd_, &drained, sizeof(drained));
     (void)ignored;
   }
+  if (in_thread_) {
+    drained_at_ns_ = monotonic_now_ns();
+    drain_records();
+    retry_deferred(false);
+  }
   if (perf_) perf_->read(*this);
   if (timer_) {
     const int64_t now = monotonic_now_ns();
@@ -133,6 +165,12 @@ void SampleCollector::take(SampleBatch* out) {
 void SampleCollector::stop() {
   if (perf_) perf_->stop();
   if (timer_) timer_->stop();
+  if (in_thread_) {
+    PySignalRecorder::stop();
+    drained_at_ns_ = monotonic_now_ns();
+    drain_records();
+    retry_deferred(true);
+  }
 }
 
 void SampleCollector::abandon() {
@@ -199,8 +237,7 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
     return it->second;
   }
   // A direct-mapped cache of recent program counters: a deep native stack repeats the same frames
-  // sample after sample. Valid while the mapping layout is unchanged; misses are not cached (a
-  // miss may refresh the mappings later).
+  // sample after sample. Valid while the mapping layout is unchanged.
   PcSlot& slot = pc_cache_[(pc * 0x9E3779B97F4A7C15ull) >> (64 - kPcCacheBits)];
   if (slot.frame != 0 && slot.pc == pc && slot.generation == mappings_->generation()) return slot.frame;
   const Mapping* m = mappings_->find(pc);
@@ -217,7 +254,11 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
     pending_.frames.push_back(d);
     if (keep_frame_log_) frame_log_.push_back(d);
   }
-  if (m != nullptr) slot = {pc, mappings_->generation(), it->second};
+  // Misses are cached too, for the mapping layout they missed in (read after find(), which may have
+  // refreshed it): a frame-pointer walk through libtorch (no frame pointers) returns the same garbage
+  // addresses sample after sample, and each miss cost a map search and a hash lookup. A new mapping
+  // (an MMAP2 record, a /proc/PID/maps refresh) bumps the generation and retries them.
+  slot = {pc, mappings_->generation(), it->second};
   return it->second;
 }
 
@@ -245,10 +286,7 @@ uint32_t SampleCollector::intern_stack(const std::vector<uint32_t>& frames) {
   return it->second;
 }
 
-void SampleCollector::on_sample(const RawSample& s) {
-  ++samples_;
-  note_thread(s.tid);
-  // Native frames, leaf first.
+UnwindStatus SampleCollector::unwind_native(const RawSample& s, uint32_t* count) {
   uint32_t n = 0;
   UnwindStatus status = UnwindStatus::kComplete;
   uint32_t kernel_leaf = 0;
@@ -266,7 +304,8 @@ void SampleCollector::on_sample(const RawSample& s) {
       if (got <= 1) {  // no CFI for the leaf (JIT code): frame pointers may still go further
         uint32_t fp_got = 0;
         std::vector<uint64_t> fp(kMaxNativeFrames);
-        UnwindStatus fp_status = unwinder_->unwind_frame_pointers(s, fp.data(), kMaxNativeFrames - kernel_leaf, &fp_got);
+        UnwindStatus fp_status =
+            unwinder_->unwind_frame_pointers(s, fp.data(), kMaxNativeFrames - kernel_leaf, &fp_got);
         if (fp_got > got) {
           std::copy(fp.begin(), fp.begin() + fp_got, ips_.begin() + kernel_leaf);
           got = fp_got;
@@ -274,72 +313,75 @@ void SampleCollector::on_sample(const RawSample& s) {
         }
       }
     } else {
-      status = unwinder_->unwind_frame_pointers(s, ips_.data() + kernel_leaf, kMaxNativeFrames - kernel_leaf, &got);
+      status = unwinder_->unwind_frame_pointers(s, ips_.data() + kernel_leaf, kMaxNativeFrames - kernel_leaf,
+                                                &got);
     }
     n = kernel_leaf + got;
     if (status == UnwindStatus::kFailed && config_.dwarf) ++lost_[kLossUnwindFailed];
   }
   frames_.clear();
-  for (uint32_t i = 0; i < n; ++i) frames_.push_back(native_frame(ips_[i], i == 0 || (i == 1 && kernel_leaf)));
+  for (uint32_t i = 0; i < n; ++i)
+    frames_.push_back(native_frame(ips_[i], i == 0 || (i == 1 && kernel_leaf)));
+  *count = n;
+  return status;
+}
 
-  // Python frames, merged where the interpreter evaluates them.
-  bool merged = false;
-  if (python_) {
-    if (python_->read_stack(s.tid, &py_)) {
-      // Segments: frames up to and including an entry frame belong to one evaluation call.
-      auto& segments = segments_;  // [begin, end) in py_, innermost first
-      segments.clear();
-      for (size_t b = 0, i = 0; i < py_.size(); ++i)
-        if (py_[i].entry || i + 1 == py_.size()) {
-          segments.emplace_back(b, i + 1);
-          b = i + 1;
-        }
-      auto& eval_at = eval_at_;  // indices in the native stack, leaf first
-      eval_at.clear();
-      for (uint32_t i = 0; i < n; ++i) {
-        const uint64_t pc = i == 0 ? ips_[i] : ips_[i] - 1;
-        if (pc >= python_->eval_start() && pc < python_->eval_end()) eval_at.push_back(i);
-      }
-      auto& out = merged_;
-      out.clear();
-      auto emit_segment = [&](size_t k) {
-        for (size_t j = segments[k].first; j < segments[k].second; ++j) out.push_back(python_frame(py_[j]));
-      };
-      if (!eval_at.empty()) {
-        // Root-aligned: the outer calls are the ones that cannot have changed since the sample.
-        const size_t k = eval_at.size(), m = segments.size();
-        size_t e = 0;
-        for (uint32_t i = 0; i < n; ++i) {
-          if (e < k && eval_at[e] == i) {
-            // eval frame number e (leaf first) pairs with segment e + (m - k) when that exists.
-            const long seg = static_cast<long>(e) + static_cast<long>(m) - static_cast<long>(k);
-            if (e == 0 && seg > 0)  // inner segments with no evaluation frame of their own
-              for (long extra = 0; extra < seg; ++extra) emit_segment(static_cast<size_t>(extra));
-            if (seg >= 0) emit_segment(static_cast<size_t>(seg));
-            else out.push_back(frames_[i]);
-            ++e;
-          } else {
-            out.push_back(frames_[i]);
-          }
-        }
-      } else {
-        // No evaluation frame in the native stack (frame pointers stop inside the interpreter):
-        // the native frames below the interpreter, then every Python frame above them.
-        const Mapping* interp = mappings_->find_no_refresh(python_->eval_start());
-        for (uint32_t i = 0; i < n; ++i) {
-          const Mapping* m = mappings_->find_no_refresh(i == 0 ? ips_[i] : ips_[i] - 1);
-          if (interp != nullptr && m != nullptr && m->id == interp->id) break;
-          out.push_back(frames_[i]);
-        }
-        for (size_t k = 0; k < segments.size(); ++k) emit_segment(k);
-      }
-      std::swap(frames_, out);
-      merged = true;
-    } else if (python_->last_read_failed()) {
-      ++lost_[kLossPythonStack];
+void SampleCollector::merge_python(uint32_t n) {
+  // Segments: frames up to and including an entry frame belong to one evaluation call.
+  auto& segments = segments_;  // [begin, end) in py_, innermost first
+  segments.clear();
+  for (size_t b = 0, i = 0; i < py_.size(); ++i)
+    if (py_[i].entry || i + 1 == py_.size()) {
+      segments.emplace_back(b, i + 1);
+      b = i + 1;
     }
+  auto& eval_at = eval_at_;  // indices in the native stack, leaf first
+  eval_at.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t pc = i == 0 ? ips_[i] : ips_[i] - 1;
+    if (pc >= python_->eval_start() && pc < python_->eval_end()) eval_at.push_back(i);
   }
-  if (!merged && status != UnwindStatus::kComplete && !frames_.empty() && (config_.dwarf || s.has_regs)) {
+  auto& out = merged_;
+  out.clear();
+  auto emit_segment = [&](size_t k) {
+    for (size_t j = segments[k].first; j < segments[k].second; ++j) out.push_back(python_frame(py_[j]));
+  };
+  if (!eval_at.empty()) {
+    // Root-aligned: the outer calls are the ones that cannot have changed since the sample.
+    const size_t k = eval_at.size(), m = segments.size();
+    size_t e = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (e < k && eval_at[e] == i) {
+        // eval frame number e (leaf first) pairs with segment e + (m - k) when that exists.
+        const long seg = static_cast<long>(e) + static_cast<long>(m) - static_cast<long>(k);
+        if (e == 0 && seg > 0)  // inner segments with no evaluation frame of their own
+          for (long extra = 0; extra < seg; ++extra) emit_segment(static_cast<size_t>(extra));
+        if (seg >= 0)
+          emit_segment(static_cast<size_t>(seg));
+        else
+          out.push_back(frames_[i]);
+        ++e;
+      } else {
+        out.push_back(frames_[i]);
+      }
+    }
+  } else {
+    // No evaluation frame in the native stack (frame pointers stop inside the interpreter):
+    // the native frames below the interpreter, then every Python frame above them.
+    const Mapping* interp = mappings_->find_no_refresh(python_->eval_start());
+    for (uint32_t i = 0; i < n; ++i) {
+      const Mapping* m = mappings_->find_no_refresh(i == 0 ? ips_[i] : ips_[i] - 1);
+      if (interp != nullptr && m != nullptr && m->id == interp->id) break;
+      out.push_back(frames_[i]);
+    }
+    for (size_t k = 0; k < segments.size(); ++k) emit_segment(k);
+  }
+  std::swap(frames_, out);
+}
+
+void SampleCollector::emit(uint32_t tid, int64_t time_ns, uint32_t event, uint32_t weight,
+                           UnwindStatus status, bool merged, bool has_regs) {
+  if (!merged && status != UnwindStatus::kComplete && !frames_.empty() && (config_.dwarf || has_regs)) {
     auto [it, inserted] = native_frames_.try_emplace({UINT64_MAX - 1, 0}, 0);
     if (inserted) {
       it->second = next_frame_++;
@@ -352,19 +394,41 @@ void SampleCollector::on_sample(const RawSample& s) {
   }
   if (frames_.size() > format::kMaxSampleStackDepth) frames_.resize(format::kMaxSampleStackDepth);
   SampleRecord r;
-  r.tid = s.tid;
-  r.time_ns = s.time_ns;
+  r.tid = tid;
+  r.time_ns = time_ns;
   r.stack = intern_stack(frames_);
-  r.event = s.event;
-  r.weight = s.weight;
+  r.event = event;
+  r.weight = weight;
   pending_.samples.push_back(r);
 }
 
-void SampleCollector::on_mmap(uint32_t, uint64_t address, uint64_t length, uint64_t pgoff, std::string_view path,
-                              std::string_view build_id, int64_t time_ns) {
+void SampleCollector::on_sample(const RawSample& s) {
+  ++samples_;
+  note_thread(s.tid);
+  uint32_t n = 0;
+  const UnwindStatus status = unwind_native(s, &n);
+  if (in_thread_) {
+    finish_in_thread(s.tid, s.time_ns, s.event, s.weight, status, n, s.has_regs, false);
+    return;
+  }
+  // Python frames, read now from the sampling thread, merged where the interpreter evaluates them.
+  bool merged = false;
+  if (python_) {
+    if (python_->read_stack(s.tid, &py_)) {
+      merge_python(n);
+      merged = true;
+    } else if (python_->last_read_failed()) {
+      ++lost_[kLossPythonStack];
+    }
+  }
+  emit(s.tid, s.time_ns, s.event, s.weight, status, merged, s.has_regs);
+}
+
+void SampleCollector::on_mmap(uint32_t, uint64_t address, uint64_t length, uint64_t pgoff,
+                              std::string_view path, std::string_view build_id, int64_t time_ns) {
   const Mapping* known = mappings_->find_no_refresh(address);
-  if (known != nullptr && known->start == address && known->end == address + length && known->pgoff == pgoff &&
-      known->path == path)
+  if (known != nullptr && known->start == address && known->end == address + length &&
+      known->pgoff == pgoff && known->path == path)
     return;  // seen already (/proc/PID/maps, or another event's record)
   mappings_->add(address, length, pgoff, std::string(path), std::string(build_id), time_ns);
 }

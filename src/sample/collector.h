@@ -8,6 +8,7 @@
 
 #include <poll.h>
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -25,14 +26,35 @@ namespace strata::sample {
 
 struct CollectorConfig {
   int pid = 0;
-  bool in_process = true;        // the fallback needs the sampled threads' signal handlers
+  bool in_process = true;  // the fallback needs the sampled threads' signal handlers
   int hz = 999;
   bool dwarf = false;
   uint32_t stack_bytes = 16384;
-  bool python = true;            // read CPython 3.11 frames
-  std::string root;              // prefix for the process's files (attach to a container)
+  bool python = true;  // read CPython 3.11 frames
+  std::string root;    // prefix for the process's files (attach to a container)
   std::vector<uint32_t> skip_tids;
-  std::string force_fallback;    // "timer" or "itimer": do not try perf_event (tests, STRATA_SAMPLE_MODE)
+  std::string force_fallback;  // "timer" or "itimer": do not try perf_event (tests, STRATA_SAMPLE_MODE)
+  // Python stacks read in the sampled thread (perf_event sigtrap, python_signal.h) when possible;
+  // false: by the sampling thread, woken at every sample (STRATA_SAMPLE_PYREAD=process).
+  bool python_in_thread = true;
+};
+
+// Informational counters of the Python stack reads (published as stats "sample.python_*").
+struct PythonReadCounters {
+  bool available = false;  // a Python whose frames are read
+  uint64_t reads = 0;      // process_vm_readv calls of the sampling thread's reader
+  uint64_t frames_from_chunks = 0, frames_read_singly = 0, speculative_hits = 0;
+  uint64_t code_objects = 0;       // distinct code objects named
+  uint64_t codes_freed = 0;        // in-thread frames whose code object was freed before it was named
+  uint64_t records = 0;            // handler records written (in-thread)
+  uint64_t records_paired = 0;     // samples that took a handler record (+ python_record losses: all samples)
+  uint64_t records_unpaired = 0;   // handler records no sample claimed (its sample lost or late)
+  uint64_t top_frames_popped = 0;  // top frames left out while being popped (in-thread)
+  uint64_t truncated = 0;          // stacks deeper than the handler's bound
+  uint64_t safe_reads = 0;         // handler reads of a top frame outside the data stack
+  uint64_t ring_full = 0, no_ring = 0;  // handler records not written (their samples: python_record)
+  uint64_t foreign_traps = 0;           // SIGTRAPs handed to the program's disposition
+  uint64_t deferred = 0;                // samples that waited for their record
 };
 
 class SampleCollector : public PerfSink {
@@ -46,8 +68,10 @@ class SampleCollector : public PerfSink {
   // Waits up to `timeout_ms` for samples, then processes everything available.
   void poll(int timeout_ms);
   // How long a sampling loop's poll() may wait when no sample comes: the fallback scans for new
-  // threads every 10 ms; perf_event needs no scan, and each idle wake-up costs the process CPU.
-  int idle_wait_ms() const { return timer_ ? 10 : 200; }
+  // threads every 10 ms; perf_event needs no scan, and each idle wake-up costs the process CPU;
+  // in-thread Python reads drain the threads' record rings every 20 ms (a ring holds ~600 ms of a 25-deep
+  // stack at 999 Hz).
+  int idle_wait_ms() const { return timer_ ? 10 : in_thread_ ? 20 : 200; }
   // Ends a poll() waiting now or later at once (any thread: a stop need not wait idle_wait_ms()).
   void interrupt();
   // Moves out what was processed since the last call (definitions first).
@@ -67,6 +91,8 @@ class SampleCollector : public PerfSink {
   uint64_t python_reads() const { return python_ ? python_->reads() : 0; }
   uint64_t python_frames_from_chunks() const { return python_ ? python_->frames_from_chunks() : 0; }
   uint64_t python_frames_read_singly() const { return python_ ? python_->frames_read_singly() : 0; }
+  PythonReadCounters python_counters() const;
+  bool python_in_thread() const { return in_thread_; }
 
   // PerfSink
   void on_sample(const RawSample& sample) override;
@@ -80,6 +106,36 @@ class SampleCollector : public PerfSink {
 
  private:
   uint32_t native_frame(uint64_t address, bool leaf);
+  // Native frames of a sample into ips_ (n) and frames_; returns the unwinding status.
+  UnwindStatus unwind_native(const RawSample& s, uint32_t* n);
+  // Merges py_ into frames_ at the interpreter's evaluation frames among ips_[0, n).
+  void merge_python(uint32_t n);
+  void emit(uint32_t tid, int64_t time_ns, uint32_t event, uint32_t weight, UnwindStatus status, bool merged,
+            bool has_regs);
+  // In-thread reads: the handler records of every thread, drained; a sample's record.
+  struct PyRecord {
+    int64_t time_ns = 0;
+    uint32_t status = 0;
+    bool used = false;
+    uint32_t frames = 0;
+    std::vector<uint8_t> bytes;  // the record as the handler wrote it (header, frames, strings)
+  };
+  void drain_records();
+  PyRecord* record_for(uint32_t tid, int64_t time_ns);
+  // Samples whose record may not be drained yet: kept with their native stack for the next poll.
+  struct Deferred {
+    uint32_t tid = 0, event = 0, weight = 1, n = 0;
+    int64_t time_ns = 0;
+    UnwindStatus status = UnwindStatus::kComplete;
+    bool has_regs = false;
+    std::vector<uint64_t> ips;
+    std::vector<uint32_t> frames;
+  };
+  // Finishes a sample whose native part is in ips_/frames_: with its record's Python frames, or
+  // deferred (false) when the record may still come.
+  bool finish_in_thread(uint32_t tid, int64_t time_ns, uint32_t event, uint32_t weight, UnwindStatus status,
+                        uint32_t n, bool has_regs, bool final);
+  void retry_deferred(bool final);
   uint32_t python_frame(const PyFrameRef& f);
   uint32_t intern_stack(const std::vector<uint32_t>& frames);
   void note_thread(uint32_t tid);
@@ -135,6 +191,12 @@ class SampleCollector : public PerfSink {
   std::vector<PcSlot> pc_cache_ = std::vector<PcSlot>(size_t{1} << kPcCacheBits);
   uint64_t samples_ = 0;
   uint64_t lost_[kLossCount] = {};
+  bool in_thread_ = false;
+  std::string in_thread_refused_;
+  std::unordered_map<uint32_t, std::deque<PyRecord>> records_;
+  std::vector<Deferred> deferred_, deferred_next_;
+  int64_t drained_at_ns_ = 0;
+  uint64_t records_paired_ = 0, records_unpaired_ = 0, top_popped_ = 0, truncated_ = 0, deferred_count_ = 0;
   int64_t last_thread_scan_ns_ = 0;
 };
 

@@ -5,7 +5,9 @@
 //
 // Environment: STRATA_SAMPLE=HZ (on), STRATA_SAMPLE_UNWIND=fp|dwarf, STRATA_SAMPLE_STACK_BYTES,
 // STRATA_SAMPLE_EPOCH_MS (default 1000), STRATA_SAMPLE_PYTHON=0 (no Python frames),
-// STRATA_SAMPLE_MODE=timer|itimer (skip perf_event: tests of the fallback).
+// STRATA_SAMPLE_MODE=timer|itimer (skip perf_event: tests of the fallback),
+// STRATA_SAMPLE_PYREAD=thread|process (Python stacks read in the sampled thread, the default where
+// perf_event allows it, or by the sampling thread: docs/sampling.md).
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -34,6 +36,7 @@ struct Settings {
   uint32_t stack_bytes = 16384;
   int64_t epoch_ns = 1'000'000'000;
   bool python = true;
+  bool python_in_thread = true;
   std::string force_fallback;
 };
 
@@ -48,6 +51,8 @@ bool settings_from_env(Settings* s) {
     s->epoch_ns = int64_t{std::atoi(e)} * 1'000'000;
   if (const char* p = secure_getenv("STRATA_SAMPLE_PYTHON")) s->python = std::strcmp(p, "0") != 0;
   if (const char* m = secure_getenv("STRATA_SAMPLE_MODE")) s->force_fallback = m;
+  if (const char* r = secure_getenv("STRATA_SAMPLE_PYREAD"))
+    s->python_in_thread = std::strcmp(r, "process") != 0;
   return true;
 }
 
@@ -124,6 +129,7 @@ class InProcessSampler : public collect::WriterPlugin {
     config.stack_bytes = settings_.stack_bytes;
     config.python = settings_.python;
     config.force_fallback = settings_.force_fallback;
+    config.python_in_thread = settings_.python_in_thread;
     config.skip_tids = {static_cast<uint32_t>(syscall(SYS_gettid)), session_->writer_tid()};
     std::string error;
     const bool ok = collector_.start(config, &error);
@@ -167,6 +173,7 @@ class InProcessSampler : public collect::WriterPlugin {
       for (int c = 0; c < kLossCount; ++c) losses_[c] = collector_.lost(c);
       sampling_thread_cpu_ns_ = cpu;
       samples_taken_ = collector_.samples();
+      python_counters_ = collector_.python_counters();
     }
     if (batch->empty()) return;
     auto append = [](auto& to, auto& from) {
@@ -199,11 +206,13 @@ class InProcessSampler : public collect::WriterPlugin {
     uint64_t losses[kLossCount];
     int64_t sampling_cpu = 0;
     uint64_t taken = 0;
+    PythonReadCounters py;
     {
       std::lock_guard<std::mutex> lock(mu_);
       std::copy(losses_, losses_ + kLossCount, losses);
       sampling_cpu = sampling_thread_cpu_ns_;
       taken = samples_taken_;
+      py = python_counters_;
     }
     losses[kLossEvictionOverflow] += store_.lost_eviction_overflow();
     for (int c = 0; c < kLossCount; ++c)
@@ -213,6 +222,30 @@ class InProcessSampler : public collect::WriterPlugin {
     session_->set_collector_property("sample.collector_cpu_ns",
                                      std::to_string(sampling_cpu + writer_cpu_ns_));
     session_->set_collector_property("sample.samples_taken", std::to_string(taken));
+    if (py.available) publish_python_counters(py);
+  }
+
+  // Informational: where Python stacks were read and what it took (docs/sampling.md, "Losses").
+  void publish_python_counters(const PythonReadCounters& py) {
+    const std::pair<const char*, uint64_t> counts[] = {
+        {"sample.python_reads", py.reads},
+        {"sample.python_frames_from_chunks", py.frames_from_chunks},
+        {"sample.python_frames_read_singly", py.frames_read_singly},
+        {"sample.python_speculative_hits", py.speculative_hits},
+        {"sample.python_code_objects", py.code_objects},
+        {"sample.python_codes_freed", py.codes_freed},
+        {"sample.python_records", py.records},
+        {"sample.python_records_paired", py.records_paired},
+        {"sample.python_records_unpaired", py.records_unpaired},
+        {"sample.python_record_ring_full", py.ring_full},
+        {"sample.python_record_no_ring", py.no_ring},
+        {"sample.python_top_frames_popped", py.top_frames_popped},
+        {"sample.python_stacks_truncated", py.truncated},
+        {"sample.python_safe_reads", py.safe_reads},
+        {"sample.python_foreign_sigtraps", py.foreign_traps},
+        {"sample.python_samples_deferred", py.deferred},
+    };
+    for (const auto& [key, value] : counts) session_->set_collector_property(key, std::to_string(value));
   }
 
   Settings settings_;
@@ -228,6 +261,7 @@ class InProcessSampler : public collect::WriterPlugin {
   uint64_t losses_[kLossCount] = {};
   int64_t sampling_thread_cpu_ns_ = 0;  // the sampling thread's CPU time at its last hand-over
   uint64_t samples_taken_ = 0;
+  PythonReadCounters python_counters_;
   int64_t counters_read_ns_ = 0;  // sampling thread only
   int64_t writer_cpu_ns_ = 0;     // the writer thread's time in this plugin (writer thread only)
   std::atomic<bool> stop_{false};

@@ -25,15 +25,24 @@ long perf_event_open(perf_event_attr* attr, pid_t pid, int cpu, int group, unsig
 
 const char* errno_name(int e) {
   switch (e) {
-    case EACCES: return "EACCES";
-    case EPERM: return "EPERM";
-    case ENOENT: return "ENOENT";
-    case ENOSYS: return "ENOSYS";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case EINVAL: return "EINVAL";
-    case ESRCH: return "ESRCH";
-    case EMFILE: return "EMFILE";
-    default: return "errno";
+    case EACCES:
+      return "EACCES";
+    case EPERM:
+      return "EPERM";
+    case ENOENT:
+      return "ENOENT";
+    case ENOSYS:
+      return "ENOSYS";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case EINVAL:
+      return "EINVAL";
+    case ESRCH:
+      return "ESRCH";
+    case EMFILE:
+      return "EMFILE";
+    default:
+      return "errno";
   }
 }
 
@@ -166,6 +175,11 @@ bool PerfSampler::start(const PerfConfig& config) {
     return raw;
   };
   attrs_.push_back(make_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, false, period_ns_, true));
+  if (config_.sigtrap_tag != 0) {  // the sampled thread reads its own Python stack at each sample
+    auto* a = reinterpret_cast<perf_event_attr*>(attrs_.back().data());
+    a->sigtrap = 1;
+    a->sig_data = config_.sigtrap_tag;
+  }
   event_names_.push_back("task-clock");
 
   // Can we sample kernel time too? Root (or perf_event_paranoid <= 1) can; others get user space only.
@@ -178,8 +192,9 @@ bool PerfSampler::start(const PerfConfig& config) {
     }
     if (fd < 0) {
       errno_ = errno;
-      error_ = std::string("perf_event_open(task-clock, pid ") + std::to_string(config_.pid) + "): " +
-               errno_name(errno_) + " (" + std::strerror(errno_) + ")";
+      error_ = std::string("perf_event_open(task-clock") + (config_.sigtrap_tag != 0 ? " with sigtrap" : "") +
+               ", pid " + std::to_string(config_.pid) + "): " + errno_name(errno_) + " (" +
+               std::strerror(errno_) + ")";
       attrs_.clear();
       event_names_.clear();
       return false;
@@ -189,7 +204,8 @@ bool PerfSampler::start(const PerfConfig& config) {
   if (config_.hardware_events) {
     for (const EventSpec& e : kHardwareEvents) {
       attrs_.push_back(make_attr(e.type, e.config, e.by_frequency, e.period, false));
-      int fd = open_event(static_cast<int>(attrs_.size()) - 1, static_cast<uint32_t>(config_.pid), cpus_.front());
+      int fd =
+          open_event(static_cast<int>(attrs_.size()) - 1, static_cast<uint32_t>(config_.pid), cpus_.front());
       if (fd < 0) {
         if (pmu_note_.empty())
           pmu_note_ = std::string("no hardware PMU events (") + e.name + ": " + errno_name(errno) +
@@ -239,8 +255,9 @@ bool PerfSampler::open_all(const std::vector<uint32_t>& tids, const std::vector<
           if (errno == ESRCH) break;  // the thread exited meanwhile
           if (rings_.empty()) {
             errno_ = errno;
-            error_ = std::string("perf_event_open(") + event_names_[e] + ", tid " + std::to_string(tid) + ", cpu " +
-                     std::to_string(cpu) + "): " + errno_name(errno_) + " (" + std::strerror(errno_) + ")";
+            error_ = std::string("perf_event_open(") + event_names_[e] + ", tid " + std::to_string(tid) +
+                     ", cpu " + std::to_string(cpu) + "): " + errno_name(errno_) + " (" +
+                     std::strerror(errno_) + ")";
             return false;
           }
           continue;
@@ -258,8 +275,8 @@ bool PerfSampler::open_all(const std::vector<uint32_t>& tids, const std::vector<
           r.base = mmap(nullptr, r.map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
           if (r.base == MAP_FAILED) {
             errno_ = errno;
-            error_ = std::string("cannot map the perf ring of cpu ") + std::to_string(cpu) + ": " + std::strerror(errno_) +
-                     " (perf_event_mlock_kb too small?)";
+            error_ = std::string("cannot map the perf ring of cpu ") + std::to_string(cpu) + ": " +
+                     std::strerror(errno_) + " (perf_event_mlock_kb too small?)";
             return false;
           }
           ring_of_cpu_[cpu] = rings_.size();
@@ -367,7 +384,8 @@ void PerfSampler::handle(const char* record, size_t size, PerfSink& sink) {
       int64_t time = 0;
       if (end - record >= 16) std::memcpy(&time, end - 16, 8);
       if (static_cast<int>(pid) == config_.pid && (prot & 0x4 /*PROT_EXEC*/))
-        sink.on_mmap(pid, addr, len, pgoff, std::string_view(p, static_cast<size_t>(name_end - p)), build_id, time);
+        sink.on_mmap(pid, addr, len, pgoff, std::string_view(p, static_cast<size_t>(name_end - p)), build_id,
+                     time);
       return;
     }
     default:
@@ -489,9 +507,11 @@ void PerfSampler::abandon() {
 
 std::string PerfSampler::mode() const {
   std::string m = "perf_event task-clock " + std::to_string(config_.hz) + " Hz, ";
-  m += config_.dwarf ? "DWARF unwinding (" + std::to_string(config_.stack_bytes) + " bytes of stack per sample)"
-                     : "frame-pointer callchains";
-  m += user_only_ ? ", user space only (perf_event_paranoid allows no kernel sampling: time in the kernel is not seen)"
+  m += config_.dwarf
+           ? "DWARF unwinding (" + std::to_string(config_.stack_bytes) + " bytes of stack per sample)"
+           : "frame-pointer callchains";
+  m += user_only_ ? ", user space only (perf_event_paranoid allows no kernel sampling: time in the kernel is "
+                    "not seen)"
                   : ", user and kernel time";
   if (event_names_.size() > 1) {
     m += ", events:";

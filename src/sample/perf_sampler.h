@@ -29,11 +29,13 @@ struct PerfConfig {
   int pid = 0;
   std::vector<uint32_t> skip_tids;  // threads not to sample (the recorder's own)
   int hz = 999;
-  bool dwarf = false;              // registers + a copy of the user stack instead of the kernel callchain
-  uint32_t stack_bytes = 16384;    // copied per sample with dwarf (at most 65528)
-  bool wakeup_each_sample = false; // poll() wakes at every sample (to read Python stacks at once)
-  size_t ring_pages = 0;           // data pages per CPU ring (power of two; 0: by mode)
-  bool hardware_events = true;     // sample cycles/instructions/cache and branch misses too, where a PMU exists
+  bool dwarf = false;               // registers + a copy of the user stack instead of the kernel callchain
+  uint32_t stack_bytes = 16384;     // copied per sample with dwarf (at most 65528)
+  bool wakeup_each_sample = false;  // poll() wakes at every sample (to read Python stacks at once)
+  uint64_t sigtrap_tag =
+      0;                  // != 0: each task-clock sample also sends SIGTRAP to its thread (python_signal.h)
+  size_t ring_pages = 0;  // data pages per CPU ring (power of two; 0: by mode)
+  bool hardware_events = true;  // sample cycles/instructions/cache and branch misses too, where a PMU exists
 };
 
 class PerfSink {

@@ -14,10 +14,13 @@ struct strata_py311_layout {
   size_t tstate_next, tstate_native_thread_id, tstate_cframe;
   /* The thread's data stack: _PyInterpreterFrames of running functions live there, contiguously. */
   size_t tstate_datastack_chunk, tstate_datastack_top;
-  size_t chunk_previous, chunk_top, chunk_data;
+  size_t chunk_previous, chunk_size, chunk_top, chunk_data;
+  /* The interpreter's thread-state key (pthread_getspecific gives a thread its own PyThreadState). */
+  size_t runtime_tss_key, runtime_tss_initialized;
   size_t cframe_current_frame;
   size_t frame_code, frame_previous, frame_prev_instr, frame_is_entry, frame_owner, frame_size;
   int frame_owned_by_thread; /* `owner` of a frame in the data stack (not a generator's) */
+  int frame_owned_by_generator;
   size_t object_type;
   size_t code_filename, code_name, code_qualname, code_linetable, code_firstlineno, code_adaptive;
   size_t unicode_length, unicode_state, unicode_ascii_data, unicode_compact_data;

@@ -83,8 +83,10 @@ uint32_t python311_line(const std::string& t, uint32_t first_line, uint64_t offs
     const uint64_t length = (first & 7) + 1;
     size_t data = pos + 1;
     int delta = 0;
-    if (code == 13 || code == 14) delta = scan_signed_varint(t, &data);
-    else if (code >= 10 && code <= 12) delta = code - 10;
+    if (code == 13 || code == 14)
+      delta = scan_signed_varint(t, &data);
+    else if (code >= 10 && code <= 12)
+      delta = code - 10;
     line += delta;
     if (offset < addr + length) return code == 15 || line < 0 ? 0 : static_cast<uint32_t>(line);
     addr += length;
@@ -132,20 +134,24 @@ std::unique_ptr<PythonReader> PythonReader::find(MappingTable& mappings, std::st
     reader->eval_end_ = eval->address + bias + std::max<uint64_t>(eval->size, 1);
     uint32_t hex = 0;
     if (!version || !reader->read(version->address + bias, &hex, 4)) {
-      *why = m->path + ": a Python older than 3.11 (no Py_Version): Python frames are read for CPython 3.11 only; "
-                       "samples keep their native frames";
+      *why = m->path +
+             ": a Python older than 3.11 (no Py_Version): Python frames are read for CPython 3.11 only; "
+             "samples keep their native frames";
       return nullptr;
     }
     const int major = static_cast<int>(hex >> 24), minor = static_cast<int>((hex >> 16) & 0xFF);
-    reader->version_ = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string((hex >> 8) & 0xFF);
+    reader->version_ =
+        std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string((hex >> 8) & 0xFF);
     if (major != L.version_major || minor != L.version_minor) {
-      *why = "Python " + reader->version_ + ": Python frames are read for CPython " + std::to_string(L.version_major) +
-             "." + std::to_string(L.version_minor) + " only; samples keep their native frames";
+      *why = "Python " + reader->version_ + ": Python frames are read for CPython " +
+             std::to_string(L.version_major) + "." + std::to_string(L.version_minor) +
+             " only; samples keep their native frames";
       return nullptr;
     }
     return reader;
   }
-  *why = "Python found but its symbols (_PyRuntime, _PyEval_EvalFrameDefault) are not: Python frames not read";
+  *why =
+      "Python found but its symbols (_PyRuntime, _PyEval_EvalFrameDefault) are not: Python frames not read";
   return nullptr;
 }
 
@@ -238,7 +244,11 @@ bool PythonReader::read_unicode(uint64_t address, std::string* out, const Prefix
   uint8_t head_buf[80];
   const uint8_t* head = pre.bytes;
   if (address == 0) return false;
-  if (pre.size < L.unicode_compact_data) {
+  // An ASCII object's header is the shorter one: a prefix that holds it and says ASCII is enough (a
+  // signal handler copies no byte past a short name's end).
+  const bool ascii_prefix =
+      pre.size >= L.unicode_ascii_data && ((at<uint32_t>(pre.bytes, L.unicode_state) >> 6) & 1);
+  if (pre.size < L.unicode_compact_data && !ascii_prefix) {
     if (L.unicode_compact_data > sizeof(head_buf) || !read(address, head_buf, L.unicode_compact_data))
       return false;
     head = head_buf;
@@ -314,10 +324,13 @@ void PythonReader::read_prefixes(const uint64_t* addresses, size_t n, uint8_t (*
 PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) {
   if (at<uint64_t>(header, L.object_type) != code_type_) return nullptr;  // not a code object (anymore)
   const uint64_t name = at<uint64_t>(header, L.code_name), file = at<uint64_t>(header, L.code_filename);
-  const uint64_t qualname = at<uint64_t>(header, L.code_qualname), table = at<uint64_t>(header, L.code_linetable);
+  const uint64_t qualname = at<uint64_t>(header, L.code_qualname),
+                 table = at<uint64_t>(header, L.code_linetable);
+  const auto first_line = static_cast<uint32_t>(std::max(0, at<int32_t>(header, L.code_firstlineno)));
   auto it = codes_.find(code);
   if (it != codes_.end() && it->second->name_ptr == name && it->second->file_ptr == file &&
-      it->second->qualname_ptr == qualname && it->second->linetable_ptr == table)
+      it->second->qualname_ptr == qualname && it->second->linetable_ptr == table &&
+      it->second->first_line == first_line)
     return it->second.get();
   auto info = std::make_unique<PyCodeInfo>();
   info->id = next_code_id_++;
@@ -325,7 +338,7 @@ PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) {
   info->file_ptr = file;
   info->qualname_ptr = qualname;
   info->linetable_ptr = table;
-  info->first_line = static_cast<uint32_t>(std::max(0, at<int32_t>(header, L.code_firstlineno)));
+  info->first_line = first_line;
   info->code_start = code + L.code_adaptive;
   const uint64_t objects[3] = {qualname, file, table};
   uint8_t buffers[3][kObjectProbeBytes];
@@ -490,6 +503,116 @@ bool PythonReader::read_stack(uint32_t tid, std::vector<PyFrameRef>* out) {
     out->push_back(ref);
   }
   return !out->empty();
+}
+
+bool PythonReader::resolve_signal_frames(const uint8_t* record, size_t size, std::vector<PyFrameRef>* out) {
+  PySignalRecordHeader h;
+  if (size < sizeof(h)) return false;
+  std::memcpy(&h, record, sizeof(h));
+  const uint32_t n =
+      static_cast<uint32_t>(std::min<size_t>(h.frames, (size - sizeof(h)) / sizeof(PySignalFrame)));
+  const auto* frames = reinterpret_cast<const PySignalFrame*>(record + sizeof(h));
+  out->clear();
+  bool complete = true;
+  std::vector<uint8_t>& expected = headers_;  // the header as the handler saw it
+  expected.assign(L.code_adaptive, 0);
+  uint8_t* header = expected.data();
+  auto put = [&](size_t offset, auto value) { std::memcpy(header + offset, &value, sizeof(value)); };
+  for (uint32_t i = 0; i < n; ++i) {
+    const PySignalFrame& f = frames[i];
+    put(L.object_type, code_type_);
+    put(L.code_name, f.name);
+    put(L.code_filename, f.file);
+    put(L.code_qualname, f.qualname);
+    put(L.code_linetable, f.linetable);
+    put(L.code_firstlineno, f.first_line);
+    PyCodeInfo* info = known_code(f.code, header);
+    if (info == nullptr && (info = named_code_now(f.code, header)) != nullptr)
+      PySignalRecorder::note_named(f.code);
+    if (info == nullptr) info = code_from_copies(f, record, size);
+    if (info == nullptr) {
+      complete = false;
+      ++codes_freed_;
+      info = freed_code();
+    }
+    PyFrameRef ref;
+    ref.code = info;
+    ref.entry = f.entry != 0;
+    ref.line = info == freed_code_.get() ? 0
+               : info->code_start == 0   ? info->first_line
+                                         : line_of(info, f.prev_instr);
+    out->push_back(ref);
+  }
+  return complete;
+}
+
+PyCodeInfo* PythonReader::known_code(uint64_t code, const uint8_t* header) {
+  auto it = codes_.find(code);
+  if (it == codes_.end()) return nullptr;
+  const PyCodeInfo& c = *it->second;
+  const bool same =
+      c.name_ptr == at<uint64_t>(header, L.code_name) &&
+      c.file_ptr == at<uint64_t>(header, L.code_filename) &&
+      c.qualname_ptr == at<uint64_t>(header, L.code_qualname) &&
+      c.linetable_ptr == at<uint64_t>(header, L.code_linetable) &&
+      c.first_line == static_cast<uint32_t>(std::max(0, at<int32_t>(header, L.code_firstlineno)));
+  return same ? it->second.get() : nullptr;
+}
+
+// A code object first seen in a handler record is named now, milliseconds after the handler saw
+// it: it may have been freed since (a module's body runs once). Named only while its header still
+// holds what the handler read, checked before and after reading its strings.
+PyCodeInfo* PythonReader::named_code_now(uint64_t code, const uint8_t* expected) {
+  std::vector<uint8_t> now(L.code_adaptive);
+  auto unchanged = [&] {
+    return read(code, now.data(), now.size()) && at<uint64_t>(now.data(), L.object_type) == code_type_ &&
+           known_fields_equal(now.data(), expected);
+  };
+  if (!unchanged()) return nullptr;
+  PyCodeInfo* info = code_info(code, now.data());
+  if (info != nullptr && unchanged()) return info;
+  codes_.erase(code);
+  return nullptr;
+}
+
+bool PythonReader::known_fields_equal(const uint8_t* a, const uint8_t* b) {
+  for (size_t offset : {L.code_name, L.code_filename, L.code_qualname, L.code_linetable})
+    if (at<uint64_t>(a, offset) != at<uint64_t>(b, offset)) return false;
+  return at<int32_t>(a, L.code_firstlineno) == at<int32_t>(b, L.code_firstlineno);
+}
+
+// A code gone before it was named, named from the strings its handler copied (no line table: its
+// frames get the function's first line), one PyCodeInfo per (function, file, first line).
+PyCodeInfo* PythonReader::code_from_copies(const PySignalFrame& f, const uint8_t* record, size_t size) {
+  if (f.strings == 0 || f.qualname_bytes == 0 ||
+      static_cast<size_t>(f.strings) + f.qualname_bytes + f.file_bytes > size)
+    return nullptr;
+  std::string function, file;
+  if (!read_unicode(f.qualname, &function, {record + f.strings, f.qualname_bytes})) return nullptr;
+  if (f.file_bytes == 0 ||
+      !read_unicode(f.file, &file, {record + f.strings + f.qualname_bytes, f.file_bytes}))
+    file = "<unknown>";
+  const uint32_t first_line = static_cast<uint32_t>(std::max(0, f.first_line));
+  auto [it, inserted] = copied_codes_.try_emplace(function + '\n' + file + '\n' + std::to_string(first_line));
+  if (inserted) {
+    it->second = std::make_unique<PyCodeInfo>();
+    it->second->id = next_code_id_++;
+    it->second->function = std::move(function);
+    it->second->file = std::move(file);
+    it->second->first_line = first_line;
+    ++codes_named_from_copies_;
+  }
+  return it->second.get();
+}
+
+PyCodeInfo* PythonReader::freed_code() {
+  if (!freed_code_) {
+    freed_code_ = std::make_unique<PyCodeInfo>();
+    freed_code_->id = next_code_id_++;
+    freed_code_->function = "[code freed before it was named]";
+    freed_code_->file = "<unknown>";
+  }
+  return freed_code_.get();
 }
 
 }  // namespace strata::sample

@@ -26,11 +26,12 @@
 #include <vector>
 
 #include "sample/mappings.h"
+#include "sample/python_signal.h"
 
 namespace strata::sample {
 
 struct PyCodeInfo {
-  uint32_t id = 0;  // stable for the reader's life: (code id, line) identifies a frame
+  uint32_t id = 0;       // stable for the reader's life: (code id, line) identifies a frame
   std::string function;  // co_qualname
   std::string file;
   uint32_t first_line = 0;
@@ -60,6 +61,14 @@ class PythonReader {
   // Python thread) or a read failed (`failed()` tells them apart).
   bool read_stack(uint32_t tid, std::vector<PyFrameRef>* out);
   bool last_read_failed() const { return last_failed_; }
+  // Frames a signal handler read in the sampled thread (python_signal.h), innermost first: a code
+  // object is read only when its address is new or its identity fields (name, file, qualname and
+  // line-table pointers, first line) differ from the cached code's (one freed and another allocated
+  // at its address). False when a code object cannot be read (the frames before it are kept).
+  // `record`: the whole record (header, frames, copied strings), `size` bytes.
+  bool resolve_signal_frames(const uint8_t* record, size_t size, std::vector<PyFrameRef>* out);
+  uint64_t runtime_address() const { return runtime_; }
+  uint64_t code_type_address() const { return code_type_; }
   // Runtime address range of _PyEval_EvalFrameDefault (the native frame Python frames merge at).
   uint64_t eval_start() const { return eval_start_; }
   uint64_t eval_end() const { return eval_end_; }
@@ -69,6 +78,8 @@ class PythonReader {
   uint64_t frames_from_chunks() const { return frames_from_chunks_; }
   uint64_t frames_read_singly() const { return frames_read_singly_; }
   uint64_t speculative_hits() const { return speculative_hits_; }  // stacks read in one call before the code
+  uint64_t codes_freed() const { return codes_freed_; }  // in-thread frames whose code was gone when named
+  uint64_t code_objects_read() const { return codes_.size(); }  // distinct code objects named (cached)
 
  private:
   // What one sample needs from the thread state.
@@ -104,6 +115,12 @@ class PythonReader {
   bool read_frames(uint64_t frame);
   uint32_t line_of(PyCodeInfo* code, uint64_t prev_instr);
   PyCodeInfo* code_info(uint64_t code, const uint8_t* header);
+  // In-thread records: a cached code whose identity fields equal `header`'s, or null.
+  PyCodeInfo* known_code(uint64_t code, const uint8_t* header);
+  PyCodeInfo* named_code_now(uint64_t code, const uint8_t* expected);
+  static bool known_fields_equal(const uint8_t* a, const uint8_t* b);
+  PyCodeInfo* freed_code();
+  PyCodeInfo* code_from_copies(const PySignalFrame& f, const uint8_t* record, size_t size);
   // An object's first bytes, read ahead (size 0: not read).
   struct Prefix {
     const uint8_t* bytes = nullptr;
@@ -123,6 +140,10 @@ class PythonReader {
   std::unordered_map<uint32_t, LastRead> last_reads_;
   std::unordered_map<uint64_t, std::unique_ptr<PyCodeInfo>> codes_;
   uint32_t next_code_id_ = 1;
+  std::unique_ptr<PyCodeInfo> freed_code_;
+  uint64_t codes_freed_ = 0, codes_named_from_copies_ = 0;
+  std::unordered_map<std::string, std::unique_ptr<PyCodeInfo>>
+      copied_codes_;  // stands for a code object gone before it was named
   bool last_failed_ = false;
   PyFrameReads frame_reads_ = PyFrameReads::kChunked;
   uint64_t reads_ = 0, frames_from_chunks_ = 0, frames_read_singly_ = 0, speculative_hits_ = 0;

@@ -14,8 +14,23 @@ inline constexpr size_t kMaxNativeFrames = 127;  // the kernel's default callcha
 
 // x86-64 user registers in perf_event's order (PERF_REG_X86_*), the subset DWARF unwinding uses.
 enum PerfReg : int {
-  kRegAx = 0, kRegBx = 1, kRegCx = 2, kRegDx = 3, kRegSi = 4, kRegDi = 5, kRegBp = 6, kRegSp = 7, kRegIp = 8,
-  kRegR8 = 16, kRegR9, kRegR10, kRegR11, kRegR12, kRegR13, kRegR14, kRegR15,
+  kRegAx = 0,
+  kRegBx = 1,
+  kRegCx = 2,
+  kRegDx = 3,
+  kRegSi = 4,
+  kRegDi = 5,
+  kRegBp = 6,
+  kRegSp = 7,
+  kRegIp = 8,
+  kRegR8 = 16,
+  kRegR9,
+  kRegR10,
+  kRegR11,
+  kRegR12,
+  kRegR13,
+  kRegR14,
+  kRegR15,
 };
 inline constexpr int kPerfRegCount = 24;  // array slots indexed by PerfReg
 // The mask asked for: general registers, stack and instruction pointers (no flags, segments).
@@ -85,10 +100,14 @@ enum SampleLoss : int {
   kLossNoThreadBuffer,    // fallback mode: a signal on a thread not set up yet
   kLossPythonStack,       // the Python stack could not be read: the sample keeps its native frames
   kLossBadRecord,         // a malformed kernel record (skipped)
+  kLossPythonRecord,      // in-thread Python reads: no handler record for the sample (its ring was full,
+                          // no ring left, the signal not delivered): the sample keeps its native frames
   kLossCount,
 };
 const char* loss_name(int cause);  // "ring_overflow", ...
 // Whether a counted cause still keeps its sample (a partial stack).
-inline bool loss_keeps_sample(int cause) { return cause == kLossUnwindFailed || cause == kLossPythonStack; }
+inline bool loss_keeps_sample(int cause) {
+  return cause == kLossUnwindFailed || cause == kLossPythonStack || cause == kLossPythonRecord;
+}
 
 }  // namespace strata::sample

@@ -1,0 +1,135 @@
+// The collector's side of in-thread Python reads (python_signal.h): the handler records of every
+// thread are drained at each poll (no wake-up per sample: the perf rings are read at their
+// watermark or every kInThreadPollMs) and each perf sample takes the first unclaimed record of its
+// thread at or after the sample's time, within kMaxRecordDelayNs. The rings of the CPUs are read
+// one after the other, so one thread's samples do not arrive in time order: records are kept per
+// thread in time order and claimed, not consumed in sequence.
+#include <algorithm>
+
+#include "sample/collector.h"
+
+namespace strata::sample {
+
+namespace {
+// The handler runs when the thread next returns to user space after the overflow: microseconds,
+// unless the thread is preempted in between (a loaded machine: milliseconds).
+constexpr int64_t kMaxRecordDelayNs = 20'000'000;
+// Records no sample claimed are dropped after this (their samples were lost: ring overflow).
+constexpr int64_t kRecordKeepNs = 1'000'000'000;
+constexpr size_t kMaxRecordsPerThread = 8192;
+}  // namespace
+
+void SampleCollector::drain_records() {
+  PySignalRecorder::drain([this](const PySignalRecordHeader& h, const PySignalFrame* frames) {
+    std::deque<PyRecord>& list = records_[h.tid];
+    PyRecord r;
+    r.time_ns = h.time_ns;
+    r.status = h.status;
+    // The whole record: frames, then the strings the handler copied (python_signal.h).
+    const auto* base = reinterpret_cast<const uint8_t*>(frames) - sizeof(PySignalRecordHeader);
+    r.bytes.assign(base, base + h.bytes);
+    r.frames = h.frames;
+    list.push_back(std::move(r));
+  });
+  for (auto& [tid, list] : records_) {
+    while (!list.empty() && (list.front().used || list.front().time_ns < drained_at_ns_ - kRecordKeepNs ||
+                             list.size() > kMaxRecordsPerThread)) {
+      if (!list.front().used) ++records_unpaired_;
+      list.pop_front();
+    }
+  }
+}
+
+SampleCollector::PyRecord* SampleCollector::record_for(uint32_t tid, int64_t time_ns) {
+  auto it = records_.find(tid);
+  if (it == records_.end()) return nullptr;
+  std::deque<PyRecord>& list = it->second;
+  auto at = std::lower_bound(list.begin(), list.end(), time_ns,
+                             [](const PyRecord& r, int64_t t) { return r.time_ns < t; });
+  for (; at != list.end() && at->time_ns - time_ns <= kMaxRecordDelayNs; ++at)
+    if (!at->used) {
+      at->used = true;
+      return &*at;
+    }
+  return nullptr;
+}
+
+bool SampleCollector::finish_in_thread(uint32_t tid, int64_t time_ns, uint32_t event, uint32_t weight,
+                                       UnwindStatus status, uint32_t n, bool has_regs, bool final) {
+  PyRecord* record = record_for(tid, time_ns);
+  if (record == nullptr && !final && time_ns > drained_at_ns_ - kMaxRecordDelayNs) {
+    // Its record may not be drained yet: wait for the next poll, with the native part done.
+    Deferred d;
+    d.tid = tid;
+    d.event = event;
+    d.weight = weight;
+    d.n = n;
+    d.time_ns = time_ns;
+    d.status = status;
+    d.has_regs = has_regs;
+    d.ips.assign(ips_.begin(), ips_.begin() + n);
+    d.frames = frames_;
+    deferred_.push_back(std::move(d));
+    ++deferred_count_;
+    return false;
+  }
+  bool merged = false;
+  if (record == nullptr) {
+    ++lost_[kLossPythonRecord];
+  } else {
+    ++records_paired_;
+    if (record->status & kPySignalTopPopped) ++top_popped_;
+    if (record->status & kPySignalTruncated) ++truncated_;
+    const bool resolved = python_->resolve_signal_frames(record->bytes.data(), record->bytes.size(), &py_);
+    // A code freed before it was named keeps its place as "[code freed before it was named]" (counted
+    // as sample.python_codes_freed); a walk that stopped early loses the outer frames.
+    (void)resolved;
+    if (record->status & kPySignalBadFrame) ++lost_[kLossPythonStack];
+    if (!py_.empty()) {
+      merge_python(n);
+      merged = true;
+    }
+  }
+  emit(tid, time_ns, event, weight, status, merged, has_regs);
+  return true;
+}
+
+void SampleCollector::retry_deferred(bool final) {
+  if (deferred_.empty()) return;
+  std::swap(deferred_, deferred_next_);
+  deferred_.clear();
+  for (Deferred& d : deferred_next_) {
+    std::copy(d.ips.begin(), d.ips.end(), ips_.begin());
+    frames_ = d.frames;
+    finish_in_thread(d.tid, d.time_ns, d.event, d.weight, d.status, d.n, d.has_regs, final);
+  }
+  deferred_next_.clear();
+}
+
+PythonReadCounters SampleCollector::python_counters() const {
+  PythonReadCounters c;
+  if (!python_) return c;
+  c.available = true;
+  c.reads = python_->reads();
+  c.frames_from_chunks = python_->frames_from_chunks();
+  c.frames_read_singly = python_->frames_read_singly();
+  c.speculative_hits = python_->speculative_hits();
+  c.code_objects = python_->code_objects_read();
+  c.codes_freed = python_->codes_freed();
+  if (in_thread_) {
+    const PySignalCounters s = PySignalRecorder::counters();
+    c.records = s.records;
+    c.safe_reads = s.safe_reads;
+    c.foreign_traps = s.foreign_traps;
+    c.ring_full = s.buffer_full;
+    c.no_ring = s.no_buffer;
+  }
+  c.records_unpaired = records_unpaired_;
+  c.records_paired = records_paired_;
+  c.top_frames_popped = top_popped_;
+  c.truncated = truncated_;
+  c.deferred = deferred_count_;
+  return c;
+}
+
+}  // namespace strata::sample
