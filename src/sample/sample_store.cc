@@ -7,7 +7,7 @@
 namespace strata::sample {
 
 namespace {
-constexpr size_t kCountsPerChunk = 10000;       // 240 KB: within the trace's chunk bound
+constexpr size_t kCountsPerChunk = 10000;  // 240 KB: within the trace's chunk bound
 constexpr size_t kPointsPerTimelineChunk = 50000;
 constexpr size_t kDefinitionsPerChunk = 8000;
 }  // namespace
@@ -30,18 +30,24 @@ void SampleStore::add_spans(std::span<const SpanInterval> closed, std::span<cons
   for (const SpanInterval& s : open) spans_[s.tid].open.push_back(s);
   complete_before_ = std::max(complete_before_, complete_before_ns);
   // Keep the closed spans sorted by start (newly closed ones merged in), and forget those long over.
-  const int64_t forget_before = complete_before_ - options_.span_retention_ns;
+  // At the end (everything read: INT64_MAX) nothing is forgotten: samples still in the rings, read
+  // after the last spans (the in-thread mode reads rings at a watermark), fall in the last spans.
+  const int64_t forget_before =
+      complete_before_ == INT64_MAX ? INT64_MIN : complete_before_ - options_.span_retention_ns;
   for (auto it = spans_.begin(); it != spans_.end();) {
     ThreadSpans& t = it->second;
     auto by_start = [](const SpanInterval& a, const SpanInterval& b) { return a.start_ns < b.start_ns; };
     if (t.sorted < t.closed.size()) {
       std::sort(t.closed.begin() + static_cast<ptrdiff_t>(t.sorted), t.closed.end(), by_start);
-      std::inplace_merge(t.closed.begin(), t.closed.begin() + static_cast<ptrdiff_t>(t.sorted), t.closed.end(), by_start);
+      std::inplace_merge(t.closed.begin(), t.closed.begin() + static_cast<ptrdiff_t>(t.sorted),
+                         t.closed.end(), by_start);
     }
     std::erase_if(t.closed, [&](const SpanInterval& s) { return s.end_ns < forget_before; });
     t.sorted = t.closed.size();
-    if (t.closed.empty() && t.open.empty()) it = spans_.erase(it);
-    else ++it;
+    if (t.closed.empty() && t.open.empty())
+      it = spans_.erase(it);
+    else
+      ++it;
   }
 }
 
@@ -55,8 +61,8 @@ uint64_t SampleStore::span_at(uint32_t tid, int64_t time_ns) {
   int64_t best_start = INT64_MIN;
   for (const SpanInterval& s : t.open)
     if (s.start_ns <= time_ns && s.start_ns >= best_start) best = s.span_id, best_start = s.start_ns;
-  auto upper = std::upper_bound(t.closed.begin(), t.closed.begin() + static_cast<ptrdiff_t>(t.sorted), time_ns,
-                                [](int64_t v, const SpanInterval& s) { return v < s.start_ns; });
+  auto upper = std::upper_bound(t.closed.begin(), t.closed.begin() + static_cast<ptrdiff_t>(t.sorted),
+                                time_ns, [](int64_t v, const SpanInterval& s) { return v < s.start_ns; });
   for (int scanned = 0; upper != t.closed.begin() && scanned < 100000; ++scanned) {
     --upper;
     if (upper->start_ns < best_start) break;  // an open span starting later already holds it
@@ -75,8 +81,10 @@ void SampleStore::count(const SampleRecord& s, uint64_t span) {
   if (it->second.add(s.stack, span, s.event, s.weight, &evicted)) {
     ++evictions_;
     evicted.tid = s.tid;
-    if (overflow_.size() < options_.overflow_capacity) overflow_.push_back(evicted);
-    else lost_eviction_overflow_ += evicted.count;  // both the table and the overflow are full
+    if (overflow_.size() < options_.overflow_capacity)
+      overflow_.push_back(evicted);
+    else
+      lost_eviction_overflow_ += evicted.count;  // both the table and the overflow are full
   }
   samples_counted_ += s.weight;
   last_sample_ns_ = std::max(last_sample_ns_, s.time_ns);
@@ -136,7 +144,8 @@ bool SampleStore::write_definitions(format::StreamWriter& stream) {
   for (size_t at = 0; at < new_stacks_.size(); at += kDefinitionsPerChunk / 8) {
     std::vector<format::SampleStack> chunk(
         new_stacks_.begin() + static_cast<ptrdiff_t>(at),
-        new_stacks_.begin() + static_cast<ptrdiff_t>(std::min(new_stacks_.size(), at + kDefinitionsPerChunk / 8)));
+        new_stacks_.begin() +
+            static_cast<ptrdiff_t>(std::min(new_stacks_.size(), at + kDefinitionsPerChunk / 8)));
     payload.clear();
     format::encode_sample_stacks(chunk, &payload);
     stream.write_payload(format::ChunkType::kSampleStacks, payload);
@@ -150,8 +159,9 @@ void write_counts(format::StreamWriter& stream, const format::SampleCountsHeader
                   const std::vector<format::SampleCount>& counts) {
   std::string payload;
   for (size_t at = 0; at < counts.size(); at += kCountsPerChunk) {
-    std::vector<format::SampleCount> part(counts.begin() + static_cast<ptrdiff_t>(at),
-                                          counts.begin() + static_cast<ptrdiff_t>(std::min(counts.size(), at + kCountsPerChunk)));
+    std::vector<format::SampleCount> part(
+        counts.begin() + static_cast<ptrdiff_t>(at),
+        counts.begin() + static_cast<ptrdiff_t>(std::min(counts.size(), at + kCountsPerChunk)));
     payload.clear();
     format::encode_sample_counts(h, part, &payload);
     stream.write_payload(format::ChunkType::kSampleCounts, payload);
@@ -166,8 +176,9 @@ bool SampleStore::write_epoch(format::StreamWriter& stream, int64_t end_ns) {
   write_counts(stream, {epoch_, epoch_start_ns_, end_ns}, counts);
   std::string payload;
   for (auto& [tid, points] : timeline_) {
-    std::stable_sort(points.begin(), points.end(),
-                     [](const format::SamplePoint& a, const format::SamplePoint& b) { return a.time_ns < b.time_ns; });
+    std::stable_sort(
+        points.begin(), points.end(),
+        [](const format::SamplePoint& a, const format::SamplePoint& b) { return a.time_ns < b.time_ns; });
     for (size_t at = 0; at < points.size(); at += kPointsPerTimelineChunk) {
       std::vector<format::SamplePoint> part(
           points.begin() + static_cast<ptrdiff_t>(at),

@@ -5,8 +5,8 @@
 
 #include <chrono>
 #include <map>
-#include <thread>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include "format/chunk_reader.h"
@@ -182,6 +182,25 @@ TEST(SampleChunks, StoreWritesOrCountsEverySample) {
     for (const SampleCount& c : counts) written += c.count;
   }
   EXPECT_EQ(written + store.lost_eviction_overflow(), added);
+}
+
+// Closed spans are forgotten 2 s (span_retention_ns) after everything before them was read, but not
+// at the end: the last add_spans (complete_before INT64_MAX) once erased every closed span, so the
+// samples read from the rings after it (the in-thread mode reads at a watermark) lost their span.
+TEST(SampleChunks, ClosedSpansOutliveTheLastDrainButNotTheirRetention) {
+  sample::StoreOptions options;
+  sample::SampleStore store(options);
+  const sample::SpanInterval span{7, 1'000, 2'000, 42};
+  store.add_spans({&span, 1}, {}, 1'500);
+  EXPECT_EQ(store.span_at(7, 1'500), 42u);
+  store.add_spans({}, {}, INT64_MAX);  // the final drain
+  EXPECT_EQ(store.span_at(7, 1'500), 42u);
+  EXPECT_EQ(store.span_at(7, 2'500), 0u);
+
+  sample::SampleStore later(options);
+  later.add_spans({&span, 1}, {}, 1'500);
+  later.add_spans({}, {}, 2'000 + options.span_retention_ns + 1);  // long over
+  EXPECT_EQ(later.span_at(7, 1'500), 0u);
 }
 
 // Misses on addresses no mapping holds (garbage return addresses from frame-pointer walks through
