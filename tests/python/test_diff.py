@@ -16,6 +16,8 @@ from conftest import STRATA, SYSTEM_PYTHON, run_strata
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEMO = os.path.join(REPO, "examples", "pytorch", "diff_demo.py")
 KINETO = os.path.join(REPO, "tests", "data", "kineto", "a100_alexnet_train.json.gz")  # attribution: tests/data/kineto/README.md
+NSYS_DIR = os.path.join(REPO, "tests", "data", "nsys")  # attribution: tests/data/nsys/README.md
+NSYS = sorted(f for f in os.listdir(NSYS_DIR) if f.endswith(".sqlite"))
 
 
 def start_recording(path, slow_ms=0):
@@ -87,6 +89,20 @@ def test_kineto_trace_against_itself(strata_bin):
     table = json.loads(out)["diff"]
     delta = table["columns"].index("delta_ms")
     assert len(table["rows"]) > 50 and all(row[delta] == 0 for row in table["rows"])
+
+
+@pytest.mark.parametrize("name", NSYS)
+def test_nsys_export_against_itself(strata_bin, name):
+    # Nsight Systems exports go through the same open_trace as every other format: runtime calls and
+    # device activity are matched by level and name, and a file against itself changes nothing.
+    path = os.path.join(NSYS_DIR, name)
+    out = run_strata("diff", path, path, "--format", "json", "--top", "100000", "--fail-on-regression").stdout
+    table = json.loads(out)["diff"]
+    col = {c: table["columns"].index(c) for c in ("level", "delta_ms", "base_count", "verdict")}
+    levels = {row[col["level"]] for row in table["rows"]}
+    assert {"runtime_api", "device"} <= levels, levels
+    assert all(row[col["delta_ms"]] == 0 and row[col["verdict"]] == "noise" for row in table["rows"])
+    assert sum(row[col["base_count"]] for row in table["rows"]) > 100
 
 
 @pytest.mark.parametrize("args,needle", [
