@@ -406,10 +406,14 @@ class Translator {
     r.start = start;
     r.end = end;
     r.type = int_col(s, c["eventType"]);
+    const int tc = c["text"];
+    // 75: a domain's creation names it (nvtxDomainCreate); the ranges carry only its id.
+    if (r.type == 75 && tc >= 0 && sqlite3_column_type(s, tc) == SQLITE_TEXT)
+      if (const auto id = int_col(s, c["domainId"]))
+        nvtx_domain_names_[*id] = reinterpret_cast<const char*>(sqlite3_column_text(s, tc));
     // 59: push/pop range, 60: start/end range, 34: mark; other types (domain and category
     // registration, thread names) carry no time extent.
     if (r.type != 34 && r.type != 59 && r.type != 60 && (r.type || !end)) return;
-    const int tc = c["text"];
     if (tc >= 0 && sqlite3_column_type(s, tc) == SQLITE_TEXT)
       r.text = reinterpret_cast<const char*>(sqlite3_column_text(s, tc));
     if (r.text.empty()) r.text = std::string(str(int_col(s, c["textId"])));
@@ -443,6 +447,9 @@ class Translator {
       id_field("tid", g & 0xFFFFFF);
       bool first = true;
       arg(&first, "nvtx domain", r.domain);
+      if (const auto d = r.domain ? nvtx_domain_names_.find(*r.domain) : nvtx_domain_names_.end();
+          d != nvtx_domain_names_.end())
+        arg_text(&first, "nvtx domain name", d->second);
       arg(&first, "nvtx range id", r.range_id);
       end_args(first);
     }
@@ -604,6 +611,7 @@ class Translator {
   std::unordered_map<int64_t, std::string> strings_;
   uint64_t events_ = 0;
   std::vector<NvtxRow> nvtx_;
+  std::unordered_map<int64_t, std::string> nvtx_domain_names_;
   NsysCounts counts_;
 };
 

@@ -181,6 +181,28 @@ TEST(NsysSqlite, NvtxRangesContainTheirLaunches) {
   }
 }
 
+// NVTX ranges in a named domain (here MPI's, nvtxDomainCreate recorded as an event of type 75) carry
+// the domain's name; the count per domain equals SQL's count of the ranges with that domainId.
+TEST(NsysSqlite, NvtxRangesCarryTheirDomainName) {
+  const std::string path = data_path(kFiles[0]);
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "missing " << path;
+  const int64_t expected =
+      sql_int(path,
+              "SELECT COUNT(*) FROM NVTX_EVENTS r JOIN NVTX_EVENTS d ON d.eventType = 75 "
+              "AND d.domainId = r.domainId AND d.text = 'MPI' WHERE r.eventType IN (59, 60)");
+  ASSERT_GT(expected, 0);
+  trace::Trace t;
+  std::string error;
+  ASSERT_TRUE(open(path, &t, &error)) << error;
+  int64_t named = 0, other = 0;
+  for (size_t i = 0; i < t.spans.size(); ++i) {
+    if (const auto a = t.find_attr(i, "nvtx domain name"))
+      (t.attr_value_string(*a) == "MPI" ? named : other)++;
+  }
+  EXPECT_EQ(named, expected);
+  EXPECT_EQ(other, 0);
+}
+
 // A copy of the small export, changed by SQL, read back.
 class MalformedNsys : public ::testing::Test {
  protected:
