@@ -1,5 +1,6 @@
 #include "import/chrome_event_scan.h"
 
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 
@@ -135,6 +136,34 @@ const char* skip_value(const char* p, const char* end, int depth) {
   }
 }
 
+// A number into a JsonScalar. An integer of at most 18 digits (pids, tids, ids, counts: most numbers
+// of a trace) is summed while it is scanned, to the value number_scalar's small_integer gives;
+// anything else is scanned by the grammar and converted by number_scalar.
+inline const char* scan_number_scalar(const char* p, const char* end, JsonScalar* out) {
+  const char* q = p;
+  const bool negative = q < end && *q == '-';
+  if (negative) ++q;
+  const char* const digits = q;
+  uint64_t v = 0;  // unsigned: past 18 digits it may wrap, and is not used then
+  if (q < end && *q == '0') {
+    ++q;
+  } else {
+    while (q < end && is_digit(*q)) v = v * 10 + static_cast<uint64_t>(*q++ - '0');
+  }
+  if (q != digits && q - digits <= 18 &&
+      (q >= end || (*q != '.' && *q != 'e' && *q != 'E' && !is_digit(*q)))) {
+    if (!ends_value(q, end)) return nullptr;
+    out->text = std::string_view(p, static_cast<size_t>(q - p));
+    out->kind = JsonScalar::kInt;
+    out->i = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+    out->d = static_cast<double>(out->i);
+    return q;
+  }
+  const char* after = scan_number(p, end);
+  if (after) number_scalar(std::string_view(p, static_cast<size_t>(after - p)), out);
+  return after;
+}
+
 // A value into a JsonScalar as the generic read_scalar fills it (fields it does not set keep theirs).
 const char* scan_scalar(const char* p, const char* end, JsonScalar* out) {
   if (p >= end) return nullptr;
@@ -166,11 +195,8 @@ const char* scan_scalar(const char* p, const char* end, JsonScalar* out) {
       }
       return after;
     }
-    default: {
-      const char* after = scan_number(p, end);
-      if (after) number_scalar(std::string_view(p, static_cast<size_t>(after - p)), out);
-      return after;
-    }
+    default:
+      return scan_number_scalar(p, end, out);
   }
 }
 
@@ -180,10 +206,19 @@ inline const char* scan_string_field(const char* p, const char* end, std::string
   return skip_value(p, end, 1);
 }
 
+inline bool number_byte(char c) {
+  return is_digit(c) || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+}
+
 inline const char* scan_time(const char* p, const char* end, std::optional<int64_t>* out, bool* malformed) {
   if (p < end && (*p == '-' || is_digit(*p))) {
-    const char* after = scan_number(p, end);
-    if (after) time_from_number(std::string_view(p, static_cast<size_t>(after - p)), out, malformed);
+    // The token as the generic path delimits it (a run of number bytes up to what ends a value) and
+    // the same conversion of it, which also tells a token that is not a number ("1.2.3": malformed
+    // there too); the grammar is not walked a second time.
+    const char* after = p;
+    while (after < end && number_byte(*after)) ++after;
+    if (!ends_value(after, end)) return nullptr;
+    time_from_number(std::string_view(p, static_cast<size_t>(after - p)), out, malformed);
     return after;
   }
   JsonScalar s;

@@ -436,8 +436,15 @@ class Parser {
     const char* const begin = json.data();
     const char* const end = begin + json.size();
     const char* element = begin + at;
-    ChromeEvent& ev = scanned_;  // reused: its args keep their capacity
+    const char* reported = element;  // on_consumed_ has been told of the input before this
+    ChromeEvent& ev = scanned_;      // reused: its args keep their capacity
     for (;;) {
+      if (on_consumed_ && static_cast<size_t>(element - reported) >= kWindowBytes) {
+        // As a window would: the caller gives back the pages read so far (the text and the spans
+        // made of it are not resident together: peak memory).
+        reported = element;
+        on_consumed_(static_cast<size_t>(element - begin));
+      }
       reset_event(&ev);
       const char* after = detail::scan_chrome_event(element, end, &ev);
       if (after == nullptr) return static_cast<size_t>(element - begin);
