@@ -247,6 +247,62 @@ const char* scan_args(const char* p, const char* end, ChromeEvent* ev) {
   }
 }
 
+// The event keys the importers read, told from the bytes after the opening quote by one or two
+// loads (most keys of a Kineto event are these): the field and the position after the closing
+// quote, or nullptr for any other key (then scan_string and event_field). The caller guarantees
+// kJsonPadding readable bytes after `end`, so the loads may pass it.
+constexpr uint32_t bytes_le(const char* s, int n) {
+  uint32_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(s[i]);
+  return v;
+}
+
+inline const char* known_key(const char* q, Field* field) {
+  uint32_t w4;
+  std::memcpy(&w4, q, 4);
+  const uint32_t w3 = w4 & 0xFFFFFFu;
+  switch (w3) {
+    case bytes_le("ph\"", 3):
+      *field = Field::kPh;
+      return q + 3;
+    case bytes_le("ts\"", 3):
+      *field = Field::kTs;
+      return q + 3;
+    case bytes_le("id\"", 3):
+      *field = Field::kId;
+      return q + 3;
+    case bytes_le("bp\"", 3):
+      *field = Field::kBp;
+      return q + 3;
+    default:
+      break;
+  }
+  switch (w4) {
+    case bytes_le("cat\"", 4):
+      *field = Field::kCat;
+      return q + 4;
+    case bytes_le("pid\"", 4):
+      *field = Field::kPid;
+      return q + 4;
+    case bytes_le("tid\"", 4):
+      *field = Field::kTid;
+      return q + 4;
+    case bytes_le("dur\"", 4):
+      *field = Field::kDur;
+      return q + 4;
+    case bytes_le("name", 4):
+      if (q[4] != '"') return nullptr;
+      *field = Field::kName;
+      return q + 5;
+    case bytes_le("args", 4):
+      if (q[4] != '"') return nullptr;
+      *field = Field::kArgs;
+      return q + 5;
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace
 
 const char* scan_chrome_event(const char* begin, const char* end, ChromeEvent* ev) {
@@ -255,12 +311,19 @@ const char* scan_chrome_event(const char* begin, const char* end, ChromeEvent* e
   p = skip_space(p + 1, end);
   if (p < end && *p == '}') return p + 1;
   for (;;) {
-    std::string_view key;
-    if (p >= end || *p != '"' || !(p = scan_string(p, end, &key))) return nullptr;
+    if (p >= end || *p != '"') return nullptr;
+    Field field = Field::kOther;
+    if (const char* after_key = known_key(p + 1, &field)) {
+      p = after_key;
+    } else {
+      std::string_view key;
+      if (!(p = scan_string(p, end, &key))) return nullptr;
+      field = event_field(key);
+    }
     p = skip_space(p, end);
     if (p >= end || *p != ':') return nullptr;
     p = skip_space(p + 1, end);
-    switch (event_field(key)) {
+    switch (field) {
       case Field::kPh:
         p = scan_string_field(p, end, &ev->ph);
         break;
