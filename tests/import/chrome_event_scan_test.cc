@@ -69,20 +69,22 @@ void expect_same(const Result& generic, const Result& scanned, const std::string
   EXPECT_EQ(generic.doc.events_scanned, 0u);  // the reference did not use the scanner
 }
 
-const char* const kStrings[] = {"\"X\"",
-                                "\"cpu_op\"",
-                                "\"\"",
-                                "\"aten::mm\"",
-                                "\"a\\\"b\"",
-                                "\"\\u00e9t\\u00e9\"",
-                                "\"tab\\there\"",
-                                "\"}, {\"",
-                                "\"sp ace: [1]\"",
-                                "\"void at::native::vectorized_elementwise_kernel<4, at::native::add>(int)\"",
-                                "\"77.25\"",
-                                "\"1712195495505543.2\"",
-                                "\"-12\"",
-                                "\"f\""};
+const char* const kStrings[] = {
+    "\"X\"",
+    "\"cpu_op\"",
+    "\"\"",
+    "\"aten::mm\"",
+    "\"a\\\"b\"",
+    "\"\\u00e9t\\u00e9\"",
+    "\"tab\\there\"",
+    "\"}, {\"",
+    "\"sp ace: [1]\"",
+    "\"void at::native::vectorized_elementwise_kernel<4, at::native::add>(int)\"",
+    "\"77.25\"",
+    "\"1712195495505543.2\"",
+    "\"-12\"",
+    "\"f\"",
+    "\"caf\xC3\xA9 \xE2\x86\x92\""};  // raw UTF-8: the generic path (stage 1 validates it)
 const char* const kNumbers[] = {"0",
                                 "-0",
                                 "12",
@@ -220,6 +222,17 @@ TEST(ChromeEventScan, ReadsTheCommonShapeItselfAndCountsFallbacks) {
   ASSERT_TRUE(g2.ok) << g2.error;
   expect_same(g2, s2, mixed);
   EXPECT_EQ(s2.doc.events, 5u);
+  // A raw control byte in a string: simdjson's stage 1 rejects it; the scanner leaves it to the
+  // generic path, which fails with its line.
+  const std::string control =
+      R"({"traceEvents": [{"ph": "X", "name": "ok", "ts": 1}, {"ph": "X", "name": "a)" +
+      std::string(1, '\x01') + R"(b", "ts": 2}]})";
+  const Result g4 = parse(control, false);
+  const Result s4 = parse(control, true);
+  EXPECT_FALSE(g4.ok);
+  ASSERT_FALSE(s4.ok);
+  EXPECT_NE(s4.error.find("t.json: offset "), std::string::npos) << s4.error;
+  EXPECT_NE(s4.error.find("unescaped characters"), std::string::npos) << s4.error;
   EXPECT_EQ(s2.doc.events_scanned, 1u);  // the rest is one generic window
   // After a refused event the generic path reads one window of at most 64 KiB, then the scanner
   // takes over again: a long plain trace with an escape in its second event.
