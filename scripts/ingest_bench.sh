@@ -11,7 +11,7 @@ reps=${3:-5}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 echo "load before: $(uptime)"
-STRATA_BENCH_JSON="$json" "$build/bin/bench_import" --benchmark_filter='BM_ImportKinetoJson|BM_RawSimdjsonScan' \
+STRATA_BENCH_JSON="$json" "$build/bin/bench_import" --benchmark_filter='BM_ImportKinetoJson|BM_ImportKinetoJsonGeneric|BM_RawSimdjsonScan' \
   --benchmark_repetitions="$reps" --benchmark_min_time=0.5 --benchmark_format=json >"$out"
 echo "load after:  $(uptime)"
 /usr/bin/python3 - "$out" <<'PY'
@@ -22,5 +22,8 @@ wall = {r["run_name"]: r["real_time"] for r in runs if r.get("aggregate_name") =
 imp, raw = med["BM_ImportKinetoJson"], med["BM_RawSimdjsonScan"]
 print(f"import   median {imp:8.1f} MB/s (CPU time; wall {wall['BM_ImportKinetoJson']:.0f} ms)")
 print(f"raw scan median {raw:8.1f} MB/s (CPU time; wall {wall['BM_RawSimdjsonScan']:.0f} ms)")
-print(f"ratio import/raw = {imp / raw:.3f}")
+gen = med.get("BM_ImportKinetoJsonGeneric")
+if gen:
+    print(f"generic  median {gen:8.1f} MB/s (CPU time; the event scanner off, same run)")
+print(f"ratio import/raw = {imp / raw:.3f}" + (f" (generic path: {gen / raw:.3f})" if gen else ""))
 PY

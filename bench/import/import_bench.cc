@@ -102,6 +102,16 @@ void BM_ImportKinetoJson(benchmark::State& state) {
 }
 BENCHMARK(BM_ImportKinetoJson)->Unit(benchmark::kMillisecond);
 
+// The same with the Kineto event scanner off: every event through the generic On Demand path (the
+// import before the fifth pass's scanner, measured in the same run).
+void BM_ImportKinetoJsonGeneric(benchmark::State& state) {
+  const JsonInput& in = json_input();
+  strata::import::set_chrome_event_scanner(false);
+  run_import(state, in.text(), in.name, strata::import::kJsonPadding);
+  strata::import::set_chrome_event_scanner(true);
+}
+BENCHMARK(BM_ImportKinetoJsonGeneric)->Unit(benchmark::kMillisecond);
+
 namespace od = simdjson::ondemand;
 
 // Touches one value as a parser must: strings unescaped, numbers converted, containers walked.

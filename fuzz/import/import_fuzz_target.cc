@@ -3,13 +3,65 @@
 #include <cstdlib>
 #include <string>
 
+#include "import/chrome_json.h"
 #include "import/importer.h"
 #include "import/ncu_csv.h"
 #include "trace/span_tree.h"
 
 namespace strata::fuzz {
+namespace {
+
+// Every field of an event, for comparing the two parse paths.
+void append_event(const import::ChromeEvent& ev, std::string* out) {
+  auto scalar = [&](const import::JsonScalar& s) {
+    *out += std::to_string(s.kind) + "/" + std::to_string(s.i) + "/" + std::to_string(s.d) + "/";
+    out->append(s.text);
+    *out += '|';
+  };
+  *out += std::to_string(ev.index) + "@" + std::to_string(ev.offset) + (ev.is_object ? "o|" : "n|");
+  for (std::string_view f : {ev.ph, ev.cat, ev.name, ev.bp, ev.scope}) {
+    out->append(f);
+    *out += '|';
+  }
+  scalar(ev.pid);
+  scalar(ev.tid);
+  scalar(ev.id);
+  *out += (ev.ts_ns ? std::to_string(*ev.ts_ns) : "-") + (ev.ts_malformed ? "!|" : "|");
+  *out += (ev.dur_ns ? std::to_string(*ev.dur_ns) : "-") + (ev.dur_malformed ? "!|" : "|");
+  for (const import::ChromeArg& a : ev.args) {
+    out->append(a.key);
+    *out += '=';
+    scalar(a.value);
+  }
+  *out += '\n';
+}
+
+// The Kineto event scanner against the generic On Demand path (the whole-document parse): what the
+// scanner's parse accepts, the generic one accepts with the same events and document; a failure is
+// one line. (The generic whole parse may accept damage that On Demand steps over and the windowed
+// parse rejects, as for any windowed parse.)
+void check_event_scanner(std::string_view bytes) {
+  std::string events[2], errors[2];
+  bool ok[2];
+  import::ChromeDocument docs[2];
+  for (int scanner = 0; scanner < 2; ++scanner) {
+    import::set_chrome_event_scanner(scanner == 1);
+    ok[scanner] = import::parse_chrome_trace(
+        bytes, "fuzz", &docs[scanner],
+        [&](const import::ChromeEvent& ev) { append_event(ev, &events[scanner]); }, &errors[scanner]);
+  }
+  import::set_chrome_event_scanner(true);
+  if (ok[1] && (!ok[0] || events[0] != events[1] || docs[0].events != docs[1].events ||
+                docs[0].metadata != docs[1].metadata))
+    std::abort();
+  if (!ok[1] && (errors[1].empty() || errors[1].find('\n') != std::string::npos)) std::abort();
+  if (docs[0].events_scanned != 0 || docs[1].events_scanned > docs[1].events) std::abort();
+}
+
+}  // namespace
 
 void run_import(std::string_view bytes, const char* format) {
+  if (std::string_view(format) == "kineto") check_event_scanner(bytes);
   trace::Trace trace;
   std::string error;
   import::ImportOptions options;

@@ -3,15 +3,20 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstring>
 
 #include "core/span_record.h"
+#include "import/chrome_event_scan.h"
+#include "import/chrome_json_values.h"
 
 namespace strata::import {
 namespace {
 
 namespace od = simdjson::ondemand;
+
+std::atomic<bool> g_event_scanner{true};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
@@ -42,20 +47,6 @@ simdjson::error_code read_key(od::field& field, std::string_view* out) {
     return simdjson::SUCCESS;
   }
   return field.unescaped_key().get(*out);
-}
-
-// Whether a number token has a fraction or an exponent (one pass; find_first_of(".eE") calls memchr
-// on the set once per character of the token, for every number of the file).
-bool has_fraction_or_exponent(std::string_view token) {
-  for (char c : token)
-    if (c == '.' || c == 'e' || c == 'E') return true;
-  return false;
-}
-
-bool has_exponent(std::string_view token) {
-  for (char c : token)
-    if (c == 'e' || c == 'E') return true;
-  return false;
 }
 
 // The JSON type of a value from the first byte of its token, as od::value::type() decides it
@@ -99,49 +90,15 @@ inline __attribute__((always_inline)) simdjson::error_code value_type(od::value&
   }
 }
 
-// An integer token of at most 18 digits (every pid, tid, id and count in practice) without
-// std::from_chars' general machinery; the same value from_chars gives. False: use from_chars.
-bool small_integer(std::string_view token, int64_t* out) {
-  const bool negative = !token.empty() && token[0] == '-';
-  const size_t first = negative ? 1 : 0;
-  if (token.size() == first || token.size() - first > 18) return false;
-  int64_t v = 0;
-  for (size_t p = first; p < token.size(); ++p) {
-    const unsigned digit = static_cast<unsigned char>(token[p]) - unsigned{'0'};
-    if (digit > 9) return false;
-    v = v * 10 + static_cast<int64_t>(digit);
-  }
-  *out = negative ? -v : v;
-  return true;
-}
-
 // Reads one value; a structural error is returned to the caller, everything else becomes a kind.
 simdjson::error_code read_scalar(od::value& value, JsonScalar* out) {
   const std::string_view raw = value.raw_json_token();  // does not consume
   od::json_type type;
   if (auto err = value_type(value, raw, &type)) return err;
   switch (type) {
-    case od::json_type::number: {
-      std::string_view token = trim(raw);
-      out->text = token;
-      if (small_integer(token, &out->i)) {
-        out->kind = JsonScalar::kInt;
-        out->d = static_cast<double>(out->i);
-        return simdjson::SUCCESS;
-      }
-      if (!has_fraction_or_exponent(token)) {
-        auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), out->i);
-        if (ec == std::errc() && end == token.data() + token.size()) {
-          out->kind = JsonScalar::kInt;
-          out->d = static_cast<double>(out->i);
-          return simdjson::SUCCESS;
-        }
-      }
-      auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), out->d);
-      out->kind = (ec == std::errc()) ? JsonScalar::kDouble : JsonScalar::kRaw;
-      (void)end;
+    case od::json_type::number:
+      detail::number_scalar(trim(raw), out);
       return simdjson::SUCCESS;
-    }
     case od::json_type::string:
       out->kind = JsonScalar::kString;
       return read_string(value, &out->text);
@@ -170,55 +127,13 @@ simdjson::error_code read_time(od::value& value, std::optional<int64_t>* out, bo
   od::json_type type;
   if (auto err = value_type(value, raw, &type)) return err;
   if (type == od::json_type::number) {
-    std::string_view token = trim(raw);
-    int64_t ns = 0;
-    if (!has_exponent(token)) {
-      if (parse_us_to_ns(token, &ns))
-        *out = ns;
-      else
-        *malformed = true;
-      return simdjson::SUCCESS;
-    }
+    detail::time_from_number(trim(raw), out, malformed);
+    return simdjson::SUCCESS;
   }
   JsonScalar s;
   if (auto err = read_scalar(value, &s)) return err;
-  int64_t ns = 0;
-  bool numeric = s.kind == JsonScalar::kInt || s.kind == JsonScalar::kDouble || s.kind == JsonScalar::kString;
-  if (numeric && parse_us_to_ns(s.text, &ns)) {
-    *out = ns;
-  } else {
-    *malformed = true;
-  }
+  detail::time_from_scalar(s, out, malformed);
   return simdjson::SUCCESS;
-}
-
-// The event fields the importers read, told apart by length and bytes (a chain of string compares
-// ran for every field of every event).
-enum class Field : uint8_t { kOther, kPh, kCat, kName, kBp, kScope, kPid, kTid, kId, kTs, kDur, kArgs };
-
-Field event_field(std::string_view key) {
-  switch (key.size()) {
-    case 1:
-      return key[0] == 's' ? Field::kScope : Field::kOther;
-    case 2:
-      if (key == "ph") return Field::kPh;
-      if (key == "ts") return Field::kTs;
-      if (key == "id") return Field::kId;
-      if (key == "bp") return Field::kBp;
-      return Field::kOther;
-    case 3:
-      if (key == "cat") return Field::kCat;
-      if (key == "pid") return Field::kPid;
-      if (key == "tid") return Field::kTid;
-      if (key == "dur") return Field::kDur;
-      return Field::kOther;
-    case 4:
-      if (key == "name") return Field::kName;
-      if (key == "args") return Field::kArgs;
-      return Field::kOther;
-    default:
-      return Field::kOther;
-  }
 }
 
 simdjson::error_code read_string_field(od::value& value, std::string_view* out) {
@@ -424,6 +339,8 @@ class Parser {
   // before the array are parsed as a small document of their own, the last window with the fields
   // after it. kNotApplicable (nothing delivered) when the text before the first "traceEvents" is not
   // a JSON object's start with that key at its top level.
+  // With the event scanner on, events of the common shape are read in place before any window
+  // (no stage 1, no On Demand walk, no copy); the windows above read only what the scanner refused.
   Windowed run_windowed(ChromeDocument* doc, size_t window, std::string* error) {
     const std::string_view json = input_;
     const size_t n = json.size();
@@ -445,7 +362,20 @@ class Parser {
     size_t size = window;
     uint64_t window_first = doc->events;  // events delivered before this window
     uint64_t window_done = 0;             // events of this window delivered by failed tries
+    bool array_closed = false;            // the scanner reached the array's "]"
+    bool retry = false;                   // the window from `at` failed: read it again larger, generic
     for (at = skip_space(json, at + 1);;) {
+      if (scanner_ && !retry && !array_closed) {
+        // The Kineto event scanner reads the events in place until one is not of its common shape
+        // (then a generic window of at most kFallbackWindow bytes from that event on) or the array ends.
+        const size_t stop = scan_in_place(json, at, &array_closed);
+        if (stop != at) {
+          at = stop;
+          window_first = doc->events;
+          if (on_consumed_) on_consumed_(at);
+        }
+        size = array_closed ? n : std::min(window, kFallbackWindow);
+      }
       if (at + size >= n) {
         // The last window runs to the end of the input: {"traceEvents": [ + the rest is the
         // top-level object without the fields before the array, read as a whole document.
@@ -463,6 +393,7 @@ class Parser {
       const size_t cut = find_cut(json, at, at + size, &next);
       if (cut == std::string_view::npos) {
         size *= 2;
+        retry = true;
         continue;
       }
       buffer.assign(1, '[');
@@ -481,11 +412,13 @@ class Parser {
         skip_ = window_done;
         doc->events = window_first + window_done;
         size *= 2;
+        retry = true;
         continue;
       }
       window_first = doc->events;
       window_done = 0;
       skip_ = 0;
+      retry = false;
       size = window;
       at = next;
       if (on_consumed_) on_consumed_(at);
@@ -493,6 +426,46 @@ class Parser {
   }
 
  private:
+  static constexpr size_t kFallbackWindow = size_t{64} << 10;
+
+  // From `at` (an element's first byte, after "[" or ","): events of the common shape read by the
+  // Kineto event scanner from the input in place and delivered, while each is followed by "," or by
+  // the array's "]" (then *closed and the "]"'s position is returned). Returns the position of the
+  // first element not read: the generic path reads it, and reports whatever is wrong there.
+  size_t scan_in_place(std::string_view json, size_t at, bool* closed) {
+    const char* const begin = json.data();
+    const char* const end = begin + json.size();
+    const char* element = begin + at;
+    const char* reported = element;  // on_consumed_ has been told of the input before this
+    ChromeEvent& ev = scanned_;      // reused: its args keep their capacity
+    for (;;) {
+      if (on_consumed_ && static_cast<size_t>(element - reported) >= kWindowBytes) {
+        // As a window would: the caller gives back the pages read so far (the text and the spans
+        // made of it are not resident together: peak memory).
+        reported = element;
+        on_consumed_(static_cast<size_t>(element - begin));
+      }
+      reset_event(&ev);
+      const char* after = detail::scan_chrome_event(element, end, &ev);
+      if (after == nullptr) return static_cast<size_t>(element - begin);
+      const char* p = after;
+      while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+      if (p >= end || (*p != ',' && *p != ']')) return static_cast<size_t>(element - begin);
+      ev.index = doc_out_->events++;
+      ev.offset = static_cast<size_t>(element - begin);
+      ev.is_object = true;
+      ++doc_out_->events_scanned;
+      on_event_(ev);
+      if (*p == ']') {
+        *closed = true;
+        return static_cast<size_t>(p - begin);
+      }
+      element = p + 1;
+      while (element < end && (*element == ' ' || *element == '\n' || *element == '\r' || *element == '\t'))
+        ++element;
+    }
+  }
+
   simdjson::error_code read_window() {
     if (auto err = parser_.iterate(input_.data(), input_.size(), input_.size() + simdjson::SIMDJSON_PADDING)
                        .get(doc_))
@@ -523,12 +496,7 @@ class Parser {
         continue;
       }
       ev.index = doc_out_->events++;
-      ev.ph = ev.cat = ev.name = ev.bp = ev.scope = {};
-      ev.pid = ev.tid = ev.id = JsonScalar{};
-      ev.ts_ns.reset();
-      ev.dur_ns.reset();
-      ev.ts_malformed = ev.dur_malformed = false;
-      ev.args.clear();
+      reset_event(&ev);
       const char* at = nullptr;
       ev.offset = value.current_location().get(at) == simdjson::SUCCESS && at
                       ? base_ + static_cast<size_t>(at - input_.data())
@@ -547,6 +515,15 @@ class Parser {
     return simdjson::SUCCESS;
   }
 
+  static void reset_event(ChromeEvent* ev) {
+    ev->ph = ev->cat = ev->name = ev->bp = ev->scope = {};
+    ev->pid = ev->tid = ev->id = JsonScalar{};
+    ev->ts_ns.reset();
+    ev->dur_ns.reset();
+    ev->ts_malformed = ev->dur_malformed = false;
+    ev->args.clear();
+  }
+
   simdjson::error_code read_event(od::object& obj, ChromeEvent* ev) {
     for (auto result : obj) {
       // The field is used where the iterator built it: copying it into an od::field (get) loads 16
@@ -557,41 +534,41 @@ class Parser {
       if (auto err = read_key(field, &key)) return err;
       od::value& value = field.value();
       simdjson::error_code err = simdjson::SUCCESS;
-      switch (event_field(key)) {
-        case Field::kPh:
+      switch (detail::event_field(key)) {
+        case detail::Field::kPh:
           err = read_string_field(value, &ev->ph);
           break;
-        case Field::kCat:
+        case detail::Field::kCat:
           err = read_string_field(value, &ev->cat);
           break;
-        case Field::kName:
+        case detail::Field::kName:
           err = read_string_field(value, &ev->name);
           break;
-        case Field::kBp:
+        case detail::Field::kBp:
           err = read_string_field(value, &ev->bp);
           break;
-        case Field::kScope:
+        case detail::Field::kScope:
           err = read_string_field(value, &ev->scope);
           break;
-        case Field::kPid:
+        case detail::Field::kPid:
           err = read_scalar(value, &ev->pid);
           break;
-        case Field::kTid:
+        case detail::Field::kTid:
           err = read_scalar(value, &ev->tid);
           break;
-        case Field::kId:
+        case detail::Field::kId:
           err = read_scalar(value, &ev->id);
           break;
-        case Field::kTs:
+        case detail::Field::kTs:
           err = read_time(value, &ev->ts_ns, &ev->ts_malformed);
           break;
-        case Field::kDur:
+        case detail::Field::kDur:
           err = read_time(value, &ev->dur_ns, &ev->dur_malformed);
           break;
-        case Field::kArgs:
+        case detail::Field::kArgs:
           err = read_args(value, ev);
           break;
-        case Field::kOther:
+        case detail::Field::kOther:
           break;
       }
       if (err) return err;
@@ -627,9 +604,13 @@ class Parser {
   od::parser parser_;
   od::document doc_;
   ChromeDocument* doc_out_ = nullptr;
+  bool scanner_ = g_event_scanner.load(std::memory_order_relaxed);
+  ChromeEvent scanned_;  // the scanner's event
 };
 
 }  // namespace
+
+void set_chrome_event_scanner(bool enabled) { g_event_scanner.store(enabled, std::memory_order_relaxed); }
 
 std::optional<int64_t> JsonScalar::as_int() const {
   if (kind == kInt) return i;
@@ -658,7 +639,9 @@ bool parse_chrome_trace(std::string_view json, const std::string& source, Chrome
                         size_t readable_padding, const std::function<void(size_t)>& on_consumed) {
   static_assert(kJsonPadding == simdjson::SIMDJSON_PADDING);
   Parser parser(source, json, readable_padding, on_event, on_consumed);
-  if (json.size() >= kWindowedFrom) {
+  // With the event scanner, every size takes the windowed path: the scanner reads the events in
+  // place and the windows only what it refuses.
+  if (json.size() >= kWindowedFrom || g_event_scanner.load(std::memory_order_relaxed)) {
     const Parser::Windowed windowed = parser.run_windowed(doc, kWindowBytes, error);
     if (windowed != Parser::Windowed::kNotApplicable) return windowed == Parser::Windowed::kDone;
   }

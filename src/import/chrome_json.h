@@ -58,6 +58,9 @@ struct ChromeDocument {
   bool bare_array = false;  // the input is [...], not {"traceEvents": [...]}
   bool has_event_array = false;
   uint64_t events = 0;
+  // Of those, events read by the Kineto event scanner (chrome_event_scan.h); the others (not objects,
+  // escapes, unusual values) went through the generic On Demand path.
+  uint64_t events_scanned = 0;
   // Top-level fields other than traceEvents, scalars as text and containers as raw JSON (each
   // value cut at 64 KiB).
   std::vector<std::pair<std::string, std::string>> metadata;
@@ -84,6 +87,11 @@ inline constexpr size_t kMaxDeviceFields = 64;
 bool parse_chrome_trace(std::string_view json, const std::string& source, ChromeDocument* doc,
                         const std::function<void(const ChromeEvent&)>& on_event, std::string* error,
                         size_t readable_padding = 0, const std::function<void(size_t)>& on_consumed = {});
+
+// Whether parsers created from now on read common event objects with the Kineto event scanner (the
+// default) or every event through the generic On Demand path; the events are the same either way
+// (tests and benchmarks compare the two).
+void set_chrome_event_scanner(bool enabled);
 
 // What the parser reads beyond the end of its input (simdjson's SIMDJSON_PADDING).
 inline constexpr size_t kJsonPadding = 64;
