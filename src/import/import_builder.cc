@@ -89,9 +89,16 @@ uint32_t ImportBuilder::key_id(std::string_view key) {
   return id;
 }
 
+uint32_t ImportBuilder::constant_key_id(std::string_view key) {
+  const auto address = reinterpret_cast<uintptr_t>(key.data());
+  ConstantKey& slot = constant_keys_[((address ^ key.size()) * 0x9E3779B97F4A7C15ull) >> 58];
+  if (slot.data != key.data() || slot.size != key.size()) slot = {key.data(), key.size(), key_id(key)};
+  return slot.id;
+}
+
 AttrRecord ImportBuilder::int_attr(std::string_view key, int64_t value) {
   AttrRecord a;
-  a.key = key_id(key);
+  a.key = constant_key_id(key);
   a.type = static_cast<uint8_t>(AttrType::kInt);
   a.value.i = value;
   return a;
@@ -99,7 +106,7 @@ AttrRecord ImportBuilder::int_attr(std::string_view key, int64_t value) {
 
 AttrRecord ImportBuilder::double_attr(std::string_view key, double value) {
   AttrRecord a;
-  a.key = key_id(key);
+  a.key = constant_key_id(key);
   a.type = static_cast<uint8_t>(AttrType::kDouble);
   a.value.d = value;
   return a;
@@ -107,7 +114,7 @@ AttrRecord ImportBuilder::double_attr(std::string_view key, double value) {
 
 AttrRecord ImportBuilder::string_attr(std::string_view key, std::string_view value) {
   AttrRecord a;
-  a.key = key_id(key);  // the key first, as Trace::string_attr interns them
+  a.key = constant_key_id(key);  // the key first, as Trace::string_attr interns them
   a.type = static_cast<uint8_t>(AttrType::kString);
   a.value.u = trace_->strings.intern(value);
   return a;
