@@ -612,8 +612,7 @@ class Parser {
 
 void set_chrome_event_scanner(bool enabled) { g_event_scanner.store(enabled, std::memory_order_relaxed); }
 
-std::optional<int64_t> JsonScalar::as_int() const {
-  if (kind == kInt) return i;
+std::optional<int64_t> JsonScalar::int_from_text() const {
   if (kind == kString && !text.empty()) {
     int64_t v = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);

@@ -23,7 +23,13 @@ struct JsonScalar {
   int64_t i = 0;          // kInt, kBool
   double d = 0;           // kDouble (and kInt, converted)
   std::string_view text;  // kString: the unescaped string; kInt/kDouble: the number's JSON text; kRaw: JSON
-  std::optional<int64_t> as_int() const;  // kInt, or a kString holding only an integer
+  // kInt, or a kString holding only an integer. The kInt case inline: the Kineto converter asks for
+  // correlation, device and stream on every device event (an out-of-line call was 1.3% of an import).
+  std::optional<int64_t> as_int() const {
+    if (kind == kInt) return i;
+    return int_from_text();
+  }
+  std::optional<int64_t> int_from_text() const;  // as_int() of a kString (nullopt for other kinds)
 };
 
 struct ChromeArg {

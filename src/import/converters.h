@@ -18,7 +18,7 @@ bool convert_tensorflow(std::string_view json, ImportBuilder& builder, ImportSta
 
 // Kineto's spellings of canonical facts as attributes (the builder's ArgTranslation for Kineto;
 // kineto_args.cc): appends what `arg` becomes to *out and returns true, or false to keep it as it is.
-bool kineto_arg(const ChromeArg& arg, trace::Trace& trace, std::vector<AttrRecord>* out);
+bool kineto_arg(const ChromeArg& arg, ImportBuilder& builder, std::vector<AttrRecord>* out);
 
 // Binds Chrome flow events ("s"/"t"/"f") to the slices they point at, on the flow's own pid/tid
 // track: the enclosing slice (for "s" and for "f" with bp "e"), else the next slice to start.

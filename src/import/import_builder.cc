@@ -89,6 +89,37 @@ uint32_t ImportBuilder::key_id(std::string_view key) {
   return id;
 }
 
+uint32_t ImportBuilder::constant_key_id(std::string_view key) {
+  const auto address = reinterpret_cast<uintptr_t>(key.data());
+  ConstantKey& slot = constant_keys_[((address ^ key.size()) * 0x9E3779B97F4A7C15ull) >> 58];
+  if (slot.data != key.data() || slot.size != key.size()) slot = {key.data(), key.size(), key_id(key)};
+  return slot.id;
+}
+
+AttrRecord ImportBuilder::int_attr(std::string_view key, int64_t value) {
+  AttrRecord a;
+  a.key = constant_key_id(key);
+  a.type = static_cast<uint8_t>(AttrType::kInt);
+  a.value.i = value;
+  return a;
+}
+
+AttrRecord ImportBuilder::double_attr(std::string_view key, double value) {
+  AttrRecord a;
+  a.key = constant_key_id(key);
+  a.type = static_cast<uint8_t>(AttrType::kDouble);
+  a.value.d = value;
+  return a;
+}
+
+AttrRecord ImportBuilder::string_attr(std::string_view key, std::string_view value) {
+  AttrRecord a;
+  a.key = constant_key_id(key);  // the key first, as Trace::string_attr interns them
+  a.type = static_cast<uint8_t>(AttrType::kString);
+  a.value.u = trace_->strings.intern(value);
+  return a;
+}
+
 std::optional<AttrRecord> ImportBuilder::arg_attr(const ChromeArg& arg) {
   AttrRecord a;
   switch (arg.value.kind) {
@@ -117,7 +148,7 @@ std::optional<AttrRecord> ImportBuilder::arg_attr(const ChromeArg& arg) {
 
 const std::vector<AttrRecord>& ImportBuilder::arg_attrs(const ChromeArg& arg) {
   arg_scratch_.clear();
-  if (arg_translation_ != nullptr && arg_translation_(arg, *trace_, &arg_scratch_)) return arg_scratch_;
+  if (arg_translation_ != nullptr && arg_translation_(arg, *this, &arg_scratch_)) return arg_scratch_;
   arg_scratch_.clear();
   if (std::optional<AttrRecord> attr = arg_attr(arg)) arg_scratch_.push_back(*attr);
   return arg_scratch_;
@@ -128,7 +159,7 @@ void ImportBuilder::add_args(const ChromeEvent& event, std::string_view skip_key
     if (!skip_key.empty() && arg.key == skip_key) continue;
     // Most args keep their key: converted straight, without the translation's scratch list.
     arg_scratch_.clear();
-    if (arg_translation_ != nullptr && arg_translation_(arg, *trace_, &arg_scratch_)) {
+    if (arg_translation_ != nullptr && arg_translation_(arg, *this, &arg_scratch_)) {
       for (const AttrRecord& attr : arg_scratch_) add_attr(attr);
     } else if (std::optional<AttrRecord> attr = arg_attr(arg)) {
       add_attr(*attr);

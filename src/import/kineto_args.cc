@@ -34,7 +34,7 @@ bool parse_triple(std::string_view text, int64_t out[3]) {
 // [x, y, z] split into three integers like CUPTI's own record (kept as they are otherwise).
 }  // namespace
 
-bool kineto_arg(const ChromeArg& arg, trace::Trace& t, std::vector<AttrRecord>* out) {
+bool kineto_arg(const ChromeArg& arg, ImportBuilder& builder, std::vector<AttrRecord>* out) {
   namespace k = attr_keys;
   static constexpr std::pair<std::string_view, std::string_view> kRenames[] = {
       {"Input Dims", k::kShapes},
@@ -56,14 +56,14 @@ bool kineto_arg(const ChromeArg& arg, trace::Trace& t, std::vector<AttrRecord>* 
     switch (v.kind) {
       case JsonScalar::kInt:
       case JsonScalar::kBool:
-        out->push_back(t.int_attr(to, v.i));
+        out->push_back(builder.int_attr(to, v.i));
         return true;
       case JsonScalar::kDouble:
-        out->push_back(t.double_attr(to, v.d));
+        out->push_back(builder.double_attr(to, v.d));
         return true;
       case JsonScalar::kString:
       case JsonScalar::kRaw:
-        out->push_back(t.string_attr(to, v.text));
+        out->push_back(builder.string_attr(to, v.text));
         return true;
       default:
         return true;  // null: nothing to keep, as for any other arg
@@ -72,7 +72,7 @@ bool kineto_arg(const ChromeArg& arg, trace::Trace& t, std::vector<AttrRecord>* 
   for (const auto& keys : kDims) {
     int64_t d[3];
     if (arg.key != keys[0] || v.kind != JsonScalar::kRaw || !parse_triple(v.text, d)) continue;
-    for (int i = 0; i < 3; ++i) out->push_back(t.int_attr(keys[1 + i], d[i]));
+    for (int i = 0; i < 3; ++i) out->push_back(builder.int_attr(keys[1 + i], d[i]));
     return true;
   }
   return false;

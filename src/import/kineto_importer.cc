@@ -349,14 +349,14 @@ class KinetoConverter {
     } else {
       b_.add_args(ev, "correlation");
       if (!copy.src.empty()) {
-        b_.add_attr(b_.trace().string_attr(attr_keys::kSrcKind, lower(copy.src)));
-        b_.add_attr(b_.trace().string_attr(attr_keys::kDstKind, lower(copy.dst)));
+        b_.add_attr(b_.string_attr(attr_keys::kSrcKind, lower(copy.src)));
+        b_.add_attr(b_.string_attr(attr_keys::kDstKind, lower(copy.dst)));
       }
     }
     if (instant && ev.name == "[memory]") note_memory(ev, span);
     if (level == Level::kModel && !instant)
       if (std::optional<int64_t> step = profiler_step(ev.name))
-        b_.add_attr(b_.trace().int_attr(attr_keys::kStep, *step));
+        b_.add_attr(b_.int_attr(attr_keys::kStep, *step));
     return b_.spans().size() - 1;
   }
 

@@ -90,5 +90,28 @@ TEST(ChromeJson, ObjectWithoutEventsIsNotATrace) {
   EXPECT_NE(error.find("not an array"), std::string::npos) << error;
 }
 
+// as_int(): integers as themselves, strings holding only an integer, nothing else (the kInt case is
+// inline, the text case out of line).
+TEST(ChromeJson, ScalarAsInt) {
+  auto scalar = [](JsonScalar::Kind kind, int64_t i, std::string_view text) {
+    JsonScalar s;
+    s.kind = kind;
+    s.i = i;
+    s.text = text;
+    return s;
+  };
+  EXPECT_EQ(scalar(JsonScalar::kInt, -7, "").as_int(), -7);
+  EXPECT_EQ(scalar(JsonScalar::kInt, INT64_MIN, "12").as_int(), INT64_MIN);
+  EXPECT_EQ(scalar(JsonScalar::kString, 0, "42").as_int(), 42);
+  EXPECT_EQ(scalar(JsonScalar::kString, 0, "-9223372036854775808").as_int(), INT64_MIN);
+  EXPECT_EQ(scalar(JsonScalar::kString, 5, "").as_int(), std::nullopt);
+  EXPECT_EQ(scalar(JsonScalar::kString, 5, "4x").as_int(), std::nullopt);
+  EXPECT_EQ(scalar(JsonScalar::kString, 5, " 4").as_int(), std::nullopt);
+  EXPECT_EQ(scalar(JsonScalar::kString, 5, "9223372036854775808").as_int(), std::nullopt);
+  EXPECT_EQ(scalar(JsonScalar::kDouble, 5, "5").as_int(), std::nullopt);
+  EXPECT_EQ(scalar(JsonScalar::kRaw, 5, "5").as_int(), std::nullopt);
+  EXPECT_EQ(scalar(JsonScalar::kNull, 5, "5").as_int(), std::nullopt);
+}
+
 }  // namespace
 }  // namespace strata::import
