@@ -15,7 +15,16 @@
 #     rest of the process's CPU, independent of how fast each run happened to be; and samples_taken x
 #     the per-sample cost bench/sample measures in this same session, as a cross-check of it. Neither
 #     includes the kernel's work for each sample in the sampled thread (the interrupt, the callchain
-#     walk): that part is only in the end-to-end and paired figures.
+#     walk): that part is only in the end-to-end and paired figures. The SIGTRAP handler's own time in
+#     the sampled threads (sample.handler_ns) is added to the collector's: the accounted share; with
+#     KERNEL_NS (the kernel's + signal's ns per sample, scripts/sample_signal_cost.sh) also
+#     samples x KERNEL_NS: the accounted total.
+#  4. PAIRED=concurrent: instead of 1-3, plain and --sample=99 / --sample=999 run AT THE SAME TIME,
+#     each pinned to its own core (taskset; the sampled process's sampling and writer threads share
+#     its core), the cores swapped every round, one 99 Hz and one 999 Hz pair per round: per pair
+#     the ratio of process CPU per inference (all threads) and of median wall per inference; the
+#     median ratio over pairs with a bootstrap 90% interval. Machine load that changes during a
+#     run hits both processes of a pair; a core's own speed cancels over the swaps.
 # Each run also reports the CPU of the tools outside the process (strata record's parent, perf,
 # Austin: all CPU of the run's process tree minus the Python process's own).
 #
@@ -24,6 +33,9 @@
 #   MODES="plain sample999" run only these modes (plain is always added: every ratio needs it)
 #   BASELINE=/path/to/other/build  adds modes base99/base999: --sample=99/999 with that build's strata
 #     (bin/ and lib/ of e.g. main's build), interleaved with this build's in every round
+#   PAIRED=concurrent  mode 4 (ROUNDS pairs at each rate; needs 2 CPUs and taskset);
+#     CONCURRENT_BASE=model: the baseline runs under `strata record --level model` (no sampling)
+#   KERNEL_NS=N  the kernel's and the signal's ns per sample in the sampled thread, for the total
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 rounds=${2:-5}
@@ -78,7 +90,7 @@ if [ -n "${BASELINE:-}" ]; then
   all_modes+=(base99 base999)
 fi
 
-# Prints "wall_ms cpu_ms proc_cpu_ms tree_cpu_ms collector_cpu_ns samples_taken" for one run.
+# Prints "wall_ms cpu_ms proc_cpu_ms tree_cpu_ms collector_cpu_ns samples_taken handler_ns" for one run.
 run() {
   local mode=$1 out="$work/$1.strata" cmd
   rm -f "$out" "$work/perf.data" "$work/austin.txt"
@@ -97,16 +109,84 @@ run() {
   # bash's `time` on a subshell: user + system CPU of the whole process tree (the tool's included).
   local TIMEFORMAT='tree_cpu_s %U %S'
   { time "${cmd[@]}" >"$work/run.out" 2>"$work/run.err"; } 2>"$work/time.out"
-  local collector=- taken=-
+  local collector=- taken=- handler=-
   if [[ $mode == sample* || $mode == base* ]]; then
-    collector=$("$strata" info "$out" | awk '$3 == "sample.collector_cpu_ns" {s += $4} END {print s + 0}')
-    taken=$("$strata" info "$out" | awk '$3 == "sample.samples_taken" {s += $4} END {print s + 0}')
+    "$strata" info "$out" >"$work/info.txt"
+    collector=$(awk '$3 == "sample.collector_cpu_ns" {s += $4} END {print s + 0}' "$work/info.txt")
+    taken=$(awk '$3 == "sample.samples_taken" {s += $4} END {print s + 0}' "$work/info.txt")
+    handler=$(awk '$3 == "sample.handler_ns" {s += $4} END {print s + 0}' "$work/info.txt")
   fi
-  awk -v collector="$collector" -v taken="$taken" -v tf="$work/time.out" '
+  awk -v collector="$collector" -v taken="$taken" -v handler="$handler" -v tf="$work/time.out" '
     /^median_ms/ {w = $2} /^cpu_ms/ {c = $2} /^proc_cpu_ms/ {p = $2}
     END {while ((getline line < tf) > 0) if (split(line, t) == 3 && t[1] == "tree_cpu_s") tree = (t[2] + t[3]) * 1e3
-         print w, c, p, tree, collector, taken}' "$work/run.out"
+         print w, c, p, tree, collector, taken, handler}' "$work/run.out"
 }
+
+# Mode 4: plain and the sampled mode at the same time, each on its own core. Prints per run
+# "wall_ms cpu_ms proc_cpu_ms collector_ns taken handler_ns" of the plain one, then of the other.
+concurrent_pair() {
+  local hz=$1 plain_cpu=$2 sampled_cpu=$3 out="$work/pair.strata"
+  rm -f "$out" "$work/base.strata"
+  local infer=("$python" "$work/infer.py" "$iterations") base=()
+  # CONCURRENT_BASE=model: the baseline is recorded too (--level model, no sampling): the ratio is
+  # the sampler's alone, without the recording's own cost.
+  [ "${CONCURRENT_BASE:-plain}" = model ] && base=("$strata" record --quiet --level model -o "$work/base.strata" --)
+  taskset -c "$plain_cpu" "${base[@]}" "${infer[@]}" >"$work/plain.out" 2>"$work/plain.err" &
+  local plain_pid=$!
+  taskset -c "$sampled_cpu" "$strata" record --quiet --level model --sample="$hz" -o "$out" -- "${infer[@]}" \
+    >"$work/sampled.out" 2>"$work/sampled.err" &
+  local sampled_pid=$!
+  wait "$plain_pid" && wait "$sampled_pid" || { cat "$work/plain.err" "$work/sampled.err" >&2; return 1; }
+  "$strata" info "$out" >"$work/info.txt"
+  local stats
+  stats=$(awk '$3 == "sample.collector_cpu_ns" {c += $4} $3 == "sample.samples_taken" {t += $4}
+               $3 == "sample.handler_ns" {h += $4} END {print c + 0, t + 0, h + 0}' "$work/info.txt")
+  for f in plain sampled; do
+    awk '/^median_ms/ {w = $2} /^cpu_ms/ {c = $2} /^proc_cpu_ms/ {p = $2} END {printf "%s %s %s ", w, c, p}' "$work/$f.out"
+  done
+  echo "$stats"
+}
+
+if [ "${PAIRED:-}" = concurrent ]; then
+  command -v taskset >/dev/null || { echo "sample_overhead.sh: PAIRED=concurrent needs taskset (util-linux)" >&2; exit 1; }
+  [ "$(nproc)" -ge 2 ] || { echo "sample_overhead.sh: PAIRED=concurrent needs 2 CPUs" >&2; exit 1; }
+  echo "load before: $(uptime)"
+  : >"$work/pairs.tsv"
+  for ((r = 0; r < rounds; ++r)); do
+    for hz in 99 999; do  # the plain process takes core r%2, the sampled one the other
+      pair=$(concurrent_pair "$hz" $((r % 2)) $((1 - r % 2))) || { echo "sample_overhead.sh: a run failed" >&2; exit 1; }
+      echo "$hz $r $((r % 2)) $pair" >>"$work/pairs.tsv"
+    done
+  done
+  echo "load after: $(uptime)"
+  echo "concurrent pairs: $rounds per rate x $iterations inferences; baseline (${CONCURRENT_BASE:-plain}) on core r%2, sampled on the other"
+  "$python" - "$work/pairs.tsv" "${KERNEL_NS:-0}" <<'PY'
+import random, statistics, sys
+rng = random.Random(15)
+kernel_ns = float(sys.argv[2])
+def boot90(xs):
+    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(2000))
+    return meds[int(0.05 * len(meds))], meds[int(0.95 * len(meds)) - 1]
+pairs = {}
+for line in open(sys.argv[1]):
+    hz, r, core, pw, pc, pp, sw, sc, sp, coll, taken, handler = line.split()
+    pairs.setdefault(int(hz), []).append(tuple(float(x) for x in (pw, pc, pp, sw, sc, sp, coll, taken, handler)))
+for hz, ps in sorted(pairs.items()):
+    cpu = [p[4] / p[1] for p in ps]
+    wall = [p[3] / p[0] for p in ps]
+    # Accounted: the sampling thread + writer plugin, the handler; over the rest of the process.
+    acc = [(p[6] + p[8]) / 1e6 / (p[5] - (p[6] + p[8]) / 1e6) for p in ps]
+    line = (f"{hz:>4} Hz  {len(ps)} pairs  CPU/inference x{statistics.median(cpu):.4f} "
+            f"[{boot90(cpu)[0]:.4f}, {boot90(cpu)[1]:.4f}]  wall/inference x{statistics.median(wall):.4f} "
+            f"[{boot90(wall)[0]:.4f}, {boot90(wall)[1]:.4f}]  accounted {100 * statistics.median(acc):.2f}%"
+            f"  samples {statistics.median([p[7] for p in ps]):.0f}")
+    if kernel_ns > 0:
+        tot = [(p[6] + p[8] + p[7] * kernel_ns) / 1e6 / (p[5] - (p[6] + p[8] + p[7] * kernel_ns) / 1e6) for p in ps]
+        line += f"  with kernel {100 * statistics.median(tot):.2f}%"
+    print(line)
+PY
+  exit 0
+fi
 
 # bench/sample's per-sample cost of the sampling thread (frame-pointer callchain), this session.
 bench_ns=""
@@ -123,14 +203,16 @@ for ((r = 0; r < rounds; ++r)); do
 done
 echo "load after: $(uptime)"
 echo "modes: ${all_modes[*]}; $rounds rounds x $iterations inferences; bench/sample fp_callchain: ${bench_ns:-n/a} ns/sample"
-"$python" - "$work/runs.tsv" "${bench_ns:-0}" <<'PY'
+"$python" - "$work/runs.tsv" "${bench_ns:-0}" "${KERNEL_NS:-0}" <<'PY'
 import random, statistics, sys
 rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
 bench_ns = float(sys.argv[2])
-runs = {}  # mode -> [(round, wall, cpu, proc_cpu, tree_cpu, collector_ns, taken)]
-for r, mode, wall, cpu, proc, tree, coll, taken in rows:
+kernel_ns = float(sys.argv[3])
+runs = {}  # mode -> [(round, wall, cpu, proc_cpu, tree_cpu, collector_ns, taken, handler_ns)]
+for r, mode, wall, cpu, proc, tree, coll, taken, handler in rows:
     num = lambda s: float(s) if s not in ("-", "") else None
-    runs.setdefault(mode, []).append((int(r), float(wall), float(cpu), float(proc), num(tree), num(coll), num(taken)))
+    runs.setdefault(mode, []).append((int(r), float(wall), float(cpu), float(proc), num(tree), num(coll), num(taken),
+                                      num(handler)))
 plain = {r[0]: r for r in runs["plain"]}
 rng = random.Random(15)
 
@@ -168,5 +250,11 @@ for mode, rs in runs.items():
     if bench_ns > 0:
         est = [x[6] * bench_ns / 1e6 / (x[3] - x[5] / 1e6) for x in acc]
         line += f"  samples x bench {100 * statistics.median(est):6.3f}%"
+    # Accounted: collector + the SIGTRAP handler's own time (+ samples x KERNEL_NS when given).
+    own = [x[5] + (x[7] or 0) for x in acc]
+    line += f"  +handler {100 * statistics.median(o / 1e6 / (x[3] - o / 1e6) for o, x in zip(own, acc)):6.2f}%"
+    if kernel_ns > 0:
+        tot = [o + x[6] * kernel_ns for o, x in zip(own, acc)]
+        line += f"  +kernel {100 * statistics.median(t / 1e6 / (x[3] - t / 1e6) for t, x in zip(tot, acc)):6.2f}%"
     print(line)
 PY

@@ -195,6 +195,12 @@ enum class Disk : uint8_t {
   F(kSamplePythonSamplesDeferred, "sample.python_samples_deferred", kProcess,                           \
     "collector.sample.python_samples_deferred", kProcess, kInfo, kCollector,                            \
     "CPU samples that waited for the next drain of the handler records")                                \
+  F(kSampleHandlerNs, "sample.handler_ns", kProcess, "collector.sample.handler_ns", kProcess, kInfo,     \
+    kCollector,                                                                                          \
+    "time (ns) the sampled threads spent in the SIGTRAP handler that reads their Python stacks, "        \
+    "timed by the handler from its entry to its return (signal delivery and return not in it)")          \
+  F(kSampleHandlerCalls, "sample.handler_calls", kProcess, "collector.sample.handler_calls", kProcess,   \
+    kInfo, kCollector, "SIGTRAP handler calls for the sampler's samples (sample.handler_ns is their sum)") \
   F(kLoadFiles, "load.files", kNone, "", kTrace, kInfo, kLoader, "files read into the trace")            \
   F(kLoadBytes, "load.bytes", kNone, "", kTrace, kInfo, kLoader, "bytes of the files read")              \
   F(kLoadCorruptChunks, "load.corrupt_chunks", kNone, "", kTrace, kDataLoss, kFormat,                    \

@@ -42,7 +42,8 @@ bool process_alive(int pid) {
   std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
   if (stat.empty()) return false;
   size_t close = stat.rfind(')');
-  return close == std::string::npos || close + 2 >= stat.size() || (stat[close + 2] != 'Z' && stat[close + 2] != 'X');
+  return close == std::string::npos || close + 2 >= stat.size() ||
+         (stat[close + 2] != 'Z' && stat[close + 2] != 'X');
 }
 
 struct EpochFile {
@@ -104,9 +105,12 @@ class Attacher {
       take();
       const int64_t now = monotonic_now_ns();
       std::string reason;
-      if (stop != nullptr && stop->load()) reason = "stopped by signal";
-      else if (options_.duration_ns > 0 && now - started >= options_.duration_ns) reason = "duration reached";
-      else if (collector_.target_gone() || !process_alive(options_.pid)) reason = "target exited";
+      if (stop != nullptr && stop->load())
+        reason = "stopped by signal";
+      else if (options_.duration_ns > 0 && now - started >= options_.duration_ns)
+        reason = "duration reached";
+      else if (collector_.target_gone() || !process_alive(options_.pid))
+        reason = "target exited";
       if (!reason.empty()) {
         collector_.stop();
         collector_.poll(0);
@@ -142,10 +146,12 @@ class Attacher {
     if (d == nullptr) return out;
     while (dirent* e = readdir(d)) {
       std::string name = e->d_name;
-      if (name.rfind(prefix, 0) != 0 || name.size() < 7 || name.compare(name.size() - 7, 7, ".strata") != 0) continue;
+      if (name.rfind(prefix, 0) != 0 || name.size() < 7 || name.compare(name.size() - 7, 7, ".strata") != 0)
+        continue;
       struct stat st {};
       std::string path = options_.dir + "/" + name;
-      if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) out.push_back({path, static_cast<uint64_t>(st.st_size)});
+      if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        out.push_back({path, static_cast<uint64_t>(st.st_size)});
     }
     closedir(d);
     std::sort(out.begin(), out.end(), [](const EpochFile& a, const EpochFile& b) { return a.path < b.path; });
@@ -199,7 +205,8 @@ class Attacher {
       auto it = frames_.find(id);
       if (it == frames_.end()) continue;
       batch.frames.push_back(it->second);
-      if (it->second.frame.kind == format::SampleFrameKind::kNative) used_mappings.insert(it->second.frame.mapping);
+      if (it->second.frame.kind == format::SampleFrameKind::kNative)
+        used_mappings.insert(it->second.frame.mapping);
     }
     for (const MappingDef& m : mappings_)
       if (used_mappings.count(m.mapping.id)) batch.mappings.push_back(m);
@@ -231,8 +238,10 @@ class Attacher {
       const uint64_t delta = total - reported_lost_[c];
       reported_lost_[c] = total;
       if (!loss_keeps_sample(c)) result_->lost += delta;
-      if (delta > 0 || c == kLossRingOverflow) stats.set_int(std::string("dropped.sample_") + loss_name(c), static_cast<int64_t>(delta));
+      if (delta > 0 || c == kLossRingOverflow)
+        stats.set_int(std::string("dropped.sample_") + loss_name(c), static_cast<int64_t>(delta));
     }
+    add_python_counters(&stats);
     stream.write_properties(format::ChunkType::kStats, stats);
     format::Properties end;
     end.set_int("end_monotonic_ns", end_ns);
@@ -250,6 +259,25 @@ class Attacher {
     epoch_start_ns_ = end_ns;
     epoch_start_real_ns_ = realtime_now_ns();
     enforce_budget();
+  }
+
+  // The samples taken and the Python read counters that apply from the outside (the same keys as the
+  // in-process recorder's, in_process.cc; the handler's are in-thread only), for this epoch like the losses.
+  void add_python_counters(format::Properties* stats) {
+    const PythonReadCounters py = collector_.python_counters();
+    std::vector<std::pair<const char*, uint64_t>> counts = {{"sample.samples_taken", collector_.samples()}};
+    if (py.available) {
+      counts.insert(counts.end(), {{"sample.python_reads", py.reads},
+                                   {"sample.python_frames_from_chunks", py.frames_from_chunks},
+                                   {"sample.python_frames_read_singly", py.frames_read_singly},
+                                   {"sample.python_speculative_hits", py.speculative_hits},
+                                   {"sample.python_code_objects", py.code_objects}});
+    }
+    for (const auto& [key, total] : counts) {
+      uint64_t& reported = reported_python_[key];
+      stats->set_int(std::string("collector.") + key, static_cast<int64_t>(total - reported));
+      reported = total;
+    }
   }
 
   // Oldest epochs go first until the directory's epochs fit; the newest always stays.
@@ -286,11 +314,13 @@ class Attacher {
   int64_t epoch_start_ns_ = 0;
   int64_t epoch_start_real_ns_ = 0;
   uint64_t reported_lost_[kLossCount] = {};
+  std::map<std::string, uint64_t> reported_python_;  // totals written in earlier epochs, by key
 };
 
 }  // namespace
 
-bool run_attach(const AttachOptions& options, std::atomic<bool>* stop, AttachResult* result, std::string* error) {
+bool run_attach(const AttachOptions& options, std::atomic<bool>* stop, AttachResult* result,
+                std::string* error) {
   Attacher attacher(options, result);
   if (!attacher.start(error)) return false;
   result->end_reason = attacher.run(stop);

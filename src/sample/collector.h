@@ -52,9 +52,10 @@ struct PythonReadCounters {
   uint64_t top_frames_popped = 0;  // top frames left out while being popped (in-thread)
   uint64_t truncated = 0;          // stacks deeper than the handler's bound
   uint64_t safe_reads = 0;         // handler reads of a top frame outside the data stack
-  uint64_t ring_full = 0, no_ring = 0;  // handler records not written (their samples: python_record)
-  uint64_t foreign_traps = 0;           // SIGTRAPs handed to the program's disposition
-  uint64_t deferred = 0;                // samples that waited for their record
+  uint64_t ring_full = 0, no_ring = 0;         // handler records not written (their samples: python_record)
+  uint64_t foreign_traps = 0;                  // SIGTRAPs handed to the program's disposition
+  uint64_t deferred = 0;                       // samples that waited for their record
+  uint64_t handler_ns = 0, handler_calls = 0;  // the SIGTRAP handler's own time and calls (in-thread)
 };
 
 class SampleCollector : public PerfSink {

@@ -123,6 +123,8 @@ PythonReadCounters SampleCollector::python_counters() const {
     c.foreign_traps = s.foreign_traps;
     c.ring_full = s.buffer_full;
     c.no_ring = s.no_buffer;
+    c.handler_ns = s.handler_ns;
+    c.handler_calls = s.handler_calls;
   }
   c.records_unpaired = records_unpaired_;
   c.records_paired = records_paired_;

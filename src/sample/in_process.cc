@@ -244,6 +244,10 @@ class InProcessSampler : public collect::WriterPlugin {
         {"sample.python_safe_reads", py.safe_reads},
         {"sample.python_foreign_sigtraps", py.foreign_traps},
         {"sample.python_samples_deferred", py.deferred},
+        // The handler's time in the sampled threads: with sample.collector_cpu_ns, the sampler's
+        // accounted cost (docs/performance.md); 0 when the sampling thread reads the stacks.
+        {"sample.handler_ns", py.handler_ns},
+        {"sample.handler_calls", py.handler_calls},
     };
     for (const auto& [key, value] : counts) session_->set_collector_property(key, std::to_string(value));
   }

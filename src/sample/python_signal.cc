@@ -35,6 +35,10 @@ struct Ring {
   std::atomic<uint32_t> tid{0};
   std::atomic<uint64_t> head{0};  // bytes written (the thread's handler)
   std::atomic<uint64_t> tail{0};  // bytes consumed (the sampling thread)
+  // The handler's time on this thread and its calls: written by the thread's handler only (plain
+  // load + store, no locked instruction), summed by counters().
+  std::atomic<uint64_t> handler_ns{0};
+  std::atomic<uint64_t> handler_calls{0};
   uint8_t* bytes = nullptr;
 };
 
@@ -60,6 +64,8 @@ struct sigaction g_previous {};
 uint64_t g_runtime = 0, g_code_type = 0;
 int g_pid = 0;
 std::atomic<uint64_t> g_records{0}, g_full{0}, g_no_buffer{0}, g_foreign{0}, g_safe_reads{0};
+// Handler time of calls on a thread with no ring (more threads than rings: rare, shared counters).
+std::atomic<uint64_t> g_ringless_handler_ns{0}, g_ringless_handler_calls{0};
 
 __thread Ring* t_ring __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
@@ -203,9 +209,28 @@ void forward(int sig, siginfo_t* info, void* context) {
   }
 }
 
+int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // vDSO (clocksource tsc here): no system call
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Adds one handler call's time to the thread's counters (its ring's; the shared ones without one).
+void account_handler(Ring* r, int64_t entry_ns) {
+  const auto spent = static_cast<uint64_t>(std::max<int64_t>(0, monotonic_ns() - entry_ns));
+  if (r == nullptr) {
+    g_ringless_handler_ns.fetch_add(spent, std::memory_order_relaxed);
+    g_ringless_handler_calls.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  r->handler_ns.store(r->handler_ns.load(std::memory_order_relaxed) + spent, std::memory_order_relaxed);
+  r->handler_calls.store(r->handler_calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 // Async-signal-safe: no allocation, no lock; system calls: gettid (once per thread),
 // clock_gettime (vDSO), and process_vm_readv only for a top frame outside the data stack.
 void on_sigtrap(int sig, siginfo_t* info, void* context) {
+  const int64_t entry_ns = monotonic_ns();
   const int saved_errno = errno;
   uint64_t data = 0;
   if (info != nullptr)
@@ -224,6 +249,7 @@ void on_sigtrap(int sig, siginfo_t* info, void* context) {
   Ring* r = t_ring;
   if (r == nullptr) {
     g_no_buffer.fetch_add(1, std::memory_order_relaxed);
+    account_handler(nullptr, entry_ns);
     errno = saved_errno;
     return;
   }
@@ -232,6 +258,7 @@ void on_sigtrap(int sig, siginfo_t* info, void* context) {
   const uint64_t pad = kRingBytes - at < kMaxRecordBytes ? kRingBytes - at : 0;  // records do not wrap
   if (kRingBytes - (head - r->tail.load(std::memory_order_acquire)) < pad + kMaxRecordBytes) {
     g_full.fetch_add(1, std::memory_order_relaxed);
+    account_handler(r, entry_ns);
     errno = saved_errno;
     return;
   }
@@ -264,6 +291,7 @@ void on_sigtrap(int sig, siginfo_t* info, void* context) {
   std::memcpy(record, &h, sizeof(h));
   r->head.store(head + pad + h.bytes, std::memory_order_release);
   g_records.fetch_add(1, std::memory_order_relaxed);
+  account_handler(r, entry_ns);
   errno = saved_errno;
 }
 
@@ -303,8 +331,12 @@ bool PySignalRecorder::start(uint64_t runtime, uint64_t code_type, std::string* 
     r.tid.store(0);
     r.head.store(0);
     r.tail.store(0);
+    r.handler_ns.store(0);
+    r.handler_calls.store(0);
   }
   g_rings_used.store(0);
+  g_ringless_handler_ns.store(0);
+  g_ringless_handler_calls.store(0);
   for (auto& k : g_known) k.store(0, std::memory_order_relaxed);
   t_tid = 0;
   t_ring = nullptr;
@@ -370,6 +402,13 @@ PySignalCounters PySignalRecorder::counters() {
   c.no_buffer = g_no_buffer.load();
   c.foreign_traps = g_foreign.load();
   c.safe_reads = g_safe_reads.load();
+  c.handler_ns = g_ringless_handler_ns.load(std::memory_order_relaxed);
+  c.handler_calls = g_ringless_handler_calls.load(std::memory_order_relaxed);
+  const size_t used = std::min(g_rings_used.load(std::memory_order_acquire), kMaxBuffers);
+  for (size_t i = 0; i < used; ++i) {
+    c.handler_ns += g_rings[i].handler_ns.load(std::memory_order_relaxed);
+    c.handler_calls += g_rings[i].handler_calls.load(std::memory_order_relaxed);
+  }
   return c;
 }
 

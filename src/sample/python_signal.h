@@ -73,6 +73,11 @@ struct PySignalCounters {
   uint64_t no_buffer = 0;      // more threads than buffers
   uint64_t foreign_traps = 0;  // SIGTRAPs that were not ours, handed to the program's handler
   uint64_t safe_reads = 0;     // top frames outside the data stack read with process_vm_readv
+  // The handler's own time (CLOCK_MONOTONIC, vDSO, at its entry and just before it returns) summed
+  // over every call for a sample of ours, and the number of those calls. The kernel's signal
+  // delivery and sigreturn around the handler are not in it (bench/sample/signal_cost measures them).
+  uint64_t handler_ns = 0;
+  uint64_t handler_calls = 0;
 };
 
 class PySignalRecorder {

@@ -119,8 +119,10 @@ def test_in_thread_frames_equal_the_sampling_threads_reader(tmp_path):
     for mode in ("thread", "process"):
         trace, out = record(tmp_path, "deep", DEEP, ["0.6"], mode)
         assert out.strip() == "ok"
-        sampling, _ = info(trace)
+        sampling, stats = info(trace)
         assert ("in the sampled thread" if mode == "thread" else "by the sampling thread") in sampling, sampling
+        # The handler's time is accounted in the sampled threads, and only where the handler runs.
+        assert (stats.get("sample.handler_calls", 0) > 0) == (mode == "thread"), stats
         results[mode] = python_stacks(trace)
     for needle in ("rec (", "gen ("):
         count_t, stack_t = hottest(results["thread"], needle)
@@ -154,6 +156,12 @@ def test_sixteen_threads_every_sample_accounted_for(tmp_path):
     # Each sample took its thread's handler record or was counted as lost: none silently.
     assert stats["sample.python_records_paired"] + lost == taken, stats
     assert lost <= taken // 20, stats
+    # The handler timed every call it made for a sample, on all 16 threads (summed over their rings):
+    # one per record written, ring full or no ring (docs/sampling.md, "Losses").
+    written = stats["sample.python_records"] + stats.get("sample.python_record_ring_full", 0) + \
+        stats.get("sample.python_record_no_ring", 0)
+    assert stats["sample.handler_calls"] == written, stats
+    assert stats["sample.handler_ns"] > 0, stats
     stacks = python_stacks(trace)
     assert sum(c for s, c in stacks.items() if "work (" in s) >= 0.8 * taken
 

@@ -105,6 +105,68 @@ TEST(SampleAttach, EpochsRotateTargetUnchangedAndEpochsLoadTogether) {
   EXPECT_NE(profile.find("spin"), std::string::npos) << profile;
 }
 
+// The value `strata info` prints for a stats key (its line "... <key> <value> ..."), -1 when absent.
+long long info_value(const std::string& info, const std::string& key) {
+  std::istringstream in(info);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word)
+      if (word == key && (words >> word)) return std::atoll(word.c_str());
+  }
+  return -1;
+}
+
+// An attach epoch of a Python target carries the Python read counters that apply from the outside
+// (the in-process recorder's keys; the SIGTRAP handler's are in-process only) and the samples taken,
+// per epoch: the epochs' reads add up to what the attach made, each one no more than its own.
+TEST(SampleAttach, PythonTargetEpochsCarryTheReadCounters) {
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  TempDir dir;
+  write_file(dir.file("spin.py"),
+             "import time\n"
+             "def leaf(n):\n    return sum(range(n))\n"
+             "def outer():\n    t = time.time()\n    while time.time() - t < 4:\n        leaf(2000)\n"
+             "outer()\n");
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/usr/bin/python3", "python3", dir.file("spin.py").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  usleep(500 * 1000);  // the interpreter is running its loop
+  std::string output;
+  const std::string out_dir = dir.file("epochs");
+  const int rc = run_command(
+      strata_tool() + " attach " + std::to_string(pid) + " --hz 199 --epoch 1 --duration 2.5 -o " + out_dir,
+      &output);
+  EXPECT_EQ(rc, 0) << output;
+  EXPECT_EQ(wait_exit_code(pid), 0);
+  const std::vector<std::string> files = epoch_files(out_dir);
+  ASSERT_GE(files.size(), 2u) << output;
+  // `strata info` prints the non-zero counters: each epoch read stacks; the code objects are named
+  // once (in the first epochs), the frames come from the copied chunks (no generators here).
+  long long reads = 0, taken = 0, codes = 0, from_chunks = 0;
+  for (const std::string& f : files) {
+    std::string info;
+    ASSERT_EQ(run_command(strata_tool() + " info " + out_dir + "/" + f, &info), 0) << info;
+    EXPECT_GT(info_value(info, "sample.samples_taken"), 0) << f << ":\n" << info;
+    EXPECT_GT(info_value(info, "sample.python_reads"), 0) << f << ":\n" << info;
+    EXPECT_EQ(info_value(info, "sample.python_records"), -1) << "an in-thread counter in an attach epoch";
+    reads += std::max(0LL, info_value(info, "sample.python_reads"));
+    taken += std::max(0LL, info_value(info, "sample.samples_taken"));
+    codes += std::max(0LL, info_value(info, "sample.python_code_objects"));
+    from_chunks += std::max(0LL, info_value(info, "sample.python_frames_from_chunks"));
+  }
+  // ~2.5 s at 199 Hz of a busy thread: hundreds of samples, each Python stack read from the outside
+  // (one or more process_vm_readv calls each), every frame of them from a chunk.
+  EXPECT_GT(taken, 100) << output;
+  EXPECT_GE(reads, taken) << "taken " << taken;
+  EXPECT_GE(from_chunks, taken) << "taken " << taken;
+  EXPECT_GE(codes, 2) << "leaf and outer at least";
+}
+
 TEST(SampleAttach, TargetExitingMidAttachEndsItCleanly) {
   TempDir dir;
   const pid_t pid = start_loop(dir, "1.5", "3");
