@@ -162,6 +162,10 @@ enum class Disk : uint8_t {
     "collector.sample.python_codes_freed", kProcess, kInfo, kCollector,                                 \
     "in-thread Python frames whose code object was freed before the sampling thread named it "          \
     "(shown as [code freed before it was named])")                                                      \
+  F(kSamplePythonStringsMalformed, "sample.python_strings_malformed", kProcess,                          \
+    "collector.sample.python_strings_malformed", kProcess, kInfo, kCollector,                           \
+    "Python names or file names refused as not text (the object changed while it was read): the "      \
+    "frame is named <unknown>")                                                                         \
   F(kSamplePythonRecords, "sample.python_records", kProcess,                                            \
     "collector.sample.python_records", kProcess, kInfo, kCollector,                                     \
     "Python stacks the sampled threads' SIGTRAP handler recorded (in-thread reads)")                    \

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/level.h"
+#include "core/utf8.h"
 
 namespace strata::exporter {
 namespace {
@@ -40,7 +41,12 @@ void put_packed(std::string* out, int field, const std::vector<uint64_t>& values
 class Strings {
  public:
   Strings() { index(""); }  // string_table[0] must be ""
-  uint64_t index(const std::string& s) {
+  // profile.proto's strings are proto3 `string`s: decoders (pprof's, protoc's) refuse a table with
+  // bytes that are not UTF-8, so a name read from a changing process or a symbol table is repaired.
+  uint64_t index(const std::string& raw) {
+    std::string repaired;
+    if (!core::is_valid_utf8(raw)) core::append_valid_utf8(&repaired, raw);
+    const std::string& s = repaired.empty() ? raw : repaired;
     auto [it, inserted] = ids_.try_emplace(s, table_.size());
     if (inserted) table_.push_back(s);
     return it->second;

@@ -3,37 +3,17 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "core/utf8.h"
+
 namespace strata::exporter {
 
 namespace {
-// A well-formed UTF-8 sequence at s[i] (no overlong form, no surrogate, at most U+10FFFF): its
-// length and code point; 0 when the bytes are not one.
-size_t decode_utf8_strict(std::string_view s, size_t i, uint32_t* code_point) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  unsigned char c = byte(0);
-  if (c < 0x80) {
-    *code_point = c;
-    return 1;
-  }
-  size_t n = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  uint32_t cp = c & (0x7F >> n);
-  for (size_t k = 1; k < n; ++k) {
-    if ((byte(k) >> 6) != 0x2) return 0;
-    cp = (cp << 6) | (byte(k) & 0x3F);
-  }
-  static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  *code_point = cp;
-  return n;
-}
-
 // Length of a well-formed UTF-8 sequence at s[i], or 0: overlong forms (C0 80 for NUL), UTF-16
 // surrogates and code points above U+10FFFF are not, and strict decoders (Python's, browsers')
 // reject them; JSON and CSV outputs replace them with U+FFFD.
 size_t utf8_length(std::string_view s, size_t i) {
   uint32_t code_point = 0;
-  return decode_utf8_strict(s, i, &code_point);
+  return core::decode_utf8(s, i, &code_point);
 }
 
 bool unsafe_on_terminal(uint32_t cp) {
@@ -46,7 +26,7 @@ bool unsafe_on_terminal(uint32_t cp) {
 bool needs_terminal_escape(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     uint32_t cp = 0;
-    size_t n = decode_utf8_strict(text, i, &cp);
+    size_t n = core::decode_utf8(text, i, &cp);
     if (n == 0 || unsafe_on_terminal(cp)) return true;
     i += n;
   }
@@ -60,7 +40,7 @@ std::string escape_terminal(std::string_view text) {
   char buf[16];
   for (size_t i = 0; i < text.size();) {
     uint32_t cp = 0;
-    size_t n = decode_utf8_strict(text, i, &cp);
+    size_t n = core::decode_utf8(text, i, &cp);
     if (n == 0) {  // not UTF-8: the byte's value
       std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned char>(text[i]));
       out += buf;

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "core/level.h"
+#include "core/utf8.h"
 
 namespace strata::profile {
 
@@ -274,7 +275,11 @@ std::string format_profile(const Profile& p, const ProfileOptions& options) {
 std::string format_collapsed(const trace::Trace& trace, const ProfileOptions& options, FrameNamer& namer) {
   const trace::SampleData& data = trace.samples;
   const SpanIndex spans = index_spans(trace);
-  auto clean = [](std::string name) {
+  // Folded stacks are text that flame-graph tools decode as UTF-8: a name that is not (read from a
+  // process while it changed, or from a symbol table) has its stray bytes shown as U+FFFD.
+  auto clean = [](const std::string& raw) {
+    std::string name;
+    core::append_valid_utf8(&name, raw);
     for (char& ch : name)
       if (ch == ';') ch = ':';
       else if (ch == '\n' || ch == '\r') ch = ' ';

@@ -271,7 +271,8 @@ class Attacher {
                                    {"sample.python_frames_from_chunks", py.frames_from_chunks},
                                    {"sample.python_frames_read_singly", py.frames_read_singly},
                                    {"sample.python_speculative_hits", py.speculative_hits},
-                                   {"sample.python_code_objects", py.code_objects}});
+                                   {"sample.python_code_objects", py.code_objects},
+                                   {"sample.python_strings_malformed", py.strings_malformed}});
     }
     for (const auto& [key, total] : counts) {
       uint64_t& reported = reported_python_[key];

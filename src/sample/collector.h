@@ -46,6 +46,7 @@ struct PythonReadCounters {
   uint64_t frames_from_chunks = 0, frames_read_singly = 0, speculative_hits = 0;
   uint64_t code_objects = 0;       // distinct code objects named
   uint64_t codes_freed = 0;        // in-thread frames whose code object was freed before it was named
+  uint64_t strings_malformed = 0;  // names refused as not text (the object changed while read)
   uint64_t records = 0;            // handler records written (in-thread)
   uint64_t records_paired = 0;     // samples that took a handler record (+ python_record losses: all samples)
   uint64_t records_unpaired = 0;   // handler records no sample claimed (its sample lost or late)

@@ -116,6 +116,7 @@ PythonReadCounters SampleCollector::python_counters() const {
   c.speculative_hits = python_->speculative_hits();
   c.code_objects = python_->code_objects_read();
   c.codes_freed = python_->codes_freed();
+  c.strings_malformed = python_->strings_malformed();
   if (in_thread_) {
     const PySignalCounters s = PySignalRecorder::counters();
     c.records = s.records;

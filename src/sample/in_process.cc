@@ -234,6 +234,7 @@ class InProcessSampler : public collect::WriterPlugin {
         {"sample.python_speculative_hits", py.speculative_hits},
         {"sample.python_code_objects", py.code_objects},
         {"sample.python_codes_freed", py.codes_freed},
+        {"sample.python_strings_malformed", py.strings_malformed},
         {"sample.python_records", py.records},
         {"sample.python_records_paired", py.records_paired},
         {"sample.python_records_unpaired", py.records_unpaired},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/utf8.h"
 #include "sample/python311_layout.h"
 
 namespace strata::sample {
@@ -41,24 +42,6 @@ uint32_t scan_varint(const std::string& t, size_t* pos) {
 int32_t scan_signed_varint(const std::string& t, size_t* pos) {
   uint32_t v = scan_varint(t, pos);
   return (v & 1) ? -static_cast<int32_t>(v >> 1) : static_cast<int32_t>(v >> 1);
-}
-
-void append_utf8(std::string* out, uint32_t c) {
-  if (c < 0x80) {
-    out->push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out->push_back(static_cast<char>(0x80 | (c & 63)));
-  } else if (c < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 63)));
-    out->push_back(static_cast<char>(0x80 | (c & 63)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | ((c >> 18) & 7)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 12) & 63)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 63)));
-    out->push_back(static_cast<char>(0x80 | (c & 63)));
-  }
 }
 
 template <typename T>
@@ -266,15 +249,29 @@ bool PythonReader::read_unicode(uint64_t address, std::string* out, const Prefix
   } else if (!raw.empty() && !read(address + data, raw.data(), raw.size())) {
     return false;
   }
+  // The object may have been freed and reused while it was read (another process's memory, or a
+  // handler's copy of a dying code object): an ASCII string with a high byte or a code point above
+  // U+10FFFF is such garbage, refused and counted, never written into a name. A lone surrogate is
+  // legal in a Python str and becomes U+FFFD.
   out->clear();
   if (ascii) {
+    for (char ch : raw)
+      if (static_cast<unsigned char>(ch) >= 0x80) {
+        ++strings_malformed_;
+        return false;
+      }
     *out = std::move(raw);
     return true;
   }
   for (int64_t i = 0; i < length; ++i) {
     uint32_t c = 0;
     std::memcpy(&c, raw.data() + i * static_cast<int64_t>(char_size), char_size);
-    append_utf8(out, c);
+    if (c > 0x10FFFF) {
+      ++strings_malformed_;
+      out->clear();
+      return false;
+    }
+    core::append_code_point(out, c);
   }
   return true;
 }

@@ -79,6 +79,8 @@ class PythonReader {
   uint64_t frames_read_singly() const { return frames_read_singly_; }
   uint64_t speculative_hits() const { return speculative_hits_; }  // stacks read in one call before the code
   uint64_t codes_freed() const { return codes_freed_; }  // in-thread frames whose code was gone when named
+  // names refused as not text (read while the object changed): the frame is named "<unknown>"
+  uint64_t strings_malformed() const { return strings_malformed_; }
   uint64_t code_objects_read() const { return codes_.size(); }  // distinct code objects named (cached)
 
  private:
@@ -142,6 +144,7 @@ class PythonReader {
   uint32_t next_code_id_ = 1;
   std::unique_ptr<PyCodeInfo> freed_code_;
   uint64_t codes_freed_ = 0, codes_named_from_copies_ = 0;
+  uint64_t strings_malformed_ = 0;
   std::unordered_map<std::string, std::unique_ptr<PyCodeInfo>>
       copied_codes_;  // stands for a code object gone before it was named
   bool last_failed_ = false;

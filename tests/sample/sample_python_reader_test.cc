@@ -58,8 +58,13 @@ def gen(n):
 def ωmega_λ():
     stop_here()
 
-def LONGNAME():
+def odd():
     ωmega_λ()
+# A 4-byte-kind name with a lone surrogate (legal in a str, not in UTF-8: written as U+FFFD).
+odd.__code__ = odd.__code__.replace(co_name="odd_\U0001F600", co_qualname="odd_\U0001F600_\ud800")
+
+def LONGNAME():
+    odd()
 
 mode = sys.argv[1]
 if mode == "names":
@@ -179,6 +184,7 @@ class PythonReaderChunks : public ::testing::Test {
     *per_frame = read_with(*reader, python.pid(), PyFrameReads::kPerFrame);
     *chunked = read_with(*reader, python.pid(), PyFrameReads::kChunked);
     EXPECT_EQ(chunked->frames, per_frame->frames) << mode;
+    EXPECT_EQ(reader->strings_malformed(), 0u) << mode;  // real names are never refused as garbage
     return true;
   }
 
@@ -241,11 +247,12 @@ TEST_F(PythonReaderChunks, NamesAndFilesDecodeWhateverTheirLengthAndKind) {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
     return;
   }
-  ASSERT_EQ(chunked.frames.size(), 4u);
+  ASSERT_EQ(chunked.frames.size(), 5u);
   EXPECT_EQ(std::get<0>(chunked.frames[0]), "stop_here");
   EXPECT_EQ(std::get<0>(chunked.frames[1]), "\u03c9mega_\u03bb");  // UTF-8 from a 2-byte-kind string
-  EXPECT_EQ(std::get<0>(chunked.frames[2]), long_name());
-  EXPECT_EQ(std::get<0>(chunked.frames[3]), "<module>");
+  EXPECT_EQ(std::get<0>(chunked.frames[2]), "odd_\xF0\x9F\x98\x80_\xEF\xBF\xBD");
+  EXPECT_EQ(std::get<0>(chunked.frames[3]), long_name());
+  EXPECT_EQ(std::get<0>(chunked.frames[4]), "<module>");
   for (const Frame& f : chunked.frames) EXPECT_EQ(std::get<1>(f), dir_.file("stack.py"));
   // Lines from the location table: stop_here's call in ωmega_λ is the line after its def.
   EXPECT_GT(std::get<2>(chunked.frames[1]), 0u);
