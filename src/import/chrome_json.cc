@@ -628,8 +628,8 @@ const std::string* ChromeDevice::field(std::string_view key) const {
 }
 
 const JsonScalar* ChromeEvent::arg(std::string_view key) const {
-  for (const ChromeArg& a : args)  // size and first byte before the text: most args differ there
-    if (a.key.size() == key.size() && (key.empty() || a.key[0] == key[0]) && a.key == key) return &a.value;
+  for (const ChromeArg& a : args)
+    if (a.key == key) return &a.value;
   return nullptr;
 }
 

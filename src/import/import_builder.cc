@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <numeric>
 
 #include "import/correlation_map.h"
@@ -79,32 +77,6 @@ void ImportBuilder::add_attr(const AttrRecord& attr) {
   ++span.attr_count;
 }
 
-namespace {
-
-// Whether two texts are equal, inline for the 4-16 bytes of a typical arg key (two overlapping loads
-// of each instead of a call into memcmp, which was a few percent of an import in perf).
-inline bool same_text(std::string_view a, std::string_view b) {
-  const size_t n = a.size();
-  if (n != b.size()) return false;
-  auto load8 = [](const char* p) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    return v;
-  };
-  auto load4 = [](const char* p) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-  };
-  if (n >= 8 && n <= 16)
-    return load8(a.data()) == load8(b.data()) && load8(a.data() + n - 8) == load8(b.data() + n - 8);
-  if (n >= 4 && n < 8)
-    return load4(a.data()) == load4(b.data()) && load4(a.data() + n - 4) == load4(b.data() + n - 4);
-  return a == b;
-}
-
-}  // namespace
-
 uint32_t ImportBuilder::key_id(std::string_view key) {
   const size_t n = key.size();
   const size_t slot =
@@ -113,7 +85,7 @@ uint32_t ImportBuilder::key_id(std::string_view key) {
                 static_cast<unsigned char>(key[n / 2]) * 7 + static_cast<unsigned char>(key[n - 1])) %
                    key_cache_.size();
   uint32_t& id = key_cache_[slot];
-  if (id == kNoKey || !same_text(trace_->strings.get(id), key)) id = trace_->strings.intern(key);
+  if (id == kNoKey || trace_->strings.get(id) != key) id = trace_->strings.intern(key);
   return id;
 }
 
@@ -184,10 +156,7 @@ const std::vector<AttrRecord>& ImportBuilder::arg_attrs(const ChromeArg& arg) {
 
 void ImportBuilder::add_args(const ChromeEvent& event, std::string_view skip_key) {
   for (const ChromeArg& arg : event.args) {
-    // The first byte before the text: "correlation" is as long as "External id", in every cpu_op.
-    if (!skip_key.empty() && arg.key.size() == skip_key.size() && arg.key[0] == skip_key[0] &&
-        arg.key == skip_key)
-      continue;
+    if (!skip_key.empty() && arg.key == skip_key) continue;
     // Most args keep their key: converted straight, without the translation's scratch list.
     arg_scratch_.clear();
     if (arg_translation_ != nullptr && arg_translation_(arg, *this, &arg_scratch_)) {

@@ -51,10 +51,8 @@ bool kineto_arg(const ChromeArg& arg, ImportBuilder& builder, std::vector<AttrRe
   const size_t n = arg.key.size();
   if (n != 4 && n != 5 && n != 7 && n != 10 && n != 11 && n != 13 && n != 20 && n != 25) return false;
   const JsonScalar& v = arg.value;
-  // The first byte before the text ("Fwd thread id" is as long as "shared memory", "cbid" as "grid").
-  auto is = [&](std::string_view name) { return arg.key[0] == name[0] && arg.key == name; };
   for (const auto& [from, to] : kRenames) {
-    if (!is(from)) continue;
+    if (arg.key != from) continue;
     switch (v.kind) {
       case JsonScalar::kInt:
       case JsonScalar::kBool:
@@ -73,7 +71,7 @@ bool kineto_arg(const ChromeArg& arg, ImportBuilder& builder, std::vector<AttrRe
   }
   for (const auto& keys : kDims) {
     int64_t d[3];
-    if (!is(keys[0]) || v.kind != JsonScalar::kRaw || !parse_triple(v.text, d)) continue;
+    if (arg.key != keys[0] || v.kind != JsonScalar::kRaw || !parse_triple(v.text, d)) continue;
     for (int i = 0; i < 3; ++i) out->push_back(builder.int_attr(keys[1 + i], d[i]));
     return true;
   }
