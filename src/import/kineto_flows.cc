@@ -60,7 +60,14 @@ std::vector<size_t> bind_flows(const std::vector<PendingSpan>& spans, const std:
     int64_t start_ns, end_ns;
     uint32_t span;
   };
-  std::map<std::pair<int64_t, int64_t>, std::vector<Member>> tracks;
+  // hint: the previous flow's answer on this track. Flows alternate between tracks (an ac2g arrow
+  // starts on a CPU thread and ends on a GPU stream), so each track keeps its own: one shared hint,
+  // reset at every change of track, made most flows gallop from the track's first slice.
+  struct Track {
+    std::vector<Member> members;
+    size_t hint = 0;
+  };
+  std::map<std::pair<int64_t, int64_t>, Track> tracks;
   std::pair<int64_t, int64_t> track_of_last{};
   std::vector<Member>* members_of_last = nullptr;  // consecutive spans are mostly on one track
   for (size_t i = 0; i < spans.size(); ++i) {
@@ -70,27 +77,32 @@ std::vector<size_t> bind_flows(const std::vector<PendingSpan>& spans, const std:
       continue;
     if (members_of_last == nullptr || track_of_last != std::pair(s.track_pid, s.track_tid)) {
       track_of_last = {s.track_pid, s.track_tid};
-      members_of_last = &tracks[track_of_last];
+      members_of_last = &tracks[track_of_last].members;
     }
     members_of_last->push_back({s.record.start_ns, s.record.end_ns, static_cast<uint32_t>(i)});
   }
   // std::sort by start alone, as before: equal starts keep the order this sort has always given them.
-  for (auto& [key, members] : tracks)
-    std::sort(members.begin(), members.end(),
-              [](const Member& a, const Member& b) { return a.start_ns < b.start_ns; });
+  // A track whose starts already strictly increase (most GPU streams) has one order, its own: no sort.
+  auto by_start = [](const Member& a, const Member& b) { return a.start_ns < b.start_ns; };
+  auto strictly_increasing = [](const std::vector<Member>& m) {
+    for (size_t i = 1; i < m.size(); ++i)
+      if (m[i].start_ns <= m[i - 1].start_ns) return false;
+    return true;
+  };
+  for (auto& [key, track] : tracks)
+    if (!strictly_increasing(track.members)) std::sort(track.members.begin(), track.members.end(), by_start);
   const std::pair<int64_t, int64_t>* last_key = nullptr;
-  const std::vector<Member>* last_members = nullptr;
-  size_t hint = 0;  // the previous flow's answer on this track
+  Track* last_track = nullptr;
   for (size_t k = 0; k < flows.size(); ++k) {
     const FlowEvent& f = flows[k];
     if (last_key == nullptr || *last_key != std::pair(f.track_pid, f.track_tid)) {
       auto it = tracks.find({f.track_pid, f.track_tid});
       if (it == tracks.end()) continue;
       last_key = &it->first;
-      last_members = &it->second;
-      hint = 0;
+      last_track = &it->second;
     }
-    const auto& members = *last_members;
+    const auto& members = last_track->members;
+    size_t& hint = last_track->hint;
     // First span starting after ts; candidates for "enclosing" are before it.
     hint = upper_from(members, f.ts_ns, hint);
     auto upper = members.begin() + static_cast<ptrdiff_t>(hint);

@@ -303,6 +303,64 @@ TEST(ChromeEventScan, RandomDamageGivesTheSameEventsAndErrors) {
   EXPECT_GT(failures, 100);  // the damage did reach the error paths
 }
 
+// A ts or dur token of random shape: sign, 0-20 integer digits (leading zeros too), a fraction of
+// 0-5 digits or none, an exponent or none; or one near the time limit (2^62 - 1 ns is
+// 4611686018427387.903 us, 16 integer digits: the last the plain time path reads itself).
+std::string random_time_token(std::mt19937& rng) {
+  const char* const kNearLimit[] = {"4611686018427387.903",
+                                    "4611686018427387.904",
+                                    "4611686018427387.9",
+                                    "-4611686018427387.903",
+                                    "4611686018427388",
+                                    "9999999999999999.999",
+                                    "9999999999999999.9999",
+                                    "99999999999999999",
+                                    "0.0005",
+                                    "-0"};
+  if (rng() % 8 == 0) return kNearLimit[rng() % std::size(kNearLimit)];
+  std::string t = rng() % 4 == 0 ? "-" : rng() % 16 == 0 ? "+" : "";
+  for (int n = static_cast<int>(rng() % 21), i = 0; i < n; ++i) t += static_cast<char>('0' + rng() % 10);
+  if (rng() % 3 != 0) {
+    t += '.';
+    for (int n = static_cast<int>(rng() % 6), i = 0; i < n; ++i) t += static_cast<char>('0' + rng() % 10);
+  }
+  if (rng() % 6 == 0)
+    t += std::string(rng() % 2 ? "e" : "E") + (rng() % 2 ? "-" : "") + std::to_string(rng() % 30);
+  return t;
+}
+
+// The plain time path (digits, at most 16 before the point and 3 after) against the generic path on
+// every token shape around its limits: on valid JSON the same events; what the scanner accepts, the
+// generic path accepts with the same events; anything else fails with one line.
+TEST(ChromeEventScan, TimeTokensOfEveryShapeMatchTheGenericPath) {
+  std::mt19937 rng(23);
+  int compared = 0;
+  for (int round = 0; round < 6000; ++round) {
+    std::string json = "{\"traceEvents\": [";
+    for (int i = 0; i < 3; ++i) {
+      if (i) json += rng() % 2 ? ", " : ",";
+      json += "{\"ph\": \"X\", \"ts\": " + random_time_token(rng) + (rng() % 2 ? " " : "") +
+              ", \"pid\": 1, \"dur\":" + random_time_token(rng) + (rng() % 2 ? "}" : " }");
+    }
+    json += "]}";
+    const Result generic = parse(json, false);
+    const Result scanner = parse(json, true);
+    simdjson::dom::parser validator;
+    if (validator.parse(json).error() == simdjson::SUCCESS) {
+      ASSERT_EQ(generic.ok, scanner.ok) << generic.error << "\n" << scanner.error << "\n" << json;
+    }
+    if (scanner.ok) {
+      ASSERT_TRUE(generic.ok) << generic.error << "\n" << json;
+      expect_same(generic, scanner, json);
+      if (::testing::Test::HasFatalFailure()) return;
+      ++compared;
+    } else {
+      ASSERT_EQ(scanner.error.rfind("t.json: ", 0), 0u) << scanner.error;
+    }
+  }
+  EXPECT_GT(compared, 300);
+}
+
 TEST(ChromeEventScan, RealV100TraceMatchesTheGenericPath) {
   const std::string json =
       testing::gunzip_file(testing::source_path("tests/data/kineto/v100_train_rank0.json.gz"));

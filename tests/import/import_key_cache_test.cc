@@ -19,10 +19,13 @@ namespace strata::import {
 namespace {
 
 // A key that lands in the same cache slot as every other key of its length built here: the slot is
-// chosen from the length and the first, middle and last bytes, which stay fixed; the rest varies.
-std::string colliding_key(size_t length, uint64_t variant) {
+// chosen from the length and the first, middle and last bytes, which stay fixed; the rest varies,
+// from the second byte on or (from_end) from the last but one backwards, so that keys of one slot
+// differ in their first bytes only or in their last ones only (the text check's two loads).
+std::string colliding_key(size_t length, uint64_t variant, bool from_end = false) {
   std::string key(length, 'k');
-  for (size_t i = 1; i + 1 < length; ++i) {
+  for (size_t k = 1; k + 1 < length; ++k) {
+    const size_t i = from_end ? length - 1 - k : k;
     if (i == length / 2) continue;
     key[i] = static_cast<char>('a' + variant % 26);
     variant /= 26;
@@ -42,6 +45,8 @@ std::vector<std::string> generated_keys(std::mt19937_64& rng) {
       keys.push_back(common[rng() % common.size()]);  // most events repeat the same dozen keys
     } else if (p < 85) {
       keys.push_back(colliding_key(8 + rng() % 3, rng() % 40));  // a few slots, many keys each
+    } else if (p < 88) {
+      keys.push_back(colliding_key(3 + rng() % 18, rng() % 40, rng() % 2));  // 3-20 bytes
     } else if (p < 98) {
       keys.push_back("distinct." + std::to_string(i));  // thousands of keys seen once
     } else {

@@ -385,8 +385,10 @@ std::vector<size_t> bind_flows_reference(const std::vector<PendingSpan>& spans,
 
 TEST(JsonIngest, FlowBindingEqualsThePlainScan) {
   // Seed 3: many equal starts; seed 4: hundreds per start (the lower bound's fallback search),
-  // flows in time order per track (the searches' hint from the previous flow).
-  for (unsigned seed : {1u, 2u, 3u, 4u}) {
+  // flows in time order per track (the searches' hint from the previous flow). Seeds 5 and 6: flows
+  // in time order across tracks (alternating, as ac2g arrows do: each track keeps its own hint), and
+  // tracks whose starts strictly increase (left unsorted) beside tracks with ties (seed 6).
+  for (unsigned seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     std::mt19937_64 rng(seed);
     const int64_t quantum = seed == 3 ? 100 : seed == 4 ? 10000 : 1;
     std::vector<PendingSpan> spans;
@@ -396,6 +398,8 @@ TEST(JsonIngest, FlowBindingEqualsThePlainScan) {
       s.track_pid = static_cast<int64_t>(rng() % 2);
       s.track_tid = static_cast<int64_t>(rng() % 3);
       s.record.start_ns = static_cast<int64_t>(rng() % 200000) / quantum * quantum;
+      if (seed == 5 || (seed == 6 && s.track_tid == 0))
+        s.record.start_ns = i * 7 + static_cast<int64_t>(rng() % 7);
       s.record.end_ns = s.record.start_ns + static_cast<int64_t>(rng() % (rng() % 4 == 0 ? 5000 : 50));
       s.record.kind = static_cast<uint8_t>(rng() % 10 == 0 ? SpanKind::kInstant : SpanKind::kSpan);
       spans.push_back(s);
@@ -410,6 +414,7 @@ TEST(JsonIngest, FlowBindingEqualsThePlainScan) {
       flows.push_back(f);
     }
     std::sort(flows.begin(), flows.end(), [seed](const FlowEvent& a, const FlowEvent& b) {
+      if (seed >= 5) return a.ts_ns < b.ts_ns;
       if (seed == 4)
         return std::tie(a.track_pid, a.track_tid, a.ts_ns) < std::tie(b.track_pid, b.track_tid, b.ts_ns);
       return a.track_pid < b.track_pid;  // runs of one track, as in a real file, and switches

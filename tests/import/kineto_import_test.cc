@@ -1,7 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <random>
+#include <string>
+#include <vector>
 
+#include "../test_util.h"
 #include "import/importer.h"
 #include "import_test_util.h"
 #include "trace/span_tree.h"
@@ -51,6 +56,72 @@ TEST(KinetoImport, DamagedEventsAreCountedByCause) {
   EXPECT_NE(t.spans[begin].flags & kSpanFlagUnfinished, 0);
   EXPECT_EQ(t.spans[begin].start_ns, 1300000);
   EXPECT_EQ(t.spans[begin].end_ns, 1500000);
+}
+
+// Host ops on a few pids in runs of random length, kernels on a device "pid" resolved to the host pid
+// of the op with their correlation id (or to the main process when none has it): every span's
+// process against a brute-force assignment, the processes in order of first appearance, the main
+// one (the most host spans, the first on a tie) holding the import's properties.
+TEST(KinetoImport, ProcessesByFirstAppearanceAndDeviceWorkByCorrelation) {
+  std::mt19937 rng(31);
+  const int64_t kPids[] = {4242, 77, 9001, 5};
+  std::string json = "{\"traceEvents\": [";
+  std::map<std::string, int64_t> expect_pid;  // by span name
+  std::vector<int64_t> first_seen;
+  std::map<int64_t, int> host_spans;
+  std::map<int64_t, int64_t> pid_of_correlation;
+  std::vector<std::string> kernels_by_correlation;  // resolved after the main pid is known
+  std::map<std::string, int64_t> kernel_correlation;
+  int64_t pid = kPids[0];
+  for (int i = 0; i < 3000; ++i) {
+    if (i) json += ",\n";
+    const std::string ts = std::to_string(1000 + i);
+    if (i > 0 && rng() % 3 == 0) {
+      const int64_t corr = 1 + static_cast<int64_t>(rng() % (i + 50));  // some match no op
+      const std::string name = "k" + std::to_string(i);
+      kernel_correlation[name] = corr;
+      json += "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"" + name +
+              "\", \"pid\": 0, \"tid\": 7, \"ts\": " + ts +
+              ", \"dur\": 1, \"args\": {\"correlation\": " + std::to_string(corr) +
+              ", \"device\": 0, \"stream\": 7}}";
+      continue;
+    }
+    if (rng() % 6 == 0) pid = kPids[rng() % 4];
+    const std::string name = "op" + std::to_string(i);
+    expect_pid[name] = pid;
+    if (host_spans[pid]++ == 0) first_seen.push_back(pid);
+    pid_of_correlation.emplace(i + 1, pid);
+    json += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"" + name +
+            "\", \"pid\": " + std::to_string(pid) + ", \"tid\": 1, \"ts\": " + ts +
+            ", \"dur\": 1, \"args\": {\"correlation\": " + std::to_string(i + 1) + "}}";
+  }
+  json += "]}";
+  int64_t main_pid = first_seen.front();
+  for (int64_t p : first_seen)
+    if (host_spans[p] > host_spans[main_pid]) main_pid = p;
+  for (const auto& [name, corr] : kernel_correlation) {
+    auto it = pid_of_correlation.find(corr);
+    expect_pid[name] = it != pid_of_correlation.end() ? it->second : main_pid;
+  }
+  strata::testing::TempDir dir;
+  const std::string path = dir.file("pids.json");
+  std::ofstream(path) << json;
+  trace::Trace t;
+  std::string error;
+  ASSERT_TRUE(import_trace(path, &t, &error)) << error;
+  ASSERT_EQ(t.processes.size(), first_seen.size());
+  for (size_t k = 0; k < first_seen.size(); ++k) {
+    EXPECT_EQ(t.processes[k].pid, first_seen[k]) << k;
+    EXPECT_EQ(t.processes[k].properties.get("import.first_problem").has_value() ||
+                  t.processes[k].stats.get(stats::Stat::kImportEventsRead) != 0,
+              first_seen[k] == main_pid)
+        << "the import's counts are on the main process only";
+  }
+  ASSERT_EQ(t.spans.size(), expect_pid.size());
+  for (const SpanRecord& s : t.spans) {
+    const std::string name(t.name(s));
+    ASSERT_EQ(t.processes.at(s.process).pid, expect_pid.at(name)) << name;
+  }
 }
 
 TEST(KinetoImport, FieldsLevelsAndAttributes) {

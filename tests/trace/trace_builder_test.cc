@@ -91,6 +91,62 @@ TEST(TraceBuilder, SortInPlaceEqualsAStableSortByStartLongerFirstShallowerFirst)
   }
 }
 
+// Spans as importers hand them over: `tracks` sequences each in time order (nested slices, equal
+// starts, equal spans), interleaved at random, and optionally a few spans out of place. Up to 64
+// sequences are merged as runs, more go to the full sort: both must give the stable sort's order.
+Trace interleaved_trace(size_t n, size_t tracks, size_t misplaced, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  Trace t;
+  t.add_process(Process{});
+  const uint32_t key = t.strings.intern("owner");
+  std::vector<SpanRecord> last(tracks);  // each track's previous span: the next sorts after it
+  for (size_t i = 0; i < n; ++i) {
+    SpanRecord& prev = last[rng() % tracks];
+    SpanRecord s;
+    s.span_id = i + 1;
+    if (i >= tracks && rng() % 3 == 0) {  // an equal start: not longer, not shallower if as long
+      s.start_ns = prev.start_ns;
+      s.end_ns = std::max(s.start_ns, prev.end_ns - static_cast<int64_t>(rng() % 2));
+      s.level = static_cast<uint8_t>(s.end_ns == prev.end_ns ? prev.level + 10 * (rng() % 2) : 10);
+    } else {
+      s.start_ns = prev.start_ns + 1 + static_cast<int64_t>(rng() % 2);
+      s.end_ns = s.start_ns + static_cast<int64_t>(rng() % 4);
+      s.level = static_cast<uint8_t>(10 * (1 + rng() % 3));
+    }
+    prev = s;
+    if (misplaced != 0 && rng() % (n / misplaced + 1) == 0)
+      s.start_ns = static_cast<int64_t>(rng() % (i + 1));
+    AttrRecord a;
+    a.key = key;
+    a.type = static_cast<uint8_t>(AttrType::kInt);
+    a.value.i = static_cast<int64_t>(i);
+    t.add_span(s, std::span<const AttrRecord>(&a, 1));
+  }
+  return t;
+}
+
+TEST(TraceBuilder, SortOfInterleavedSortedSequencesEqualsTheStableSort) {
+  uint32_t seed = 10;
+  for (size_t tracks : {1, 2, 3, 14, 63, 64, 65, 200})
+    for (size_t misplaced : {0, 5, 200}) {
+      Trace t = interleaved_trace(tracks == 1 ? 5'000 : 30'000, tracks, misplaced, ++seed);
+      std::vector<uint32_t> order(t.spans.size());
+      std::iota(order.begin(), order.end(), 0u);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](uint32_t a, uint32_t b) { return span_before(t.spans[a], t.spans[b]); });
+      std::vector<uint64_t> expect;
+      for (uint32_t i : order) expect.push_back(t.spans[i].span_id);
+      sort_spans(&t);
+      ASSERT_EQ(t.spans.size(), expect.size());
+      for (size_t i = 0; i < t.spans.size(); ++i) {
+        ASSERT_EQ(t.spans[i].span_id, expect[i])
+            << tracks << " tracks, " << misplaced << " misplaced, at " << i;
+        ASSERT_EQ(t.attributes(i).size(), 1u);
+        ASSERT_EQ(t.attributes(i)[0].value.i, static_cast<int64_t>(expect[i] - 1)) << "attributes follow";
+      }
+    }
+}
+
 TEST(TraceBuilder, NumbersSpansWithoutIdsInTimeOrderPerProcess) {
   Trace t;
   TraceBuilder b(&t);
