@@ -43,7 +43,29 @@ iterations=${3:-40}
 strata="$build/bin/strata"
 python=/usr/bin/python3
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# Every process this script starts in the background gets its own process group (setsid), listed in
+# $work/groups: killed or interrupted, the script takes them all down with it (a background job of a
+# non-interactive shell ignores SIGINT, and a plain kill of the script reaches only the script: the
+# pairs of PAIRED=concurrent kept running as orphans). SIGKILL of the script cannot be trapped.
+cleanup() {
+  trap - EXIT INT TERM HUP
+  [ -s "$work/pair.pid" ] && { kill "$(cat "$work/pair.pid")" 2>/dev/null || true; }  # the pair's waiting subshell
+  if [ -s "$work/groups" ]; then
+    while read -r group; do kill -TERM -- "-$group" 2>/dev/null || true; done <"$work/groups"
+    sleep 0.5
+    while read -r group; do kill -KILL -- "-$group" 2>/dev/null || true; done <"$work/groups"
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM HUP
+# Starts "$@" in the background as the leader of a new process group (a background child of this
+# non-interactive shell is no group leader, so setsid(1) execs in place: $! is the group's id).
+spawn_group() {
+  setsid "$@" &
+  echo "$!" >>"$work/groups"
+}
 cat > "$work/infer.py" <<'PY'
 import statistics, sys, time
 import torch, torchvision
@@ -131,12 +153,13 @@ concurrent_pair() {
   # CONCURRENT_BASE=model: the baseline is recorded too (--level model, no sampling): the ratio is
   # the sampler's alone, without the recording's own cost.
   [ "${CONCURRENT_BASE:-plain}" = model ] && base=("$strata" record --quiet --level model -o "$work/base.strata" --)
-  taskset -c "$plain_cpu" "${base[@]}" "${infer[@]}" >"$work/plain.out" 2>"$work/plain.err" &
+  spawn_group taskset -c "$plain_cpu" "${base[@]}" "${infer[@]}" >"$work/plain.out" 2>"$work/plain.err"
   local plain_pid=$!
-  taskset -c "$sampled_cpu" "$strata" record --quiet --level model --sample="$hz" -o "$out" -- "${infer[@]}" \
-    >"$work/sampled.out" 2>"$work/sampled.err" &
+  spawn_group taskset -c "$sampled_cpu" "$strata" record --quiet --level model --sample="$hz" -o "$out" -- \
+    "${infer[@]}" >"$work/sampled.out" 2>"$work/sampled.err"
   local sampled_pid=$!
   wait "$plain_pid" && wait "$sampled_pid" || { cat "$work/plain.err" "$work/sampled.err" >&2; return 1; }
+  : >"$work/groups"  # both groups ended: nothing left to kill (their ids may be reused)
   "$strata" info "$out" >"$work/info.txt"
   local stats
   stats=$(awk '$3 == "sample.collector_cpu_ns" {c += $4} $3 == "sample.samples_taken" {t += $4}
@@ -154,7 +177,12 @@ if [ "${PAIRED:-}" = concurrent ]; then
   : >"$work/pairs.tsv"
   for ((r = 0; r < rounds; ++r)); do
     for hz in 99 999; do  # the plain process takes core r%2, the sampled one the other
-      pair=$(concurrent_pair "$hz" $((r % 2)) $((1 - r % 2))) || { echo "sample_overhead.sh: a run failed" >&2; exit 1; }
+      # In the background and waited for: a signal interrupts `wait` at once and the trap runs (a
+      # foreground command would be waited out first).
+      concurrent_pair "$hz" $((r % 2)) $((1 - r % 2)) >"$work/pair.txt" &
+      echo "$!" >"$work/pair.pid"
+      wait "$!" || { echo "sample_overhead.sh: a run failed" >&2; exit 1; }
+      pair=$(cat "$work/pair.txt")
       echo "$hz $r $((r % 2)) $pair" >>"$work/pairs.tsv"
     done
   done

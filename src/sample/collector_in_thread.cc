@@ -1,6 +1,6 @@
 // The collector's side of in-thread Python reads (python_signal.h): the handler records of every
 // thread are drained at each poll (no wake-up per sample: the perf rings are read at their
-// watermark or every kInThreadPollMs) and each perf sample takes the first unclaimed record of its
+// watermark or every idle_wait_ms()) and each perf sample takes the first unclaimed record of its
 // thread at or after the sample's time, within kMaxRecordDelayNs. The rings of the CPUs are read
 // one after the other, so one thread's samples do not arrive in time order: records are kept per
 // thread in time order and claimed, not consumed in sequence.
@@ -17,6 +17,8 @@ constexpr int64_t kMaxRecordDelayNs = 20'000'000;
 // Records no sample claimed are dropped after this (their samples were lost: ring overflow).
 constexpr int64_t kRecordKeepNs = 1'000'000'000;
 constexpr size_t kMaxRecordsPerThread = 8192;
+// Record buffers kept for reuse: more than one poll's records at 999 Hz on a few threads.
+constexpr size_t kMaxSpareBuffers = 1024;
 }  // namespace
 
 void SampleCollector::drain_records() {
@@ -25,7 +27,12 @@ void SampleCollector::drain_records() {
     PyRecord r;
     r.time_ns = h.time_ns;
     r.status = h.status;
-    // The whole record: frames, then the strings the handler copied (python_signal.h).
+    // The whole record: frames, then the strings the handler copied (python_signal.h), into a
+    // buffer of a record already used (a malloc and a free per sample otherwise).
+    if (!spare_bytes_.empty()) {
+      r.bytes = std::move(spare_bytes_.back());
+      spare_bytes_.pop_back();
+    }
     const auto* base = reinterpret_cast<const uint8_t*>(frames) - sizeof(PySignalRecordHeader);
     r.bytes.assign(base, base + h.bytes);
     r.frames = h.frames;
@@ -35,6 +42,7 @@ void SampleCollector::drain_records() {
     while (!list.empty() && (list.front().used || list.front().time_ns < drained_at_ns_ - kRecordKeepNs ||
                              list.size() > kMaxRecordsPerThread)) {
       if (!list.front().used) ++records_unpaired_;
+      if (spare_bytes_.size() < kMaxSpareBuffers) spare_bytes_.push_back(std::move(list.front().bytes));
       list.pop_front();
     }
   }
@@ -80,10 +88,9 @@ bool SampleCollector::finish_in_thread(uint32_t tid, int64_t time_ns, uint32_t e
     ++records_paired_;
     if (record->status & kPySignalTopPopped) ++top_popped_;
     if (record->status & kPySignalTruncated) ++truncated_;
-    const bool resolved = python_->resolve_signal_frames(record->bytes.data(), record->bytes.size(), &py_);
     // A code freed before it was named keeps its place as "[code freed before it was named]" (counted
     // as sample.python_codes_freed); a walk that stopped early loses the outer frames.
-    (void)resolved;
+    resolve_record(tid, *record);
     if (record->status & kPySignalBadFrame) ++lost_[kLossPythonStack];
     if (!py_.empty()) {
       merge_python(n);
@@ -92,6 +99,36 @@ bool SampleCollector::finish_in_thread(uint32_t tid, int64_t time_ns, uint32_t e
   }
   emit(tid, time_ns, event, weight, status, merged, has_regs);
   return true;
+}
+
+// Consecutive samples of a thread mostly share their Python stack (the interpreter waits in one
+// operator while its native leaf moves): a record whose frames are byte for byte the thread's last
+// resolved record's takes that record's frames and frame ids, skipping the per-frame code and line
+// lookups and the frame interning. Only records whose every code came from the reader's cache are
+// kept (no string copies, no freed code), and only while that cache has dropped no code since.
+void SampleCollector::resolve_record(uint32_t tid, const PyRecord& record) {
+  const size_t header = sizeof(PySignalRecordHeader);
+  const size_t frame_bytes =
+      record.bytes.size() < header
+          ? 0
+          : std::min<size_t>(record.bytes.size() - header, size_t{record.frames} * sizeof(PySignalFrame));
+  const uint8_t* frames = record.bytes.data() + (record.bytes.size() < header ? 0 : header);
+  PyMemo& memo = py_memo_[tid];
+  if (memo.valid && memo.generation == python_->codes_generation() && memo.frames.size() == frame_bytes &&
+      std::equal(memo.frames.begin(), memo.frames.end(), frames)) {
+    py_ = memo.refs;
+    py_ids_ = memo.ids;
+    return;
+  }
+  python_->resolve_signal_frames(record.bytes.data(), record.bytes.size(), &py_);
+  intern_python_frames();
+  memo.valid = python_->last_resolve_all_cached();
+  if (memo.valid) {
+    memo.generation = python_->codes_generation();
+    memo.frames.assign(frames, frames + frame_bytes);
+    memo.refs = py_;
+    memo.ids = py_ids_;
+  }
 }
 
 void SampleCollector::retry_deferred(bool final) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace strata::sample {
@@ -15,7 +16,14 @@ int64_t monotonic_now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-MappingTable::MappingTable(int pid, std::string root) : pid_(pid), root_(std::move(root)) {}
+MappingTable::MappingTable(int pid, std::string root) : pid_(pid), root_(std::move(root)) {
+  // Page zero at least (a process with CAP_SYS_RAWIO may map below mmap_min_addr, never code there).
+  if (FILE* f = std::fopen("/proc/sys/vm/mmap_min_addr", "re")) {
+    unsigned long long v = 0;
+    if (std::fscanf(f, "%llu", &v) == 1) lowest_mappable_ = std::max<uint64_t>(lowest_mappable_, v);
+    std::fclose(f);
+  }
+}
 
 bool MappingTable::load_proc_maps(std::string* error) {
   last_refresh_ns_ = monotonic_now_ns();
@@ -31,14 +39,22 @@ bool MappingTable::load_proc_maps(std::string* error) {
   char buffer[1 << 16];
   std::setvbuf(f, buffer, _IOFBF, sizeof(buffer));
   char line[4096 + 256];
+  not_code_.clear();
   while (std::fgets(line, sizeof(line), f) != nullptr) {
     const char* space = std::strchr(line, ' ');  // "start-end perms ..."
-    if (space == nullptr || std::strlen(space) < 5 || space[3] != 'x') continue;
+    if (space == nullptr || std::strlen(space) < 5) continue;
+    if (space[3] != 'x') {
+      char* dash = nullptr;
+      const uint64_t start = std::strtoull(line, &dash, 16);
+      if (dash != nullptr && *dash == '-')
+        not_code_.emplace_back(start, std::strtoull(dash + 1, nullptr, 16));
+      continue;
+    }
     uint64_t start = 0, end = 0, offset = 0, inode = 0;
     char perms[8] = {0};
     int path_at = 0;
-    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*x:%*x %" SCNu64 " %n", &start, &end, perms, &offset,
-                    &inode, &path_at) < 5)
+    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*x:%*x %" SCNu64 " %n", &start, &end,
+                    perms, &offset, &inode, &path_at) < 5)
       continue;
     if (std::strchr(perms, 'x') == nullptr) continue;
     std::string path = line + path_at;
@@ -68,8 +84,8 @@ std::string MappingTable::read_build_id(const std::string& path) {
   return id;
 }
 
-void MappingTable::add(uint64_t start, uint64_t length, uint64_t pgoff, const std::string& path, std::string build_id,
-                       int64_t time_ns) {
+void MappingTable::add(uint64_t start, uint64_t length, uint64_t pgoff, const std::string& path,
+                       std::string build_id, int64_t time_ns) {
   if (length == 0) return;
   Mapping m;
   m.start = start;
@@ -86,7 +102,8 @@ void MappingTable::add(uint64_t start, uint64_t length, uint64_t pgoff, const st
   } else {
     m.path = path;
     const std::string deleted = " (deleted)";
-    if (m.path.size() > deleted.size() && m.path.compare(m.path.size() - deleted.size(), deleted.size(), deleted) == 0)
+    if (m.path.size() > deleted.size() &&
+        m.path.compare(m.path.size() - deleted.size(), deleted.size(), deleted) == 0)
       m.path.resize(m.path.size() - deleted.size());
     if (build_id.empty()) {
       m.build_id = read_build_id(m.path);
@@ -135,16 +152,29 @@ const Mapping* MappingTable::find(uint64_t address) {
   // A mapping whose MMAP2 record we have not read yet (another CPU's ring), or made before the
   // records were on: read the maps again, at most every 50 ms.
   // A refresh that still does not cover the address (a garbage return address from a frame-pointer
-  // walk through code without frame pointers, a JIT page gone again) doubles the wait before the
-  // next one, up to 2 s: re-reading a large process's maps 20 times a second cost more CPU than the
-  // sampling itself (PyTorch: ~2,000 lines per read). A refresh that finds it resets the wait.
+  // walk through code without frame pointers, a JIT page gone again) quadruples the wait before the
+  // next one, up to 2 s (doubling still re-read ~8 times in a 5 s run): re-reading a large process's maps 20
+  // times a second cost more CPU than the sampling itself (PyTorch: ~2,000 lines per read). A refresh that
+  // finds it resets the wait. Most misses are garbage from frame-pointer walks: ASCII text, heap and data
+  // pointers. A re-read costs ~2 ms on PyTorch (~2,000 lines), and the back-off alone still allowed ~10 a
+  // run, each for an address that could not be code: 15-20% of the sampling thread's CPU at 999 Hz.
+  if (complete_by_records_ || !may_be_code(address)) return nullptr;
   const int64_t now = monotonic_now_ns();
   if (now - last_refresh_ns_ < refresh_interval_ns_) return nullptr;
   std::string error;
   load_proc_maps(&error);
   const Mapping* m = find_no_refresh(address);
-  refresh_interval_ns_ = m != nullptr ? kMinRefreshNs : std::min(refresh_interval_ns_ * 2, kMaxRefreshNs);
+  refresh_interval_ns_ = m != nullptr ? kMinRefreshNs : std::min(refresh_interval_ns_ * 4, kMaxRefreshNs);
   return m;
+}
+
+bool MappingTable::may_be_code(uint64_t address) const {
+  // User space ends below 2^47 (2^56 with 5-level page tables), and starts at vm.mmap_min_addr:
+  // nothing outside can be mapped (small integers are the commonest garbage).
+  if (address >= (uint64_t{1} << 56) || address < lowest_mappable_) return false;
+  auto it = std::upper_bound(not_code_.begin(), not_code_.end(), address,
+                             [](uint64_t a, const std::pair<uint64_t, uint64_t>& r) { return a < r.first; });
+  return it == not_code_.begin() || address >= std::prev(it)->second;
 }
 
 void MappingTable::take_new(std::vector<MappingDef>* out) {

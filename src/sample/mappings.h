@@ -22,7 +22,7 @@ struct Mapping {
   std::string path;
   std::string build_id;  // raw bytes
   int64_t time_ns = 0;
-  uint8_t flags = 0;     // format::SampleMappingFlags
+  uint8_t flags = 0;  // format::SampleMappingFlags
   bool file_backed() const { return !path.empty() && path[0] == '/'; }
 };
 
@@ -37,7 +37,9 @@ class MappingTable {
   void add(uint64_t start, uint64_t length, uint64_t pgoff, const std::string& path, std::string build_id,
            int64_t time_ns);
   // The mapping holding `address`, or null. A miss re-reads /proc/PID/maps: at most every 50 ms,
-  // backing off to every 2 s while the re-reads do not find the missed addresses.
+  // backing off (x4) to every 2 s while the re-reads do not find the missed addresses; never for an
+  // address no user mapping can hold (non-canonical) or one that the last read found inside a
+  // mapping that is not executable (heap, data: a frame-pointer walk's garbage "return address").
   const Mapping* find(uint64_t address);
   const Mapping* find_no_refresh(uint64_t address) const;
   // The nearest mapping starting at or below / above `address` (a file's other segments lie there).
@@ -51,7 +53,12 @@ class MappingTable {
   bool load_bias(const Mapping& m, uint64_t* bias);
   int pid() const { return pid_; }
   uint64_t generation() const { return generation_; }  // bumped when the layout changes (unwind caches)
-  uint64_t maps_reads() const { return maps_reads_; }    // reads of /proc/PID/maps, the first included
+  uint64_t maps_reads() const { return maps_reads_; }  // reads of /proc/PID/maps, the first included
+  // The source reports every new executable mapping (perf_event MMAP2 records, none lost since the
+  // maps were read after it started): a miss is then never cured by re-reading /proc/PID/maps.
+  void set_complete_by_records(bool complete) { complete_by_records_ = complete; }
+  // Whether a miss on `address` may be cured by re-reading /proc/PID/maps (see find()).
+  bool may_be_code(uint64_t address) const;
 
  private:
   void insert(Mapping m);
@@ -60,8 +67,8 @@ class MappingTable {
   int pid_;
   std::string root_;
   uint32_t next_id_ = 1;
-  std::map<uint64_t, Mapping> by_start_;  // live mappings, non-overlapping
-  std::vector<Mapping> pending_;          // new, not yet taken
+  std::map<uint64_t, Mapping> by_start_;          // live mappings, non-overlapping
+  std::vector<Mapping> pending_;                  // new, not yet taken
   std::map<std::string, std::string> build_ids_;  // path -> raw build id ("" when none)
   std::map<std::string, std::unique_ptr<symbolize::ElfImage>> images_;
   std::map<std::string, bool> image_failed_;
@@ -69,6 +76,12 @@ class MappingTable {
   static constexpr int64_t kMinRefreshNs = 50'000'000, kMaxRefreshNs = 2'000'000'000;
   int64_t refresh_interval_ns_ = kMinRefreshNs;
   uint64_t maps_reads_ = 0;
+  // The mappings without execute permission at the last read, by start ([start, end), sorted).
+  // A new executable mapping over one of them comes as an MMAP2 record (mmap, or mprotect adding
+  // execute) or with the next read: add() puts it in by_start_, which find() asks first.
+  std::vector<std::pair<uint64_t, uint64_t>> not_code_;
+  uint64_t lowest_mappable_ = 4096;  // vm.mmap_min_addr
+  bool complete_by_records_ = false;
   uint64_t generation_ = 0;
 };
 

@@ -88,6 +88,8 @@ class PerfSampler {
   bool open_all(const std::vector<uint32_t>& tids, const std::vector<int>& cpus);
   int open_event(int event, uint32_t tid, int cpu);
   void handle(const char* record, size_t size, PerfSink& sink);
+  // The records of `r` from its tail up to `head`: only the MMAP2 ones (`mappings`), or all others.
+  size_t walk(const Ring& r, uint64_t head, bool mappings, PerfSink& sink);
   void handle_sample(const char* p, const char* end, PerfSink& sink);
 
   PerfConfig config_;
@@ -103,6 +105,7 @@ class PerfSampler {
   std::set<uint32_t> skip_;
   std::map<uint64_t, int64_t> throttled_since_;
   std::vector<char> scratch_;
+  std::vector<uint64_t> heads_;  // read()'s snapshot of the rings' heads
   std::string error_;
   std::string pmu_note_;
   int errno_ = 0;

@@ -346,7 +346,9 @@ PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) {
   if (!read_unicode(file, &info->file, prefixes[1])) info->file = "<unknown>";
   read_bytes_object(table, &info->linetable, prefixes[2]);
   PyCodeInfo* out = info.get();
-  codes_[code] = std::move(info);
+  std::unique_ptr<PyCodeInfo>& slot = codes_[code];
+  if (slot) ++codes_generation_;  // the old one is freed: cached pointers to it must not hit
+  slot = std::move(info);
   return out;
 }
 
@@ -503,6 +505,7 @@ bool PythonReader::read_stack(uint32_t tid, std::vector<PyFrameRef>* out) {
 }
 
 bool PythonReader::resolve_signal_frames(const uint8_t* record, size_t size, std::vector<PyFrameRef>* out) {
+  last_all_cached_ = false;
   PySignalRecordHeader h;
   if (size < sizeof(h)) return false;
   std::memcpy(&h, record, sizeof(h));
@@ -515,8 +518,24 @@ bool PythonReader::resolve_signal_frames(const uint8_t* record, size_t size, std
   expected.assign(L.code_adaptive, 0);
   uint8_t* header = expected.data();
   auto put = [&](size_t offset, auto value) { std::memcpy(header + offset, &value, sizeof(value)); };
+  if (frame_slots_.empty()) frame_slots_.resize(size_t{1} << kFrameSlotBits);
+  last_all_cached_ = true;
   for (uint32_t i = 0; i < n; ++i) {
     const PySignalFrame& f = frames[i];
+    FrameSlot& slot =
+        frame_slots_[((f.code ^ (f.prev_instr * 0x9E3779B97F4A7C15ull)) * 0x9E3779B97F4A7C15ull) >>
+                     (64 - kFrameSlotBits)];
+    if (slot.info != nullptr && slot.code == f.code && slot.prev_instr == f.prev_instr &&
+        slot.name == f.name && slot.file == f.file && slot.qualname == f.qualname &&
+        slot.linetable == f.linetable && slot.first_line == f.first_line &&
+        slot.generation == codes_generation_) {
+      PyFrameRef ref;
+      ref.code = slot.info;
+      ref.entry = f.entry != 0;
+      ref.line = slot.line;
+      out->push_back(ref);
+      continue;
+    }
     put(L.object_type, code_type_);
     put(L.code_name, f.name);
     put(L.code_filename, f.file);
@@ -526,6 +545,8 @@ bool PythonReader::resolve_signal_frames(const uint8_t* record, size_t size, std
     PyCodeInfo* info = known_code(f.code, header);
     if (info == nullptr && (info = named_code_now(f.code, header)) != nullptr)
       PySignalRecorder::note_named(f.code);
+    const bool named = info != nullptr;  // in codes_, under its address (not from the copies)
+    last_all_cached_ = last_all_cached_ && named;
     if (info == nullptr) info = code_from_copies(f, record, size);
     if (info == nullptr) {
       complete = false;
@@ -539,6 +560,9 @@ bool PythonReader::resolve_signal_frames(const uint8_t* record, size_t size, std
                : info->code_start == 0   ? info->first_line
                                          : line_of(info, f.prev_instr);
     out->push_back(ref);
+    if (named)
+      slot = {f.code,   f.prev_instr,      f.name, f.file, f.qualname, f.linetable, f.first_line,
+              ref.line, codes_generation_, info};
   }
   return complete;
 }
@@ -568,7 +592,7 @@ PyCodeInfo* PythonReader::named_code_now(uint64_t code, const uint8_t* expected)
   if (!unchanged()) return nullptr;
   PyCodeInfo* info = code_info(code, now.data());
   if (info != nullptr && unchanged()) return info;
-  codes_.erase(code);
+  if (codes_.erase(code) > 0) ++codes_generation_;
   return nullptr;
 }
 

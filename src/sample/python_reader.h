@@ -67,6 +67,11 @@ class PythonReader {
   // at its address). False when a code object cannot be read (the frames before it are kept).
   // `record`: the whole record (header, frames, copied strings), `size` bytes.
   bool resolve_signal_frames(const uint8_t* record, size_t size, std::vector<PyFrameRef>* out);
+  // Whether the last resolve_signal_frames() named every frame from a code object in the cache (none
+  // from the handler's string copies, none freed): then the same frames resolve the same way while
+  // codes_generation() is unchanged.
+  bool last_resolve_all_cached() const { return last_all_cached_; }
+  uint64_t codes_generation() const { return codes_generation_; }
   uint64_t runtime_address() const { return runtime_; }
   uint64_t code_type_address() const { return code_type_; }
   // Runtime address range of _PyEval_EvalFrameDefault (the native frame Python frames merge at).
@@ -141,6 +146,21 @@ class PythonReader {
   std::map<uint32_t, uint64_t> tstates_;  // tid -> PyThreadState address
   std::unordered_map<uint32_t, LastRead> last_reads_;
   std::unordered_map<uint64_t, std::unique_ptr<PyCodeInfo>> codes_;
+  uint64_t codes_generation_ = 1;
+  bool last_all_cached_ = false;  // bumped when an entry of codes_ is replaced or erased
+  // resolve_signal_frames()'s cache of handler frames already resolved: a deep model's stacks repeat
+  // the same (code, instruction) sample after sample, and each frame otherwise costs two hash
+  // lookups (the code, its line). A hit needs the frame's identity fields and codes_generation_ to
+  // match, so it gives exactly what the lookups would.
+  struct FrameSlot {
+    uint64_t code = 0, prev_instr = 0, name = 0, file = 0, qualname = 0, linetable = 0;
+    int32_t first_line = 0;
+    uint32_t line = 0;
+    uint64_t generation = 0;
+    PyCodeInfo* info = nullptr;
+  };
+  static constexpr int kFrameSlotBits = 12;
+  std::vector<FrameSlot> frame_slots_;
   uint32_t next_code_id_ = 1;
   std::unique_ptr<PyCodeInfo> freed_code_;
   uint64_t codes_freed_ = 0, codes_named_from_copies_ = 0;

@@ -2,9 +2,13 @@
 // line naming the field), the DCPI count table against a brute-force count, and the store's
 // accounting: every sample is written as a count or counted as lost by cause.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <random>
 #include <thread>
 #include <tuple>
@@ -222,6 +226,36 @@ TEST(SampleMappings, MissesOnUnmappedAddressesBackOff) {
   EXPECT_GE(misses, 20);
   EXPECT_LE(table.maps_reads(), 6u) << misses << " misses";
   // A real address is still found (and resets the wait).
+  EXPECT_NE(table.find(reinterpret_cast<uint64_t>(&getpid)), nullptr);
+}
+
+// Misses that no re-read can cure do not re-read at all: a heap pointer (inside a mapping without
+// execute permission at the last read), text read as an address (above user space), a small
+// integer (below vm.mmap_min_addr). With every executable mapping reported by records
+// (perf_event MMAP2), no miss re-reads; without, an address in a gap still does (with back-off).
+TEST(SampleMappings, MissesThatCannotBeCodeDoNotRereadTheMaps) {
+  sample::MappingTable table(getpid(), "");
+  std::string error;
+  ASSERT_TRUE(table.load_proc_maps(&error)) << error;
+  const auto heap = std::make_unique<std::array<char, 4096>>();
+  void* gap = mmap(nullptr, 1 << 16, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(gap, MAP_FAILED);
+  ASSERT_EQ(munmap(gap, 1 << 16), 0);  // a hole now, and at the read above (made after it)
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // past the 50 ms between re-reads
+  const uint64_t reads = table.maps_reads();
+  EXPECT_FALSE(table.may_be_code(reinterpret_cast<uint64_t>(heap->data())));
+  EXPECT_EQ(table.find(reinterpret_cast<uint64_t>(heap->data())), nullptr);
+  EXPECT_EQ(table.find(0x696772616d5f6c64ull), nullptr);  // "dl_margi" read as an address
+  EXPECT_EQ(table.find(0x70), nullptr);
+  EXPECT_EQ(table.maps_reads(), reads);
+  table.set_complete_by_records(true);
+  EXPECT_EQ(table.find(reinterpret_cast<uint64_t>(gap) + 8), nullptr);
+  EXPECT_EQ(table.maps_reads(), reads);
+  table.set_complete_by_records(false);
+  EXPECT_TRUE(table.may_be_code(reinterpret_cast<uint64_t>(gap) + 8));
+  EXPECT_EQ(table.find(reinterpret_cast<uint64_t>(gap) + 8), nullptr);
+  EXPECT_EQ(table.maps_reads(), reads + 1);
+  // Code is still found without a re-read.
   EXPECT_NE(table.find(reinterpret_cast<uint64_t>(&getpid)), nullptr);
 }
 
