@@ -146,8 +146,8 @@ class PythonReader {
   std::map<uint32_t, uint64_t> tstates_;  // tid -> PyThreadState address
   std::unordered_map<uint32_t, LastRead> last_reads_;
   std::unordered_map<uint64_t, std::unique_ptr<PyCodeInfo>> codes_;
-  uint64_t codes_generation_ = 1;
-  bool last_all_cached_ = false;  // bumped when an entry of codes_ is replaced or erased
+  uint64_t codes_generation_ = 1;  // bumped when an entry of codes_ is replaced or erased
+  bool last_all_cached_ = false;
   // resolve_signal_frames()'s cache of handler frames already resolved: a deep model's stacks repeat
   // the same (code, instruction) sample after sample, and each frame otherwise costs two hash
   // lookups (the code, its line). A hit needs the frame's identity fields and codes_generation_ to
