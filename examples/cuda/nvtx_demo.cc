@@ -19,6 +19,15 @@ int main() {
     std::snprintf(name, sizeof(name), "layer%d", layer);
     nvtxRangePushA(name);
     work(100000);
+    // Named as PyTorch's emit_nvtx names an op call: the span is "aten::relu" with the details as
+    // attributes (core/torch_nvtx_names.h).
+    char op[128];
+    std::snprintf(op, sizeof(op),
+                  "aten::relu, seq = %d, op_id = %d, sizes = [[8, 64], []], input_op_ids = [(0,-1)]",
+                  10 + layer, 20 + layer);
+    nvtxRangePushA(op);
+    work(10000);
+    nvtxRangePop();
     nvtxRangePop();
   }
   nvtxMarkA("checkpoint");

@@ -39,6 +39,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=1, help="untimed calls per batch size before them")
     ap.add_argument("--image-size", type=int, default=0, help="input height/width (default: the model's)")
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave as is)")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda: each predict then ends with a "
+                    "torch.cuda.synchronize, so its span holds the GPU work")
     args = ap.parse_args()
     try:
         batches = [int(b) for b in args.batch.split(",") if b.strip()]
@@ -47,17 +49,23 @@ def main() -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = build(args.model)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("infer.py: --device cuda: no CUDA device")
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    model = build(args.model).to(device)
     size = args.image_size or (299 if args.model == "inception_v3" else 224)
     with torch.no_grad():
         for batch in batches:
-            x = torch.randn(batch, 3, size, size)
+            x = torch.randn(batch, 3, size, size, device=device)
             for _ in range(args.warmup):
                 model(x)
+            sync()
             for it in range(args.iterations):
                 t0 = time.perf_counter()
                 with st.predict_step(model=args.model, batch_size=batch, iteration=it):
                     model(x)
+                    sync()
                 ms = (time.perf_counter() - t0) * 1e3
             print(f"{args.model} batch {batch}: last predict {ms:.2f} ms", flush=True)
     return 0

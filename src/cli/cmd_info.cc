@@ -90,6 +90,14 @@ void print_process(const trace::Process& p, uint64_t snapshots) {
                     "every flushed chunk loaded");
   print_clock(p, snapshots);
   print_rank(p);
+  // What the collectors said about themselves (GPU PC sampling's mode, contexts and sample totals,
+  // the CPU sampler's mode, oneDNN's capture): written with the stats, as "collector.<key>".
+  constexpr std::string_view kCollectorPrefix = "stats.collector.";
+  for (const auto& [key, value] : p.properties.entries())
+    if (key.rfind(kCollectorPrefix, 0) == 0)
+      std::printf("  %s: %s\n",
+                  shown(key.substr(kCollectorPrefix.size() - std::string_view("collector.").size())).c_str(),
+                  shown(value).c_str());
 }
 
 }  // namespace

@@ -23,11 +23,15 @@
 namespace strata::gpu {
 
 struct CollectorOptions {
-  bool callbacks = true;                       // runtime level: API calls on the calling thread
-  bool activity = true;                        // device level: kernels, copies, ...
-  size_t buffer_bytes = 8u << 20;              // one activity buffer
-  uint32_t flush_period_ms = 100;              // CUPTI delivers partly filled buffers this often
-  bool quiet = false;                          // no stderr lines (tests)
+  bool callbacks = true;           // runtime level: API calls on the calling thread
+  bool activity = true;            // device level: kernels, copies, ...
+  size_t buffer_bytes = 8u << 20;  // one activity buffer
+  uint32_t flush_period_ms = 100;  // CUPTI delivers partly filled buffers this often
+  bool quiet = false;              // no stderr lines (tests)
+  // CUDA graphs: false (default), one record per kernel/copy/memset node of each replay, as Kineto and
+  // Nsight Systems' --cuda-graph-trace=node show them; true (STRATA_CUDA_GRAPH_TRACE=graph), one
+  // GRAPH_TRACE record per graph launch (cheaper; CUPTI then traces no node of the graph).
+  bool graph_level = false;
   MetricRequest metrics;                       // per-kernel GPU metrics (Range Profiler, kernel replay)
   RangeProfilerInterface* profiler = nullptr;  // required when metrics are requested
   PcSamplingOptions pc_sampling;               // GPU PC sampling (needs the callbacks)

@@ -110,6 +110,12 @@ void configure_pc_sampling(CollectorOptions* options) {
     period = 0;
   }
   options->pc_sampling.sampling_period = static_cast<uint32_t>(period);
+  // CUPTI's decoding threads' wake-up period and the hardware buffer: what keeps the buffer from
+  // filling when kernels keep every SM busy (docs/gpu-collector.md, "What was checked where").
+  options->pc_sampling.worker_sleep_ms =
+      static_cast<uint32_t>(std::max(0, env_int("STRATA_GPU_PC_SAMPLING_WORKER_MS", 0)));
+  options->pc_sampling.hardware_buffer_bytes =
+      static_cast<size_t>(std::max(0, env_int("STRATA_GPU_PC_SAMPLING_HW_BUFFER_MB", 0))) << 20;
   g_pc_api = make_real_pc_sampling();
   options->pc_api = g_pc_api.get();
 }
@@ -170,6 +176,14 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       g_profiler = make_real_range_profiler();
       options.profiler = g_profiler.get();
     }
+  }
+  // STRATA_CUDA_GRAPH_TRACE=graph: one span per graph launch instead of one per node (node is the default).
+  if (const char* g = std::getenv("STRATA_CUDA_GRAPH_TRACE"); g != nullptr && *g != '\0') {
+    if (std::strcmp(g, "graph") == 0)
+      options.graph_level = true;
+    else if (std::strcmp(g, "node") != 0)
+      std::fprintf(stderr, "strata: STRATA_CUDA_GRAPH_TRACE=%s: use node or graph; recording graph nodes\n",
+                   g);
   }
   configure_pc_sampling(&options);
   g_api = make_real_cupti();

@@ -56,6 +56,9 @@ class PcSamplingInterface {
   virtual CUptiResult stall_reasons(CUcontext context, size_t count, uint32_t* indices, char** names) = 0;
   virtual CUptiResult set_configuration(CUcontext context, CUpti_PCSamplingConfigurationInfo* info,
                                         size_t count) = 0;
+  // cuptiPCSamplingGetConfigurationAttribute: reads back what CUPTI chose (the default period).
+  virtual CUptiResult get_configuration(CUcontext context, CUpti_PCSamplingConfigurationInfo* info,
+                                        size_t count) = 0;
   virtual CUptiResult get_data(CUcontext context, CUpti_PCSamplingData* data) = 0;
   virtual CUptiResult cubin_crc(const void* cubin, size_t size, uint64_t* crc) = 0;
   // cuptiGetSassToSourceCorrelation: "dir/file" and line of a PC; CUPTI's strings freed here.

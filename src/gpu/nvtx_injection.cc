@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/attr_keys.h"
+#include "core/torch_nvtx_names.h"
 #include "strata/strata.h"
 
 struct nvtxDomainRegistration_st {
@@ -112,9 +114,28 @@ void annotate(strata_span_id span, nvtxDomainHandle_t domain, const nvtxEventAtt
   }
 }
 
+// PyTorch's emit_nvtx names each call "aten::op, seq = N, op_id = M, sizes = [...], ...": the span
+// is named by the op and the rest become attributes (core/torch_nvtx_names.h), so layer tables
+// group the calls of one op.
+strata_span_id begin_named(const std::string& name) {
+  TorchNvtxName torch;
+  if (!parse_torch_nvtx_name(name, &torch))
+    return strata_span_begin_as(name.data(), name.size(), kLayer, STRATA_ACTIVITY_ANNOTATION);
+  strata_span_id span =
+      strata_span_begin_as(torch.op.data(), torch.op.size(), kLayer, STRATA_ACTIVITY_ANNOTATION);
+  if (span == 0) return span;
+  if (torch.sequence_nr) strata_span_set_int(span, kTorchSequenceNrKey.data(), *torch.sequence_nr);
+  if (torch.op_id) strata_span_set_int(span, kTorchOpIdKey.data(), *torch.op_id);
+  if (!torch.shapes.empty())
+    strata_span_set_string(span, attr_keys::kShapes.data(), std::string(torch.shapes).c_str());
+  if (!torch.input_op_ids.empty())
+    strata_span_set_string(span, kTorchInputOpIdsKey.data(), std::string(torch.input_op_ids).c_str());
+  return span;
+}
+
 strata_span_id start_span(nvtxDomainHandle_t domain, const std::string& name,
                           const nvtxEventAttributes_t* a) {
-  strata_span_id span = strata_span_begin_as(name.data(), name.size(), kLayer, STRATA_ACTIVITY_ANNOTATION);
+  strata_span_id span = begin_named(name);
   annotate(span, domain, a);
   g_ranges.fetch_add(1, std::memory_order_relaxed);
   return span;

@@ -133,11 +133,27 @@ std::string PcSampler::enable_unlocked(Context& c) {
       .attributeData.outputDataFormatData.outputDataFormat = CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
       .attributeData.samplingDataBufferData.samplingDataBuffer = &c.final_data.data;
-  if (options_.sampling_period != 0)
+  const uint32_t period = options_.sampling_period != 0                  ? options_.sampling_period
+                          : options_.mode == PcSamplingMode::kContinuous ? kContinuousPeriod
+                                                                         : 0;
+  if (period != 0)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
-        .attributeData.samplingPeriodData.samplingPeriod = options_.sampling_period;
+        .attributeData.samplingPeriodData.samplingPeriod = period;
+  if (options_.worker_sleep_ms != 0)
+    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
+        .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan =
+        options_.worker_sleep_ms;
+  if (options_.hardware_buffer_bytes != 0)
+    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
+        .attributeData.hardwareBufferSizeData.hardwareBufferSize = options_.hardware_buffer_bytes;
   if (CUptiResult r = api_->set_configuration(c.context, config.data(), config.size()); r != CUPTI_SUCCESS)
     return failed("cuptiPCSamplingSetConfigurationAttribute", r);
+  // The period in use: samples are one per 2^period cycles per SM, what turns counts into time.
+  CUpti_PCSamplingConfigurationInfo in_use;
+  std::memset(&in_use, 0, sizeof(in_use));
+  in_use.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+  if (api_->get_configuration(c.context, &in_use, 1) == CUPTI_SUCCESS)
+    c.period = in_use.attributeData.samplingPeriodData.samplingPeriod;
   return "";
 }
 
@@ -161,6 +177,7 @@ void PcSampler::on_context_created(CUcontext context) {
     return;
   }
   ++stats_.contexts_enabled;
+  if (c->period != 0) stats_.period = c->period;
   if (!finished_) {
     c->state = State::kEnabled;
     contexts_.push_back(std::move(c));
@@ -334,6 +351,17 @@ void PcSampler::finish() {
   for (uint32_t i = 0; i < contexts_.size(); ++i) retire(i, lock);
   emit_locked();
   report_locked();
+  if (stats_.hw_buffer_full == 0 || options_.quiet) return;
+  // A loss (counted as a drop), not an error of the sampler: one line that says what to change.
+  const uint32_t coarser =
+      std::min<uint32_t>(31, (stats_.period != 0 ? stats_.period : kContinuousPeriod) + 2);
+  std::fprintf(
+      stderr,
+      "strata: GPU PC sampling: CUPTI's hardware buffer was full in %llu collections and the samples "
+      "taken while it was are lost (kernels of that time have fewer or none); sample less often "
+      "(STRATA_GPU_PC_SAMPLING_PERIOD=%u) or give CUPTI a larger buffer woken more often "
+      "(STRATA_GPU_PC_SAMPLING_HW_BUFFER_MB=2048 STRATA_GPU_PC_SAMPLING_WORKER_MS=10)\n",
+      static_cast<unsigned long long>(stats_.hw_buffer_full), coarser);
 }
 
 namespace {
@@ -414,6 +442,12 @@ void PcSampler::report_locked() {
                          options_.mode == PcSamplingMode::kSerialized ? "serialized" : "continuous");
   sink_->report_property("pc_sampling.contexts", std::to_string(stats_.contexts_enabled) + " enabled, " +
                                                      std::to_string(stats_.contexts_failed) + " failed");
+  if (stats_.period != 0)
+    sink_->report_property("pc_sampling.period", std::to_string(stats_.period) + " (one sample per 2^" +
+                                                     std::to_string(stats_.period) + " = " +
+                                                     std::to_string(uint64_t{1} << stats_.period) +
+                                                     " cycles)");
+  sink_->report_property("pc_sampling.collections", std::to_string(stats_.collections));
   sink_->report_property("pc_sampling.total_samples", std::to_string(stats_.total_samples));
   sink_->report_property("pc_sampling.non_user_samples", std::to_string(stats_.non_user_samples));
   sink_->report_property("pc_sampling.pcs", std::to_string(stats_.emitted));

@@ -45,9 +45,22 @@ bool parse_pc_sampling_mode(std::string_view text, PcSamplingMode* mode, std::st
 // The oldest CUPTI (cuptiGetVersion) PC sampling is used with: the CUDA 13 headers it is built against.
 inline constexpr uint32_t kMinPcSamplingCuptiVersion = 130000;
 
+// Continuous mode's default period, 2^15 cycles: about 8M samples/s on a busy H100 (132 SMs at
+// 1.98 GHz). At CUPTI's default 2^11 (~128M/s) CUPTI's decoding fell behind on an H100 and its 512 MiB
+// hardware buffer filled within a second of busy kernels: every later kernel got no sample at all.
+// At 2^15 and 2^17 nothing was lost and the stall shares were those of 2^11 and of Nsight Compute.
+inline constexpr uint32_t kContinuousPeriod = 15;
+
 struct PcSamplingOptions {
   PcSamplingMode mode = PcSamplingMode::kOff;
-  uint32_t sampling_period = 0;                // 0: CUPTI's default; else 5..31 (one sample per 2^n cycles)
+  // 5..31: one sample per 2^n cycles per SM. 0: kContinuousPeriod in continuous mode, CUPTI's own
+  // default (2^11 on a 132-SM H100) in serialized mode.
+  uint32_t sampling_period = 0;
+  // CUPTI's worker threads decode the hardware buffer this often (0: CUPTI's default, 100 ms); the
+  // hardware buffer's size (0: CUPTI's default, 512 MiB). A buffer the workers do not drain in time
+  // fills, and CUPTI then drops every sample until it is drained (hw_buffer_full).
+  uint32_t worker_sleep_ms = 0;
+  size_t hardware_buffer_bytes = 0;
   size_t pcs_per_collection = 10000;           // PC records fetched per cuptiPCSamplingGetData call
   size_t final_buffer_pcs = 10000;             // the buffer CUPTI fills at disable
   size_t max_cubin_bytes = size_t{256} << 20;  // cubins kept for source lines
@@ -66,6 +79,7 @@ struct PcSamplingStats {
   uint64_t non_user_samples = 0;    // samples in kernels CUPTI gives no PCs for
   uint64_t hw_dropped_samples = 0;  // droppedSamples
   uint64_t hw_buffer_full = 0;      // collections that found the hardware buffer full
+  uint32_t period = 0;              // the sampling period CUPTI reports using (2^period cycles); 0: unknown
   uint64_t get_data_errors = 0;
   uint64_t bad_records = 0;  // PC counts or stall entries outside the buffer, unknown reason index
   uint64_t cubins = 0;
@@ -121,6 +135,7 @@ class PcSampler {
     bool again = false;      // someone asked for a fetch while one was in flight: fetch once more
     std::vector<uint32_t> reason_indices;
     std::map<uint32_t, std::string> reason_names;  // index -> short name
+    uint32_t period = 0;                           // as CUPTI reports it after configuring; 0: unknown
     Buffer scratch;                                // for cuptiPCSamplingGetData; owned by in_flight
     Buffer final_data;  // CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER
   };

@@ -43,6 +43,12 @@ class RealPcSampling final : public PcSamplingInterface {
                                               count, info};
     return cuptiPCSamplingSetConfigurationAttribute(&p);
   }
+  CUptiResult get_configuration(CUcontext context, CUpti_PCSamplingConfigurationInfo* info,
+                                size_t count) override {
+    CUpti_PCSamplingConfigurationInfoParams p{CUpti_PCSamplingConfigurationInfoParamsSize, nullptr, context,
+                                              count, info};
+    return cuptiPCSamplingGetConfigurationAttribute(&p);
+  }
   CUptiResult get_data(CUcontext context, CUpti_PCSamplingData* data) override {
     CUpti_PCSamplingGetDataParams p{CUpti_PCSamplingGetDataParamsSize, nullptr, context, data};
     return cuptiPCSamplingGetData(&p);

@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/torch_nvtx_names.h"
 #include "import/converters.h"
 #include "import/importer.h"
 #include "import/nsys_nvtx_levels.h"
@@ -432,13 +433,19 @@ class Translator {
     const std::vector<bool> model = nvtx_model_level(ranges);
     for (size_t i = 0; i < nvtx_.size(); ++i) {
       const NvtxRow& r = nvtx_[i];
+      TorchNvtxName torch;
       if (r.type == 34) {
         begin("i", "user_annotation", r.text);
         times(r.start, r.end, true);
         out_->append(",\"s\":\"t\"");
       } else {
         // Model-level ranges keep Kineto's user_annotation (model level, ProfilerStep#N -> step).
-        begin("X", model[i] ? "user_annotation" : "nvtx_layer", r.text);
+        // PyTorch's emit_nvtx op ranges are named by their op, the call's details as args.
+        if (model[i] || !parse_torch_nvtx_name(r.text, &torch)) {
+          torch = TorchNvtxName();
+          torch.op = r.text;
+        }
+        begin("X", model[i] ? "user_annotation" : "nvtx_layer", torch.op);
         times(r.start, r.end, false);
         ++(model[i] ? counts_.nvtx_model : counts_.nvtx_layer);
       }
@@ -451,6 +458,10 @@ class Translator {
           d != nvtx_domain_names_.end())
         arg_text(&first, "nvtx domain name", d->second);
       arg(&first, "nvtx range id", r.range_id);
+      arg(&first, kTorchSequenceNrKey, torch.sequence_nr);
+      arg(&first, kTorchOpIdKey, torch.op_id);
+      if (!torch.shapes.empty()) arg_text(&first, "Input Dims", torch.shapes);  // -> attr_keys::kShapes
+      if (!torch.input_op_ids.empty()) arg_text(&first, kTorchInputOpIdsKey, torch.input_op_ids);
       end_args(first);
     }
     nvtx_.clear();

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/level.h"
 #include "fake_cupti.h"
 
@@ -64,13 +66,33 @@ TEST(CuptiCollector, EnablesOnlyTracedApisAndActivityKinds) {
   for (auto [d, id] : api.enabled_callbacks) ids.push_back(id);
   EXPECT_EQ(ids, (std::vector<CUpti_CallbackId>{kLaunchId, kSyncId, kDriverLaunchId}));  // not cudaGetDevice
   EXPECT_EQ(api.enabled_kinds.front(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  EXPECT_EQ(api.enabled_kinds.size(), 10u);
+  // Every kind but GRAPH_TRACE: graphs are traced node by node unless graph level is asked for.
+  EXPECT_EQ(api.enabled_kinds.size(), 9u);
+  EXPECT_EQ(std::count(api.enabled_kinds.begin(), api.enabled_kinds.end(), CUPTI_ACTIVITY_KIND_GRAPH_TRACE),
+            0);
   EXPECT_STREQ(c.clock_source(), "cupti_timestamp_callback:CLOCK_MONOTONIC");
   ASSERT_NE(api.timestamp, nullptr);
   EXPECT_GT(api.timestamp(), 0u);
   ASSERT_NE(sink.find("cupti.session"), nullptr);
   EXPECT_EQ(sink.find("cupti.session")->string_attr("clock_source"),
             "cupti_timestamp_callback:CLOCK_MONOTONIC");
+  c.stop();
+}
+
+// STRATA_CUDA_GRAPH_TRACE=graph: one GRAPH_TRACE record per launch (CUPTI then omits the nodes).
+TEST(CuptiCollector, GraphLevelTracingEnablesGraphTraceAndSaysSo) {
+  FakeCupti api;
+  name_apis(api);
+  RecordingSink sink;
+  CollectorOptions o = quiet_options();
+  o.graph_level = true;
+  CuptiCollector c(&api, &sink, o);
+  ASSERT_TRUE(c.start()) << c.error();
+  EXPECT_EQ(api.enabled_kinds.size(), 10u);
+  EXPECT_EQ(std::count(api.enabled_kinds.begin(), api.enabled_kinds.end(), CUPTI_ACTIVITY_KIND_GRAPH_TRACE),
+            1);
+  ASSERT_NE(sink.find("cupti.session"), nullptr);
+  EXPECT_EQ(sink.find("cupti.session")->string_attr("cuda_graph_trace"), "graph");
   c.stop();
 }
 

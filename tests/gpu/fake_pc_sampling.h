@@ -81,6 +81,13 @@ class FakePcSampling : public PcSamplingInterface {
             info[i].attributeData.samplingDataBufferData.samplingDataBuffer);
     return CUPTI_SUCCESS;
   }
+  CUptiResult get_configuration(CUcontext, CUpti_PCSamplingConfigurationInfo* info, size_t count) override {
+    calls.push_back("get_configuration");
+    for (size_t i = 0; i < count; ++i)
+      if (info[i].attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
+        info[i].attributeData.samplingPeriodData.samplingPeriod = default_period;
+    return CUPTI_SUCCESS;
+  }
   CUptiResult get_data(CUcontext, CUpti_PCSamplingData* data) override {
     ++get_data_calls;
     if (batches.empty()) return CUPTI_SUCCESS;  // nothing new: zero PCs
@@ -152,6 +159,7 @@ class FakePcSampling : public PcSamplingInterface {
   std::vector<std::string> calls;
   std::vector<CUcontext> enabled_contexts;
   std::vector<CUpti_PCSamplingConfigurationInfo> config;
+  uint32_t default_period = 13;  // what get_configuration reports as the period in use
   CUpti_PCSamplingData* final_buffer = nullptr;
   int get_data_calls = 0;
   std::set<std::string> names;  // stable functionName strings, like CUPTI's

@@ -63,6 +63,15 @@ TEST(GpuRecord, NvtxRangesDomainsAndMarksBecomeLayerSpans) {
     ASSERT_EQ(l.size(), 1u) << layer;
     EXPECT_EQ(t.spans[l[0]].parent_id, fwd.span_id) << layer;  // push/pop nesting kept
   }
+  // PyTorch emit_nvtx names: one op name, the call's details as attributes.
+  auto relu = spans_named(t, "aten::relu");
+  ASSERT_EQ(relu.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(attr_text(t, relu[i], "sequence_nr"), std::to_string(10 + i));
+    EXPECT_EQ(attr_text(t, relu[i], "op_id"), std::to_string(20 + i));
+    EXPECT_EQ(attr_text(t, relu[i], "shapes"), "[[8, 64], []]");
+    EXPECT_EQ(attr_text(t, relu[i], "input_op_ids"), "[(0,-1)]");
+  }
   auto reg = spans_named(t, "registered.range");
   ASSERT_EQ(reg.size(), 1u);
   EXPECT_EQ(attr_text(t, reg[0], "nvtx.domain"), "demo.domain");

@@ -104,6 +104,9 @@ class ThreadedFake : public PcSamplingInterface {
             info[i].attributeData.samplingDataBufferData.samplingDataBuffer);
     return CUPTI_SUCCESS;
   }
+  CUptiResult get_configuration(CUcontext, CUpti_PCSamplingConfigurationInfo*, size_t) override {
+    return CUPTI_ERROR_NOT_SUPPORTED;  // the period stays unknown: sampling goes on
+  }
   CUptiResult get_data(CUcontext context, CUpti_PCSamplingData* data) override {
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -127,11 +127,12 @@ struct Rig {
   CUcontext context = reinterpret_cast<CUcontext>(0x1234);
   std::vector<char> cubin = std::vector<char>(64, 7);
 
-  explicit Rig(PcSamplingMode mode = PcSamplingMode::kContinuous) {
+  explicit Rig(PcSamplingMode mode = PcSamplingMode::kContinuous, PcSamplingOptions knobs = {}) {
     cupti.names[{CUPTI_CB_DOMAIN_RUNTIME_API, 1}] = "cudaLaunchKernel";
     add_reasons(&pc);
     CollectorOptions o;
     o.quiet = true;
+    o.pc_sampling = knobs;
     o.pc_sampling.mode = mode;
     o.pc_sampling.pcs_per_collection = 2;
     o.pc_api = &pc;
@@ -180,8 +181,8 @@ TEST(PcSampling, EnablesEachContextAtCreationWithTheHeadersConfiguration) {
   rig.collector->on_callback(CUPTI_CB_DOMAIN_RUNTIME_API, 1, &launch);
   EXPECT_TRUE(rig.pc.calls.empty());
   rig.create_context();
-  EXPECT_EQ(rig.pc.calls,
-            (std::vector<std::string>{"enable", "num_stall_reasons", "stall_reasons", "set_configuration"}));
+  EXPECT_EQ(rig.pc.calls, (std::vector<std::string>{"enable", "num_stall_reasons", "stall_reasons",
+                                                    "set_configuration", "get_configuration"}));
   ASSERT_EQ(rig.pc.enabled_contexts.size(), 1u);
   EXPECT_EQ(rig.pc.enabled_contexts[0], rig.context);
   bool continuous = false;
@@ -196,9 +197,44 @@ TEST(PcSampling, EnablesEachContextAtCreationWithTheHeadersConfiguration) {
   EXPECT_TRUE(continuous) << "continuous mode is the default";
   EXPECT_TRUE(has_config(rig.pc, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT));
   EXPECT_NE(rig.pc.final_buffer, nullptr);
-  EXPECT_FALSE(has_config(rig.pc, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD));
+  // Continuous mode samples every 2^15 cycles unless asked otherwise (CUPTI's 2^11 overflowed on an H100).
+  uint32_t period = 0;
+  for (const auto& c : rig.pc.config)
+    if (c.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
+      period = c.attributeData.samplingPeriodData.samplingPeriod;
+  EXPECT_EQ(period, kContinuousPeriod);
+  EXPECT_FALSE(
+      has_config(rig.pc, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN));
+  EXPECT_FALSE(has_config(rig.pc, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE));
   rig.collector->stop();
   EXPECT_EQ(rig.pc.calls.back(), "disable");
+  // The period CUPTI chose is read back and said: what turns sample counts into time.
+  EXPECT_EQ(rig.sink.properties["pc_sampling.period"], "13 (one sample per 2^13 = 8192 cycles)");
+}
+
+// The knobs that keep CUPTI's hardware buffer from filling on an H100 (period, worker wake-up,
+// buffer size) reach the configuration with the values asked for.
+TEST(PcSampling, PeriodWorkerWakeUpAndHardwareBufferAreConfiguredWhenAsked) {
+  PcSamplingOptions knobs;
+  knobs.sampling_period = 17;
+  knobs.worker_sleep_ms = 10;
+  knobs.hardware_buffer_bytes = size_t{1} << 30;
+  Rig rig(PcSamplingMode::kContinuous, knobs);
+  rig.pc.default_period = 17;
+  ASSERT_TRUE(rig.collector->start());
+  rig.create_context();
+  int found = 0;
+  for (const auto& c : rig.pc.config) {
+    if (c.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
+      found += c.attributeData.samplingPeriodData.samplingPeriod == 17;
+    if (c.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
+      found += c.attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan == 10;
+    if (c.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
+      found += c.attributeData.hardwareBufferSizeData.hardwareBufferSize == (size_t{1} << 30);
+  }
+  EXPECT_EQ(found, 3);
+  rig.collector->stop();
+  EXPECT_EQ(rig.sink.properties["pc_sampling.period"], "17 (one sample per 2^17 = 131072 cycles)");
 }
 
 // Brute force: every stall count of the script summed per (kernel, PC, reason), no paging involved.
@@ -274,6 +310,8 @@ TEST(PcSampling, SerializedModeKeepsEachSamplesLaunchAndCollectsAfterLaunches) {
   add_script(&rig.pc, 77);
   ASSERT_TRUE(rig.collector->start());
   rig.create_context();
+  // Serialized mode flushes after every kernel: CUPTI's own (finer) default period is kept.
+  EXPECT_FALSE(has_config(rig.pc, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD));
   CUpti_CallbackData launch{};
   launch.context = rig.context;
   launch.functionName = "cudaLaunchKernel";

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -225,6 +227,35 @@ TEST_F(ChangedNsys, OneRangeEnclosingAllOthersIsModelLevel) {
   const trace::Trace t = open(path_);
   EXPECT_EQ(t.stat(stats::Stat::kImportNsysNvtxModelRanges), 1u);
   EXPECT_EQ(t.stat(stats::Stat::kImportNsysNvtxLayerRanges), 22u);
+}
+
+// Ranges that PyTorch's emit_nvtx named ("aten::mm, seq = N, op_id = M, sizes = [...]") become spans
+// named by the op, with the call's details as attributes (core/torch_nvtx_names.h).
+TEST_F(ChangedNsys, PyTorchEmitNvtxNamesBecomeTheOpAndAttributes) {
+  copy("a100_saxpy_mpi_nsys2022.2_schema2.9.1.sqlite");
+  exec(
+      "UPDATE NVTX_EVENTS SET text = 'aten::mm, seq = ' || rowid || ', op_id = 7, sizes = [[32, 256], [256, 10]], "
+      "input_op_ids = [(0,-1), (3,0)]' WHERE eventType = 59");
+  const int64_t ranges = sql_int(path_, "SELECT COUNT(*) FROM NVTX_EVENTS WHERE eventType = 59");
+  ASSERT_GT(ranges, 0);
+  const trace::Trace t = open(path_);
+  int64_t named = 0;
+  std::set<std::string> sequence_numbers;
+  for (size_t i = 0; i < t.spans.size(); ++i) {
+    if (t.name(t.spans[i]) != "aten::mm") continue;
+    ++named;
+    EXPECT_EQ(t.spans[i].level, static_cast<uint8_t>(Level::kLayer));
+    auto text = [&](std::string_view key) {
+      std::optional<AttrRecord> a = t.find_attr(i, key);
+      return a ? t.attr_value_string(*a) : std::string("<missing>");
+    };
+    EXPECT_EQ(text("op_id"), "7");
+    EXPECT_EQ(text("shapes"), "[[32, 256], [256, 10]]");
+    EXPECT_EQ(text("input_op_ids"), "[(0,-1), (3,0)]");
+    sequence_numbers.insert(text("sequence_nr"));
+  }
+  EXPECT_EQ(named, ranges);
+  EXPECT_EQ(static_cast<int64_t>(sequence_numbers.size()), ranges);  // one per call, kept per span
 }
 
 TEST_F(ChangedNsys, UnknownSchemaVersionIsCountedAndImported) {
