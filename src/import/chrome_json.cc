@@ -368,7 +368,12 @@ class Parser {
       if (scanner_ && !retry && !array_closed) {
         // The Kineto event scanner reads the events in place until one is not of its common shape
         // (then a generic window of at most kFallbackWindow bytes from that event on) or the array ends.
-        const size_t stop = scan_in_place(json, at, &array_closed);
+        size_t stray_bracket = std::string_view::npos;
+        const size_t stop = scan_in_place(json, at, &array_closed, &stray_bracket);
+        if (stray_bracket != std::string_view::npos) {
+          fail(simdjson::TAPE_ERROR, stray_bracket, error);  // the generic path's line, at its offset
+          return Windowed::kFailed;
+        }
         if (stop != at) {
           at = stop;
           window_first = doc->events;
@@ -431,8 +436,9 @@ class Parser {
   // From `at` (an element's first byte, after "[" or ","): events of the common shape read by the
   // Kineto event scanner from the input in place and delivered, while each is followed by "," or by
   // the array's "]" (then *closed and the "]"'s position is returned). Returns the position of the
-  // first element not read: the generic path reads it, and reports whatever is wrong there.
-  size_t scan_in_place(std::string_view json, size_t at, bool* closed) {
+  // first element not read (or of a second comma: "{...},, {"): the generic path reads it, and
+  // reports whatever is wrong there. A trailing comma ("{...}, ]") sets *stray_bracket to the "]".
+  size_t scan_in_place(std::string_view json, size_t at, bool* closed, size_t* stray_bracket) {
     const char* const begin = json.data();
     const char* const end = begin + json.size();
     const char* element = begin + at;
@@ -463,6 +469,13 @@ class Parser {
       element = p + 1;
       while (element < end && (*element == ' ' || *element == '\n' || *element == '\r' || *element == '\t'))
         ++element;
+      // A comma before the array's "]" (JSON has no trailing commas): the error the generic path
+      // gives, at the "]" where it wanted a value. Returning the "]" as the next element would let
+      // the caller take the array as ended normally and accept what the generic path rejects.
+      if (element < end && *element == ']') {
+        *stray_bracket = static_cast<size_t>(element - begin);
+        return static_cast<size_t>(element - begin);
+      }
     }
   }
 
