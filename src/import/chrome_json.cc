@@ -223,6 +223,9 @@ class Parser {
   size_t location() {
     const char* at = nullptr;
     if (doc_.current_location().get(at) != simdjson::SUCCESS || at == nullptr) return base_ + input_.size();
+    // An error in the last window's made-up head ({"traceEvents": [) is one at the document itself
+    // (its root): offset 0, as the whole parse names it, not a spot in the event before the window.
+    if (static_cast<size_t>(at - input_.data()) < synthetic_head_) return 0;
     return base_ + static_cast<size_t>(at - input_.data());
   }
 
@@ -390,7 +393,8 @@ class Parser {
         const size_t text_size = buffer.size();
         buffer.append(simdjson::SIMDJSON_PADDING, '\0');
         input_ = std::string_view(buffer.data(), text_size);
-        base_ = at - kHead.size();          // modular: offsets past the head map back into the input
+        base_ = at - kHead.size();  // modular: offsets past the head map back into the input
+        synthetic_head_ = kHead.size();
         if (on_consumed_) on_consumed_(n);  // all of it is in the buffer now
         return run(doc, error) ? Windowed::kDone : Windowed::kFailed;
       }
@@ -610,6 +614,7 @@ class Parser {
   std::string_view input_;        // the JSON, with simdjson::SIMDJSON_PADDING readable bytes after it
   simdjson::padded_string copy_;  // a padded copy, when the caller's buffer has no padding
   size_t base_ = 0;               // offset of input_[0] in the caller's input (windows, parts)
+  size_t synthetic_head_ = 0;     // bytes at input_'s start that are not the caller's (last window)
   uint64_t delivered_ = 0;        // events handed to on_event_
   uint64_t skip_ = 0;             // elements to step over before delivering again
   const std::function<void(const ChromeEvent&)>& on_event_;

@@ -466,6 +466,26 @@ TEST(ChromeEventScan, StrayAndMissingCommasAndRepeatedKeysAgree) {
       if (r.ok) expect_same(all[0], r, json);
     }
   }
+  // The same around the array, in the top-level object (the scanner's path reads the fields before
+  // the array as a document of their own and those after it with the last window) and in a bare
+  // array of events: the same verdict and line. (A comma after the document's "}" once gave offset
+  // 0 on the generic path and a spot inside the last event on the scanner's, read in the last
+  // window's made-up head.)
+  for (const std::string& json :
+       {"{\"a\": 1,, \"traceEvents\": [" + a + "]}", "{, \"traceEvents\": [" + a + "]}",
+        "{\"traceEvents\": [" + a + "], }", "{\"traceEvents\": [" + a + "],, \"x\": 1}",
+        "{\"traceEvents\": [" + a + "] \"x\": 1}", "{\"traceEvents\": [" + a + "]},",
+        "{\"traceEvents\": [" + a + "], \"deviceProperties\": [{\"id\": 0,}]}",
+        "{\"traceEvents\": [" + a + "], \"x\": [1,]}", "{\"x\": {\"y\": 1,}, \"traceEvents\": [" + a + "]}",
+        "[" + a + ",]", "[" + a + ", " + b + "\n,\n]", "[," + a + "]"}) {
+    SCOPED_TRACE(json);
+    const std::vector<Result> all = every_path(json);
+    for (const Result& r : all) {
+      ASSERT_EQ(r.ok, all[0].ok) << r.error;
+      EXPECT_EQ(r.error, all[0].error);
+      if (r.ok) expect_same(all[0], r, json);
+    }
+  }
   const std::string repeated =
       R"({"traceEvents": [)" + a +
       R"(, {"ph": "B", "ph": "X", "ts": 1, "ts": 2.5, "name": "n", "args": {"k": 1, "k": "two"}, "dur": 3, "args": {"k": 3}, "dur": 4}, )" +
