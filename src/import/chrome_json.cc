@@ -356,7 +356,10 @@ class Parser {
     {
       ChromeDocument head;
       std::string ignored;
-      Parser prefix(source_, std::string(json.substr(0, at + 1)) + "]}", 0, on_event_, {});
+      // Events in the prefix (an earlier array under an escaped spelling of the key, read as
+      // traceEvents too) make this kNotApplicable and the whole parse reads them: not delivered here.
+      const std::function<void(const ChromeEvent&)> not_delivered = [](const ChromeEvent&) {};
+      Parser prefix(source_, std::string(json.substr(0, at + 1)) + "]}", 0, not_delivered, {});
       if (!prefix.run(&head, &ignored) || head.events != 0) return Windowed::kNotApplicable;
       *doc = std::move(head);
     }

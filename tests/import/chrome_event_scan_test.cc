@@ -493,7 +493,10 @@ TEST(ChromeEventScan, StrayAndMissingCommasAndRepeatedKeysAgree) {
   const std::string twice =
       R"({"traceEvents": [)" + a + ", " + b + R"(], "x": 1, "traceEvents": [)" + c + "]}";
   const std::string nested_key = R"({"meta": {"traceEvents": [1]}, "traceEvents": [)" + a + "]}";
-  for (const std::string& json : {repeated, twice, nested_key}) {
+  // The windowed path finds the array by its literal key: an escaped spelling of the same key before
+  // it must not be stepped over.
+  const std::string escaped_key = R"({"trace\u0045vents": [)" + a + R"(], "traceEvents": [)" + b + "]}";
+  for (const std::string& json : {repeated, twice, nested_key, escaped_key}) {
     SCOPED_TRACE(json);
     const std::vector<Result> all = every_path(json);
     ASSERT_TRUE(all[0].ok) << all[0].error;
@@ -505,6 +508,7 @@ TEST(ChromeEventScan, StrayAndMissingCommasAndRepeatedKeysAgree) {
   EXPECT_NE(r.events[1].find("ts=2500 dur=4000 [k="), std::string::npos) << r.events[1];
   EXPECT_EQ(parse(twice, true).doc.events, 3u);
   EXPECT_EQ(parse(nested_key, true).doc.events, 1u);
+  EXPECT_EQ(parse(escaped_key, true).doc.events, 2u);
 }
 
 TEST(ChromeEventScan, RealV100TraceMatchesTheGenericPath) {
