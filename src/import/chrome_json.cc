@@ -210,6 +210,11 @@ class Parser {
                ", not a trace (expected {\"traceEvents\": [...]} or an array of events)";
       return false;
     }
+    // Text after the root (a second document, a stray "}"): On Demand stops at the root's end and
+    // would leave it unread, and a second document's events would be lost without a word.
+    const char* rest = nullptr;
+    if (doc_.current_location().get(rest) == simdjson::SUCCESS)
+      return fail(simdjson::TRAILING_CONTENT, location(), error);
     if (!doc->has_event_array) {
       *error = source_ +
                ": JSON object without a \"traceEvents\" array; not a Chrome/Kineto/TensorFlow trace "
@@ -502,7 +507,10 @@ class Parser {
       return false;
     }
     *error = source_ + ": offset " + std::to_string(offset) + ": not valid JSON (" +
-             simdjson::error_message(err) + "); the file is damaged or truncated, or not JSON";
+             simdjson::error_message(err) +
+             (err == simdjson::TRAILING_CONTENT
+                  ? "); the file goes on after its JSON document: two traces in one file? split them"
+                  : "); the file is damaged or truncated, or not JSON");
     return false;
   }
 

@@ -433,7 +433,8 @@ TEST(ChromeEventScan, TrailingCommasAreRejectedOnBothPathsAtTheBracket) {
 }
 
 // The trailing comma's siblings: a leading comma, a doubled comma, a missing comma between events, a
-// comma before an event's first key: rejected on both paths at the same offset. Repeated keys and a
+// comma before an event's first key, text after the document: rejected on both paths at the same
+// offset. Repeated keys and a
 // second traceEvents array are valid JSON: both paths read them the same way (the last ph/ts wins,
 // args and events accumulate).
 TEST(ChromeEventScan, StrayAndMissingCommasAndRepeatedKeysAgree) {
@@ -477,7 +478,10 @@ TEST(ChromeEventScan, StrayAndMissingCommasAndRepeatedKeysAgree) {
         "{\"traceEvents\": [" + a + "] \"x\": 1}", "{\"traceEvents\": [" + a + "]},",
         "{\"traceEvents\": [" + a + "], \"deviceProperties\": [{\"id\": 0,}]}",
         "{\"traceEvents\": [" + a + "], \"x\": [1,]}", "{\"x\": {\"y\": 1,}, \"traceEvents\": [" + a + "]}",
-        "[" + a + ",]", "[" + a + ", " + b + "\n,\n]", "[," + a + "]"}) {
+        "{\"traceEvents\": [" + a + "]} x", "{\"traceEvents\": [" + a + "]}]",
+        "{\"traceEvents\": [" + a + "]}}", "{\"traceEvents\": [" + a + "]} {\"traceEvents\": []}",
+        "\xEF\xBB\xBF{\"traceEvents\": [" + a + ",]}", "[" + a + ",]", "[" + a + ", " + b + "\n,\n]",
+        "[," + a + "]"}) {
     SCOPED_TRACE(json);
     const std::vector<Result> all = every_path(json);
     for (const Result& r : all) {
@@ -486,6 +490,12 @@ TEST(ChromeEventScan, StrayAndMissingCommasAndRepeatedKeysAgree) {
       if (r.ok) expect_same(all[0], r, json);
     }
   }
+  // Text after the document (a stray "}", a second document, as when two traces are appended to
+  // one file): an error at its first byte, not a second document's events dropped without a word.
+  const std::string whole = "{\"traceEvents\": [" + a + "]}";
+  expect_rejected_at(whole + "}", whole.size());
+  expect_rejected_at(whole + "\n{\"traceEvents\": [" + b + "]}\n", whole.size() + 1);
+  expect_rejected_at("[" + a + "] [" + b + "]", a.size() + 3);
   const std::string repeated =
       R"({"traceEvents": [)" + a +
       R"(, {"ph": "B", "ph": "X", "ts": 1, "ts": 2.5, "name": "n", "args": {"k": 1, "k": "two"}, "dur": 3, "args": {"k": 3}, "dur": 4}, )" +

@@ -180,6 +180,8 @@ def test_imported_trace_works_with_info_and_export(strata_bin, tmp_path):
     (b"hello", "not JSON"),
     (b'{"a": 1}', "not a profiler trace"),
     (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": ', "offset"),
+    # two traces appended to one file: the second is not dropped without a word
+    (b'{"traceEvents": []}\n{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 1}]}', "offset 20: "),
 ])
 def test_foreign_input_is_one_error_line(strata_bin, tmp_path, content, needle):
     path = tmp_path / "in.json"
