@@ -210,6 +210,11 @@ class Parser {
                ", not a trace (expected {\"traceEvents\": [...]} or an array of events)";
       return false;
     }
+    // Text after the root (a second document, a stray "}"): On Demand stops at the root's end and
+    // would leave it unread, and a second document's events would be lost without a word.
+    const char* rest = nullptr;
+    if (doc_.current_location().get(rest) == simdjson::SUCCESS)
+      return fail(simdjson::TRAILING_CONTENT, location(), error);
     if (!doc->has_event_array) {
       *error = source_ +
                ": JSON object without a \"traceEvents\" array; not a Chrome/Kineto/TensorFlow trace "
@@ -223,6 +228,9 @@ class Parser {
   size_t location() {
     const char* at = nullptr;
     if (doc_.current_location().get(at) != simdjson::SUCCESS || at == nullptr) return base_ + input_.size();
+    // An error in the last window's made-up head ({"traceEvents": [) is one at the document itself
+    // (its root): offset 0, as the whole parse names it, not a spot in the event before the window.
+    if (static_cast<size_t>(at - input_.data()) < synthetic_head_) return 0;
     return base_ + static_cast<size_t>(at - input_.data());
   }
 
@@ -353,7 +361,10 @@ class Parser {
     {
       ChromeDocument head;
       std::string ignored;
-      Parser prefix(source_, std::string(json.substr(0, at + 1)) + "]}", 0, on_event_, {});
+      // Events in the prefix (an earlier array under an escaped spelling of the key, read as
+      // traceEvents too) make this kNotApplicable and the whole parse reads them: not delivered here.
+      const std::function<void(const ChromeEvent&)> not_delivered = [](const ChromeEvent&) {};
+      Parser prefix(source_, std::string(json.substr(0, at + 1)) + "]}", 0, not_delivered, {});
       if (!prefix.run(&head, &ignored) || head.events != 0) return Windowed::kNotApplicable;
       *doc = std::move(head);
     }
@@ -368,7 +379,12 @@ class Parser {
       if (scanner_ && !retry && !array_closed) {
         // The Kineto event scanner reads the events in place until one is not of its common shape
         // (then a generic window of at most kFallbackWindow bytes from that event on) or the array ends.
-        const size_t stop = scan_in_place(json, at, &array_closed);
+        size_t stray_bracket = std::string_view::npos;
+        const size_t stop = scan_in_place(json, at, &array_closed, &stray_bracket);
+        if (stray_bracket != std::string_view::npos) {
+          fail(simdjson::TAPE_ERROR, stray_bracket, error);  // the generic path's line, at its offset
+          return Windowed::kFailed;
+        }
         if (stop != at) {
           at = stop;
           window_first = doc->events;
@@ -385,7 +401,8 @@ class Parser {
         const size_t text_size = buffer.size();
         buffer.append(simdjson::SIMDJSON_PADDING, '\0');
         input_ = std::string_view(buffer.data(), text_size);
-        base_ = at - kHead.size();          // modular: offsets past the head map back into the input
+        base_ = at - kHead.size();  // modular: offsets past the head map back into the input
+        synthetic_head_ = kHead.size();
         if (on_consumed_) on_consumed_(n);  // all of it is in the buffer now
         return run(doc, error) ? Windowed::kDone : Windowed::kFailed;
       }
@@ -431,8 +448,9 @@ class Parser {
   // From `at` (an element's first byte, after "[" or ","): events of the common shape read by the
   // Kineto event scanner from the input in place and delivered, while each is followed by "," or by
   // the array's "]" (then *closed and the "]"'s position is returned). Returns the position of the
-  // first element not read: the generic path reads it, and reports whatever is wrong there.
-  size_t scan_in_place(std::string_view json, size_t at, bool* closed) {
+  // first element not read (or of a second comma: "{...},, {"): the generic path reads it, and
+  // reports whatever is wrong there. A trailing comma ("{...}, ]") sets *stray_bracket to the "]".
+  size_t scan_in_place(std::string_view json, size_t at, bool* closed, size_t* stray_bracket) {
     const char* const begin = json.data();
     const char* const end = begin + json.size();
     const char* element = begin + at;
@@ -463,6 +481,13 @@ class Parser {
       element = p + 1;
       while (element < end && (*element == ' ' || *element == '\n' || *element == '\r' || *element == '\t'))
         ++element;
+      // A comma before the array's "]" (JSON has no trailing commas): the error the generic path
+      // gives, at the "]" where it wanted a value. Returning the "]" as the next element would let
+      // the caller take the array as ended normally and accept what the generic path rejects.
+      if (element < end && *element == ']') {
+        *stray_bracket = static_cast<size_t>(element - begin);
+        return static_cast<size_t>(element - begin);
+      }
     }
   }
 
@@ -482,7 +507,10 @@ class Parser {
       return false;
     }
     *error = source_ + ": offset " + std::to_string(offset) + ": not valid JSON (" +
-             simdjson::error_message(err) + "); the file is damaged or truncated, or not JSON";
+             simdjson::error_message(err) +
+             (err == simdjson::TRAILING_CONTENT
+                  ? "); the file goes on after its JSON document: two traces in one file? split them"
+                  : "); the file is damaged or truncated, or not JSON");
     return false;
   }
 
@@ -597,6 +625,7 @@ class Parser {
   std::string_view input_;        // the JSON, with simdjson::SIMDJSON_PADDING readable bytes after it
   simdjson::padded_string copy_;  // a padded copy, when the caller's buffer has no padding
   size_t base_ = 0;               // offset of input_[0] in the caller's input (windows, parts)
+  size_t synthetic_head_ = 0;     // bytes at input_'s start that are not the caller's (last window)
   uint64_t delivered_ = 0;        // events handed to on_event_
   uint64_t skip_ = 0;             // elements to step over before delivering again
   const std::function<void(const ChromeEvent&)>& on_event_;

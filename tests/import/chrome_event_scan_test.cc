@@ -8,10 +8,12 @@
 #include <simdjson.h>
 
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "../test_util.h"
 #include "import/chrome_json.h"
 #include "import_test_util.h"
 
@@ -359,6 +361,164 @@ TEST(ChromeEventScan, TimeTokensOfEveryShapeMatchTheGenericPath) {
     }
   }
   EXPECT_GT(compared, 300);
+}
+
+// Every way of reading `json`: the generic path (whole parse; windowed, small windows too) and the
+// scanner (in place; with small windows behind it).
+std::vector<Result> every_path(const std::string& json) {
+  std::vector<Result> all;
+  for (bool scanner : {false, true})
+    for (size_t window : {size_t{0}, size_t{1}, size_t{64}, size_t{4096}})
+      all.push_back(parse(json, scanner, window));
+  return all;
+}
+
+// The offset an error line names ("t.json: offset N: ..."), or npos.
+size_t error_offset(const std::string& error) {
+  const std::string head = "t.json: offset ";
+  if (error.rfind(head, 0) != 0) return std::string::npos;
+  return std::stoul(error.substr(head.size()));
+}
+
+// Every path rejects `json` with the generic whole parse's line, which names the file and the
+// offset `expected` (the stray comma, or the bracket or value standing where a value or key should).
+void expect_rejected_at(const std::string& json, size_t expected) {
+  SCOPED_TRACE(json);
+  const std::vector<Result> all = every_path(json);
+  for (const Result& r : all) {
+    ASSERT_FALSE(r.ok) << "accepted, " << r.events.size() << " events";
+    EXPECT_EQ(r.error, all[0].error);  // the generic whole parse's line, word for word
+    EXPECT_EQ(r.error.find('\n'), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("not valid JSON"), std::string::npos) << r.error;
+    EXPECT_EQ(error_offset(r.error), expected) << r.error;
+  }
+}
+
+const char* const kPlain[] = {
+    R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"External id": 1}})",
+    R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 12.5, "dur": 2})",
+    R"({"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 13, "args": {"Bytes": 64}})"};
+const char* const kGaps[] = {"", " ", "\n  ", "\t\r\n    "};
+
+// JSON has no trailing commas and no real trace has one (the Kineto traces of tests/data and
+// ../shared/traces and a PyTorch 1.13 legacy export parse with Python's strict json): a comma before the
+// traceEvents array's "]", before an event's "}" or before its args' "}" is an error on both paths,
+// with any whitespace between the comma and the bracket, whether the scanner read the events before
+// it or the generic path did (an escape makes the scanner refuse one). The scanner once took ", ]"
+// for the array's end (fuzz/corpus/fuzz_import_kineto/trailing_comma_events.json).
+TEST(ChromeEventScan, TrailingCommasAreRejectedOnBothPathsAtTheBracket) {
+  for (const char* gap : kGaps) {
+    for (const char* first : {kPlain[0], R"({"ph": "X", "name": "a\u00e9", "ts": 1})"}) {
+      const std::string events = std::string(first) + ", " + kPlain[1] + ",\n" + kPlain[2];
+      // The array's end, with the document closed right after it or more fields after it.
+      const std::string head = "{\"schemaVersion\": 1, \"traceEvents\": [";
+      for (const char* tail : {"]}", "], \"traceName\": \"t\"}"}) {
+        const std::string json = head + events + "," + gap + tail;
+        expect_rejected_at(json, head.size() + events.size() + 1 + std::strlen(gap));
+      }
+      // An event's end and its args' end (in the last event; in the first).
+      const std::string top = "{\"traceEvents\": [";
+      for (size_t at : {events.rfind('}'), events.rfind("}}"), events.find("}}"), events.find('}')}) {
+        std::string damaged = events;
+        damaged.insert(at, std::string(",") + gap);
+        expect_rejected_at(top + damaged + "]}", top.size() + at + 1 + std::strlen(gap));
+      }
+    }
+  }
+  // The input the fuzzer found, as kept in its corpus.
+  const std::string kept =
+      testing::read_file(testing::source_path("fuzz/corpus/fuzz_import_kineto/trailing_comma_events.json"));
+  ASSERT_FALSE(kept.empty());
+  expect_rejected_at(kept, kept.rfind(']'));
+}
+
+// The trailing comma's siblings: a leading comma, a doubled comma, a missing comma between events, a
+// comma before an event's first key, text after the document: rejected on both paths at the same
+// offset. Repeated keys and a
+// second traceEvents array are valid JSON: both paths read them the same way (the last ph/ts wins,
+// args and events accumulate).
+TEST(ChromeEventScan, StrayAndMissingCommasAndRepeatedKeysAgree) {
+  const std::string a = kPlain[0], b = kPlain[1], c = kPlain[2];
+  for (const char* gap : kGaps) {
+    const std::string g = gap;
+    std::string json = "{\"traceEvents\": [" + g + "," + g + a + ", " + b + "]}";
+    expect_rejected_at(json, json.find(','));  // [,{
+    json = "{\"traceEvents\": [" + a + "," + g + "," + g + b + ", " + c + "]}";
+    expect_rejected_at(json, json.find(',', json.find(a) + a.size() + 1));  // },,{
+    json = "{\"traceEvents\": [" + a + ", " + b + g + (g.empty() ? " " : "") + c + "]}";
+    expect_rejected_at(json, json.find(c));  // }{ with no comma
+    json = "{\"traceEvents\": [" + a + ", {" + g + "," + b.substr(1) + "]}";
+    expect_rejected_at(json, json.find(',', json.find(a) + a.size() + 1));  // {,"ph"
+  }
+  // A trailing comma inside a value an importer does not read field by field (an unknown field, an
+  // array or object arg): the generic path steps over such values without checking their commas
+  // (On Demand validates only what it reads), so the verdict is whatever that path gives; the
+  // scanner refuses these values and leaves them to it, so both paths give the same verdict: accepted,
+  // the arg kept as its raw text (docs/security.md says so).
+  for (const char* value : {R"("other": [1, 2,])", R"("args": {"dims": [[1, 2],]})",
+                            R"("args": {"o": {"a": 1,}})", R"("other": {"a": [],})"}) {
+    const std::string json = R"({"traceEvents": [)" + a + R"(, {"ph": "X", "ts": 1, )" + value + "}]}";
+    SCOPED_TRACE(json);
+    const std::vector<Result> all = every_path(json);
+    EXPECT_TRUE(all[0].ok) << all[0].error;
+    for (const Result& r : all) {
+      ASSERT_EQ(r.ok, all[0].ok) << r.error;
+      EXPECT_EQ(error_offset(r.error), error_offset(all[0].error)) << r.error;
+      if (r.ok) expect_same(all[0], r, json);
+    }
+  }
+  // The same around the array, in the top-level object (the scanner's path reads the fields before
+  // the array as a document of their own and those after it with the last window) and in a bare
+  // array of events: the same verdict and line. (A comma after the document's "}" once gave offset
+  // 0 on the generic path and a spot inside the last event on the scanner's, read in the last
+  // window's made-up head.)
+  for (const std::string& json :
+       {"{\"a\": 1,, \"traceEvents\": [" + a + "]}", "{, \"traceEvents\": [" + a + "]}",
+        "{\"traceEvents\": [" + a + "], }", "{\"traceEvents\": [" + a + "],, \"x\": 1}",
+        "{\"traceEvents\": [" + a + "] \"x\": 1}", "{\"traceEvents\": [" + a + "]},",
+        "{\"traceEvents\": [" + a + "], \"deviceProperties\": [{\"id\": 0,}]}",
+        "{\"traceEvents\": [" + a + "], \"x\": [1,]}", "{\"x\": {\"y\": 1,}, \"traceEvents\": [" + a + "]}",
+        "{\"traceEvents\": [" + a + "]} x", "{\"traceEvents\": [" + a + "]}]",
+        "{\"traceEvents\": [" + a + "]}}", "{\"traceEvents\": [" + a + "]} {\"traceEvents\": []}",
+        "\xEF\xBB\xBF{\"traceEvents\": [" + a + ",]}", "[" + a + ",]", "[" + a + ", " + b + "\n,\n]",
+        "[," + a + "]"}) {
+    SCOPED_TRACE(json);
+    const std::vector<Result> all = every_path(json);
+    for (const Result& r : all) {
+      ASSERT_EQ(r.ok, all[0].ok) << r.error;
+      EXPECT_EQ(r.error, all[0].error);
+      if (r.ok) expect_same(all[0], r, json);
+    }
+  }
+  // Text after the document (a stray "}", a second document, as when two traces are appended to
+  // one file): an error at its first byte, not a second document's events dropped without a word.
+  const std::string whole = "{\"traceEvents\": [" + a + "]}";
+  expect_rejected_at(whole + "}", whole.size());
+  expect_rejected_at(whole + "\n{\"traceEvents\": [" + b + "]}\n", whole.size() + 1);
+  expect_rejected_at("[" + a + "] [" + b + "]", a.size() + 3);
+  const std::string repeated =
+      R"({"traceEvents": [)" + a +
+      R"(, {"ph": "B", "ph": "X", "ts": 1, "ts": 2.5, "name": "n", "args": {"k": 1, "k": "two"}, "dur": 3, "args": {"k": 3}, "dur": 4}, )" +
+      c + R"(], "traceName": "first", "traceName": "second"})";
+  const std::string twice =
+      R"({"traceEvents": [)" + a + ", " + b + R"(], "x": 1, "traceEvents": [)" + c + "]}";
+  const std::string nested_key = R"({"meta": {"traceEvents": [1]}, "traceEvents": [)" + a + "]}";
+  // The windowed path finds the array by its literal key: an escaped spelling of the same key before
+  // it must not be stepped over.
+  const std::string escaped_key = R"({"trace\u0045vents": [)" + a + R"(], "traceEvents": [)" + b + "]}";
+  for (const std::string& json : {repeated, twice, nested_key, escaped_key}) {
+    SCOPED_TRACE(json);
+    const std::vector<Result> all = every_path(json);
+    ASSERT_TRUE(all[0].ok) << all[0].error;
+    for (const Result& r : all) expect_same(all[0], r, json);
+  }
+  const Result r = parse(repeated, true);
+  EXPECT_EQ(r.events[1], parse(repeated, false).events[1]);
+  EXPECT_NE(r.events[1].find(" |X |"), std::string::npos) << r.events[1];
+  EXPECT_NE(r.events[1].find("ts=2500 dur=4000 [k="), std::string::npos) << r.events[1];
+  EXPECT_EQ(parse(twice, true).doc.events, 3u);
+  EXPECT_EQ(parse(nested_key, true).doc.events, 1u);
+  EXPECT_EQ(parse(escaped_key, true).doc.events, 2u);
 }
 
 TEST(ChromeEventScan, RealV100TraceMatchesTheGenericPath) {

@@ -180,6 +180,8 @@ def test_imported_trace_works_with_info_and_export(strata_bin, tmp_path):
     (b"hello", "not JSON"),
     (b'{"a": 1}', "not a profiler trace"),
     (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": ', "offset"),
+    # two traces appended to one file: the second is not dropped without a word
+    (b'{"traceEvents": []}\n{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 1}]}', "offset 20: "),
 ])
 def test_foreign_input_is_one_error_line(strata_bin, tmp_path, content, needle):
     path = tmp_path / "in.json"
@@ -189,3 +191,42 @@ def test_foreign_input_is_one_error_line(strata_bin, tmp_path, content, needle):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and str(path) in lines[0], r.stderr
     assert not (tmp_path / "o.strata").exists()
+
+
+CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "fuzz", "corpus", "fuzz_import_kineto")
+EVENT = b'{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"n": 1}}'
+
+
+def comma_case(kind):
+    """(document, offset of the byte the error must name) for a trailing comma of `kind`."""
+    if kind == "fuzz corpus":  # the file the fuzzer found: a comma before traceEvents' "]" at the end
+        with open(os.path.join(CORPUS, "trailing_comma_events.json"), "rb") as f:
+            doc = f.read()
+        return doc, doc.rindex(b"]")
+    head = b'{"traceEvents": [' + EVENT + b", "
+    if kind == "array end":
+        doc = head + EVENT + b",\n  ]}"
+        return doc, doc.rindex(b"]")
+    if kind == "object end":
+        doc = head + EVENT[:-1] + b", }]}"
+        return doc, len(doc) - 3
+    doc = head + EVENT[:-2] + b",\n}}]}"  # args end
+    return doc, len(doc) - 4
+
+
+# JSON has no trailing commas, no real trace has one (checked on every trace of tests/data and
+# ../shared/traces), and the generic parse rejects them: so does `strata import`, whichever of its
+# paths reads the events, with one line naming the file and the offset of the bracket after the comma.
+@pytest.mark.parametrize("kind", ["fuzz corpus", "array end", "object end", "args end"])
+def test_trailing_comma_is_one_error_line_with_its_offset(strata_bin, tmp_path, kind):
+    doc, offset = comma_case(kind)
+    path = tmp_path / "comma.json"
+    path.write_bytes(doc)
+    r = run_strata("import", str(path), "-o", str(tmp_path / "o.strata"), check=False)
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{path}: offset {offset}: not valid JSON" in lines[0], r.stderr
+    assert not (tmp_path / "o.strata").exists()
+    fixed = doc[:offset].rstrip()[:-1] + doc[offset:]  # the same without the comma imports
+    path.write_bytes(fixed)
+    run_strata("import", str(path), "-o", str(tmp_path / "o.strata"))
