@@ -35,10 +35,14 @@ bool measure_impl(const BenchCase& c, const MeasureOptions& options, Measurement
   if (!cuda::time_launches(&prepared, 3, 1, &warm, why)) return false;
   int iterations = iterations_for(*std::min_element(warm.begin(), warm.end()), options);
   Measurement m;
-  if (!cuda::time_launches(&prepared, options.repetitions, iterations, &m.per_call_ns, why)) return false;
+  std::string method;
+  if (!cuda::time_launches(&prepared, options.repetitions, iterations, &m.per_call_ns, why, &method))
+    return false;
   m.iterations = iterations;
   m.runs = static_cast<int>(m.per_call_ns.size());
-  m.timer = "cuda_events";  // device time: what other processes do on the CPU does not enter it
+  // cuda_graph: GPU time of the calls replayed from a CUDA graph (no host work between them);
+  // cuda_events: the calls enqueued one by one (the library could not be captured).
+  m.timer = method;
   assess(&m, options);
   *out = std::move(m);
   return true;

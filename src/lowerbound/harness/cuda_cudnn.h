@@ -44,7 +44,7 @@ inline bool prepare_concat(const BenchCase& c, Prepared* p, std::string* why) {
       const CopyRegion& r = copies[i];
       if (!launched(p,
                     cudaMemcpy2DAsync(dst + r.dst_offset, r.dst_pitch, srcs[i], r.src_pitch, r.width,
-                                      r.height, cudaMemcpyDeviceToDevice, 0),
+                                      r.height, cudaMemcpyDeviceToDevice, p->stream),
                     "cudaMemcpy2DAsync"))
         return false;
     }
@@ -82,6 +82,7 @@ struct Cudnn {
   }
   bool open() {
     if (!ok(cudnnCreate(&p->cudnn), "cudnnCreate (no CUDA device?)")) return false;
+    if (!ok(cudnnSetStream(p->cudnn, p->stream), "cudnnSetStream")) return false;
     h = p->cudnn;
     return true;
   }

@@ -57,6 +57,10 @@ inline bool prepare_gemm_ex(const GemmSetup& s, Prepared* p, std::string* why) {
     *why = "cublasCreate failed (no CUDA device?)";
     return false;
   }
+  if (cublasSetStream(p->cublas, p->stream) != CUBLAS_STATUS_SUCCESS) {
+    *why = "cublasSetStream failed";
+    return false;
+  }
   const GemmGeometry& g = s.g;
   const bool half = s.half;
   const cudaDataType_t t = s.type;
@@ -217,7 +221,7 @@ inline bool prepare_gemm_lt(const GemmSetup& s, int lt_index, Prepared* p, std::
   p->launch = [=] {
     static const float one = 1.f, zero = 0.f;
     return launched(
-        p, cublasLtMatmul(lt, d.op, &one, w, d.a, x, d.b, &zero, y, d.d, y, d.d, &algo, ws, ws_bytes, 0),
+        p, cublasLtMatmul(lt, d.op, &one, w, d.a, x, d.b, &zero, y, d.d, y, d.d, &algo, ws, ws_bytes, p->stream),
         "cublasLtMatmul");
   };
   p->implementation = "cublasLtMatmul(" + std::string(s.half ? "fp16" : "fp32") +

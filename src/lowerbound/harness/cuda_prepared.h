@@ -25,9 +25,12 @@ struct Prepared {
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
   cublasLtHandle_t cublas_lt = nullptr;
+  // Every call is enqueued on this stream (not the legacy default stream, which cannot be captured):
+  // the timing captures the calls into a CUDA graph (cuda_ops.h, time_launches).
+  cudaStream_t stream = nullptr;
   std::vector<void*> buffers;
   std::vector<std::function<void()>> cleanups;
-  // Enqueues the call on the default stream (no sync). False when the library rejects it at run time;
+  // Enqueues the call on `stream` (no sync). False when the library rejects it at run time;
   // `error` then says why (a rejected call enqueues nothing, so timing it would be meaningless).
   std::function<bool()> launch;
   std::string implementation;
@@ -41,6 +44,7 @@ struct Prepared {
     if (cublas_lt) cublasLtDestroy(cublas_lt);
     if (cublas) cublasDestroy(cublas);
     if (cudnn) cudnnDestroy(cudnn);
+    if (stream) cudaStreamDestroy(stream);
   }
 };
 

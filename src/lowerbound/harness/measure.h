@@ -40,7 +40,7 @@ struct Measurement {
   int iterations = 0;               // calls per repetition
   std::vector<double> per_call_ns;  // one value per usable repetition
   // Quality.
-  std::string timer;           // thread_cpu, wall, cuda_events
+  std::string timer;           // thread_cpu, wall, cuda_graph, cuda_events
   int runs = 0;                // repetitions run (usable + discarded)
   int disturbed = 0;           // repetitions during which a thread of this process was preempted
   double relative_spread = 0;  // spread / median

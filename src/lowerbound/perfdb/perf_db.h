@@ -26,7 +26,7 @@ struct BenchRecord {
   std::string measured_at;  // ISO 8601 UTC
   // Measurement quality (issue 12.2). Rows stored before it was recorded read as quality "legacy".
   int threads = 0;                 // library threads the call ran with (0: not recorded)
-  std::string timer{};             // thread_cpu, wall, cuda_events
+  std::string timer{};             // thread_cpu, wall, cuda_graph, cuda_events
   int disturbed = 0;               // repetitions during which the benchmark was preempted
   double relative_spread = -1;     // spread / median (-1: not recorded)
   double load_avg = -1;            // 1-minute load average when measured (-1: not recorded)
