@@ -3,7 +3,10 @@
 // the recording was. Other formats (Kineto JSON, ...) are opened through the reader registry.
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
@@ -75,6 +78,26 @@ void print_rank(const trace::Process& p) {
       props.get_int("clock.residual_p90_ns").value_or(-1) / 1e3);
 }
 
+// What the collectors said about themselves, written with the stats as "collector.<group>.<key>"
+// (GPU PC sampling's mode, period, contexts and sample totals; the GPUs; the CUPTI clock; the CPU
+// sampler; oneDNN's verbose capture): one line per group.
+void print_collectors(const trace::Process& p) {
+  constexpr std::string_view kPrefix = "stats.collector.";
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> groups;
+  for (const auto& [key, value] : p.properties.entries()) {
+    if (key.rfind(kPrefix, 0) != 0) continue;
+    std::string rest = key.substr(kPrefix.size());
+    const size_t dot = rest.find('.');
+    if (dot == std::string::npos) continue;
+    groups[rest.substr(0, dot)].emplace_back(rest.substr(dot + 1), value);
+  }
+  for (const auto& [group, entries] : groups) {
+    std::string line;
+    for (const auto& [key, value] : entries) line += (line.empty() ? "" : "; ") + key + "=" + value;
+    std::printf("  %s: %s\n", shown(group).c_str(), shown(line).c_str());
+  }
+}
+
 void print_process(const trace::Process& p, uint64_t snapshots) {
   std::printf("process %lld (parent %lld) on %s\n", static_cast<long long>(p.pid),
               static_cast<long long>(p.ppid), shown(p.host).c_str());
@@ -90,14 +113,7 @@ void print_process(const trace::Process& p, uint64_t snapshots) {
                     "every flushed chunk loaded");
   print_clock(p, snapshots);
   print_rank(p);
-  // What the collectors said about themselves (GPU PC sampling's mode, contexts and sample totals,
-  // the CPU sampler's mode, oneDNN's capture): written with the stats, as "collector.<key>".
-  constexpr std::string_view kCollectorPrefix = "stats.collector.";
-  for (const auto& [key, value] : p.properties.entries())
-    if (key.rfind(kCollectorPrefix, 0) == 0)
-      std::printf("  %s: %s\n",
-                  shown(key.substr(kCollectorPrefix.size() - std::string_view("collector.").size())).c_str(),
-                  shown(value).c_str());
+  print_collectors(p);
 }
 
 }  // namespace

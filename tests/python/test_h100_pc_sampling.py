@@ -81,7 +81,8 @@ def test_stall_shares_equal_nsight_computes_on_the_kernels_own_lines():
 
 def test_pc_sampling_accounts_for_every_sample():
     info = run_strata("info", PCS_TRACE).stdout
-    props = dict(re.findall(r"collector\.pc_sampling\.(\w+): (.*)", info))
+    line = re.search(r"^  pc_sampling: (.*)$", info, re.M).group(1)  # key=value; key=value ...
+    props = dict(item.split("=", 1) for item in line.split("; "))
     assert props["mode"] == "continuous" and props["contexts"] == "1 enabled, 0 failed"
     assert props["period"].startswith("15 ")  # the continuous default: 2^15 cycles per sample
     by_kernel = tables(PCS_TRACE, "gpu_stalls")["gpu_stalls_by_kernel"]
