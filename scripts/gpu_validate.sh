@@ -125,7 +125,7 @@ if want overhead; then
   step "overhead: plain, strata --level device, Kineto; interleaved, twice"
   for round in 1 2; do
     run 120 "$py" "$train" --steps 30
-    run 120 "$strata" record --quiet --level device -o "/tmp/overhead-$round.strata" -- "$py" "$train" --steps 30
+    run 120 "$strata" record --quiet --force --level device -o "/tmp/overhead-$round.strata" -- "$py" "$train" --steps 30
     run 120 "$py" "$train" --steps 30 --kineto "/tmp/overhead-$round.json"
   done
 fi
@@ -270,18 +270,18 @@ fi
 if want pcoverhead2; then
   step "overhead of PC sampling by period: plain, --level device, + PC sampling at 2^15 and 2^17"
   run 120 "$py" "$train" --steps 30
-  run 120 "$strata" record --quiet --level device -o /tmp/pco2-d.strata -- "$py" "$train" --steps 30
-  STRATA_GPU_PC_SAMPLING_PERIOD=15 run 120 "$strata" record --quiet --level device --gpu-pc-sampling -o /tmp/pco2-15.strata -- "$py" "$train" --steps 30
-  STRATA_GPU_PC_SAMPLING_PERIOD=17 run 120 "$strata" record --quiet --level device --gpu-pc-sampling -o /tmp/pco2-17.strata -- "$py" "$train" --steps 30
-  run 120 "$strata" record --quiet --level device --gpu-pc-sampling -o /tmp/pco2-def.strata -- "$py" "$train" --steps 30
+  run 120 "$strata" record --quiet --force --level device -o /tmp/pco2-d.strata -- "$py" "$train" --steps 30
+  STRATA_GPU_PC_SAMPLING_PERIOD=15 run 120 "$strata" record --quiet --force --level device --gpu-pc-sampling -o /tmp/pco2-15.strata -- "$py" "$train" --steps 30
+  STRATA_GPU_PC_SAMPLING_PERIOD=17 run 120 "$strata" record --quiet --force --level device --gpu-pc-sampling -o /tmp/pco2-17.strata -- "$py" "$train" --steps 30
+  run 120 "$strata" record --quiet --force --level device --gpu-pc-sampling -o /tmp/pco2-def.strata -- "$py" "$train" --steps 30
 fi
 
 if want pcoverhead; then
   step "overhead of PC sampling: plain, --level device, + --gpu-pc-sampling; interleaved, twice"
   for round in 1 2; do
     run 120 "$py" "$train" --steps 30
-    run 120 "$strata" record --quiet --level device -o "/tmp/pco-d-$round.strata" -- "$py" "$train" --steps 30
-    run 120 "$strata" record --quiet --level device --gpu-pc-sampling -o "/tmp/pco-p-$round.strata" -- "$py" "$train" --steps 30
+    run 120 "$strata" record --quiet --force --level device -o "/tmp/pco-d-$round.strata" -- "$py" "$train" --steps 30
+    run 120 "$strata" record --quiet --force --level device --gpu-pc-sampling -o "/tmp/pco-p-$round.strata" -- "$py" "$train" --steps 30
   done
 fi
 
