@@ -29,7 +29,9 @@ def roots(tmp_path_factory):
 def preprocess(root, header, tmp_path):
     source = tmp_path / "probe.cc"
     source.write_text(f'#include "{header}"\n')
-    return subprocess.run(["c++", "-std=c++20", "-E", "-o", os.devnull, "-I", root, str(source)],
+    # Never "-o /dev/null": a compiler that fails unlinks its output file, and as root that removed
+    # the machine's /dev/null (every later spawn with stdio on /dev/null failed with ENOENT).
+    return subprocess.run(["c++", "-std=c++20", "-E", "-o", str(tmp_path / "probe.i"), "-I", root, str(source)],
                           capture_output=True, text=True, timeout=120)
 
 
