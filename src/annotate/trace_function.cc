@@ -87,7 +87,7 @@ bool find_function_samples(const trace::Trace& trace, std::string_view name,
     auto [it, inserted] = frame_key.try_emplace(stack[0]);
     const trace::SampleMapping& m = data.mapping(leaf.mapping);
     const std::string path(trace.strings.get(m.path));
-    if (inserted && !(m.flags & format::kMappingAnonymous)) {
+    if (inserted && !(m.flags & format::kMappingAnonymous) && path != "//anon") {
       symbolize::Symbol s = symbolizer.lookup(path, m.build_id, leaf.offset);
       if (s.known && name_matches(s.function, name)) {
         it->second = std::make_tuple(path, m.build_id, s.function_address);

@@ -171,6 +171,14 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
     prepend_env("LD_PRELOAD", opt.sampler, ':');
     setenv("STRATA_SAMPLE", std::to_string(opt.sample_hz).c_str(), 1);
     setenv("STRATA_SAMPLE_UNWIND", opt.unwind.c_str(), 1);
+    // oneDNN's JIT kernels (PyTorch's CPU convolutions) run from anonymous memory: with a perf map
+    // (/tmp/perf-PID.map) the sampler names them (sample/jit_map.h). Asked for only when the user
+    // did not choose; the sampler removes the file it caused at exit (STRATA_SAMPLE_JIT_MAP_OWNED).
+    if (getenv("ONEDNN_JIT_PROFILE") == nullptr && getenv("DNNL_JIT_PROFILE") == nullptr) {
+      setenv("ONEDNN_JIT_PROFILE", "2", 1);
+      setenv("DNNL_JIT_PROFILE", "2", 1);
+      setenv("STRATA_SAMPLE_JIT_MAP_OWNED", "1", 1);
+    }
   } else {
     unsetenv("STRATA_SAMPLE");
   }

@@ -141,6 +141,14 @@ enum class Disk : uint8_t {
     "writer thread's time in the sampler's plugin (the kernel's per-sample work is not in it)")           \
   F(kSampleSamplesTaken, "sample.samples_taken", kProcess, "collector.sample.samples_taken", kProcess,   \
     kInfo, kCollector, "CPU samples the sampling thread received from the kernel or its timer")          \
+  F(kSampleStacksCutUnmapped, "sample.stacks_cut_unmapped", kProcess,                                   \
+    "collector.sample.stacks_cut_unmapped", kProcess, kInfo, kCollector,                                \
+    "CPU samples whose native stack ends at a caller address in no mapping (a frame-pointer walk "       \
+    "through code without frame pointers): the frames from there on are left out")                       \
+  F(kSampleJitFramesNamed, "sample.jit_frames_named", kProcess, "collector.sample.jit_frames_named",     \
+    kProcess, kInfo, kCollector,                                                                         \
+    "frames in generated code (anonymous executable memory) named from the process's perf map "          \
+    "(/tmp/perf-PID.map, e.g. oneDNN's JIT kernels)")                                                    \
   F(kSamplePythonReads, "sample.python_reads", kProcess,                                                \
     "collector.sample.python_reads", kProcess, kInfo, kCollector,                                       \
     "process_vm_readv calls the sampling thread made to read Python stacks and code objects")           \

@@ -121,7 +121,7 @@ void encode_sample_frames(const std::vector<SampleFrame>& frames, std::string* o
     put<uint8_t>(out, 0);
     put<uint16_t>(out, 0);
     put<uint32_t>(out, f.kind == SampleFrameKind::kPython ? f.function : f.mapping);
-    put<uint32_t>(out, f.kind == SampleFrameKind::kPython ? f.file : 0);
+    put<uint32_t>(out, f.kind == SampleFrameKind::kPython ? f.file : f.function);
     put<uint64_t>(out, f.kind == SampleFrameKind::kPython ? uint64_t{f.line} : f.offset);
     put<uint64_t>(out, 0);  // reserved (column, inlining depth)
   }
@@ -151,6 +151,7 @@ bool decode_sample_frames(std::string_view payload, std::vector<SampleFrame>* ou
       f.line = static_cast<uint32_t>(v);
     } else {
       f.mapping = a;
+      f.function = b;  // kNative in generated code: its name from the perf map (0: none)
       f.offset = v;
     }
     out->push_back(f);

@@ -47,7 +47,7 @@ struct SampleFrame {
   SampleFrameKind kind = SampleFrameKind::kAddress;
   uint32_t mapping = 0;   // kNative: mapping id
   uint64_t offset = 0;    // kNative: file offset; kAddress/kKernel: the address
-  uint32_t function = 0;  // kPython: string ids
+  uint32_t function = 0;  // kPython: string ids; kNative: the name of generated code (0: none)
   uint32_t file = 0;
   uint32_t line = 0;      // kPython: line (0: unknown)
 };

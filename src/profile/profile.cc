@@ -17,7 +17,6 @@ const FrameName& FrameNamer::name(uint32_t frame_id) {
   if (it != names_.end()) return it->second;
   FrameName n;
   const trace::SampleFrame& f = trace_.samples.frame(frame_id);
-  char buf[64];
   switch (f.kind) {
     case format::SampleFrameKind::kPython:
       n.python = true;
@@ -29,11 +28,19 @@ const FrameName& FrameNamer::name(uint32_t frame_id) {
       const trace::SampleMapping& m = trace_.samples.mapping(f.mapping);
       const std::string path(trace_.strings.get(m.path));
       n.module = symbolize::Symbolizer::module_name(path);
-      if (m.flags & format::kMappingAnonymous) {
-        // No file behind it: JIT code (oneDNN's kernels, ...) or the vDSO. One row per kind of
-        // mapping: offsets in generated code name nothing.
-        n.function = path == "//anon" ? "[anonymous executable memory: JIT code]" : path;
-        n.known = false;
+      // "//anon" without the flag: traces recorded before the sampler knew perf's name for it.
+      if ((m.flags & format::kMappingAnonymous) || path == "//anon") {
+        // No file behind it: JIT code (oneDNN's kernels, ...) or the vDSO. Named by the process's
+        // perf map when it wrote one (sample/jit_map.h), else one row per kind of mapping: offsets
+        // in generated code name nothing.
+        if (f.function != 0) {
+          n.function = std::string(trace_.strings.get(f.function));
+          n.module = "jit";
+          n.known = true;
+        } else {
+          n.function = path == "//anon" ? "[anonymous executable memory: JIT code]" : path;
+          n.known = false;
+        }
       } else {
         symbolize::Symbol s = symbolizer_->lookup(path, m.build_id, f.offset);
         n.function = s.function;
@@ -50,8 +57,10 @@ const FrameName& FrameNamer::name(uint32_t frame_id) {
       break;
     case format::SampleFrameKind::kAddress:
     default:
-      std::snprintf(buf, sizeof(buf), "[unknown]+0x%" PRIx64, f.offset);
-      n.function = buf;
+      // In no mapping: a frame-pointer walk through code built without frame pointers read a
+      // value that is no return address. One name for all (perf's "[unknown]"), not a row per
+      // value.
+      n.function = "[unknown]";
       n.known = false;
       break;
   }

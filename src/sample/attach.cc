@@ -265,7 +265,10 @@ class Attacher {
   // in-process recorder's, in_process.cc; the handler's are in-thread only), for this epoch like the losses.
   void add_python_counters(format::Properties* stats) {
     const PythonReadCounters py = collector_.python_counters();
-    std::vector<std::pair<const char*, uint64_t>> counts = {{"sample.samples_taken", collector_.samples()}};
+    std::vector<std::pair<const char*, uint64_t>> counts = {
+        {"sample.samples_taken", collector_.samples()},
+        {"sample.stacks_cut_unmapped", collector_.stacks_cut_unmapped()},
+        {"sample.jit_frames_named", collector_.jit_frames_named()}};
     if (py.available) {
       counts.insert(counts.end(), {{"sample.python_reads", py.reads},
                                    {"sample.python_frames_from_chunks", py.frames_from_chunks},

@@ -42,6 +42,7 @@ bool SampleCollector::start(const CollectorConfig& config, std::string* error) {
     return false;
   }
   unwinder_ = std::make_unique<Unwinder>(mappings_.get());
+  jit_map_ = std::make_unique<JitMap>(JitMap::perf_map_path(config_.pid));
   if (config_.python) {
     python_ = PythonReader::find(*mappings_, &python_note_);
     if (python_) python_note_ = "CPython " + python_->version() + ": Python frames read from the process";
@@ -233,7 +234,7 @@ void SampleCollector::note_thread(uint32_t tid) {
   }
 }
 
-uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
+uint32_t SampleCollector::native_frame(uint64_t address, bool leaf, bool* unmapped) {
   // Callers are return addresses: one byte back lands inside the call instruction.
   const uint64_t pc = leaf || address == 0 ? address : address - 1;
   if (pc >= 0xffff800000000000ull) {
@@ -251,8 +252,17 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
   // A direct-mapped cache of recent program counters: a deep native stack repeats the same frames
   // sample after sample. Valid while the mapping layout is unchanged.
   PcSlot& slot = pc_cache_[(pc * 0x9E3779B97F4A7C15ull) >> (64 - kPcCacheBits)];
-  if (slot.frame != 0 && slot.pc == pc && slot.generation == mappings_->generation()) return slot.frame;
-  const Mapping* m = mappings_->find(pc);
+  if (slot.frame != 0 && slot.pc == pc && slot.generation == mappings_->generation() &&
+      !(leaf && slot.frame == kUnmappedCaller)) {
+    if (unmapped != nullptr) *unmapped = slot.unmapped;
+    return slot.frame;
+  }
+  const Mapping* m = mappings_->find(pc, leaf);
+  if (unmapped != nullptr) *unmapped = m == nullptr;
+  if (m == nullptr && !leaf && unmapped != nullptr) {  // the caller cuts the stack here: no frame
+    slot = {pc, mappings_->generation(), kUnmappedCaller, true};
+    return kUnmappedCaller;
+  }
   const uint64_t mapping = m != nullptr ? m->id : 0;
   const uint64_t offset = m != nullptr ? pc - m->start + m->pgoff : pc;
   auto [it, inserted] = native_frames_.try_emplace({mapping, offset}, 0);
@@ -263,6 +273,13 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
     d.frame.kind = m != nullptr ? format::SampleFrameKind::kNative : format::SampleFrameKind::kAddress;
     d.frame.mapping = static_cast<uint32_t>(mapping);
     d.frame.offset = offset;
+    if (m != nullptr && (m->flags & format::kMappingAnonymous)) {
+      // Generated code: named now from the process's perf map, if it writes one (jit_map.h).
+      if (const std::string* name = jit_map_->find(pc, monotonic_now_ns())) {
+        d.function = *name;
+        ++jit_frames_named_;
+      }
+    }
     pending_.frames.push_back(d);
     if (keep_frame_log_) frame_log_.push_back(d);
   }
@@ -270,7 +287,7 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf) {
   // refreshed it): a frame-pointer walk through libtorch (no frame pointers) returns the same garbage
   // addresses sample after sample, and each miss cost a map search and a hash lookup. A new mapping
   // (an MMAP2 record, a /proc/PID/maps refresh) bumps the generation and retries them.
-  slot = {pc, mappings_->generation(), it->second};
+  slot = {pc, mappings_->generation(), it->second, m == nullptr};
   return it->second;
 }
 
@@ -337,8 +354,22 @@ UnwindStatus SampleCollector::unwind_native(const RawSample& s, uint32_t* count)
     if (status == UnwindStatus::kFailed && config_.dwarf) ++lost_[kLossUnwindFailed];
   }
   frames_.clear();
-  for (uint32_t i = 0; i < n; ++i)
-    frames_.push_back(native_frame(ips_[i], i == 0 || (i == 1 && kernel_leaf)));
+  for (uint32_t i = 0; i < n; ++i) {
+    const bool leaf = i == 0 || (i == 1 && kernel_leaf);
+    bool unmapped = false;
+    const uint32_t id = native_frame(ips_[i], leaf, &unmapped);
+    if (unmapped && !leaf) {
+      // A return address in no mapping (the table is refreshed on a miss) is no return address: a
+      // frame-pointer walk through code built without frame pointers (libtorch) read a data word.
+      // What follows it is read through that word: left out, not shown as thousands of
+      // "[unknown]" frames that split every flame graph.
+      n = i;
+      status = UnwindStatus::kTruncated;
+      ++stacks_cut_unmapped_;
+      break;
+    }
+    frames_.push_back(id);
+  }
   *count = n;
   return status;
 }
@@ -399,8 +430,8 @@ void SampleCollector::merge_python(uint32_t n) {
 }
 
 void SampleCollector::emit(uint32_t tid, int64_t time_ns, uint32_t event, uint32_t weight,
-                           UnwindStatus status, bool merged, bool has_regs) {
-  if (!merged && status != UnwindStatus::kComplete && !frames_.empty() && (config_.dwarf || has_regs)) {
+                           UnwindStatus status, bool merged, [[maybe_unused]] bool has_regs) {
+  if (!merged && status != UnwindStatus::kComplete && !frames_.empty()) {
     auto [it, inserted] = native_frames_.try_emplace({UINT64_MAX - 1, 0}, 0);
     if (inserted) {
       it->second = next_frame_++;

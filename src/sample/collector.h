@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "format/properties.h"
+#include "sample/jit_map.h"
 #include "sample/mappings.h"
 #include "sample/perf_sampler.h"
 #include "sample/python_reader.h"
@@ -89,6 +90,10 @@ class SampleCollector : public PerfSink {
   const std::string& python_note() const { return python_note_; }
   uint64_t lost(int cause) const;
   uint64_t samples() const { return samples_; }
+  // Samples whose native stack was cut at a caller address in no mapping (frame-pointer garbage).
+  uint64_t stacks_cut_unmapped() const { return stacks_cut_unmapped_; }
+  // Frames in generated code named from the process's perf map (jit_map.h).
+  uint64_t jit_frames_named() const { return jit_frames_named_; }
   // System calls the Python reader made (process_vm_readv), and the frames it took from data-stack
   // chunks or read one by one (docs/performance.md: the reader's cost per sample).
   uint64_t python_reads() const { return python_ ? python_->reads() : 0; }
@@ -108,7 +113,7 @@ class SampleCollector : public PerfSink {
   const std::vector<FrameDef>& all_frames_for_testing() const { return frame_log_; }
 
  private:
-  uint32_t native_frame(uint64_t address, bool leaf);
+  uint32_t native_frame(uint64_t address, bool leaf, bool* unmapped = nullptr);
   // Native frames of a sample into ips_ (n) and frames_; returns the unwinding status.
   UnwindStatus unwind_native(const RawSample& s, uint32_t* n);
   // Merges py_ into frames_ at the interpreter's evaluation frames among ips_[0, n).
@@ -149,6 +154,7 @@ class SampleCollector : public PerfSink {
 
   CollectorConfig config_;
   std::unique_ptr<MappingTable> mappings_;
+  std::unique_ptr<JitMap> jit_map_;  // names of code in anonymous executable memory
   std::unique_ptr<Unwinder> unwinder_;
   std::unique_ptr<PythonReader> python_;
   std::unique_ptr<PerfSampler> perf_;
@@ -193,11 +199,15 @@ class SampleCollector : public PerfSink {
   std::vector<pollfd> poll_fds_;
   struct PcSlot {
     uint64_t pc = 0, generation = 0;
-    uint32_t frame = 0;
+    uint32_t frame = 0;     // kUnmappedCaller: a caller address in no mapping (not interned)
+    bool unmapped = false;  // in no mapping
   };
+  static constexpr uint32_t kUnmappedCaller = UINT32_MAX;
   static constexpr int kPcCacheBits = 12;
   std::vector<PcSlot> pc_cache_ = std::vector<PcSlot>(size_t{1} << kPcCacheBits);
   uint64_t samples_ = 0;
+  uint64_t stacks_cut_unmapped_ = 0;
+  uint64_t jit_frames_named_ = 0;
   uint64_t lost_[kLossCount] = {};
   bool in_thread_ = false;
   std::string in_thread_refused_;

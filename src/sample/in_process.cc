@@ -149,6 +149,10 @@ class InProcessSampler : public collect::WriterPlugin {
     collector_.stop();
     collector_.poll(0);  // what the rings still hold
     collector_.take(&batch);
+    // The perf map `strata record` asked oneDNN for (cmd_record.cc) was read while the frames were
+    // named: nothing else needs it, and /tmp should not fill with one file per recorded process.
+    if (const char* owned = getenv("STRATA_SAMPLE_JIT_MAP_OWNED"); owned != nullptr && owned[0] == '1')
+      unlink(JitMap::perf_map_path(getpid()).c_str());
     hand_over(&batch, true);  // reads this thread's CPU time last: its whole life, start-up included
   }
 
@@ -173,6 +177,8 @@ class InProcessSampler : public collect::WriterPlugin {
       for (int c = 0; c < kLossCount; ++c) losses_[c] = collector_.lost(c);
       sampling_thread_cpu_ns_ = cpu;
       samples_taken_ = collector_.samples();
+      stacks_cut_unmapped_ = collector_.stacks_cut_unmapped();
+      jit_frames_named_ = collector_.jit_frames_named();
       python_counters_ = collector_.python_counters();
     }
     if (batch->empty()) return;
@@ -205,13 +211,15 @@ class InProcessSampler : public collect::WriterPlugin {
   void publish_losses() {
     uint64_t losses[kLossCount];
     int64_t sampling_cpu = 0;
-    uint64_t taken = 0;
+    uint64_t taken = 0, cut_unmapped = 0, jit_named = 0;
     PythonReadCounters py;
     {
       std::lock_guard<std::mutex> lock(mu_);
       std::copy(losses_, losses_ + kLossCount, losses);
       sampling_cpu = sampling_thread_cpu_ns_;
       taken = samples_taken_;
+      cut_unmapped = stacks_cut_unmapped_;
+      jit_named = jit_frames_named_;
       py = python_counters_;
     }
     losses[kLossEvictionOverflow] += store_.lost_eviction_overflow();
@@ -222,6 +230,8 @@ class InProcessSampler : public collect::WriterPlugin {
     session_->set_collector_property("sample.collector_cpu_ns",
                                      std::to_string(sampling_cpu + writer_cpu_ns_));
     session_->set_collector_property("sample.samples_taken", std::to_string(taken));
+    session_->set_collector_property("sample.stacks_cut_unmapped", std::to_string(cut_unmapped));
+    session_->set_collector_property("sample.jit_frames_named", std::to_string(jit_named));
     if (py.available) publish_python_counters(py);
   }
 
@@ -266,6 +276,8 @@ class InProcessSampler : public collect::WriterPlugin {
   uint64_t losses_[kLossCount] = {};
   int64_t sampling_thread_cpu_ns_ = 0;  // the sampling thread's CPU time at its last hand-over
   uint64_t samples_taken_ = 0;
+  uint64_t stacks_cut_unmapped_ = 0;
+  uint64_t jit_frames_named_ = 0;
   PythonReadCounters python_counters_;
   int64_t counters_read_ns_ = 0;  // sampling thread only
   int64_t writer_cpu_ns_ = 0;     // the writer thread's time in this plugin (writer thread only)

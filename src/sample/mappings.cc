@@ -93,7 +93,9 @@ void MappingTable::add(uint64_t start, uint64_t length, uint64_t pgoff, const st
   m.pgoff = pgoff;
   m.time_ns = time_ns;
   m.flags = format::kMappingExec;
-  if (path.empty()) {
+  // perf's MMAP2 records name anonymous executable memory (JIT code) "//anon", /proc/PID/maps
+  // leaves it empty: both are anonymous, not a file to symbolize.
+  if (path.empty() || path == "//anon") {
     m.path = "//anon";
     m.flags |= format::kMappingAnonymous;
   } else if (path[0] != '/') {
@@ -147,7 +149,7 @@ const Mapping* MappingTable::above(uint64_t address) const {
   return it == by_start_.end() ? nullptr : &it->second;
 }
 
-const Mapping* MappingTable::find(uint64_t address) {
+const Mapping* MappingTable::find(uint64_t address, bool leaf) {
   if (const Mapping* m = find_no_refresh(address)) return m;
   // A mapping whose MMAP2 record we have not read yet (another CPU's ring), or made before the
   // records were on: read the maps again, at most every 50 ms.
@@ -158,7 +160,7 @@ const Mapping* MappingTable::find(uint64_t address) {
   // finds it resets the wait. Most misses are garbage from frame-pointer walks: ASCII text, heap and data
   // pointers. A re-read costs ~2 ms on PyTorch (~2,000 lines), and the back-off alone still allowed ~10 a
   // run, each for an address that could not be code: 15-20% of the sampling thread's CPU at 999 Hz.
-  if (complete_by_records_ || !may_be_code(address)) return nullptr;
+  if ((complete_by_records_ && !leaf) || !may_be_code(address)) return nullptr;
   const int64_t now = monotonic_now_ns();
   if (now - last_refresh_ns_ < refresh_interval_ns_) return nullptr;
   std::string error;

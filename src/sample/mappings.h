@@ -40,7 +40,10 @@ class MappingTable {
   // backing off (x4) to every 2 s while the re-reads do not find the missed addresses; never for an
   // address no user mapping can hold (non-canonical) or one that the last read found inside a
   // mapping that is not executable (heap, data: a frame-pointer walk's garbage "return address").
-  const Mapping* find(uint64_t address);
+  // `leaf`: the sampled instruction itself, which must be in some mapping: re-read even when the
+  // MMAP2 records are thought complete (a record can arrive after the samples it covers, in another
+  // CPU's ring, or be lost; a leaf miss is rare, unlike a caller's garbage).
+  const Mapping* find(uint64_t address, bool leaf = false);
   const Mapping* find_no_refresh(uint64_t address) const;
   // The nearest mapping starting at or below / above `address` (a file's other segments lie there).
   const Mapping* below(uint64_t address) const;

@@ -134,6 +134,8 @@ bool SampleStore::write_definitions(format::StreamWriter& stream) {
       if (chunk.back().kind == format::SampleFrameKind::kPython) {
         chunk.back().function = stream.intern(new_frames_[i].function);
         chunk.back().file = stream.intern(new_frames_[i].file);
+      } else if (!new_frames_[i].function.empty()) {  // generated code named by its perf map
+        chunk.back().function = stream.intern(new_frames_[i].function);
       }
     }
     payload.clear();

@@ -96,7 +96,10 @@ bool SampleChunkLoader::handle(const format::Chunk& chunk, uint16_t process,
           out.line = f.line;
         } else {
           out.offset = f.offset;
-          if (f.kind == format::SampleFrameKind::kNative) out.mapping = lookup(ids.mappings, f.mapping);
+          if (f.kind == format::SampleFrameKind::kNative) {
+            out.mapping = lookup(ids.mappings, f.mapping);
+            if (f.function != 0) out.function = map_string(f.function);  // generated code's name
+          }
         }
         ids.frames[f.id] = static_cast<uint32_t>(data_->frames.size());
         data_->frames.push_back(out);

@@ -38,7 +38,7 @@ struct SampleFrame {
   uint16_t process = 0;
   uint32_t mapping = 0;   // kNative: index into SampleData::mappings
   uint64_t offset = 0;    // kNative: file offset (callers: return address - 1); kAddress/kKernel: address
-  uint32_t function = 0;  // kPython: string pool ids
+  uint32_t function = 0;  // kPython: string pool ids; kNative: generated code's name (0: none)
   uint32_t file = 0;
   uint32_t line = 0;
 };

@@ -1,0 +1,124 @@
+#include "sample/jit_map.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string_view>
+
+namespace strata::sample {
+
+JitMap::JitMap(std::string path) : path_(std::move(path)) {}
+
+std::string JitMap::perf_map_path(pid_t pid) { return "/tmp/perf-" + std::to_string(pid) + ".map"; }
+
+namespace {
+bool parse_hex(std::string_view* s, uint64_t* out) {
+  while (!s->empty() && s->front() == ' ') s->remove_prefix(1);
+  if (s->size() >= 2 && (*s)[0] == '0' && ((*s)[1] == 'x' || (*s)[1] == 'X')) s->remove_prefix(2);
+  uint64_t v = 0;
+  size_t n = 0;
+  for (; n < s->size() && n < 17; ++n) {
+    const char c = (*s)[n];
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) break;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  if (n == 0 || n > 16) return false;
+  s->remove_prefix(n);
+  *out = v;
+  return true;
+}
+}  // namespace
+
+void JitMap::add_lines(std::string_view text) {
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    uint64_t start = 0, size = 0;
+    std::string_view rest = line;
+    if (!parse_hex(&rest, &start) || rest.empty() || rest.front() != ' ' || !parse_hex(&rest, &size) ||
+        rest.empty() || rest.front() != ' ' || size == 0 || start + size < start) {
+      ++malformed_;
+      continue;
+    }
+    rest.remove_prefix(1);
+    if (rest.empty()) {
+      ++malformed_;
+      continue;
+    }
+    // Later lines win: generated code is freed and new code placed at the same addresses.
+    const uint64_t end = start + size;
+    auto it = by_start_.lower_bound(start);
+    if (it != by_start_.begin() && std::prev(it)->second.end > start) --it;
+    while (it != by_start_.end() && it->first < end) it = by_start_.erase(it);
+    by_start_.emplace(start, Entry{end, std::string(rest.substr(0, 512))});
+  }
+}
+
+JitMap::~JitMap() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool JitMap::open_file() {
+  // Another user's file of that name is not ours to trust (perf refuses it too); a link is not
+  // followed.
+  const int fd = open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st{};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    problem_ = path_ + ": not a regular file, not read";
+  } else if (st.st_uid != geteuid() && st.st_uid != 0) {
+    problem_ = path_ + ": owned by another user, not read";
+  } else {
+    fd_ = fd;
+    return true;
+  }
+  close(fd);
+  return false;
+}
+
+void JitMap::refresh(int64_t now_ns) {
+  if (fd_ < 0) {
+    if (!problem_.empty() || (opened_once_ && now_ns - last_open_ns_ < kMinOpenRetryNs)) return;
+    opened_once_ = true;
+    last_open_ns_ = now_ns;
+    if (!open_file()) return;
+  }
+  struct stat st{};
+  if (fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) == read_bytes_) return;
+  if (static_cast<uint64_t>(st.st_size) < read_bytes_) {  // truncated: written anew
+    read_bytes_ = 0;
+    partial_.clear();
+    by_start_.clear();
+  }
+  std::string chunk(64 * 1024, '\0');
+  for (;;) {
+    const ssize_t n = pread(fd_, chunk.data(), chunk.size(), static_cast<off_t>(read_bytes_));
+    if (n <= 0) break;
+    read_bytes_ += static_cast<uint64_t>(n);
+    partial_.append(chunk.data(), static_cast<size_t>(n));
+    const size_t last_eol = partial_.rfind('\n');
+    if (last_eol == std::string::npos) continue;
+    add_lines(std::string_view(partial_).substr(0, last_eol + 1));
+    partial_.erase(0, last_eol + 1);
+  }
+}
+
+const std::string* JitMap::find(uint64_t address, int64_t now_ns) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto it = by_start_.upper_bound(address);
+    if (it != by_start_.begin()) {
+      --it;
+      if (address < it->second.end) return &it->second.name;
+    }
+    if (attempt == 0) refresh(now_ns);
+  }
+  return nullptr;
+}
+
+}  // namespace strata::sample
