@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "../test_util.h"
 #include "symbolize/elf_image.h"
@@ -328,6 +329,53 @@ TEST_F(Hostile, NobitsEhFrame) {
   ASSERT_NE(image, nullptr);
   EXPECT_NE(image->function_ranges().error.find("no contents"), std::string::npos);
   EXPECT_TRUE(image->function_ranges().ranges.empty());
+}
+
+// The unstripped fixture with two neighbouring functions' symbols damaged: A's size set to 0 (a
+// label-like symbol, which used to claim everything up to the next symbol) and B's type set to
+// STT_OBJECT (no longer a function). B's addresses fall through A and get B's FDE, not A's name.
+TEST(UnwindTable, SymbolsThatDoNotCoverFallThroughToTheFde) {
+  std::string b = testing::read_file(kFixture);
+  auto full = open_image(kFixture);
+  ASSERT_NE(full, nullptr);
+  std::vector<ElfSymbol> fns;
+  for (const ElfSymbol& sym : full->function_symbols())
+    if (std::string_view(sym.name).starts_with("fn_")) fns.push_back(sym);
+  ASSERT_GE(fns.size(), 10u);
+  const ElfSymbol a = fns[4], c = fns[5];
+  const uint64_t shoff = peek<uint64_t>(b, 40);
+  const uint16_t shnum = peek<uint16_t>(b, 60);
+  int patched = 0;
+  for (uint16_t i = 0; i < shnum; ++i) {
+    const uint64_t sh = shoff + i * 64u;
+    if (peek<uint32_t>(b, sh + 4) != 2) continue;  // SHT_SYMTAB
+    const uint64_t table = peek<uint64_t>(b, sh + 24), size = peek<uint64_t>(b, sh + 32);
+    const uint64_t names = peek<uint64_t>(b, shoff + peek<uint32_t>(b, sh + 40) * 64u + 24);
+    for (uint64_t at = table; at + 24 <= table + size; at += 24) {
+      const std::string_view name(b.c_str() + names + peek<uint32_t>(b, at));
+      if (name == a.name) {
+        poke<uint64_t>(&b, at + 16, 0);
+        ++patched;
+      } else if (name == c.name) {
+        b[at + 4] = static_cast<char>((b[at + 4] & 0xf0) | 1);  // STT_OBJECT
+        ++patched;
+      }
+    }
+  }
+  ASSERT_EQ(patched, 2);
+  testing::TempDir dir;
+  const std::string path = dir.file("damaged_symbols");
+  testing::write_file(path, b);
+  Symbolizer symbolizer = plain_symbolizer();
+  const uint64_t c_start = *full->vaddr_to_file_offset(c.address);
+  Symbol in_c = symbolizer.lookup(path, "", c_start + c.size / 2);
+  EXPECT_TRUE(in_c.from_unwind_table) << in_c.function;
+  EXPECT_EQ(in_c.function_address, c.address);
+  EXPECT_EQ(in_c.function, hex_name(path, c_start));
+  // A's own addresses still name A: a symbol at the FDE's start covers it.
+  Symbol in_a = symbolizer.lookup(path, "", *full->vaddr_to_file_offset(a.address) + a.size / 2);
+  EXPECT_TRUE(in_a.known);
+  EXPECT_EQ(in_a.function, std::string(a.name));
 }
 
 // Every prefix of the stripped fixture at 97 lengths: no crash, and a table either read whole or
