@@ -148,7 +148,7 @@ bool ElfImage::parse(std::string* error) {
         sections_.clear();
         break;
       }
-      sections_.push_back({sh.sh_type, sh.sh_offset, sh.sh_size, sh.sh_link, sh.sh_entsize, {}});
+      sections_.push_back({sh.sh_type, sh.sh_offset, sh.sh_size, sh.sh_link, sh.sh_entsize, sh.sh_addr, {}});
     }
     std::string_view names = eh.e_shstrndx < sections_.size() ? section_bytes(eh.e_shstrndx) : std::string_view();
     for (uint32_t i = 0; i < sections_.size(); ++i) {
@@ -250,6 +250,33 @@ std::optional<ElfSymbol> ElfImage::find_symbol(std::string_view name) const {
       if (s.name == name) return s;
   }
   return std::nullopt;
+}
+
+const FunctionRanges& ElfImage::function_ranges() const {
+  std::call_once(ranges_once_, [this] {
+    // The PT_GNU_EH_FRAME segment is .eh_frame_hdr; a file without program headers may still
+    // name the section.
+    std::optional<EhFrameHdrLocation> hdr;
+    if (eh_frame_hdr_)
+      hdr = EhFrameHdrLocation{eh_frame_hdr_->offset, eh_frame_hdr_->filesz, eh_frame_hdr_->vaddr};
+    for (const Section& s : sections_) {
+      if (s.name != ".eh_frame_hdr" && s.name != ".eh_frame") continue;
+      if (s.type == SHT_NOBITS) {
+        // A separate debug file keeps the headers but not the contents: reading the segment's
+        // offset there would read whatever lies at it.
+        ranges_.error = path_ + ": " + std::string(s.name) + " has no contents (a debug file?)";
+        return;
+      }
+      if (!hdr && s.name == ".eh_frame_hdr") hdr = EhFrameHdrLocation{s.offset, s.size, s.addr};
+    }
+    if (!hdr) {
+      ranges_.error = path_ + ": no .eh_frame_hdr";
+      return;
+    }
+    ranges_ = read_function_ranges(bytes(), *hdr, loads_);
+    if (!ranges_.error.empty()) ranges_.error = path_ + ": " + ranges_.error;
+  });
+  return ranges_;
 }
 
 }  // namespace strata::symbolize

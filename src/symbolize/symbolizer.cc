@@ -116,6 +116,30 @@ Symbolizer::Module& Symbolizer::module(const std::string& path, std::string_view
   return ref;
 }
 
+// The closest symbol at or below the address that covers it (a sized symbol must contain it). A
+// symbol without a size covers what follows it only up to the next function the unwind tables know:
+// past that start it is a label in another function, not that function's name.
+bool Symbolizer::symbol_at(Module& m, uint64_t vaddr, const FunctionRange* fde, Symbol* out) {
+  auto it = std::upper_bound(m.symbols.begin(), m.symbols.end(), vaddr,
+                             [](uint64_t v, const ElfSymbol& s) { return v < s.address; });
+  for (int steps = 0; it != m.symbols.begin() && steps < 64; ++steps) {
+    --it;
+    const bool covers =
+        it->size == 0 ? fde == nullptr || it->address >= fde->start : vaddr - it->address < it->size;
+    if (covers) {
+      auto [name, inserted] = m.demangled.try_emplace(it->address);
+      if (inserted) name->second = options_.demangle ? demangle(it->name) : std::string(it->name);
+      out->function = name->second;
+      out->function_offset = vaddr - it->address;
+      out->function_address = it->address;
+      out->known = true;
+      return true;
+    }
+    if (vaddr - it->address > (uint64_t{1} << 24)) break;  // far below: nothing covers it
+  }
+  return false;
+}
+
 Symbol Symbolizer::lookup(const std::string& path, std::string_view build_id, uint64_t file_offset) {
   Module& m = module(path, build_id);
   Symbol out;
@@ -124,25 +148,20 @@ Symbol Symbolizer::lookup(const std::string& path, std::string_view build_id, ui
   out.function = module_name(path) + buf;
   // Segments come from the module (or, when it is gone, from its debug file: same addresses).
   const ElfImage* layout = m.image ? m.image.get() : m.debug.get();
-  if (layout == nullptr || m.symbols.empty()) return out;
+  if (layout == nullptr) return out;
   auto vaddr = layout->file_offset_to_vaddr(file_offset);
   if (!vaddr) return out;
-  auto it = std::upper_bound(m.symbols.begin(), m.symbols.end(), *vaddr,
-                             [](uint64_t v, const ElfSymbol& s) { return v < s.address; });
-  // The closest symbol at or below the address that covers it (a sized symbol must contain it).
-  for (int steps = 0; it != m.symbols.begin() && steps < 64; ++steps) {
-    --it;
-    if (it->size == 0 || *vaddr - it->address < it->size) {
-      auto [name, inserted] = m.demangled.try_emplace(it->address);
-      if (inserted) name->second = options_.demangle ? demangle(it->name) : std::string(it->name);
-      out.function = name->second;
-      out.function_offset = *vaddr - it->address;
-      out.function_address = it->address;
-      out.known = true;
-      return out;
-    }
-    if (*vaddr - it->address > (uint64_t{1} << 24)) break;  // far below: nothing covers it
-  }
+  // The unwind tables come from the module itself: a debug file's .eh_frame has no contents.
+  const FunctionRange* fde =
+      m.image ? find_function_range(m.image->function_ranges().ranges, *vaddr) : nullptr;
+  if (symbol_at(m, *vaddr, fde, &out) || fde == nullptr) return out;
+  auto start = layout->vaddr_to_file_offset(fde->start);
+  if (!start) return out;
+  std::snprintf(buf, sizeof(buf), "+0x%llx", static_cast<unsigned long long>(*start));
+  out.function = module_name(path) + buf;
+  out.function_offset = *vaddr - fde->start;
+  out.function_address = fde->start;
+  out.from_unwind_table = true;
   return out;
 }
 

@@ -4,7 +4,9 @@
 // (<debug dir>/.build-id/ab/cdef....debug) or by .gnu_debuglink (next to the module, in its .debug/
 // folder, or under <debug dir>/<module's folder>), checked against the link's CRC. A module that is
 // gone, changed since recording (another build id), or has no symbol covering the offset gives
-// "module+0xOFFSET". Shared by `strata profile` and (later) `strata annotate`.
+// "module+0xOFFSET": the offset of the function's start when the module's unwind tables (.eh_frame)
+// place the address in a function, else of the address itself. Shared by `strata profile` and
+// (later) `strata annotate`.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,11 @@ struct Symbol {
   uint64_t function_offset = 0;  // bytes from the function's start
   uint64_t function_address = 0; // link-time address of the function (0 when unknown)
   bool known = false;
+  // No symbol covers the address but an FDE of the module's unwind tables does (a stripped
+  // module's internal function): `function` is "module+0xOFFSET" with the offset of the
+  // function's start, so every sample of one function groups under one name, and
+  // function_offset / function_address are relative to that start.
+  bool from_unwind_table = false;
 };
 
 // What was found for a module (printed by tools so a user sees why names are missing).
@@ -54,6 +61,7 @@ class Symbolizer {
  private:
   struct Module;
   Module& module(const std::string& path, std::string_view build_id);
+  bool symbol_at(Module& m, uint64_t vaddr, const FunctionRange* fde, Symbol* out);
   std::unique_ptr<ElfImage> find_debug_file(const ElfImage* image, std::string_view build_id,
                                             const std::string& path);
   SymbolizerOptions options_;

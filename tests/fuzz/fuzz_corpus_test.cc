@@ -26,6 +26,9 @@
 #ifdef STRATA_REPLAY_DB_URL
 #include "../../fuzz/lowerbound/db_url_target.h"
 #endif
+#ifdef STRATA_REPLAY_ELF_IMAGE
+#include "../../fuzz/symbolize/elf_image_fuzz_target.h"
+#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #define STRATA_UNDER_ASAN 1
@@ -57,6 +60,9 @@ const std::map<std::string, Runner>& runners() {
 #endif
 #ifdef STRATA_REPLAY_DB_URL
       {"db_url_fuzzer", fuzz::run_db_url},
+#endif
+#ifdef STRATA_REPLAY_ELF_IMAGE
+      {"elf_image_fuzz", fuzz::run_elf_image},
 #endif
   };
   return map;
@@ -100,6 +106,9 @@ TEST(FuzzCorpus, EveryKeptInputRunsCleanly) {
 #endif
 #ifndef STRATA_REPLAY_DB_URL
     if (name == "db_url_fuzzer") continue;  // lowerbound's perf database left out of this build (STRATA_SKIP)
+#endif
+#ifndef STRATA_REPLAY_ELF_IMAGE
+    if (name == "elf_image_fuzz") continue;  // symbolize left out of this build (STRATA_SKIP)
 #endif
     auto runner = runners().find(name);
     ASSERT_NE(runner, runners().end()) << "fuzz/corpus/" << name << ": no replay for this fuzzer here";
