@@ -21,7 +21,10 @@ bool parse_hex(std::string_view* s, uint64_t* out) {
   size_t n = 0;
   for (; n < s->size() && n < 17; ++n) {
     const char c = (*s)[n];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (d < 0) break;
     v = v << 4 | static_cast<uint64_t>(d);
   }
@@ -69,7 +72,7 @@ bool JitMap::open_file() {
   // followed.
   const int fd = open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     problem_ = path_ + ": not a regular file, not read";
   } else if (st.st_uid != geteuid() && st.st_uid != 0) {
@@ -89,7 +92,7 @@ void JitMap::refresh(int64_t now_ns) {
     last_open_ns_ = now_ns;
     if (!open_file()) return;
   }
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) == read_bytes_) return;
   if (static_cast<uint64_t>(st.st_size) < read_bytes_) {  // truncated: written anew
     read_bytes_ = 0;

@@ -234,10 +234,11 @@ TEST(SampleMappings, MissesOnUnmappedAddressesBackOff) {
 // integer (below vm.mmap_min_addr). With every executable mapping reported by records
 // (perf_event MMAP2), no miss re-reads; without, an address in a gap still does (with back-off).
 TEST(SampleMappings, MissesThatCannotBeCodeDoNotRereadTheMaps) {
+  // Allocated before the maps are read: a heap that grows after the read (brk) is a gap to it.
+  const auto heap = std::make_unique<std::array<char, 4096>>();
   sample::MappingTable table(getpid(), "");
   std::string error;
   ASSERT_TRUE(table.load_proc_maps(&error)) << error;
-  const auto heap = std::make_unique<std::array<char, 4096>>();
   void* gap = mmap(nullptr, 1 << 16, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(gap, MAP_FAILED);
   ASSERT_EQ(munmap(gap, 1 << 16), 0);  // a hole now, and at the read above (made after it)
