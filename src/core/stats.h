@@ -184,6 +184,10 @@ enum class Disk : uint8_t {
   F(kSamplePythonRecordsUnpaired, "sample.python_records_unpaired", kProcess,                           \
     "collector.sample.python_records_unpaired", kProcess, kInfo, kCollector,                            \
     "handler records no CPU sample claimed (their sample was lost, or the record came too late)")       \
+  F(kSamplePythonRecordsShared, "sample.python_records_shared", kProcess,                               \
+    "collector.sample.python_records_shared", kProcess, kInfo, kCollector,                              \
+    "CPU samples taken in the kernel that took a handler record an earlier sample of the same stay in "  \
+    "the kernel took too (the signals coalesced; the Python stack cannot have changed)")                 \
   F(kSamplePythonRecordRingFull, "sample.python_record_ring_full", kProcess,                            \
     "collector.sample.python_record_ring_full", kProcess, kInfo, kCollector,                            \
     "handler records not written: the thread's record ring was full (their samples count as "           \

@@ -51,6 +51,7 @@ struct PythonReadCounters {
   uint64_t records = 0;            // handler records written (in-thread)
   uint64_t records_paired = 0;     // samples that took a handler record (+ python_record losses: all samples)
   uint64_t records_unpaired = 0;   // handler records no sample claimed (its sample lost or late)
+  uint64_t records_shared = 0;     // paired samples taken in the kernel that share a record
   uint64_t top_frames_popped = 0;  // top frames left out while being popped (in-thread)
   uint64_t truncated = 0;          // stacks deeper than the handler's bound
   uint64_t safe_reads = 0;         // handler reads of a top frame outside the data stack
@@ -129,7 +130,7 @@ class SampleCollector : public PerfSink {
     std::vector<uint8_t> bytes;  // the record as the handler wrote it (header, frames, strings)
   };
   void drain_records();
-  PyRecord* record_for(uint32_t tid, int64_t time_ns);
+  PyRecord* record_for(uint32_t tid, int64_t time_ns, bool in_kernel);
   // Samples whose record may not be drained yet: kept with their native stack for the next poll.
   struct Deferred {
     uint32_t tid = 0, event = 0, weight = 1, n = 0;
@@ -223,6 +224,7 @@ class SampleCollector : public PerfSink {
   std::vector<std::vector<uint8_t>> spare_bytes_;  // buffers of used records, reused by drain_records()
   std::vector<Deferred> deferred_, deferred_next_;
   int64_t drained_at_ns_ = 0;
+  uint64_t records_shared_ = 0;  // samples in the kernel that took a record another sample took
   uint64_t records_paired_ = 0, records_unpaired_ = 0, top_popped_ = 0, truncated_ = 0, deferred_count_ = 0;
   int64_t last_thread_scan_ns_ = 0;
 };

@@ -14,6 +14,9 @@ namespace {
 // The handler runs when the thread next returns to user space after the overflow: microseconds,
 // unless the thread is preempted in between (a loaded machine: milliseconds).
 constexpr int64_t kMaxRecordDelayNs = 20'000'000;
+// A sample taken in the kernel waits for the thread's return to user space: as long as the system
+// call runs (os.urandom of 8 MiB: ~20-40 ms of kernel CPU), the user stack cannot change meanwhile.
+constexpr int64_t kMaxKernelRecordDelayNs = 500'000'000;
 // Records no sample claimed are dropped after this (their samples were lost: ring overflow).
 constexpr int64_t kRecordKeepNs = 1'000'000'000;
 constexpr size_t kMaxRecordsPerThread = 8192;
@@ -39,8 +42,12 @@ void SampleCollector::drain_records() {
     list.push_back(std::move(r));
   });
   for (auto& [tid, list] : records_) {
-    while (!list.empty() && (list.front().used || list.front().time_ns < drained_at_ns_ - kRecordKeepNs ||
-                             list.size() > kMaxRecordsPerThread)) {
+    // A used record stays while a sample taken in the kernel before it may still come (another
+    // CPU's ring, a deferred sample) and share it (record_for).
+    const int64_t used_before = drained_at_ns_ - kMaxKernelRecordDelayNs;
+    while (!list.empty() &&
+           ((list.front().used && list.front().time_ns < used_before) ||
+            list.front().time_ns < drained_at_ns_ - kRecordKeepNs || list.size() > kMaxRecordsPerThread)) {
       if (!list.front().used) ++records_unpaired_;
       if (spare_bytes_.size() < kMaxSpareBuffers) spare_bytes_.push_back(std::move(list.front().bytes));
       list.pop_front();
@@ -48,12 +55,22 @@ void SampleCollector::drain_records() {
   }
 }
 
-SampleCollector::PyRecord* SampleCollector::record_for(uint32_t tid, int64_t time_ns) {
+SampleCollector::PyRecord* SampleCollector::record_for(uint32_t tid, int64_t time_ns, bool in_kernel) {
   auto it = records_.find(tid);
   if (it == records_.end()) return nullptr;
   std::deque<PyRecord>& list = it->second;
   auto at = std::lower_bound(list.begin(), list.end(), time_ns,
                              [](const PyRecord& r, int64_t t) { return r.time_ns < t; });
+  if (in_kernel && at != list.end() && at->time_ns - time_ns <= kMaxKernelRecordDelayNs) {
+    // Taken while the thread ran in the kernel: its signal waits for the return to user space, and
+    // every sample until then (a long system call: getrandom, page faults of a large allocation, a
+    // pipe write) raises the same pending SIGTRAP again, so one handler call answers them all. The
+    // thread ran no user code in between: the first record after the sample holds its Python stack
+    // whether or not an earlier sample of the same stay in the kernel took it.
+    if (at->used) ++records_shared_;
+    at->used = true;
+    return &*at;
+  }
   for (; at != list.end() && at->time_ns - time_ns <= kMaxRecordDelayNs; ++at)
     if (!at->used) {
       at->used = true;
@@ -64,8 +81,10 @@ SampleCollector::PyRecord* SampleCollector::record_for(uint32_t tid, int64_t tim
 
 bool SampleCollector::finish_in_thread(uint32_t tid, int64_t time_ns, uint32_t event, uint32_t weight,
                                        UnwindStatus status, uint32_t n, bool has_regs, bool final) {
-  PyRecord* record = record_for(tid, time_ns);
-  if (record == nullptr && !final && time_ns > drained_at_ns_ - kMaxRecordDelayNs) {
+  const bool in_kernel = n > 0 && ips_[0] >= 0xffff800000000000ull;  // the leaf: a kernel address
+  PyRecord* record = record_for(tid, time_ns, in_kernel);
+  const int64_t window = in_kernel ? kMaxKernelRecordDelayNs : kMaxRecordDelayNs;
+  if (record == nullptr && !final && time_ns > drained_at_ns_ - window) {
     // Its record may not be drained yet: wait for the next poll, with the native part done.
     Deferred d;
     d.tid = tid;
@@ -166,6 +185,7 @@ PythonReadCounters SampleCollector::python_counters() const {
   }
   c.records_unpaired = records_unpaired_;
   c.records_paired = records_paired_;
+  c.records_shared = records_shared_;
   c.top_frames_popped = top_popped_;
   c.truncated = truncated_;
   c.deferred = deferred_count_;

@@ -248,6 +248,7 @@ class InProcessSampler : public collect::WriterPlugin {
         {"sample.python_records", py.records},
         {"sample.python_records_paired", py.records_paired},
         {"sample.python_records_unpaired", py.records_unpaired},
+        {"sample.python_records_shared", py.records_shared},
         {"sample.python_record_ring_full", py.ring_full},
         {"sample.python_record_no_ring", py.no_ring},
         {"sample.python_top_frames_popped", py.top_frames_popped},

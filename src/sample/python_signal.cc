@@ -335,6 +335,8 @@ bool PySignalRecorder::start(uint64_t runtime, uint64_t code_type, std::string* 
     r.handler_calls.store(0);
   }
   g_rings_used.store(0);
+  // A forked child's counters start at zero too (they held the parent's counts at the fork).
+  for (auto* counter : {&g_records, &g_full, &g_no_buffer, &g_foreign, &g_safe_reads}) counter->store(0);
   g_ringless_handler_ns.store(0);
   g_ringless_handler_calls.store(0);
   for (auto& k : g_known) k.store(0, std::memory_order_relaxed);
