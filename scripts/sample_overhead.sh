@@ -35,6 +35,10 @@
 #     (bin/ and lib/ of e.g. main's build), interleaved with this build's in every round
 #   PAIRED=concurrent  mode 4 (ROUNDS pairs at each rate; needs 2 CPUs and taskset);
 #     CONCURRENT_BASE=model: the baseline runs under `strata record --level model` (no sampling)
+#     CONCURRENT_FLOOR=1: each round also runs, the same way against plain, the floor under any
+#     sampler at each rate: the workload with a bare task-clock sampling event (no ring, no reader,
+#     no unwinding: the interrupts alone) and, at 999 Hz, with a thread that only wakes 999 times a
+#     second (bench/sample/interrupt_floor.c, preloaded; rows floor99, floor999, wake999)
 #   KERNEL_NS=N  the kernel's and the signal's ns per sample in the sampled thread, for the total
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -146,24 +150,40 @@ run() {
 
 # Mode 4: plain and the sampled mode at the same time, each on its own core. Prints per run
 # "wall_ms cpu_ms proc_cpu_ms collector_ns taken handler_ns" of the plain one, then of the other.
+# KIND: sample (strata record --sample=HZ), floor or wake (interrupt_floor.c preloaded, against plain).
 concurrent_pair() {
-  local hz=$1 plain_cpu=$2 sampled_cpu=$3 out="$work/pair.strata"
+  local hz=$1 plain_cpu=$2 sampled_cpu=$3 kind=${4:-sample} out="$work/pair.strata"
   rm -f "$out" "$work/base.strata"
-  local infer=("$python" "$work/infer.py" "$iterations") base=()
+  local infer=("$python" "$work/infer.py" "$iterations") base=() sampled=()
   # CONCURRENT_BASE=model: the baseline is recorded too (--level model, no sampling): the ratio is
-  # the sampler's alone, without the recording's own cost.
-  [ "${CONCURRENT_BASE:-plain}" = model ] && base=("$strata" record --quiet --level model -o "$work/base.strata" --)
+  # the sampler's alone, without the recording's own cost. The floors are always against plain.
+  [ "${CONCURRENT_BASE:-plain}" = model ] && [ "$kind" = sample ] &&
+    base=("$strata" record --quiet --level model -o "$work/base.strata" --)
+  case $kind in
+    sample) sampled=("$strata" record --quiet --level model --sample="$hz" -o "$out" --) ;;
+    floor) sampled=(env LD_PRELOAD="$floor_lib" STRATA_FLOOR_PERF_HZ="$hz") ;;
+    wake) sampled=(env LD_PRELOAD="$floor_lib" STRATA_FLOOR_WAKE_HZ="$hz") ;;
+  esac
   spawn_group taskset -c "$plain_cpu" "${base[@]}" "${infer[@]}" >"$work/plain.out" 2>"$work/plain.err"
   local plain_pid=$!
-  spawn_group taskset -c "$sampled_cpu" "$strata" record --quiet --level model --sample="$hz" -o "$out" -- \
-    "${infer[@]}" >"$work/sampled.out" 2>"$work/sampled.err"
+  spawn_group taskset -c "$sampled_cpu" "${sampled[@]}" "${infer[@]}" >"$work/sampled.out" 2>"$work/sampled.err"
   local sampled_pid=$!
-  wait "$plain_pid" && wait "$sampled_pid" || { cat "$work/plain.err" "$work/sampled.err" >&2; return 1; }
+  local plain_rc=0 sampled_rc=0
+  wait "$plain_pid" || plain_rc=$?
+  wait "$sampled_pid" || sampled_rc=$?
+  if [ "$plain_rc" != 0 ] || [ "$sampled_rc" != 0 ]; then  # >128: killed by signal rc-128
+    echo "sample_overhead.sh: $kind pair at $hz Hz: baseline exited $plain_rc, the other $sampled_rc" >&2
+    cat "$work/plain.err" "$work/sampled.err" >&2
+    return 1
+  fi
   : >"$work/groups"  # both groups ended: nothing left to kill (their ids may be reused)
-  "$strata" info "$out" >"$work/info.txt"
-  local stats
-  stats=$(awk '$3 == "sample.collector_cpu_ns" {c += $4} $3 == "sample.samples_taken" {t += $4}
-               $3 == "sample.handler_ns" {h += $4} END {print c + 0, t + 0, h + 0}' "$work/info.txt")
+  if grep -q '^interrupt_floor:' "$work/sampled.err"; then cat "$work/sampled.err" >&2; return 1; fi
+  local stats="0 0 0"
+  if [ "$kind" = sample ]; then
+    "$strata" info "$out" >"$work/info.txt"
+    stats=$(awk '$3 == "sample.collector_cpu_ns" {c += $4} $3 == "sample.samples_taken" {t += $4}
+                 $3 == "sample.handler_ns" {h += $4} END {print c + 0, t + 0, h + 0}' "$work/info.txt")
+  fi
   for f in plain sampled; do
     awk '/^median_ms/ {w = $2} /^cpu_ms/ {c = $2} /^proc_cpu_ms/ {p = $2} END {printf "%s %s %s ", w, c, p}' "$work/$f.out"
   done
@@ -173,17 +193,26 @@ concurrent_pair() {
 if [ "${PAIRED:-}" = concurrent ]; then
   command -v taskset >/dev/null || { echo "sample_overhead.sh: PAIRED=concurrent needs taskset (util-linux)" >&2; exit 1; }
   [ "$(nproc)" -ge 2 ] || { echo "sample_overhead.sh: PAIRED=concurrent needs 2 CPUs" >&2; exit 1; }
+  pair_kinds=("99 sample" "999 sample")
+  if [ -n "${CONCURRENT_FLOOR:-}" ]; then
+    floor_lib="$build/lib/libsample_interrupt_floor.so"
+    [ -f "$floor_lib" ] || { echo "sample_overhead.sh: CONCURRENT_FLOOR needs $floor_lib (build target sample_interrupt_floor)" >&2; exit 1; }
+    pair_kinds+=("99 floor" "999 floor" "999 wake")
+  fi
   echo "load before: $(uptime)"
   : >"$work/pairs.tsv"
   for ((r = 0; r < rounds; ++r)); do
-    for hz in 99 999; do  # the plain process takes core r%2, the sampled one the other
+    for pk in "${pair_kinds[@]}"; do  # the plain process takes core r%2, the other one the other
+      read -r hz kind <<<"$pk"
       # In the background and waited for: a signal interrupts `wait` at once and the trap runs (a
       # foreground command would be waited out first).
-      concurrent_pair "$hz" $((r % 2)) $((1 - r % 2)) >"$work/pair.txt" &
+      concurrent_pair "$hz" $((r % 2)) $((1 - r % 2)) "$kind" >"$work/pair.txt" &
       echo "$!" >"$work/pair.pid"
       wait "$!" || { echo "sample_overhead.sh: a run failed" >&2; exit 1; }
       pair=$(cat "$work/pair.txt")
-      echo "$hz $r $((r % 2)) $pair" >>"$work/pairs.tsv"
+      label=$hz
+      [ "$kind" = sample ] || label=$kind$hz
+      echo "$label $r $((r % 2)) $pair" >>"$work/pairs.tsv"
     done
   done
   echo "load after: $(uptime)"
@@ -198,13 +227,18 @@ def boot90(xs):
 pairs = {}
 for line in open(sys.argv[1]):
     hz, r, core, pw, pc, pp, sw, sc, sp, coll, taken, handler = line.split()
-    pairs.setdefault(int(hz), []).append(tuple(float(x) for x in (pw, pc, pp, sw, sc, sp, coll, taken, handler)))
-for hz, ps in sorted(pairs.items()):
+    pairs.setdefault(hz, []).append(tuple(float(x) for x in (pw, pc, pp, sw, sc, sp, coll, taken, handler)))
+for hz, ps in sorted(pairs.items(), key=lambda kv: (int("".join(c for c in kv[0] if c.isdigit())), not kv[0].isdigit(), kv[0])):
     cpu = [p[4] / p[1] for p in ps]
     wall = [p[3] / p[0] for p in ps]
+    if not hz.isdigit():  # a floor: the interruptions alone, nothing accounted
+        print(f"{hz:>9}  {len(ps)} pairs  CPU/inference x{statistics.median(cpu):.4f} "
+              f"[{boot90(cpu)[0]:.4f}, {boot90(cpu)[1]:.4f}]  wall/inference x{statistics.median(wall):.4f} "
+              f"[{boot90(wall)[0]:.4f}, {boot90(wall)[1]:.4f}]  (against plain)")
+        continue
     # Accounted: the sampling thread + writer plugin, the handler; over the rest of the process.
     acc = [(p[6] + p[8]) / 1e6 / (p[5] - (p[6] + p[8]) / 1e6) for p in ps]
-    line = (f"{hz:>4} Hz  {len(ps)} pairs  CPU/inference x{statistics.median(cpu):.4f} "
+    line = (f"{hz:>6} Hz  {len(ps)} pairs  CPU/inference x{statistics.median(cpu):.4f} "
             f"[{boot90(cpu)[0]:.4f}, {boot90(cpu)[1]:.4f}]  wall/inference x{statistics.median(wall):.4f} "
             f"[{boot90(wall)[0]:.4f}, {boot90(wall)[1]:.4f}]  accounted {100 * statistics.median(acc):.2f}%"
             f"  samples {statistics.median([p[7] for p in ps]):.0f}")
