@@ -8,6 +8,7 @@
 // STRATA_SAMPLE_MODE=timer|itimer (skip perf_event: tests of the fallback),
 // STRATA_SAMPLE_PYREAD=thread|process (Python stacks read in the sampled thread, the default where
 // perf_event allows it, or by the sampling thread: docs/sampling.md).
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +27,7 @@
 
 #include "collect/session.h"
 #include "sample/collector.h"
+#include "sample/python_signal.h"
 #include "sample/sample_store.h"
 
 namespace strata::sample {
@@ -307,7 +310,36 @@ void in_forked_child() {
   if (session != nullptr && g_sampler.load() == nullptr) start_for(session);  // the start hook, sampling)
 }
 
+// A mask the program blocks, without SIGTRAP while the sampled threads read their own Python stacks
+// (docs/sampling.md, "Python stacks"): multiprocessing's resource-sharer thread (a DataLoader
+// worker's, sending each batch's file descriptors) blocks every signal, and each of its samples lost
+// its Python stack. `masked` is the caller's set, `copy` where the edited one goes.
+const sigset_t* without_sigtrap(int how, const sigset_t* masked, sigset_t* copy) {
+  if (masked == nullptr || (how != SIG_BLOCK && how != SIG_SETMASK) || sigismember(masked, SIGTRAP) != 1 ||
+      !PySignalRecorder::needs_sigtrap())
+    return masked;
+  *copy = *masked;
+  sigdelset(copy, SIGTRAP);
+  return copy;
+}
+
+template <typename Fn>
+Fn next_symbol(std::atomic<Fn>& slot, const char* name) {
+  Fn fn = slot.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+    slot.store(fn, std::memory_order_release);
+  }
+  return fn;
+}
+
+using SigmaskFn = int (*)(int, const sigset_t*, sigset_t*);
+std::atomic<SigmaskFn> g_next_pthread_sigmask{nullptr}, g_next_sigprocmask{nullptr};
+
 __attribute__((constructor)) void start_sampling_from_env() {
+  // Resolved now rather than at the program's first call (which may be in a signal handler).
+  next_symbol(g_next_pthread_sigmask, "pthread_sigmask");
+  next_symbol(g_next_sigprocmask, "sigprocmask");
   collect::Session::set_start_hook(&start_for);  // sessions started later (a forked child's)
   pthread_atfork(nullptr, nullptr, in_forked_child);
   if (g_sampler.load() == nullptr) start_for(collect::current_session());
@@ -315,3 +347,26 @@ __attribute__((constructor)) void start_sampling_from_env() {
 
 }  // namespace
 }  // namespace strata::sample
+
+// Interposed (the library is preloaded): the program's calls, Python's signal.pthread_sigmask
+// included. The old mask they return shows SIGTRAP unblocked.
+extern "C" __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset_t* set,
+                                                                      sigset_t* old) {
+  using namespace strata::sample;
+  const SigmaskFn next = next_symbol(g_next_pthread_sigmask, "pthread_sigmask");
+  if (next == nullptr) return ENOSYS;
+  sigset_t copy;
+  return next(how, without_sigtrap(how, set, &copy), old);
+}
+
+extern "C" __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t* set,
+                                                                  sigset_t* old) {
+  using namespace strata::sample;
+  const SigmaskFn next = next_symbol(g_next_sigprocmask, "sigprocmask");
+  if (next == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  sigset_t copy;
+  return next(how, without_sigtrap(how, set, &copy), old);
+}

@@ -362,6 +362,8 @@ bool PySignalRecorder::start(uint64_t runtime, uint64_t code_type, std::string* 
 
 void PySignalRecorder::stop() { g_active.store(false); }
 
+bool PySignalRecorder::needs_sigtrap() { return g_installed && g_active.load(std::memory_order_relaxed); }
+
 void PySignalRecorder::note_named(uint64_t code) {
   for (int k = 0; k < kKnownProbes; ++k) {
     std::atomic<uint64_t>& slot = g_known[(known_slot(code) + k) % kKnownSlots];

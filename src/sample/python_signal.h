@@ -88,6 +88,10 @@ class PySignalRecorder {
   static bool start(uint64_t runtime, uint64_t code_type, std::string* why);
   // Records stop (the handler stays installed: a SIGTRAP still pending must not kill the process).
   static void stop();
+  // True while the handler is installed and records: a sampled thread must then not block SIGTRAP
+  // (a blocked SIGTRAP stays pending and every sample of the thread loses its Python stack), so
+  // libstrata_sample.so's pthread_sigmask/sigprocmask leave SIGTRAP out of a mask they block.
+  static bool needs_sigtrap();
   // The sampling thread has named `code`: handlers stop copying its strings (a lock-free set; a
   // full set only means more copies).
   static void note_named(uint64_t code);
