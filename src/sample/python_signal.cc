@@ -59,7 +59,7 @@ bool known(uint64_t code) {
 std::atomic<size_t> g_rings_used{0};
 uint8_t* g_memory = nullptr;
 std::atomic<bool> g_active{false};
-bool g_installed = false;
+std::atomic<bool> g_installed{false};  // read by any thread's pthread_sigmask (needs_sigtrap)
 struct sigaction g_previous {};
 uint64_t g_runtime = 0, g_code_type = 0;
 int g_pid = 0;
@@ -354,7 +354,7 @@ bool PySignalRecorder::start(uint64_t runtime, uint64_t code_type, std::string* 
       *why = std::string("sigaction(SIGTRAP): ") + std::strerror(errno);
       return false;
     }
-    g_installed = true;
+    g_installed.store(true);
   }
   g_active.store(true);
   return true;
@@ -362,7 +362,9 @@ bool PySignalRecorder::start(uint64_t runtime, uint64_t code_type, std::string* 
 
 void PySignalRecorder::stop() { g_active.store(false); }
 
-bool PySignalRecorder::needs_sigtrap() { return g_installed && g_active.load(std::memory_order_relaxed); }
+bool PySignalRecorder::needs_sigtrap() {
+  return g_installed.load(std::memory_order_relaxed) && g_active.load(std::memory_order_relaxed);
+}
 
 void PySignalRecorder::note_named(uint64_t code) {
   for (int k = 0; k < kKnownProbes; ++k) {
