@@ -28,6 +28,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/gpu_record_env.h"
+#include "cli/jit_map_cleanup.h"
 #include "cli/safe_files.h"
 #include "collect/clock.h"
 #include "collect/trace_context.h"
@@ -162,6 +163,11 @@ struct RunOutcome {
   int exec_errno = 0;  // the command could not be started (execvp failed)
 };
 
+// Whether the recorded processes are asked for oneDNN's perf maps (the user did not choose).
+bool asks_for_jit_maps(const RecordOptions& opt) {
+  return opt.sample_hz > 0 && getenv("ONEDNN_JIT_PROFILE") == nullptr && getenv("DNNL_JIT_PROFILE") == nullptr;
+}
+
 // The child's environment: the runtime preloaded, writing into `parts`, at `level`.
 void set_child_environment(const RecordOptions& opt, int lv, const std::string& parts) {
   // Library level: the oneDNN interposer rides along (it must precede libdnnl in lookup order).
@@ -173,8 +179,9 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
     setenv("STRATA_SAMPLE_UNWIND", opt.unwind.c_str(), 1);
     // oneDNN's JIT kernels (PyTorch's CPU convolutions) run from anonymous memory: with a perf map
     // (/tmp/perf-PID.map) the sampler names them (sample/jit_map.h). Asked for only when the user
-    // did not choose; the sampler removes the file it caused at exit (STRATA_SAMPLE_JIT_MAP_OWNED).
-    if (getenv("ONEDNN_JIT_PROFILE") == nullptr && getenv("DNNL_JIT_PROFILE") == nullptr) {
+    // did not choose; the sampler removes the file it caused at exit (STRATA_SAMPLE_JIT_MAP_OWNED),
+    // the recorder what a process left (jit_map_cleanup.h).
+    if (asks_for_jit_maps(opt)) {
       setenv("ONEDNN_JIT_PROFILE", "2", 1);
       setenv("DNNL_JIT_PROFILE", "2", 1);
       setenv("STRATA_SAMPLE_JIT_MAP_OWNED", "1", 1);
@@ -630,6 +637,10 @@ int run_record(int argc, char** argv) {
       outcomes[j].push_back(std::move(run));
     }
   }
+
+  // File times are the kernel's coarse clock: a second of slack, far shorter than any pid reuse.
+  if (single && asks_for_jit_maps(opt))
+    remove_leftover_jit_maps(format::list_part_files(last.dir_fd, last.dir).names, start_real - 1'000'000'000);
 
   format::Properties record;
   record.set("command", command_line);
