@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/vector_growth.h"
 #include "import/correlation_map.h"
 
 namespace strata::import {
@@ -466,8 +467,8 @@ void ImportBuilder::hand_spans_to_builder(const std::unordered_map<int64_t, uint
     t.attrs.insert(t.attrs.end(), attrs_.begin(), attrs_.end());
   }
   std::vector<AttrRecord>().swap(attrs_);
-  t.spans.reserve(t.spans.size() + spans_.size());
-  t.attr_begin.reserve(t.spans.size() + spans_.size() + 1);
+  reserve_more(t.spans, spans_.size());  // files imported into one trace: geometric growth
+  reserve_more(t.attr_begin, spans_.size() + 1);
   t.attr_begin.pop_back();  // the end of the column, put back below
   for (const PendingSpan& s : spans_) {
     SpanRecord record = s.record;

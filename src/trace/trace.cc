@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/vector_growth.h"
 #include "trace/span_tree.h"
 
 namespace strata::trace {
@@ -107,9 +108,10 @@ bool Trace::has_structure() const {
 }
 
 void Trace::reserve(size_t span_count, size_t attr_count) {
-  spans.reserve(span_count);
-  attr_begin.reserve(span_count + 1);
-  attrs.reserve(attr_count);
+  // Geometric: callers that append run after run reserve the sum each time.
+  if (span_count > spans.size()) reserve_more(spans, span_count - spans.size());
+  if (span_count + 1 > attr_begin.size()) reserve_more(attr_begin, span_count + 1 - attr_begin.size());
+  if (attr_count > attrs.size()) reserve_more(attrs, attr_count - attrs.size());
 }
 
 }  // namespace strata::trace

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/activity_type.h"
+#include "core/vector_growth.h"
 #include "format/payloads.h"
 #include "trace/activity_upgrade.h"
 #include "trace/sample_loader.h"
@@ -40,11 +41,11 @@ class Loader {
   bool run(std::string* error) {
     // Reserve for the most spans the file can hold: no reallocation (and no 2x peak while one
     // copies), and pages never touched cost no memory.
+    // (A compressed file holds more: the vectors then grow geometrically, chunk by chunk. Files of a
+    // directory load into one trace: each reserve grows it geometrically too.)
     const size_t max_spans = reader_->file_size() / sizeof(SpanRecord);
-    if (trace_->spans.capacity() < trace_->spans.size() + max_spans) {
-      trace_->spans.reserve(trace_->spans.size() + max_spans);
-      trace_->attr_begin.reserve(trace_->attr_begin.size() + max_spans);
-    }
+    reserve_more(trace_->spans, max_spans);
+    reserve_more(trace_->attr_begin, max_spans);
     format::Chunk chunk;
     for (;;) {
       auto status = reader_->next(&chunk);
@@ -273,7 +274,7 @@ class Loader {
     trace_->spans.insert(trace_->spans.end(), records, records + decoded.span_count);
     const auto* attr_records = reinterpret_cast<const AttrRecord*>(decoded.attr_bytes);
     trace_->attrs.insert(trace_->attrs.end(), attr_records, attr_records + decoded.attr_count);
-    trace_->attr_begin.reserve(trace_->attr_begin.size() + decoded.span_count);
+    reserve_more(trace_->attr_begin, decoded.span_count);
     trace_->attr_begin.back() = static_cast<uint32_t>(first_attr);
     uint32_t attr_pos = static_cast<uint32_t>(first_attr);
     // Remap names through a one-entry cache: consecutive spans usually share a name.

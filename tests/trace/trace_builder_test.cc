@@ -349,5 +349,27 @@ TEST(OpenTrace, ParallelReadsOnlyWhereHalfAgainTheEstimateFits) {
   EXPECT_FALSE(parallel_read_fits(UINT64_MAX, UINT64_MAX));
 }
 
+// Runs appended one after another (run_set, several files into one trace) reserve the sum each
+// time: the columns grow geometrically, not by a reallocation and a full copy per run.
+TEST(TraceReserve, AppendingRunAfterRunReallocatesLogarithmicallyOften) {
+  Trace t;
+  int span_moves = 0, attr_moves = 0, begin_moves = 0;
+  for (int run = 0; run < 2000; ++run) {
+    const size_t spans = t.spans.capacity(), attrs = t.attrs.capacity(), begins = t.attr_begin.capacity();
+    t.reserve(t.spans.size() + 10, t.attrs.size() + 30);
+    span_moves += t.spans.capacity() != spans;
+    attr_moves += t.attrs.capacity() != attrs;
+    begin_moves += t.attr_begin.capacity() != begins;
+    ASSERT_GE(t.spans.capacity(), t.spans.size() + 10);
+    ASSERT_GE(t.attrs.capacity(), t.attrs.size() + 30);
+    t.spans.resize(t.spans.size() + 10);
+    t.attrs.resize(t.attrs.size() + 30);
+    t.attr_begin.resize(t.spans.size() + 1);
+  }
+  EXPECT_LE(span_moves, 20);
+  EXPECT_LE(attr_moves, 20);
+  EXPECT_LE(begin_moves, 20);
+}
+
 }  // namespace
 }  // namespace strata::trace
