@@ -34,6 +34,12 @@ Three kinds of partial come back:
 
 Every other analysis is refused with one line (`refusal`): only the rank analyses are split and
 tested under Dask.
+
+Before any task, every connected worker is checked (`preflight`): it imports this Strata's package
+and loads its library, of the driver's C API and libstrata version; the tasks then run on those
+workers only. A worker that cannot is named in one line with what it lacks. The whole run has a
+deadline (`dask_timeout`, `strata analyze --dask-timeout`): what did not answer by then is named in
+one line; nothing waits for ever on a cluster whose workers cannot run the tasks.
 """
 
 from __future__ import annotations
@@ -45,9 +51,16 @@ import logging
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-__all__ = ["analyze", "DaskResult", "ROWS_PER_RANK", "RANK_PARTIAL", "TRACE_PARTIAL", "DaskAnalyzeError", "main"]
+# The workers' check, the deadline and the failure lines (_dask_check.py); DaskAnalyzeError is
+# strata.dask's own error.
+from ._dask_check import (_JOIN_WAIT_S, DEFAULT_TIMEOUT_S, DaskAnalyzeError, _Deadline, _failure_line, preflight,
+                          terminal_safe)
+
+__all__ = ["analyze", "DaskResult", "ROWS_PER_RANK", "RANK_PARTIAL", "TRACE_PARTIAL", "DaskAnalyzeError", "main",
+           "preflight", "DEFAULT_TIMEOUT_S"]
+
 
 # Analyses whose table rows are per rank, from that rank's spans only, ordered by rank first
 # (rank_analyses.cc: rank_breakdown's map by rank; rank_device.cc: idle_time's map by
@@ -98,10 +111,6 @@ def _traced(name: str, params: Dict[str, str]) -> bool:
 _REFUSAL_REASON = "it is not a rank analysis (only those are split and tested under Dask)"
 # zstd level of the shipped traces: small on the network, cheap to write.
 _TRACE_ZSTD_LEVEL = 3
-
-
-class DaskAnalyzeError(RuntimeError):
-    """One line naming the file, analysis or worker and what to do."""
 
 
 @dataclass
@@ -493,11 +502,15 @@ def _params_per_analysis(analyses: Sequence[str], params: Dict[str, Any]) -> Dic
 
 
 def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = _SPLIT,
-            **params: Any) -> DaskResult:
+            dask_timeout: Union[float, _Deadline] = DEFAULT_TIMEOUT_S, **params: Any) -> DaskResult:
     """Runs `analyses` over the rank traces `paths` on the Dask `client`'s workers (one task per
     file) and combines the partials; result.csv() equals `strata analyze PATHS... --format csv`.
-    Raises DaskAnalyzeError (one line) for an analysis that cannot be split, a file without ranks,
-    or a task that failed on a worker."""
+    Every worker is checked first (`preflight`) and runs the tasks only if it passes; the whole run
+    ends within `dask_timeout` seconds. Raises DaskAnalyzeError (one line) for an analysis that
+    cannot be split, a file without ranks, a worker that lacks Strata, a task that failed on a
+    worker, or the deadline."""
+    # main's deadline began before it connected to the scheduler
+    deadline = dask_timeout if isinstance(dask_timeout, _Deadline) else _Deadline(dask_timeout)
     paths = [os.path.abspath(os.fspath(p)) for p in paths]
     analyses = list(analyses)
     if not paths:
@@ -508,15 +521,24 @@ def analyze(paths: Sequence[Any], client: Any, analyses: Sequence[str] = _SPLIT,
         if (line := refusal(name)) is not None:
             raise DaskAnalyzeError(line)
     per_analysis = _params_per_analysis(analyses, params)
-    futures = client.map(rank_partial, paths, analyses=analyses, params=per_analysis, pure=False)
-    partials = [_task_result(path, future) for path, future in zip(paths, futures)]
-    _check_ranks(partials)
-    _run_second_phase(client, analyses, partials, per_analysis)
+    workers = preflight(client, deadline)
+    futures = client.map(rank_partial, paths, analyses=analyses, params=per_analysis, pure=False,
+                         workers=workers, allow_other_workers=False)
+    try:
+        partials = [_task_result(path, future, deadline) for path, future in zip(paths, futures)]
+        _check_ranks(partials)
+        _run_second_phase(client, analyses, partials, per_analysis, deadline)
+    except DaskAnalyzeError:
+        try:
+            client.cancel(futures)  # nothing of this run stays queued on a shared cluster
+        except Exception:  # noqa: BLE001 - a client that lost its scheduler: the line below says why
+            pass
+        raise
     return combine(analyses, partials, per_analysis)
 
 
 def _run_second_phase(client: Any, analyses: Sequence[str], partials: List[_Partial],
-                      params: Dict[str, Dict[str, str]]) -> None:
+                      params: Dict[str, Dict[str, str]], deadline: Optional[_Deadline] = None) -> None:
     """Phase 2 of each _two_phase analysis: every file's rows with the ranks' common origin, into the
     placeholder phase 1 left in the partial's results (each file's task preferably on the worker
     that ran its phase 1)."""
@@ -531,22 +553,22 @@ def _run_second_phase(client: Any, analyses: Sequence[str], partials: List[_Part
                                      workers=[p.worker] if p.worker else None, allow_other_workers=True)
                        for p in partials]
             for p, future in zip(partials, futures):
-                p.results[row_index] = _task_result(p.path, future)
+                p.results[row_index] = _task_result(p.path, future, deadline)
         row_index += 1
 
 
-def _task_result(path: str, future: Any) -> Any:
-    """A worker task's result; its failure as one DaskAnalyzeError line naming the file."""
+def _task_result(path: str, future: Any, deadline: Optional[_Deadline] = None) -> Any:
+    """A worker task's result; its failure, a worker that died running it, or the deadline as one
+    DaskAnalyzeError line naming the file."""
     try:
-        return future.result()
+        return future.result() if deadline is None else future.result(timeout=deadline.left())
     except DaskAnalyzeError:
         raise
     except ModuleNotFoundError as e:
         raise DaskAnalyzeError(f"{path}: a Dask worker cannot import {e.name}: start the workers with "
                                "PYTHONPATH=<strata>/lib/python (or install Strata on every host)") from None
     except Exception as e:  # noqa: BLE001 - any worker failure becomes the one line
-        line = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DaskAnalyzeError(line if line.startswith(path) else f"{path}: {line}") from None
+        raise DaskAnalyzeError(_failure_line(path, e, deadline)) from None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -557,11 +579,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("-a", "--analysis", action="append", default=[])
     parser.add_argument("-p", "--param", action="append", default=[])
     parser.add_argument("--format", default="csv")
-    parser.add_argument("--timeout", type=float, default=float(os.environ.get("STRATA_DASK_TIMEOUT", 30)),
-                        help="seconds to wait for the scheduler (default $STRATA_DASK_TIMEOUT or 30)")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="the whole run's deadline in seconds (strata analyze --dask-timeout; default "
+                        f"$STRATA_DASK_TIMEOUT, else {DEFAULT_TIMEOUT_S:g}); the scheduler is waited for at most "
+                        f"{_JOIN_WAIT_S:g} s of it")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
     prog = "strata analyze"
+    try:
+        timeout = args.timeout if args.timeout is not None else \
+            float(os.environ.get("STRATA_DASK_TIMEOUT") or DEFAULT_TIMEOUT_S)
+    except ValueError:
+        print(f"{prog}: STRATA_DASK_TIMEOUT={os.environ['STRATA_DASK_TIMEOUT']!r} is not a number of seconds",
+              file=sys.stderr)
+        return 2
+    if not 0 < timeout < 1e9:
+        print(f"{prog}: --dask-timeout must be a positive number of seconds", file=sys.stderr)
+        return 2
     if args.format != "csv":
         print(f"{prog}: --dask prints --format csv only (got {args.format})", file=sys.stderr)
         return 1
@@ -584,18 +618,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         from distributed import Client
     except ImportError:
-        print(f"{prog}: --dask needs Dask's distributed package (apt-get install python3-distributed)",
-              file=sys.stderr)
+        print(f"{prog}: --dask needs Dask's distributed package in {sys.executable} (apt-get install "
+              "python3-distributed; Strata's driver runs isolated, python3 -I, so PYTHONPATH and the user's "
+              "site-packages do not count: set STRATA_PYTHON to an interpreter that has it)", file=sys.stderr)
         return 1
     try:
-        with Client(args.scheduler, timeout=args.timeout) as client:
-            result = analyze(args.files, client, names, **params)
-    except DaskAnalyzeError as e:
-        print(f"{prog}: {e}", file=sys.stderr)
+        deadline = _Deadline(timeout)
+        with Client(args.scheduler, timeout=min(_JOIN_WAIT_S, timeout)) as client:
+            result = analyze(args.files, client, names, dask_timeout=deadline, **params)
+    except DaskAnalyzeError as e:  # names workers, files and errors from the workers: escaped
+        print(f"{prog}: {terminal_safe(str(e))}", file=sys.stderr)
         return 1
     except OSError as e:  # the scheduler cannot be reached (distributed raises OSError on timeout)
         line = str(e).splitlines()[0] if str(e) else type(e).__name__
-        print(f"{prog}: --dask {args.scheduler}: {line}", file=sys.stderr)
+        print(f"{prog}: {terminal_safe(f'--dask {args.scheduler}: {line}')}", file=sys.stderr)
         return 1
     for name, line in result.missing:  # libstrata's line already names the analysis, as the local run's
         print(line if line.startswith(name + ": ") else f"{name}: {line}", file=sys.stderr)

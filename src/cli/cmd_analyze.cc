@@ -1,10 +1,9 @@
 // strata analyze FILE... [--analysis NAME...] [--format table|csv|json] [--list] [--param k=v ...]
-//                [--output DIR [--force] [--gzip]] [--dask tcp://HOST:PORT]
+//                [--output DIR [--force] [--gzip]] [--dask tcp://HOST:PORT [--dask-timeout S]]
 // Opens the traces (any format a reader reads) into one trace, sorted once with one span tree, and
 // runs the chosen analyses over it (several files = repeated runs). With --dask the Python driver
-// (python/strata/dask.py) runs each file's analyses on a Dask worker and combines them.
-#include <unistd.h>
-
+// (python/strata/dask.py, started isolated: cli/python_spawn.h) runs each file's analyses on a Dask
+// worker and combines them.
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,10 +20,11 @@
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/python_spawn.h"
 #include "cli/safe_files.h"
 #include "core/stats.h"
 #include "export/table_render.h"
-#include "strata_install_layout.h"
+#include "export/text_escape.h"
 #include "trace/trace_reader.h"
 
 namespace strata::cli {
@@ -38,7 +38,8 @@ struct AnalyzeArgs {
   std::vector<std::string> inputs, names, param_texts;
   std::string format_text = "table", output_dir, dask;
   bool list = false, force = false, gzip = false;
-  unsigned jobs = 0;  // threads reading the inputs; 0: $STRATA_JOBS, else every hardware thread
+  unsigned jobs = 0;        // threads reading the inputs; 0: $STRATA_JOBS, else every hardware thread
+  double dask_timeout = 0;  // --dask's deadline in seconds; 0: the driver's default
 };
 
 // Declares analyze's options (the text of `strata analyze --help`).
@@ -81,23 +82,33 @@ void describe_analyze(CommandLine& cl, AnalyzeArgs* a) {
       .add_option(
           "--dask", a->dask,
           "run each file's load (and rank_breakdown/idle_time's per-rank rows) on the workers of this "
-          "Dask scheduler and combine them (python3 -m strata.dask; needs python3-distributed, --format "
-          "csv, the rank analyses: rank_breakdown, idle_time, comm_overlap, collective_wait, step_time, "
-          "kernel_distribution, launch_stats, queue_length; the files on a filesystem every worker sees)")
+          "Dask scheduler and combine them (the strata.dask driver, run isolated, python3 -I, under "
+          "/usr/bin/python3 or $STRATA_PYTHON; needs python3-distributed, --format csv, the rank "
+          "analyses: rank_breakdown, idle_time, comm_overlap, collective_wait, step_time, "
+          "kernel_distribution, launch_stats, queue_length; the files on a filesystem every worker sees; "
+          "the workers must import strata: docs/ranks.md)")
       ->type_name("tcp://HOST:PORT");
-}
-
-// The strata package next to this strata (the installed tree's link folder, or the build tree's
-// lib/python), as `strata record` finds it; empty when there is none.
-std::string python_package_dir() {
-  const std::string dir = executable_dir();
-  for (const std::string& candidate : {dir + "/" STRATA_PYTHONDIR_FROM_BINDIR, dir + "/../lib/python"})
-    if (access((candidate + "/strata/dask.py").c_str(), R_OK) == 0) return candidate;
-  return "";
+  cl.app()
+      .add_option(
+          "--dask-timeout", a->dask_timeout,
+          "with --dask: give up after S seconds, with one line saying what did not answer (default "
+          "$STRATA_DASK_TIMEOUT, else 600; the scheduler and a first worker are waited for at most 30 "
+          "s of it)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double seconds = std::strtod(text.c_str(), &end);
+            return end != text.c_str() && *end == '\0' && seconds > 0 && seconds < 1e9
+                       ? ""
+                       : "must be a positive number of seconds (got " + exporter::escape_terminal(text) + ")";
+          },
+          "", "seconds"))
+      ->type_name("S");
 }
 
 // --dask: replaces this process by the Python driver, so that the CLI and strata.dask.analyze are one
-// code path (the C++ side cannot speak Dask's protocol). Returns only on failure.
+// code path (the C++ side cannot speak Dask's protocol). The driver is Strata's own Python: it starts
+// isolated (python_spawn.h), never from the working directory. Returns only on failure.
 int run_on_dask(const AnalyzeArgs& a) {
   if (!a.output_dir.empty())
     return fail("analyze", "--dask prints the tables on standard output: drop --output");
@@ -105,30 +116,27 @@ int run_on_dask(const AnalyzeArgs& a) {
   if (a.names.empty())
     return fail("analyze",
                 "--dask needs the analyses named (-a rank_breakdown,idle_time,...: the rank analyses)");
-  const std::string package = python_package_dir();
-  if (package.empty())
+  PythonModuleRun run;
+  run.package_dir = find_python_package_dir();
+  if (run.package_dir.empty())
     return fail("analyze",
                 "--dask: the strata Python package is not next to this strata (lib/python): install "
                 "Strata or run the build tree's bin/strata",
                 1);
-  const char* python = std::getenv("STRATA_PYTHON");
-  if (python == nullptr || *python == '\0')
-    python = "/usr/bin/python3";  // Debian's, with python3-distributed
-  std::vector<std::string> args = {python, "-m", "strata.dask", "--scheduler", a.dask, "--format", "csv"};
-  for (const std::string& n : a.names) args.insert(args.end(), {"-a", n});
-  for (const std::string& p : a.param_texts) args.insert(args.end(), {"-p", p});
-  args.push_back("--");
-  args.insert(args.end(), a.inputs.begin(), a.inputs.end());
-  const char* old = std::getenv("PYTHONPATH");
-  const std::string path = package + (old != nullptr && *old != '\0' ? ":" + std::string(old) : "");
-  setenv("PYTHONPATH", path.c_str(), 1);
-  std::vector<char*> argv;
-  for (std::string& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  execv(python, argv.data());
+  std::string error;
+  run.interpreter = strata_python_interpreter(&error);
+  if (run.interpreter.empty()) return fail("analyze", "--dask: " + error, 1);
+  run.module = "strata.dask";
+  run.args = {"--scheduler", a.dask, "--format", "csv"};
+  if (a.dask_timeout > 0) run.args.insert(run.args.end(), {"--timeout", std::to_string(a.dask_timeout)});
+  for (const std::string& n : a.names) run.args.insert(run.args.end(), {"-a", n});
+  for (const std::string& p : a.param_texts) run.args.insert(run.args.end(), {"-p", p});
+  run.args.push_back("--");
+  run.args.insert(run.args.end(), a.inputs.begin(), a.inputs.end());
+  const int error_number = exec_isolated_python(run);
   return fail("analyze",
-              std::string("--dask: cannot run ") + python + ": " + std::strerror(errno) +
+              "--dask: cannot run " + exporter::escape_terminal(run.interpreter) + ": " +
+                  std::strerror(error_number) +
                   " (set STRATA_PYTHON to a python3 that has python3-distributed)",
               1);
 }
@@ -169,6 +177,7 @@ int run_analyze(int argc, char** argv) {
     return fail("analyze", "--format " + args.format_text + " is not one of table, csv, json");
   if (args.inputs.empty()) return cl.usage_error("no input file");
   if (!args.dask.empty()) return run_on_dask(args);
+  if (args.dask_timeout > 0) return cl.usage_error("--dask-timeout is the deadline of --dask: give --dask");
   if (args.gzip && args.output_dir.empty())
     return cl.usage_error("--gzip compresses the files of --output DIR: give --output");
   if (auto bad = analysis::validate_params(params)) return fail("analyze", *bad);

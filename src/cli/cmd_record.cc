@@ -29,6 +29,7 @@
 #include "cli/commands.h"
 #include "cli/gpu_record_env.h"
 #include "cli/jit_map_cleanup.h"
+#include "cli/python_spawn.h"
 #include "cli/safe_files.h"
 #include "collect/clock.h"
 #include "collect/trace_context.h"
@@ -113,17 +114,6 @@ std::string find_runtime_library() {
   for (const std::string& candidate : {dir + "/" STRATA_LIBDIR_FROM_BINDIR "/libstrata.so",
                                        dir + "/../lib/libstrata.so", dir + "/libstrata.so"})
     if (access(candidate.c_str(), R_OK) == 0) return fs::weakly_canonical(candidate).string();
-  return "";
-}
-
-std::string find_python_package_dir() {
-  std::string dir = executable_dir();
-  // Installed tree (a folder holding only a link to the package in dist-packages: the recorded
-  // program's PYTHONPATH gets nothing else), then the build tree's lib/python.
-  for (const std::string& candidate :
-       {dir + "/" STRATA_PYTHONDIR_FROM_BINDIR, dir + "/../lib/python", dir + "/../python"})
-    if (access((candidate + "/strata/__init__.py").c_str(), R_OK) == 0)
-      return fs::weakly_canonical(candidate).string();
   return "";
 }
 

@@ -44,10 +44,10 @@ class Cluster:
         self.procs = []
         self.address = None
 
-    def spawn(self, args, log, prefix=()):
+    def spawn(self, args, log, prefix=(), env=None):
         out = open(os.path.join(self.tmp, log), "wb")
         proc = subprocess.Popen([*prefix, SYSTEM_PYTHON, *args], stdout=out, stderr=subprocess.STDOUT,
-                                env=_env(), start_new_session=True, cwd=self.tmp)
+                                env=env or _env(), start_new_session=True, cwd=self.tmp)
         self.procs.append(proc)
         return proc
 
@@ -65,10 +65,14 @@ class Cluster:
         import json
         self.address = json.load(open(scheduler_file))["address"]
 
-    def start_worker(self, name, host="127.0.0.1", prefix=()):
+    def start_worker(self, name, host="127.0.0.1", prefix=(), env=None):
         self.spawn(["-m", "distributed.cli.dask_worker", self.address, "--nthreads", "1", "--no-nanny",
                     "--host", host, "--dashboard-address", ":0", "--name", name,
-                    "--local-directory", os.path.join(self.tmp, name)], f"{name}.log", prefix)
+                    "--local-directory", os.path.join(self.tmp, name)], f"{name}.log", prefix, env)
+
+    def worker_address(self, name):
+        with distributed.Client(self.address, timeout=60) as client:
+            return next(a for a, w in client.scheduler_info()["workers"].items() if w["name"] == name)
 
     def wait_for_workers(self, n):
         with distributed.Client(self.address, timeout=60) as client:
@@ -121,9 +125,9 @@ def local_csv(paths, analyses=SPLIT, params=()):
     return proc.stdout
 
 
-def dask_cli(paths, address, analyses=SPLIT, params=()):
+def dask_cli(paths, address, analyses=SPLIT, params=(), cwd=None, env=None, timeout=120):
     return subprocess.run([STRATA, "analyze", *paths, "-a", analyses, "--format", "csv", *params,
-                           "--dask", address], capture_output=True, env=_env(), timeout=120)
+                           "--dask", address], capture_output=True, env=env or _env(), timeout=timeout, cwd=cwd)
 
 
 def kineto_ranks(tmp_path, ranks):
@@ -391,6 +395,134 @@ def test_cli_dask_unreachable_scheduler(tmp_path, strata_bin):
     assert proc.returncode == 1
     lines = proc.stderr.decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"strata analyze: --dask tcp://127.0.0.1:{port}:"), lines
+
+
+# Modules the driver (or Python's start-up) imports: planted in a shared folder by another user, each
+# leaves a marker named after itself when imported, and stops the program.
+PLANTED = ("argparse", "distributed", "runpy", "json", "strata")
+
+
+def plant_modules(folder, markers):
+    for name in PLANTED:
+        code = f"open({str(markers / name)!r}, 'w').write('planted {name} ran')\nraise SystemExit('planted {name}')\n"
+        if name == "strata":  # a package shadowing Strata's own
+            (folder / "strata").mkdir()
+            (folder / "strata" / "__init__.py").write_text(code)
+        else:
+            (folder / f"{name}.py").write_text(code)
+
+
+def test_cli_dask_driver_ignores_modules_planted_in_the_working_directory(cluster, tmp_path, strata_bin):
+    """Issue 32 item 2: `strata analyze --dask` typed in a folder where another user planted
+    argparse.py, distributed.py, runpy.py, json.py and a strata/ package: none of them runs (the
+    driver starts as `python3 -I`, with Strata's package folder alone in front of the interpreter's
+    own paths), also when the user's PYTHONPATH names that folder; the run still equals the local one."""
+    paths = make_ranks(tmp_path, 2, 500)
+    planted, markers = tmp_path / "shared", tmp_path / "markers"
+    planted.mkdir()
+    markers.mkdir()
+    plant_modules(planted, markers)
+    env = _env()
+    env["PYTHONPATH"] = str(planted) + ":" + env["PYTHONPATH"]
+    proc = dask_cli(paths, cluster.address, cwd=str(planted), env=env)
+    assert sorted(os.listdir(markers)) == [], f"planted modules ran: {sorted(os.listdir(markers))}"
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == local_csv(paths)
+
+
+def _only(proc):
+    """The one stderr line of a failed run."""
+    assert proc.returncode == 1 and proc.stdout == b"", (proc.returncode, proc.stderr)
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+BARE = "bare\x1b[2J"  # a worker without Strata; its name clears a terminal that prints it raw
+
+
+def test_cli_dask_workers_that_cannot_run_strata_fail_with_one_line(tmp_path, tmp_path_factory, strata_bin,
+                                                                   monkeypatch):
+    """Issue 32 item 11, on a cluster of its own. `strata analyze --dask` with only a worker started
+    without Strata's package on its path (a host without the install; the driver used to wait for
+    ever while it failed): exit 1 with one line naming the worker and what it lacks. The same check
+    and deadline in-process (strata.dask.preflight/analyze, no interpreter start per case): no worker
+    connected; that worker beside one that has the package (the line names the one without); only
+    the good one, stopped (SIGSTOP): the check and, with the check skipped, a task give one line at
+    the deadline; running again, it gives the local run's CSV."""
+    sys.path.insert(0, PYTHON_PKG)
+    import strata.dask
+    from strata._dask_check import _Deadline
+
+    paths = make_ranks(tmp_path, 2, 500)
+    package = os.path.realpath(PYTHON_PKG)
+    c = Cluster(str(tmp_path_factory.mktemp("dask-bare")))
+    try:
+        c.start_scheduler()
+        with distributed.Client(c.address, timeout=60) as client:
+            with pytest.raises(strata.dask.DaskAnalyzeError) as error:
+                strata.dask.preflight(client, _Deadline(1))
+        assert str(error.value) == "--dask: no worker is connected to the scheduler (waited until --dask-timeout " \
+            f"1 s): start workers with PYTHONPATH={package} (docs/ranks.md)"
+
+        # Its name is another user's text: the line shows it escaped, never as terminal commands.
+        c.start_worker(BARE, env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "STRATA_BUILD_DIR")})
+        c.wait_for_workers(1)
+        bare = c.worker_address(BARE)
+        proc = dask_cli(paths, c.address, params=("--dask-timeout", "60"))
+        assert _only(proc) == f"strata analyze: --dask: worker {bare} (bare\\x1b[2J, {SYSTEM_PYTHON}) lacks the " \
+            f"strata Python package (No module named 'strata'): start every worker with PYTHONPATH={package}, or " \
+            "install this Strata on every host (docs/ranks.md)"
+
+        c.start_worker("full")
+        c.wait_for_workers(2)
+        full = c.worker_address("full")
+        with distributed.Client(c.address, timeout=60) as client:
+            with pytest.raises(strata.dask.DaskAnalyzeError) as error:
+                strata.dask.preflight(client, _Deadline(60))
+            assert str(error.value).startswith(f"--dask: worker {bare} ({BARE}, ") and full not in str(error.value)
+
+            c.procs[1].terminate()  # the bare worker leaves
+            c.procs[1].wait(timeout=30)
+            for _ in range(600):
+                if list(client.scheduler_info()["workers"]) == [full]:
+                    break
+                time.sleep(0.1)
+            assert list(client.scheduler_info()["workers"]) == [full]
+            os.kill(c.procs[2].pid, signal.SIGSTOP)
+            try:
+                with pytest.raises(strata.dask.DaskAnalyzeError) as error:
+                    strata.dask.preflight(client, _Deadline(1))
+                assert str(error.value) == "--dask: the workers did not answer Strata's check within 1 s " \
+                    "(--dask-timeout)"
+                monkeypatch.setattr(strata.dask, "preflight", lambda client, deadline: [full])
+                with pytest.raises(strata.dask.DaskAnalyzeError) as error:
+                    strata.dask.analyze(paths, client, ["idle_time"], dask_timeout=1)
+                assert str(error.value) == f"{paths[0]}: no result from the workers within 1 s (--dask-timeout): " \
+                    "a worker is stuck, or left, or the run needs more time; see the workers' logs"
+                monkeypatch.undo()
+            finally:
+                os.kill(c.procs[2].pid, signal.SIGCONT)
+            result = strata.dask.analyze(paths, client, ["rank_breakdown", "idle_time"])
+            assert result.csv() == local_csv(paths) and result.workers == [full, full]
+    finally:
+        c.stop()
+
+
+def test_worker_check_names_another_strata(strata_bin):
+    """The check's verdict on a worker's answer: another C API or libstrata version, or a missing
+    library, is a line; the driver's own answer is none."""
+    sys.path.insert(0, PYTHON_PKG)
+    import strata._dask_check as check
+
+    here = check._probe()
+    assert here["capi"] >= 3 and here["libstrata"].startswith("libstrata.so.") and not here.get("lacks"), here
+    assert check._worker_problem(dict(here), here) is None
+    assert check._worker_problem(dict(here, capi=2), here) == (
+        f"runs another Strata (C API 2, {here['libstrata']}; the driver has C API {here['capi']}, {here['libstrata']})")
+    assert check._worker_problem(dict(here, libstrata="libstrata.so.0.0.1"), here).startswith(
+        "runs another Strata (C API")
+    assert check._worker_problem(RuntimeError("boom"), here) == "could not run Strata's check (RuntimeError: boom)"
 
 
 def _ip(*args, check=True):
