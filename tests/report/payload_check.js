@@ -84,7 +84,11 @@ async function hoverCharts(page, result) {
         return { x: now.left + x, y: now.top + y };
       }, { element: chart.element, x: t.x, y: t.y });
       await page.mouse.move(at.x, at.y);
-      const state = await page.evaluate(inspect, chart.element);
+      let state = await page.evaluate(inspect, chart.element);
+      if (!state.tooltip) {  // ECharts may show it a frame later (a loaded machine): one more look
+        await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+        state = await page.evaluate(inspect, chart.element);
+      }
       result.bad_elements.push(...state.bad);
       if (state.scripts !== result.scripts) result.bad_elements.push('script count ' + state.scripts);
       entry.hovered += 1;
