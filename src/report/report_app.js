@@ -95,7 +95,8 @@
     // leave a long series half drawn for a while (and in a screenshot).
     (option.series || []).forEach(function (series) { series.progressive = 0; });
     option.tooltip = option.tooltip || { trigger: 'axis' };
-    if (!option.tooltip.formatter) option.tooltip.formatter = option.tooltip.trigger === 'item' ? itemTooltip : axisTooltip;
+    if (!option.tooltip.formatter)
+      option.tooltip.formatter = option.tooltip.trigger === 'item' ? itemTooltip : axisTooltip;
     var instance = echarts.init(div, null, { renderer: 'canvas' });
     instance.setOption(option);
     registry.charts.push({ id: id, analysis: analysisName, table: tableName, element: div.id });

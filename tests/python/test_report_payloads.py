@@ -168,7 +168,8 @@ def assert_safe_page(page, expected_charts):
     # Nothing tried to load or run: the page's own scripts ran by their hashes, and no payload was
     # even markup for the policy to refuse.
     assert page["csp_violations"] == [] and page["refused_by_policy"] == [], page["csp_violations"]
-    # No markup from the data: no element with a handler, no image, frame, form, link at any moment.
+    # No markup from the data: no element with a handler, no image, frame, form or link, after any
+    # hover or at the end.
     assert page["bad_elements"] == [], page["bad_elements"]
     charts = {c["id"]: c for c in page["charts"]}
     assert set(expected_charts) <= set(charts), f"charts drawn: {sorted(charts)}"

@@ -5,8 +5,8 @@
 // stdout: every request the page made (routed and aborted, so nothing leaves the machine), dialogs,
 // navigations and popups, Content-Security-Policy violations, the flag and title that the test's
 // payloads set if any of them runs (window.strataPwned, document.title), elements with an inline
-// event handler or a tag no report draws (img, svg, iframe, script, form, ...) seen at any moment,
-// and per chart the points hovered and the text of the tooltips shown.
+// event handler or a tag no report draws (img, svg, iframe, script, form, ...) seen after any hover
+// or at the end, and per chart the points hovered and the text of the tooltips shown.
 //
 //   node payload_check.js CHROMIUM REPORT.html... [--probe PAGE.html]...
 // One browser (a fresh profile) for all pages; the JSON maps each file to its result. --probe: the page
@@ -36,8 +36,9 @@ function hoverTargets(elementId) {
       const v = item !== null && typeof item === 'object' && !Array.isArray(item) ? item.value : item;
       if (v === null || v === undefined || v === '-' || series.id === 'roof') return;  // nothing drawn / no data
       let point;
-      if (series.type === 'custom' && series.encode.x.length === 2) point = [(v[0] + v[1]) / 2, v[2]];  // [start, end, row]
-      else if (series.type === 'custom') point = [v[1] + v[2] / 2, v[0]];  // flame frame: [depth, start, width]
+      // Custom series: an iteration [start, end, row], or a flame frame [depth, start, width].
+      if (series.type === 'custom' && series.encode.x.length === 2) point = [(v[0] + v[1]) / 2, v[2]];
+      else if (series.type === 'custom') point = [v[1] + v[2] / 2, v[0]];
       else if (Array.isArray(v)) point = v;
       else if (series.type === 'line' && !horizontal) point = [dataIndex, v];
       else point = horizontal ? [(v || 0) / 2, dataIndex] : [dataIndex, (v || 0) / 2];
@@ -62,7 +63,8 @@ function inspect(elementId) {
   const scripts = document.querySelectorAll('script').length;
   const chart = elementId ? document.getElementById(elementId) : null;
   // ECharts' tooltip is the chart element's child after the canvas' wrapper.
-  const tooltip = chart ? [...chart.children].slice(1).map((c) => c.style.display === 'none' ? '' : c.textContent).join('') : '';
+  const shown = chart ? [...chart.children].slice(1).filter((c) => c.style.display !== 'none') : [];
+  const tooltip = shown.map((c) => c.textContent).join('');
   return { bad, scripts, tooltip };
 }
 
@@ -130,7 +132,9 @@ async function checkPage(context, report, probe) {
   page.on('requestfailed', (r) => { if (r.failure() && r.failure().errorText === 'csp') refusedByPolicy.add(r); });
   page.on('dialog', (d) => { result.dialogs.push(d.type() + ': ' + d.message()); d.dismiss().catch(() => {}); });
   page.on('popup', (p) => result.popups.push(p.url()));
-  page.on('framenavigated', (f) => { if (f === page.mainFrame() && f.url() !== url) result.navigations.push(f.url()); });
+  page.on('framenavigated', (f) => {
+    if (f === page.mainFrame() && f.url() !== url) result.navigations.push(f.url());
+  });
   page.on('console', (m) => result.console.push(m.type() + ': ' + m.text()));
   page.on('pageerror', (e) => result.page_errors.push(String(e)));
   // Playwright's init script is not subject to the page's policy; it only listens.
