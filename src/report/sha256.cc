@@ -53,10 +53,10 @@ std::array<uint8_t, 32> sha256(std::string_view bytes) {
   tail[rest] = 0x80;
   const size_t tail_size = rest < 56 ? 64 : 128;
   const uint64_t bits = static_cast<uint64_t>(bytes.size()) * 8;
-  for (int i = 0; i < 8; ++i) tail[tail_size - 1 - i] = static_cast<uint8_t>(bits >> (8 * i));
+  for (size_t i = 0; i < 8; ++i) tail[tail_size - 1 - i] = static_cast<uint8_t>(bits >> (8 * i));
   for (size_t at = 0; at < tail_size; at += 64) compress(state, tail + at);
   std::array<uint8_t, 32> digest;
-  for (int i = 0; i < 32; ++i) digest[i] = static_cast<uint8_t>(state[i / 4] >> (24 - 8 * (i % 4)));
+  for (size_t i = 0; i < 32; ++i) digest[i] = static_cast<uint8_t>(state[i / 4] >> (24 - 8 * (i % 4)));
   return digest;
 }
 
