@@ -43,6 +43,10 @@ std::span<const std::string_view> report_analyses();
 // True when this build embeds ECharts (report/node_modules was installed when it was built).
 bool have_echarts();
 
+// The page's Content-Security-Policy: no network, no script but these two (by their SHA-256), no
+// inline handler, form or base URL. The scripts are the exact text of their <script> elements.
+std::string content_security_policy(std::string_view echarts_script, std::string_view app_script);
+
 // Writes the HTML document. False with one line in *error when the report cannot be made (this
 // build has no ECharts). Sections whose analysis lacks input say what to record instead.
 bool write_report(const trace::Trace& trace, const ReportOptions& options, std::ostream& out,

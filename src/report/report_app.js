@@ -21,6 +21,29 @@
     return node;
   }
 
+  // Every string in the page comes from a trace or a file name, so it is text everywhere: DOM text
+  // (textContent) in tables, notes and headings; canvas text in ECharts' titles, axes and legends;
+  // and, in tooltips, the one place ECharts takes markup (a formatter's return value is HTML), it
+  // passes through escapeHtml. Every chart has a formatter built with tooltipLines (chart() gives the
+  // ones without their own the axis or item formatter below), so no tooltip ever holds markup from
+  // the data; the page's Content-Security-Policy would also refuse to run any handler that did.
+  var htmlEntities = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+  function escapeHtml(value) {
+    return String(value === null || value === undefined ? '' : value).replace(/[&<>"']/g, function (c) {
+      return htmlEntities[c];
+    });
+  }
+  // A tooltip's HTML: each line escaped; `markers` (ECharts' own colour dots, no data in them) before them.
+  function tooltipLines(lines, markers) {
+    return lines.map(function (line, i) { return ((markers && markers[i]) || '') + escapeHtml(line); }).join('<br>');
+  }
+  function seriesLines(points) { return points.map(function (x) { return x.seriesName + ': ' + x.value; }); }
+  function axisTooltip(points) {
+    return tooltipLines([points[0].axisValueLabel].concat(seriesLines(points)),
+      [''].concat(points.map(function (x) { return x.marker; })));
+  }
+  function itemTooltip(q) { return tooltipLines([q.seriesName, q.name, String(q.value)]); }
+
   function analysis(name) { return data.analyses[name] || { missing: 'not run', tables: {} }; }
   function table(analysisName, tableName) {
     var a = analysis(analysisName);
@@ -72,6 +95,8 @@
     // leave a long series half drawn for a while (and in a screenshot).
     (option.series || []).forEach(function (series) { series.progressive = 0; });
     option.tooltip = option.tooltip || { trigger: 'axis' };
+    if (!option.tooltip.formatter)
+      option.tooltip.formatter = option.tooltip.trigger === 'item' ? itemTooltip : axisTooltip;
     var instance = echarts.init(div, null, { renderer: 'canvas' });
     instance.setOption(option);
     registry.charts.push({ id: id, analysis: analysisName, table: tableName, element: div.id });
@@ -155,7 +180,7 @@
         title: { text: 'Layer latency and memory in execution order', textStyle: { fontSize: 13 } },
         legend: { top: 26 }, grid: { top: 60, bottom: 70 },
         tooltip: { trigger: 'axis', formatter: function (p) {
-          return p.map(function (x) { return x.seriesName + ': ' + x.value; }).join('<br>') + '<br>' + types[p[0].dataIndex];
+          return tooltipLines(seriesLines(p).concat([types[p[0].dataIndex]]));
         } },
         xAxis: { type: 'category', name: 'layer', data: column(t, 'index').map(String) },
         yAxis: yAxes, dataZoom: categoryZoom(t.rows.length), series: series
@@ -208,8 +233,8 @@
         legend: { top: 26 }, grid: { top: 60, left: 200 },
         tooltip: { trigger: 'axis', formatter: function (p) {
           var i = p[0].dataIndex;
-          return p[0].name + ' (' + types[i] + ', ' + ops[i] + ')<br>measured_us: ' + measured[i] + '<br>' +
-            p.map(function (x) { return x.seriesName + ': ' + x.value; }).join('<br>');
+          return tooltipLines([p[0].name + ' (' + types[i] + ', ' + ops[i] + ')', 'measured_us: ' + measured[i]]
+            .concat(seriesLines(p)));
         } },
         yAxis: { type: 'category', inverse: true, data: column(g, 'layer').map(String),
           axisLabel: { width: 190, overflow: 'truncate' } },
@@ -238,7 +263,7 @@
       title: { text: 'Kernel (device) and non-kernel time of each layer', textStyle: { fontSize: 13 } },
       legend: { top: 26 }, grid: { top: 60, bottom: 70 },
       tooltip: { trigger: 'axis', formatter: function (p) {
-        return names[p[0].dataIndex] + '<br>' + p.map(function (x) { return x.seriesName + ': ' + x.value; }).join('<br>');
+        return tooltipLines([names[p[0].dataIndex]].concat(seriesLines(p)));
       } },
       xAxis: { type: 'category', name: 'layer', data: column(t, 'layer_index').map(String) },
       yAxis: { type: 'value', name: 'ms' }, dataZoom: categoryZoom(t.rows.length),
@@ -282,8 +307,8 @@
     chart(s, analysisName, analysisName, analysisName, {
       title: { text: label + ' roofline (log-log)', textStyle: { fontSize: 13 } }, legend: { top: 26 }, grid: { top: 60 },
       tooltip: { trigger: 'item', formatter: function (q) {
-        return (q.seriesId === 'data' ? names[q.dataIndex] + '<br>' : 'ceiling<br>') +
-          q.value[0] + ' FLOP/byte, ' + q.value[1] + ' GFLOP/s';
+        return tooltipLines([q.seriesId === 'data' ? names[q.dataIndex] : 'ceiling',
+          q.value[0] + ' FLOP/byte, ' + q.value[1] + ' GFLOP/s']);
       } },
       xAxis: { type: 'log', name: 'FLOP/byte' }, yAxis: { type: 'log', name: 'GFLOP/s' }, series: series
     });
@@ -311,8 +336,8 @@
     chart(s, 'iteration-timeline', 'iterations', 'iterations', {
       title: { text: 'Iteration timeline (one bar per iteration, by loop)', textStyle: { fontSize: 13 } },
       grid: { top: 40 }, tooltip: { trigger: 'item', formatter: function (q) {
-        return 'iteration ' + q.value[3] + ' (loop ' + q.value[2] + ')<br>start ' + q.value[0] + ' ms, ' +
-          (q.value[1] - q.value[0]).toFixed(3) + ' ms';
+        return tooltipLines(['iteration ' + q.value[3] + ' (loop ' + q.value[2] + ')',
+          'start ' + q.value[0] + ' ms, ' + (q.value[1] - q.value[0]).toFixed(3) + ' ms']);
       } },
       xAxis: { type: 'value', name: 'ms', scale: true },
       yAxis: { type: 'value', name: 'loop', min: -0.5, max: loops + 0.5, interval: 1 },
@@ -355,9 +380,8 @@
       title: { text: 'CPU samples: ' + f.samples + ' (' + f.nodes.length + ' of ' + f.frames + ' frames shown)', textStyle: { fontSize: 13 } },
       grid: { top: 36, left: 10, right: 10, bottom: 10 },
       tooltip: { trigger: 'item', formatter: function (q) {
-        var n = f.names[q.value[3]];
-        var esc = n.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-        return esc + '<br>' + q.value[2] + ' samples (' + (100 * q.value[2] / f.samples).toFixed(2) + '%)';
+        return tooltipLines([f.names[q.value[3]],
+          q.value[2] + ' samples (' + (100 * q.value[2] / f.samples).toFixed(2) + '%)']);
       } },
       xAxis: { type: 'value', min: 0, max: f.samples, show: false },
       yAxis: { type: 'value', min: -0.5, max: f.max_depth + 0.5, show: false },

@@ -205,6 +205,14 @@ def test_report_refuses_to_replace_a_file_without_force(tmp_path):
     assert out.read_text().startswith("<!DOCTYPE html>")
     proc = run_strata("report", trace, check=False)
     assert proc.returncode == 2 and "--output is required" in proc.stderr, proc.stderr  # one usage line
+    # A link planted where the report goes: refused even with --force, its target untouched.
+    victim = tmp_path / "private.txt"
+    victim.write_text("precious\n")
+    out.unlink()
+    out.symlink_to(victim)
+    proc = run_strata("report", trace, "-o", str(out), "--force", check=False)
+    assert proc.returncode == 1 and "symbolic link" in proc.stderr, proc.stderr
+    assert victim.read_text() == "precious\n" and out.is_symlink()
 
 
 # Real Nsight Systems exports (tests/data/nsys/README.md): NVTX ranges are the layers of the H100 run;

@@ -5,12 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
 #include "analysis/pipeline.h"
 #include "export/table_render.h"
 #include "report/report_assets.h"
+#include "report/sha256.h"
 #include "tests/analysis/fixture_traces.h"
 
 namespace strata::report {
@@ -103,6 +105,31 @@ TEST(Report, ASpanNameCannotEndTheDataElement) {
   EXPECT_NE(data.find("\\u003c/script>\\u003cscript>alert(1)"), std::string::npos);
   EXPECT_EQ(data.find('<'), std::string::npos);
   EXPECT_NE(html.find("<title>&lt;b&gt;title&lt;/b&gt;</title>"), std::string::npos);
+}
+
+// The page's policy lets its own two scripts run, by their SHA-256 (no 'unsafe-inline' for
+// scripts: no inline handler or other script runs), and refuses every fetch, form and base URL. The
+// browser enforcing it is tests/python/test_report_payloads.py.
+TEST(Report, PolicyAllowsOnlyThePagesOwnScriptsAndNoNetwork) {
+  const std::string html = write(testing::cpu_model_trace(), {});
+  const std::string open = "<meta http-equiv=\"Content-Security-Policy\" content=\"";
+  const size_t begin = html.find(open);
+  ASSERT_NE(begin, std::string::npos);
+  const std::string policy =
+      html.substr(begin + open.size(), html.find('"', begin + open.size()) - begin - open.size());
+  EXPECT_LT(begin, html.find("<script")) << "the policy comes before every script";
+  // The text of every executable inline script (a <script> without a type), hashed here.
+  std::string hashes;
+  for (size_t at = html.find("<script>"); at != std::string::npos; at = html.find("<script>", at)) {
+    at += 8;
+    hashes += " " + csp_script_hash(std::string_view(html).substr(at, html.find("</script>", at) - at));
+  }
+  EXPECT_EQ(policy, "default-src 'none'; script-src" + hashes +
+                        "; style-src 'unsafe-inline'; img-src data:; connect-src 'none'; form-action 'none'; "
+                        "base-uri 'none'");
+  EXPECT_EQ(std::count(hashes.begin(), hashes.end(), '\''), 4) << "two scripts: ECharts and the page's";
+  EXPECT_NE(hashes.find(csp_script_hash("\n" + std::string(assets::report_app_js()) + "\n")),
+            std::string::npos);
 }
 
 // The lower-bound section holds the tables the caller passes (the CLI's framework_vs_bound tables),
