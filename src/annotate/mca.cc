@@ -212,7 +212,7 @@ class LlvmMca : public CostModel {
       *output = text.str();
     }
     unlink(in_path.c_str());
-    unlink(out_path.c_str());
+    if (out_fd >= 0) unlink(out_path.c_str());  // only the file created here, never a name found there
     if (out_fd < 0 && error->empty()) *error = "cannot write llvm-mca's input in " + in_path;
     return error->empty() && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }

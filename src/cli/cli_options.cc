@@ -206,11 +206,21 @@ Output::~Output() {
 bool Output::begin(const std::string& target, bool force, std::string* error) {
   if (!file_.begin(target, force, error)) return false;
   gzip_ = is_gzip_name(target);
+  return begin_plain(target, error);
+}
+
+bool Output::begin_in(const OutputDir& dir, const std::string& name, bool force, std::string* error) {
+  if (!file_.begin_in(dir, name, force, error)) return false;
+  gzip_ = is_gzip_name(name);
+  return begin_plain(dir.path() + "/" + name, error);
+}
+
+bool Output::begin_plain(const std::string& shown, std::string* error) {
   if (!gzip_) return true;
   std::string tmpl = file_.temp_path() + ".plain-XXXXXX";
   int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);  // exclusive, mode 0600: the content before gzip
   if (fd < 0) {
-    *error = target + ": cannot create a temporary file next to it: " + std::strerror(errno);
+    *error = shown + ": cannot create a temporary file next to it: " + std::strerror(errno);
     file_.discard();
     return false;
   }

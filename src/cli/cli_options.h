@@ -93,11 +93,15 @@ class Output {
   Output& operator=(const Output&) = delete;
 
   bool begin(const std::string& target, bool force, std::string* error);
+  // `name` inside an output directory (OutputFile::begin_in).
+  bool begin_in(const OutputDir& dir, const std::string& name, bool force, std::string* error);
   const std::string& path() const { return gzip_ ? plain_ : file_.temp_path(); }
   bool gzip() const { return gzip_; }
   bool commit(std::string* error);
 
  private:
+  bool begin_plain(const std::string& shown, std::string* error);
+
   OutputFile file_;
   std::string plain_;  // the uncompressed content of a .gz target, next to it
   bool gzip_ = false;

@@ -232,11 +232,10 @@ int run_analyze(int argc, char** argv) {
                  "--serialize to resolve them\n",
                  static_cast<unsigned long long>(ambiguous));
 
-  if (!args.output_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(args.output_dir, ec);
-    if (ec) return fail("analyze", args.output_dir + ": cannot create directory: " + ec.message(), 1);
-  }
+  // The tables' directory follows the rules of outputs (safe_files.h): one of this user's, opened
+  // once, written through its descriptor.
+  OutputDir output_dir;
+  if (!args.output_dir.empty() && !output_dir.open(args.output_dir, &error)) return fail("analyze", error, 1);
   int missing_count = 0;
   std::vector<analysis::Table> tables;
   for (auto& [a, result] : pipeline.results) {
@@ -253,10 +252,10 @@ int run_analyze(int argc, char** argv) {
   } else {
     for (const auto& table : tables) {
       // As every output: never through a planted link, an existing file replaced only with --force.
-      std::string path = args.output_dir + "/" + table.name + extension(format);
+      const std::string name = table.name + extension(format);
+      const std::string path = output_dir.path() + "/" + name;
       Output target;
-      std::string error;
-      if (!target.begin(path + (args.gzip ? ".gz" : ""), args.force, &error))
+      if (!target.begin_in(output_dir, name + (args.gzip ? ".gz" : ""), args.force, &error))
         return fail("analyze", error, 1);
       std::ofstream file(target.path(), std::ios::binary);
       exporter::render_table(table, format, file);

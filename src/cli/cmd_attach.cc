@@ -13,6 +13,7 @@
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/safe_files.h"
 #include "export/text_escape.h"
 #include "sample/attach.h"
 
@@ -43,7 +44,8 @@ int run_attach(int argc, char** argv) {
       "attach",
       "Sample a running process's CPU stacks (no restart, no preload: perf_event from the outside), "
       "one trace file per epoch in DIR (DIR/<pid>-epoch-NNNNNN.strata; an earlier attach's files are "
-      "kept and numbering goes on after them). Needs perf_event on the target (root, or "
+      "kept and numbering goes on after them). DIR must be a directory of yours (created if missing; "
+      "never through a symbolic link). Needs perf_event on the target (root, or "
       "kernel.perf_event_paranoid <= 2 for a process of yours). Read the result with `strata profile "
       "DIR`.");
   cl.app()
@@ -61,7 +63,8 @@ int run_attach(int argc, char** argv) {
       ->type_name("S");
   cl.app()
       .add_option("--max-disk", max_disk_mb,
-                  "keep the epoch files under MB megabytes: the oldest are removed (and counted)")
+                  "keep this attach's epoch files under MB megabytes: its oldest are removed (and "
+                  "counted); files it did not write are never counted nor removed")
       ->check(number_in(0, 1e12, "a number of megabytes above 0", true))
       ->type_name("MB");
   cl.app()
@@ -74,8 +77,14 @@ int run_attach(int argc, char** argv) {
                     "do not read CPython 3.11 frames (they are read with process_vm_readv)");
   cl.add_output(&dir, "directory for the epoch files (created if missing)")->type_name("DIR")->required();
   if (int code = cl.parse(argc, argv); code >= 0) return code;
+  // The directory follows the rules of outputs (safe_files.h): this user's, opened once, used
+  // through its descriptor only.
+  OutputDir output_dir;
+  std::string error;
+  if (!output_dir.open(dir, &error)) return fail("attach", error, 1);
   options.pid = static_cast<int>(pid);
-  options.dir = dir;
+  options.dir_fd = output_dir.fd();
+  options.dir = output_dir.path();
   options.hz = hz;
   options.timeline = timeline;
   options.python = !no_python;
@@ -92,7 +101,6 @@ int run_attach(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sample::AttachResult result;
-  std::string error;
   const bool ok = sample::run_attach(options, &g_stop, &result, &error);
   if (!ok) return fail("attach", error, 1);
   inform("attach", "%s", exporter::escape_terminal(result.mode).c_str());
@@ -104,6 +112,11 @@ int run_attach(int argc, char** argv) {
          static_cast<double>(result.bytes_kept) / 1048576.0, result.epochs_removed,
          static_cast<double>(result.bytes_removed) / 1048576.0,
          static_cast<unsigned long long>(result.samples), static_cast<unsigned long long>(result.lost));
+  if (result.foreign_entries > 0)
+    inform("attach",
+           "%u entr%s named like this process's epoch files but not files of this user left alone in %s\n",
+           result.foreign_entries, result.foreign_entries == 1 ? "y" : "ies",
+           exporter::escape_terminal(dir).c_str());
   if (!error.empty())
     std::fprintf(stderr, "strata attach: warning: %s\n", exporter::escape_terminal(error).c_str());
   return 0;

@@ -5,11 +5,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/lowerbound_options.h"
+#include "cli/safe_files.h"
 #include "lowerbound/harness/bench_runner.h"
 #include "lowerbound/harness/codegen.h"
 #include "lowerbound/perfdb/perf_db.h"
@@ -104,9 +106,26 @@ int run_bench(int argc, char** argv) {
     if (!opt.force && std::filesystem::exists(opt.output, ec) && !std::filesystem::is_empty(opt.output, ec))
       return fail("bench",
                   opt.output + ": exists and is not empty; pass --force to write the benchmarks into it", 1);
+    // As every output directory (safe_files.h): this user's, opened once; each file as every output.
+    OutputDir dir;
+    if (!dir.open(opt.output, &error)) return fail("bench", error, 1);
     lb::GenerateStats stats;
-    if (!lb::generate_benchmarks(models, opt.bench, opt.output, &stats, &error))
-      return fail("bench", error, 1);
+    const lb::GeneratedFileWriter write = [&](const std::string& name, std::string_view text,
+                                              std::string* why) {
+      OutputFile file;
+      if (!file.begin_in(dir, name, opt.force, why)) return false;
+      std::ofstream out(file.temp_path(), std::ios::binary);
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      out.close();
+      if (!out) {
+        *why = dir.path() + "/" + name + ": write failed";
+        return false;
+      }
+      if (!file.commit(why)) return false;
+      stats.files.push_back(dir.path() + "/" + name);
+      return true;
+    };
+    if (!lb::generate_benchmarks(models, opt.bench, write, &stats, &error)) return fail("bench", error, 1);
     if (is_quiet()) return 0;
     std::printf("wrote %llu benchmarks (%s backend) to %s\n",
                 static_cast<unsigned long long>(stats.benchmarks), opt.bench.backend.c_str(),

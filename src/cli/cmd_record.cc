@@ -151,6 +151,7 @@ struct RunOutcome {
   std::string outcome;
   bool started = false;
   int exec_errno = 0;  // the command could not be started (execvp failed)
+  pid_t pid = 0;       // the command's process
 };
 
 // Whether the recorded processes are asked for oneDNN's perf maps (the user did not choose).
@@ -171,11 +172,7 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
     // (/tmp/perf-PID.map) the sampler names them (sample/jit_map.h). Asked for only when the user
     // did not choose; the sampler removes the file it caused at exit (STRATA_SAMPLE_JIT_MAP_OWNED),
     // the recorder what a process left (jit_map_cleanup.h).
-    if (asks_for_jit_maps(opt)) {
-      setenv("ONEDNN_JIT_PROFILE", "2", 1);
-      setenv("DNNL_JIT_PROFILE", "2", 1);
-      setenv("STRATA_SAMPLE_JIT_MAP_OWNED", "1", 1);
-    }
+    if (asks_for_jit_maps(opt)) ask_for_jit_map_in_child();
   } else {
     unsetenv("STRATA_SAMPLE");
   }
@@ -246,6 +243,7 @@ void run_once(char** command, const RecordOptions& opt, Level level, RunOutcome*
   }
   close(exec_pipe[1]);
   g_child = child;
+  run->pid = child;
   int err = 0;
   ssize_t n;
   while ((n = read(exec_pipe[0], &err, sizeof(err))) < 0 && errno == EINTR) {
@@ -629,8 +627,12 @@ int run_record(int argc, char** argv) {
   }
 
   // File times are the kernel's coarse clock: a second of slack, far shorter than any pid reuse.
-  if (single && asks_for_jit_maps(opt))
-    remove_leftover_jit_maps(format::list_part_files(last.dir_fd, last.dir).names, start_real - 1'000'000'000);
+  // The command's own map too: the recorder created it, even where no runtime ran (a static binary).
+  if (single && asks_for_jit_maps(opt)) {
+    std::vector<std::string> pids = format::list_part_files(last.dir_fd, last.dir).names;
+    pids.push_back(std::to_string(last.pid) + ".strata");
+    remove_leftover_jit_maps(pids, start_real - 1'000'000'000);
+  }
 
   format::Properties record;
   record.set("command", command_line);

@@ -4,6 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include "export/text_escape.h"
+#include "sample/jit_map.h"
 
 namespace strata::cli {
 namespace {
@@ -20,6 +25,23 @@ pid_t pid_of_part(const std::string& name) {
 
 }  // namespace
 
+void ask_for_jit_map_in_child() {
+  const pid_t pid = getpid();
+  std::string why;
+  const int fd = sample::JitMap::create_perf_map(pid, &why);
+  if (fd < 0) {
+    std::fprintf(stderr, "strata record: %s; oneDNN's JIT code is not named in process %d\n",
+                 exporter::escape_terminal(why).c_str(), static_cast<int>(pid));
+    setenv("STRATA_SAMPLE_JIT_MAP_REFUSED", std::to_string(pid).c_str(), 1);
+    return;
+  }
+  close(fd);
+  setenv("ONEDNN_JIT_PROFILE", "2", 1);
+  setenv("DNNL_JIT_PROFILE", "2", 1);
+  setenv("STRATA_SAMPLE_JIT_MAP_OWNED", "1", 1);
+  setenv("STRATA_SAMPLE_JIT_MAP_PID", std::to_string(pid).c_str(), 1);
+}
+
 int remove_leftover_jit_maps(const std::vector<std::string>& part_names, int64_t since_realtime_ns,
                              const std::string& map_dir) {
   int removed = 0;
@@ -31,7 +53,8 @@ int remove_leftover_jit_maps(const std::vector<std::string>& part_names, int64_t
     struct stat st {};
     if (lstat(path.c_str(), &st) != 0) continue;  // removed by its process, or never written
     const int64_t modified_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || modified_ns < since_realtime_ns) continue;
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1 || modified_ns < since_realtime_ns)
+      continue;
     // In a sticky /tmp only its owner can replace the name between the check and the unlink, and
     // unlink removes a name without following it.
     if (unlink(path.c_str()) == 0) ++removed;

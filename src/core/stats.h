@@ -149,6 +149,10 @@ enum class Disk : uint8_t {
     kProcess, kInfo, kCollector,                                                                         \
     "frames in generated code (anonymous executable memory) named from the process's perf map "          \
     "(/tmp/perf-PID.map, e.g. oneDNN's JIT kernels)")                                                    \
+  F(kSampleJitMapsRefused, "sample.jit_maps_refused", kProcess, "collector.sample.jit_maps_refused",     \
+    kProcess, kDataLoss, kCollector,                                                                     \
+    "perf maps `record --sample` did not let oneDNN open: /tmp/perf-PID.map existed, not created by "    \
+    "strata (a file or link another user may have planted); JIT code is not named in that process")     \
   F(kSamplePythonReads, "sample.python_reads", kProcess,                                                \
     "collector.sample.python_reads", kProcess, kInfo, kCollector,                                       \
     "process_vm_readv calls the sampling thread made to read Python stacks and code objects")           \
@@ -252,6 +256,8 @@ enum class Disk : uint8_t {
     "chunks of a stream another merged part already wrote (a forged or copied part): left out of the merge")\
   F(kLoadBadCounters, "load.bad_counters", kNone, "", kTrace, kError, kLoader,                           \
     "stored counters that are not event counts (negative, above 2^48 or not integers): ignored")         \
+  F(kLoadDirectoryEntriesSkipped, "load.directory_entries_skipped", kNone, "", kTrace, kError, kLoader,   \
+    "entries of a trace directory not read: links, non-regular files, other users' files")              \
   F(kImportEventsRead, "import.events_read", kProcess, "import.events_read", kProcess, kInfo, kImport,   \
     "events in the foreign file's event array")                                                          \
   F(kImportSpansWritten, "import.spans_written", kProcess, "import.spans_written", kProcess, kInfo,     \

@@ -23,8 +23,8 @@ FileHeader make_file_header() {
   return h;
 }
 
-ChunkHeader make_chunk_header(ChunkType type, uint16_t flags, uint64_t stream_id,
-                              std::string_view stored, uint32_t raw_size) {
+ChunkHeader make_chunk_header(ChunkType type, uint16_t flags, uint64_t stream_id, std::string_view stored,
+                              uint32_t raw_size) {
   ChunkHeader h{};
   h.magic = kChunkMagic;
   h.type = static_cast<uint16_t>(type);
@@ -52,12 +52,16 @@ bool ChunkWriter::open(const std::string& path) {
 }
 
 bool ChunkWriter::open_new(const std::string& path, bool* exists) {
+  return open_new_at(AT_FDCWD, path, path, exists);
+}
+
+bool ChunkWriter::open_new_at(int dir_fd, const std::string& name, const std::string& shown, bool* exists) {
   close();
-  path_ = path;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  path_ = shown;
+  fd_ = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (exists != nullptr) *exists = fd_ < 0 && errno == EEXIST;
   if (fd_ < 0) {
-    error_ = path + ": cannot create trace file: " + std::strerror(errno);
+    error_ = shown + ": cannot create trace file: " + std::strerror(errno);
     return false;
   }
   FileHeader header = make_file_header();
@@ -87,8 +91,8 @@ bool ChunkWriter::write_all(const void* data, size_t size) {
     ssize_t n = ::write(fd_, p, size);
     if (n < 0) {
       if (errno == EINTR) continue;
-      error_ = path_ + ": write failed at offset " + std::to_string(bytes_written_) + ": " +
-               std::strerror(errno);
+      error_ =
+          path_ + ": write failed at offset " + std::to_string(bytes_written_) + ": " + std::strerror(errno);
       return false;
     }
     p += n;
@@ -124,7 +128,8 @@ bool ChunkWriter::write_chunk(ChunkType type, uint64_t stream_id, std::string_vi
   return write_all_v(parts, 2);
 }
 
-bool ChunkWriter::write_chunk_parts(ChunkType type, uint64_t stream_id, std::span<const std::string_view> parts) {
+bool ChunkWriter::write_chunk_parts(ChunkType type, uint64_t stream_id,
+                                    std::span<const std::string_view> parts) {
   if (fd_ < 0) return false;
   if (parts.size() > 7) {
     error_ = path_ + ": a chunk of more than 7 parts";
@@ -161,7 +166,8 @@ bool ChunkWriter::write_all_v(iovec* parts, int count) {
     ssize_t n = ::writev(fd_, parts, count);
     if (n < 0) {
       if (errno == EINTR) continue;
-      error_ = path_ + ": write failed at offset " + std::to_string(bytes_written_) + ": " + std::strerror(errno);
+      error_ =
+          path_ + ": write failed at offset " + std::to_string(bytes_written_) + ": " + std::strerror(errno);
       return false;
     }
     bytes_written_ += static_cast<uint64_t>(n);

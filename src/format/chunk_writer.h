@@ -25,11 +25,13 @@ class ChunkWriter {
   // Creates a new file: fails if the name exists (*exists set) and never follows a symbolic link,
   // so a file planted in a shared directory is neither overwritten nor written through.
   bool open_new(const std::string& path, bool* exists = nullptr);
+  // The same for `name` relative to the open directory `dir_fd` (`shown` names the file in
+  // messages): a directory opened once is written through its descriptor, never its name.
+  bool open_new_at(int dir_fd, const std::string& name, const std::string& shown, bool* exists = nullptr);
   // Appends to an existing file, writing the header only if the file is empty.
   bool open_append(const std::string& path);
   // compression_level <= 0 stores the payload uncompressed.
-  bool write_chunk(ChunkType type, uint64_t stream_id, std::string_view payload,
-                   int compression_level = 0);
+  bool write_chunk(ChunkType type, uint64_t stream_id, std::string_view payload, int compression_level = 0);
   // An uncompressed chunk whose payload is the concatenation of `parts` (at most 7), written with
   // one writev: no copy into a contiguous buffer first.
   bool write_chunk_parts(ChunkType type, uint64_t stream_id, std::span<const std::string_view> parts);
@@ -53,7 +55,7 @@ class ChunkWriter {
 };
 
 FileHeader make_file_header();
-ChunkHeader make_chunk_header(ChunkType type, uint16_t flags, uint64_t stream_id,
-                              std::string_view stored, uint32_t raw_size);
+ChunkHeader make_chunk_header(ChunkType type, uint16_t flags, uint64_t stream_id, std::string_view stored,
+                              uint32_t raw_size);
 
 }  // namespace strata::format

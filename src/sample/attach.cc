@@ -1,7 +1,9 @@
 #include "sample/attach.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,9 +48,12 @@ bool process_alive(int pid) {
          (stat[close + 2] != 'Z' && stat[close + 2] != 'X');
 }
 
+// An epoch file this attach wrote (only these are counted against the budget and removed).
 struct EpochFile {
-  std::string path;
+  std::string name;
   uint64_t bytes = 0;
+  dev_t dev = 0;
+  ino_t ino = 0;
 };
 
 class Attacher {
@@ -60,17 +65,8 @@ class Attacher {
       *error = "process " + std::to_string(options_.pid) + " does not exist (or has exited)";
       return false;
     }
-    if (mkdir(options_.dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      *error = options_.dir + ": cannot create the directory: " + std::strerror(errno);
-      return false;
-    }
-    struct stat st {};
-    if (lstat(options_.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      *error = options_.dir + ": not a directory (links are not followed)";
-      return false;
-    }
-    if (access(options_.dir.c_str(), W_OK) != 0) {
-      *error = options_.dir + ": not writable";
+    if (options_.dir_fd < 0) {
+      *error = options_.dir + ": the output directory is not open";
       return false;
     }
     exe_ = read_link("/proc/" + std::to_string(options_.pid) + "/exe");
@@ -86,12 +82,9 @@ class Attacher {
     if (!collector_.start(config, error)) return false;
     result_->mode = collector_.mode();
     result_->python_note = collector_.python_note();
-    // Epoch files of an earlier attach to the same process stay; numbering goes on after them.
-    for (const EpochFile& f : list_epochs()) {
-      const size_t at = f.path.rfind("-epoch-");
-      const uint32_t n = static_cast<uint32_t>(std::strtoul(f.path.c_str() + at + 7, nullptr, 10));
-      next_epoch_ = std::max(next_epoch_, n + 1);
-    }
+    // Epoch files of an earlier attach of this user to the same process stay; numbering goes on
+    // after them. Anything else named like one (another user's file, a link) is left alone.
+    scan_earlier_epochs();
     epoch_start_ns_ = monotonic_now_ns();
     epoch_start_real_ns_ = realtime_now_ns();
     return true;
@@ -139,38 +132,82 @@ class Attacher {
     samples_.insert(samples_.end(), batch.samples.begin(), batch.samples.end());
   }
 
-  std::vector<EpochFile> list_epochs() const {
-    std::vector<EpochFile> out;
+  // "<pid>-epoch-NNNNNN.strata" -> NNNNNN; -1 for any other name.
+  int64_t epoch_number(const std::string& name) const {
     const std::string prefix = std::to_string(options_.pid) + "-epoch-";
-    DIR* d = opendir(options_.dir.c_str());
-    if (d == nullptr) return out;
+    if (name.rfind(prefix, 0) != 0 || name.size() != prefix.size() + 6 + 7 ||
+        name.compare(name.size() - 7, 7, ".strata") != 0)
+      return -1;
+    int64_t n = 0;
+    for (size_t k = prefix.size(); k < prefix.size() + 6; ++k) {
+      if (name[k] < '0' || name[k] > '9') return -1;
+      n = n * 10 + (name[k] - '0');
+    }
+    return n;
+  }
+
+  void scan_earlier_epochs() {
+    const int copy = dup(options_.dir_fd);
+    DIR* d = copy >= 0 ? fdopendir(copy) : nullptr;
+    if (d == nullptr) {
+      if (copy >= 0) close(copy);
+      return;
+    }
+    rewinddir(d);  // the duplicate shares the descriptor's position: list from the start
     while (dirent* e = readdir(d)) {
-      std::string name = e->d_name;
-      if (name.rfind(prefix, 0) != 0 || name.size() < 7 || name.compare(name.size() - 7, 7, ".strata") != 0)
-        continue;
+      const int64_t n = epoch_number(e->d_name);
       struct stat st {};
-      std::string path = options_.dir + "/" + name;
-      if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
-        out.push_back({path, static_cast<uint64_t>(st.st_size)});
+      if (n < 0 || fstatat(options_.dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        ++result_->foreign_entries;
+        continue;
+      }
+      next_epoch_ = std::max(next_epoch_, static_cast<uint32_t>(n) + 1);
     }
     closedir(d);
-    std::sort(out.begin(), out.end(), [](const EpochFile& a, const EpochFile& b) { return a.path < b.path; });
-    return out;
+  }
+
+  std::string epoch_name(uint32_t epoch) const {
+    char name[64];
+    std::snprintf(name, sizeof(name), "%d-epoch-%06u.strata", options_.pid, epoch);
+    return name;
+  }
+
+  // Moves the finished temporary file to the first free epoch name from next_epoch_ on, never
+  // replacing an entry (renameat2 RENAME_NOREPLACE, or link where the file system lacks it).
+  bool publish(const std::string& temp, std::string* name) {
+    for (int attempt = 0; attempt < 1000; ++attempt, ++next_epoch_) {
+      *name = epoch_name(next_epoch_);
+      if (renameat2(options_.dir_fd, temp.c_str(), options_.dir_fd, name->c_str(), RENAME_NOREPLACE) == 0)
+        return true;
+      if (errno == EINVAL || errno == ENOSYS) {
+        if (linkat(options_.dir_fd, temp.c_str(), options_.dir_fd, name->c_str(), 0) == 0) {
+          unlinkat(options_.dir_fd, temp.c_str(), 0);
+          return true;
+        }
+      }
+      if (errno != EEXIST) break;
+    }
+    last_error_ = options_.dir + "/" + *name + ": cannot create: " + std::strerror(errno);
+    return false;
   }
 
   // One self-contained trace: the process, the definitions its samples use, counts, losses, End.
   void write_epoch(int64_t end_ns) {
-    char name[64];
-    std::snprintf(name, sizeof(name), "%d-epoch-%06u.strata", options_.pid, next_epoch_);
-    const std::string path = options_.dir + "/" + name;
-    const std::string temp = path + ".tmp";
+    // The number this file is written for: past any entry of that name (the rename re-checks).
+    struct stat taken {};
+    while (next_epoch_ < 999999 &&
+           fstatat(options_.dir_fd, epoch_name(next_epoch_).c_str(), &taken, AT_SYMLINK_NOFOLLOW) == 0)
+      ++next_epoch_;
+    std::mt19937_64 random(std::random_device{}() ^ static_cast<uint64_t>(end_ns));
+    char suffix[24];
+    std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(random()));
+    const std::string temp = "." + epoch_name(next_epoch_) + ".tmp-" + suffix;
     format::ChunkWriter file;
-    unlink(temp.c_str());
-    if (!file.open_new(temp)) {
+    if (!file.open_new_at(options_.dir_fd, temp, options_.dir + "/" + temp)) {
       last_error_ = file.error();
       return;
     }
-    std::mt19937_64 random(std::random_device{}() ^ static_cast<uint64_t>(end_ns));
     format::StreamWriter stream(&file, random() | 1);
     format::Properties process;
     process.set_int("pid", options_.pid);
@@ -249,11 +286,15 @@ class Attacher {
     stream.write_properties(format::ChunkType::kEnd, end);
     const bool ok = !stream.failed();
     file.close();
-    if (!ok || rename(temp.c_str(), path.c_str()) != 0) {
-      last_error_ = path + ": " + (ok ? std::strerror(errno) : stream.error());
-      unlink(temp.c_str());
+    std::string name;
+    if (!ok) last_error_ = options_.dir + "/" + temp + ": " + stream.error();
+    if (!ok || !publish(temp, &name)) {
+      unlinkat(options_.dir_fd, temp.c_str(), 0);
       return;
     }
+    struct stat st {};
+    if (fstatat(options_.dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+      written_.push_back({name, static_cast<uint64_t>(st.st_size), st.st_dev, st.st_ino});
     ++result_->epochs_written;
     ++next_epoch_;
     epoch_start_ns_ = end_ns;
@@ -284,20 +325,25 @@ class Attacher {
     }
   }
 
-  // Oldest epochs go first until the directory's epochs fit; the newest always stays.
+  // The oldest epochs this attach wrote go first until its epochs fit; the newest always stays.
+  // Files of earlier attaches, and anything another user put in the directory, are neither
+  // counted nor removed; a name that no longer holds the file written is left alone.
   void enforce_budget() {
-    std::vector<EpochFile> files = list_epochs();
     uint64_t total = 0;
-    for (const EpochFile& f : files) total += f.bytes;
+    for (const EpochFile& f : written_) total += f.bytes;
     size_t k = 0;
-    while (options_.max_disk_bytes > 0 && total > options_.max_disk_bytes && k + 1 < files.size()) {
-      if (unlink(files[k].path.c_str()) == 0) {
-        total -= files[k].bytes;
+    while (options_.max_disk_bytes > 0 && total > options_.max_disk_bytes && k + 1 < written_.size()) {
+      const EpochFile& f = written_[k];
+      struct stat st {};
+      if (fstatat(options_.dir_fd, f.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+          st.st_dev == f.dev && st.st_ino == f.ino && unlinkat(options_.dir_fd, f.name.c_str(), 0) == 0) {
         ++result_->epochs_removed;
-        result_->bytes_removed += files[k].bytes;
+        result_->bytes_removed += f.bytes;
       }
+      total -= f.bytes;  // gone, or no longer this attach's file: not counted either way
       ++k;
     }
+    written_.erase(written_.begin(), written_.begin() + static_cast<std::ptrdiff_t>(k));
     result_->bytes_kept = total;
   }
 
@@ -314,6 +360,7 @@ class Attacher {
   std::unordered_map<uint32_t, std::vector<uint32_t>> stacks_;
   std::vector<std::pair<uint32_t, std::string>> thread_names_;
   std::vector<SampleRecord> samples_;
+  std::vector<EpochFile> written_;  // this attach's epoch files still kept, oldest first
   uint32_t next_epoch_ = 0;
   int64_t epoch_start_ns_ = 0;
   int64_t epoch_start_real_ns_ = 0;

@@ -27,6 +27,7 @@
 
 #include "collect/session.h"
 #include "sample/collector.h"
+#include "sample/perf_map_guard.h"
 #include "sample/python_signal.h"
 #include "sample/sample_store.h"
 
@@ -154,8 +155,8 @@ class InProcessSampler : public collect::WriterPlugin {
     collector_.take(&batch);
     // The perf map `strata record` asked oneDNN for (cmd_record.cc) was read while the frames were
     // named: nothing else needs it, and /tmp should not fill with one file per recorded process.
-    if (const char* owned = getenv("STRATA_SAMPLE_JIT_MAP_OWNED"); owned != nullptr && owned[0] == '1')
-      unlink(JitMap::perf_map_path(getpid()).c_str());
+    // Only a map Strata created is removed (perf_map_guard.h).
+    remove_own_perf_map();
     hand_over(&batch, true);  // reads this thread's CPU time last: its whole life, start-up included
   }
 
@@ -235,6 +236,8 @@ class InProcessSampler : public collect::WriterPlugin {
     session_->set_collector_property("sample.samples_taken", std::to_string(taken));
     session_->set_collector_property("sample.stacks_cut_unmapped", std::to_string(cut_unmapped));
     session_->set_collector_property("sample.jit_frames_named", std::to_string(jit_named));
+    if (const uint64_t refused = perf_maps_refused(); refused > 0)
+      session_->set_collector_property("sample.jit_maps_refused", std::to_string(refused));
     if (py.available) publish_python_counters(py);
   }
 

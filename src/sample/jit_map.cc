@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 namespace strata::sample {
@@ -12,6 +14,29 @@ namespace strata::sample {
 JitMap::JitMap(std::string path) : path_(std::move(path)) {}
 
 std::string JitMap::perf_map_path(pid_t pid) { return "/tmp/perf-" + std::to_string(pid) + ".map"; }
+
+int JitMap::create_perf_map(pid_t pid, std::string* why, const std::string& dir) {
+  const std::string path = dir + "/perf-" + std::to_string(pid) + ".map";
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *why = dir + ": not a directory; " + path + " not created";
+    return -1;
+  }
+  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+    *why = dir + ": writable by every user without the sticky bit (another user could replace " + path +
+           "); not created";
+    return -1;
+  }
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    fchmod(fd, 0600);  // whatever the umask: the names of the process's code are its own
+    return fd;
+  }
+  *why = path + (errno == EEXIST || errno == ELOOP
+                     ? ": exists and was not created by strata (a file or link another user may have planted)"
+                     : std::string(": cannot create: ") + std::strerror(errno));
+  return -1;
+}
 
 namespace {
 bool parse_hex(std::string_view* s, uint64_t* out) {
@@ -73,8 +98,8 @@ bool JitMap::open_file() {
   const int fd = open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
   struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    problem_ = path_ + ": not a regular file, not read";
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    problem_ = path_ + ": not a regular file with one name (a link to another file?), not read";
   } else if (st.st_uid != geteuid() && st.st_uid != 0) {
     problem_ = path_ + ": owned by another user, not read";
   } else {

@@ -33,6 +33,13 @@ class JitMap {
   uint64_t malformed_lines() const { return malformed_; }
 
   static std::string perf_map_path(pid_t pid);
+  // Creates the perf map of process `pid` for a library Strata asks to write one (oneDNN opens it
+  // with fopen "w+", following a link and truncating what it points at): O_CREAT|O_EXCL|O_NOFOLLOW,
+  // mode 0600, in `dir` (/tmp) only when other users cannot rename entries there (sticky, or not
+  // writable by them). Returns the descriptor (the caller closes it), or -1 with *why (one line):
+  // the name exists (a file or link another user may have planted) or cannot be created; the
+  // caller then turns the library's perf map off for that process.
+  static int create_perf_map(pid_t pid, std::string* why, const std::string& dir = "/tmp");
   // Adds lines of the file's format (tests and the reader of the file share this).
   void add_lines(std::string_view text);
 

@@ -1,6 +1,11 @@
 #include "trace/trace_loader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +18,7 @@
 #include "core/activity_type.h"
 #include "core/vector_growth.h"
 #include "format/payloads.h"
+#include "format/trace_merge.h"
 #include "trace/activity_upgrade.h"
 #include "trace/sample_loader.h"
 #include "trace/trace_reader.h"
@@ -459,33 +465,77 @@ bool load_chunks(format::ChunkReader& reader, Trace* trace, std::string* error) 
   return load_chunks(reader, builder, error);
 }
 
-bool load_native(const std::string& path, TraceBuilder& builder, std::string* error) {
-  namespace fs = std::filesystem;
+NativeInputs::~NativeInputs() {
+  if (dir_fd_ >= 0) ::close(dir_fd_);
+}
+
+bool NativeInputs::list(const std::string& path, std::string* error) {
+  path_ = path;
   std::error_code ec;
-  std::vector<std::string> files;
-  if (fs::is_directory(path, ec)) {
-    for (const auto& entry : fs::directory_iterator(path, ec))
-      if (entry.is_regular_file() && entry.path().extension() == ".strata") files.push_back(entry.path());
-    std::sort(files.begin(), files.end());
-    if (files.empty()) {
-      *error = path + ": directory holds no .strata files; record one with `strata record -o " + path + " -- CMD`";
-      return false;
-    }
-  } else {
-    files.push_back(path);
+  if (!std::filesystem::is_directory(path, ec)) {
+    names_.push_back(path);
+    return true;
   }
+  dir_fd_ = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd_ < 0) {
+    *error = path + ": cannot open the directory: " + std::strerror(errno);
+    return false;
+  }
+  format::PartFiles listed = format::list_part_files(dir_fd_, path);
+  names_ = std::move(listed.names);
+  skipped_ = std::move(listed.skipped);
+  if (names_.empty()) {
+    *error = path + ": directory holds no .strata files of this user" +
+             (skipped_.empty() ? ""
+                               : " (" + std::to_string(skipped_.size()) +
+                                     " other entries not read: " + skipped_[0] + ")") +
+             "; record one with `strata record -o " + path + " -- CMD`";
+    return false;
+  }
+  return true;
+}
+
+std::string NativeInputs::shown(size_t i) const { return dir_fd_ < 0 ? names_[i] : path_ + "/" + names_[i]; }
+
+bool NativeInputs::open(size_t i, format::ChunkReader* reader, std::string* skipped,
+                        std::string* error) const {
+  if (dir_fd_ < 0) {
+    if (reader->open(names_[i])) return true;
+    *error = reader->error();
+    return false;
+  }
+  const int fd = ::openat(dir_fd_, names_[i].c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+    if (fd >= 0) ::close(fd);
+    *skipped = shown(i) + ": no longer a regular file of this user; not read";
+    return false;
+  }
+  if (reader->open_fd(fd, shown(i))) return true;
+  *error = reader->error();
+  return false;
+}
+
+bool load_native(const std::string& path, TraceBuilder& builder, std::string* error) {
+  NativeInputs inputs;
+  if (!inputs.list(path, error)) return false;
+  for (const std::string& line : inputs.skipped()) builder.warn(line);
+  builder.count(stats::Stat::kLoadDirectoryEntriesSkipped, inputs.skipped().size());
   const std::vector<SpanRecord>& spans = builder.trace().spans;
   const size_t spans_before = spans.size();
   std::string damaged;  // the first damaged file that gave no spans, and why
-  for (const auto& file : files) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
     format::ChunkReader reader;
-    if (!reader.open(file)) {
-      *error = reader.error();
-      return false;
+    std::string skipped;
+    if (!inputs.open(i, &reader, &skipped, error)) {
+      if (skipped.empty()) return false;
+      builder.warn(skipped);
+      builder.count(stats::Stat::kLoadDirectoryEntriesSkipped);
+      continue;
     }
     const size_t file_spans_before = spans.size();
     if (!load_chunks(reader, builder, error)) return false;
-    if (spans.size() == file_spans_before && damaged.empty()) damaged = damage_of(reader, file);
+    if (spans.size() == file_spans_before && damaged.empty()) damaged = damage_of(reader, inputs.shown(i));
   }
   // A damaged trace that gave nothing back is an error, not an empty result.
   if (spans.size() == spans_before && !damaged.empty()) {

@@ -21,8 +21,37 @@ std::unique_ptr<TraceReader> make_native_reader();
 // set to one line (file, offset, reason, what to do) when nothing usable could be read; damage after
 // a valid start becomes stats (load.*) and warnings instead.
 bool load_chunks(format::ChunkReader& reader, TraceBuilder& builder, std::string* error);
-// A file, or every .strata file of a directory (in name order).
+// A file, or every .strata file of this user in a directory (in name order; NativeInputs).
 bool load_native(const std::string& path, TraceBuilder& builder, std::string* error);
+
+// The files a native trace path names: the file itself, or a directory's *.strata entries that are
+// regular files of this user (`strata attach`'s epochs, a kept work directory), listed through the
+// directory's descriptor and each opened relative to it without following a link. Anything else
+// there (a link, a device, a file another user put in a shared directory) is never opened: one line
+// each in skipped(), which callers warn about and count (load.directory_entries_skipped).
+class NativeInputs {
+ public:
+  NativeInputs() = default;
+  ~NativeInputs();
+  NativeInputs(const NativeInputs&) = delete;
+  NativeInputs& operator=(const NativeInputs&) = delete;
+
+  // False with *error when the directory cannot be listed or holds no file of this user.
+  bool list(const std::string& path, std::string* error);
+  size_t size() const { return names_.size(); }
+  // The path shown for input i (DIR/NAME for a directory's entry).
+  std::string shown(size_t i) const;
+  // Opens input i. False with *error (a file that cannot be read: stop) or, for a directory's
+  // entry that changed since it was listed, *skipped (a line to warn about and count: go on).
+  bool open(size_t i, format::ChunkReader* reader, std::string* skipped, std::string* error) const;
+  const std::vector<std::string>& skipped() const { return skipped_; }
+
+ private:
+  std::string path_;
+  int dir_fd_ = -1;
+  std::vector<std::string> names_;
+  std::vector<std::string> skipped_;
+};
 
 struct LoadOptions {
   bool sort_by_start = true;  // false: spans stay in file order (writer and reader benchmarks)

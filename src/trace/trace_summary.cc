@@ -489,35 +489,27 @@ TraceSummary summarize(const Trace& trace) {
 }
 
 bool summarize_file(const std::string& path, TraceSummary* out, std::string* error) {
-  namespace fs = std::filesystem;
   *out = TraceSummary();
   out->first_ns = kNoTime;
   out->last_ns = std::numeric_limits<int64_t>::min();
-  std::error_code ec;
-  std::vector<std::string> files;
-  if (fs::is_directory(path, ec)) {
-    for (const auto& entry : fs::directory_iterator(path, ec))
-      if (entry.is_regular_file() && entry.path().extension() == ".strata") files.push_back(entry.path());
-    std::sort(files.begin(), files.end());
-    if (files.empty()) {
-      *error =
-          path + ": directory holds no .strata files; record one with `strata record -o " + path + " -- CMD`";
-      return false;
-    }
-  } else {
-    files.push_back(path);
-  }
+  NativeInputs inputs;
+  if (!inputs.list(path, error)) return false;
+  out->stats.add(stats::Stat::kLoadDirectoryEntriesSkipped, inputs.skipped().size());
+  for (const std::string& line : inputs.skipped()) out->warnings.push_back(line);
   std::string damaged;  // the first damaged file that gave no spans
-  for (const auto& file : files) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
     format::ChunkReader reader;
-    if (!reader.open(file)) {
-      *error = reader.error();
-      return false;
+    std::string skipped;
+    if (!inputs.open(i, &reader, &skipped, error)) {
+      if (skipped.empty()) return false;
+      out->stats.add(stats::Stat::kLoadDirectoryEntriesSkipped);
+      out->warnings.push_back(skipped);
+      continue;
     }
     const uint64_t spans_before = out->spans;
     FileSummarizer summarizer(out, &reader);
     if (!summarizer.run(error)) return false;
-    if (out->spans == spans_before && damaged.empty()) damaged = damage_of(reader, file);
+    if (out->spans == spans_before && damaged.empty()) damaged = damage_of(reader, inputs.shown(i));
   }
   if (out->spans == 0 && !damaged.empty()) {  // as load_trace: nothing recovered is an error
     *error = nothing_recovered_error(damaged);

@@ -1,5 +1,5 @@
-// OutputFile and PrivateDir: nothing written through a planted link, nothing replaced without
-// --force, no work directory another user could have prepared.
+// OutputFile, OutputDir and PrivateDir: nothing written through a planted link, nothing replaced
+// without --force, no output or work directory another user could have prepared.
 #include "cli/safe_files.h"
 
 #include <gtest/gtest.h>
@@ -138,6 +138,64 @@ TEST(PrivateDir, DetectsADirectoryOpenedToOthers) {
   ASSERT_EQ(chmod(work.path().c_str(), 0777), 0);
   EXPECT_FALSE(work.verify(&error));
   EXPECT_NE(error.find("not a private directory"), std::string::npos) << error;
+}
+
+TEST(OutputDir, RefusesALinkAnotherUsersDirectoryAndOneOpenToEveryone) {
+  TempDir dir;
+  const std::string mine = dir.file("mine"), link = dir.file("link"), open_dir = dir.file("open");
+  ASSERT_EQ(mkdir(mine.c_str(), 0755), 0);
+  ASSERT_EQ(symlink(mine.c_str(), link.c_str()), 0);
+  std::string error;
+  OutputDir out;
+  EXPECT_FALSE(out.open(link, &error));
+  EXPECT_NE(error.find("symbolic link"), std::string::npos) << error;
+  ASSERT_EQ(mkdir(open_dir.c_str(), 0777), 0);
+  ASSERT_EQ(chmod(open_dir.c_str(), 0777), 0);  // world-writable, no sticky bit
+  EXPECT_FALSE(out.open(open_dir, &error));
+  EXPECT_NE(error.find("writable by every user"), std::string::npos) << error;
+  ASSERT_EQ(chmod(open_dir.c_str(), 01777), 0);  // sticky: other users cannot touch what is ours
+  EXPECT_TRUE(out.open(open_dir, &error)) << error;
+  // Inside a world-writable directory without the sticky bit nothing is created.
+  ASSERT_EQ(chmod(open_dir.c_str(), 0777), 0);
+  EXPECT_FALSE(out.open(open_dir + "/sub", &error));
+  EXPECT_FALSE(std::filesystem::exists(open_dir + "/sub"));
+  // Created when missing, with its parents' rules; a file in the way is named.
+  EXPECT_TRUE(out.open(dir.file("new") + "/", &error)) << error;
+  EXPECT_EQ(out.path(), dir.file("new"));
+  write_file(dir.file("plain"), "x");
+  EXPECT_FALSE(out.open(dir.file("plain"), &error));
+  EXPECT_NE(error.find("not a directory"), std::string::npos) << error;
+  if (geteuid() != 0) GTEST_SKIP() << "giving a directory to another user needs root";
+  const std::string theirs = dir.file("theirs");
+  ASSERT_EQ(mkdir(theirs.c_str(), 0755), 0);
+  ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+  EXPECT_FALSE(out.open(theirs, &error));
+  EXPECT_NE(error.find("belongs to another user"), std::string::npos) << error;
+}
+
+TEST(OutputDir, FilesGoThroughTheDescriptorAfterTheNameIsSwappedForALink) {
+  TempDir dir;
+  const std::string out_path = dir.file("tables"), elsewhere = dir.file("elsewhere");
+  ASSERT_EQ(mkdir(elsewhere.c_str(), 0755), 0);
+  OutputDir out;
+  std::string error;
+  ASSERT_TRUE(out.open(out_path, &error)) << error;
+  // Renamed away and replaced by a link while the command runs.
+  ASSERT_EQ(rename(out_path.c_str(), dir.file("moved").c_str()), 0);
+  ASSERT_EQ(symlink(elsewhere.c_str(), out_path.c_str()), 0);
+  EXPECT_TRUE(out.verify(&error)) << error;
+  OutputFile file;
+  ASSERT_TRUE(file.begin_in(out, "t.csv", false, &error)) << error;
+  write_file(file.temp_path(), "a,b\n");
+  ASSERT_TRUE(file.commit(&error)) << error;
+  EXPECT_EQ(read_file(dir.file("moved") + "/t.csv"), "a,b\n");
+  EXPECT_TRUE(std::filesystem::is_empty(elsewhere));
+  // Messages name the directory as the user gave it, not the descriptor's /proc path.
+  OutputFile again;
+  EXPECT_FALSE(again.begin_in(out, "t.csv", false, &error));
+  EXPECT_EQ(error.rfind(out_path + "/t.csv: exists", 0), 0u) << error;
+  EXPECT_FALSE(again.begin_in(out, "../escape", true, &error));
+  EXPECT_NE(error.find("not a file name"), std::string::npos) << error;
 }
 
 }  // namespace

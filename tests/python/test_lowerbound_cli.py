@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from xml.etree import ElementTree
 
 import pytest
@@ -107,6 +108,53 @@ def test_generate_writes_buildable_project_files(models, tmp_path):
     assert "wrote 18 benchmarks" in p.stdout
     for f in ("benchmarks.cc", "onednn_ops.h", "bench_case.h", "CMakeLists.txt"):
         assert (out / f).exists()
+
+
+def test_generate_never_writes_through_links(models, tmp_path):
+    """The output directory and its files follow the rules of outputs (issue 32): a link at -o is
+    refused, and with --force a link planted at a generated file's name is refused, not followed."""
+    victim_dir = tmp_path / "private"
+    victim_dir.mkdir()
+    victim = victim_dir / "CMakeLists.txt"
+    victim.write_text("precious\n")
+    link = tmp_path / "link"
+    link.symlink_to(victim_dir)
+    p = run("bench", "generate", models["chain_net"], "-o", str(link), "--force", check=False)
+    assert p.returncode == 1 and "symbolic link" in p.stderr, p.stderr
+    out = tmp_path / "gen"
+    out.mkdir()
+    (out / "CMakeLists.txt").symlink_to(victim)
+    p = run("bench", "generate", models["chain_net"], "-o", str(out), "--force", check=False)
+    assert p.returncode == 1 and "symbolic link" in p.stderr, p.stderr
+    assert victim.read_text() == "precious\n" and sorted(os.listdir(victim_dir)) == ["CMakeLists.txt"]
+
+
+def test_default_database_is_never_a_fixed_name_in_tmp(models, tmp_path):
+    """Without $HOME the default database was /tmp/.cache/strata/perf.sqlite, a name another user
+    could prepare (issue 32): now the password database's home, else no default."""
+    fixed = "/tmp/.cache/strata/perf.sqlite"
+    if os.path.lexists("/tmp/.cache"):
+        pytest.skip("/tmp/.cache exists already: the test could not tell who made it")
+    env = {k: v for k, v in ENV.items() if k not in ("HOME", "STRATA_PERF_DB")}
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        # A uid without a password entry: no home at all, so no default database.
+        command = ["setpriv", "--reuid=23456", "--regid=23456", "--clear-groups", "--", STRATA]
+        shared = tempfile.mkdtemp(prefix="strata-perfdb-", dir="/tmp")  # reachable by that uid
+        os.chmod(shared, 0o755)
+        model = os.path.join(shared, "m.onnx")
+        shutil.copy(models["chain_net"], model)
+        os.chmod(model, 0o644)
+    else:
+        command, model = [STRATA], models["chain_net"]
+    p = subprocess.run([*command, "lowerbound", str(model)], capture_output=True, text=True, env=env, timeout=300)
+    try:
+        assert not os.path.lexists("/tmp/.cache"), "the default database went to a fixed name in /tmp"
+    finally:
+        shutil.rmtree("/tmp/.cache", ignore_errors=True)
+        if command[0] == "setpriv":
+            shutil.rmtree(os.path.dirname(model), ignore_errors=True)
+    if command[0] == "setpriv":
+        assert p.returncode == 1 and "no home directory" in p.stderr, p.stderr
 
 
 def test_svg_of_the_critical_path_with_an_awkward_model_name(models, tmp_path):

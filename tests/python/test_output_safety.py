@@ -53,3 +53,18 @@ def test_iterations_emit_refuses_links_and_existing_files_without_force(tmp_path
     planted = run_strata("iterations", KINETO, "--emit", str(link), "--force", check=False)
     assert planted.returncode == 1 and "symbolic link" in planted.stderr
     assert victim.read_text() == "precious\n"
+
+
+def test_analyze_output_directory_is_never_a_link(tmp_path, strata_bin):
+    """The tables' directory follows the rules of outputs (issue 32): a link at --output is refused
+    (the directory it points at gets nothing), with or without --force."""
+    victim_dir = tmp_path / "private"
+    victim_dir.mkdir()
+    (victim_dir / "keep.txt").write_text("precious\n")
+    link = tmp_path / "tables"
+    link.symlink_to(victim_dir)
+    for extra in ((), ("--force",)):
+        planted = run_strata("analyze", KINETO, "--analysis", "kernels_by_name", "--format", "csv",
+                             "--output", str(link), *extra, check=False)
+        assert planted.returncode == 1 and "symbolic link" in planted.stderr, planted.stderr
+    assert sorted(os.listdir(victim_dir)) == ["keep.txt"]

@@ -124,6 +124,53 @@ TEST(SampleJitMap, OnlyTheUsersOwnRegularFileIsRead) {
   unlink(target.c_str());
 }
 
+// The perf map Strata asks oneDNN for is created by Strata first: exclusively, 0600, never through
+// a name already taken (a link another user planted), and a file linked to another is not read.
+TEST(SampleJitMap, PerfMapIsCreatedExclusivelyAndATakenNameIsRefused) {
+  const std::string dir = temp_path("maps");
+  mkdir(dir.c_str(), 0755);
+  const pid_t pid = 4242;
+  const std::string path = dir + "/perf-4242.map", victim = temp_path("victim");
+  unlink(path.c_str());
+  std::string why;
+  const int fd = sample::JitMap::create_perf_map(pid, &why, dir);
+  ASSERT_GE(fd, 0) << why;
+  close(fd);
+  struct stat st {};
+  ASSERT_EQ(lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(sample::JitMap::create_perf_map(pid, &why, dir), -1) << "a second creation must fail";
+  EXPECT_NE(why.find("exists and was not created by strata"), std::string::npos) << why;
+  unlink(path.c_str());
+  {
+    std::ofstream out(victim);
+    out << "precious\n";
+  }
+  ASSERT_EQ(symlink(victim.c_str(), path.c_str()), 0);
+  EXPECT_EQ(sample::JitMap::create_perf_map(pid, &why, dir), -1);
+  EXPECT_NE(why.find("exists and was not created by strata"), std::string::npos) << why;
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "precious\n");
+  // A hard link to another file (a second name for it) is not read as a perf map either.
+  unlink(path.c_str());
+  {
+    std::ofstream out(victim);
+    out << "1000 100 linked\n";
+  }
+  ASSERT_EQ(link(victim.c_str(), path.c_str()), 0);
+  sample::JitMap linked(path);
+  EXPECT_EQ(linked.find(0x1010, 1), nullptr);
+  // A directory others may write to without the sticky bit is refused.
+  unlink(path.c_str());
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  EXPECT_EQ(sample::JitMap::create_perf_map(pid, &why, dir), -1);
+  EXPECT_NE(why.find("sticky"), std::string::npos) << why;
+  unlink(victim.c_str());
+  rmdir(dir.c_str());
+}
+
 TEST(SampleMappings, PerfsAnonNameIsAnonymous) {
   sample::MappingTable table(getpid(), "");
   table.add(0x7f0000000000ull, 0x10000, 0x7f0000000ull, "//anon", "", 1);

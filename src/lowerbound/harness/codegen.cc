@@ -1,6 +1,11 @@
 #include "lowerbound/harness/codegen.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
@@ -51,16 +56,23 @@ namespace {
 
 std::string quoted(const std::string& s) { return cpp_string_literal(s); }
 
-bool write_file(const std::filesystem::path& path, std::string_view text, GenerateStats* stats,
-                std::string* error) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!out) {
-    *error = path.string() + ": cannot write (check the directory's permissions and free space)";
-    return false;
+// A generated file in `dir`: created or truncated, never through a link planted at its name.
+bool write_file_in(const std::string& dir, const std::string& name, std::string_view text,
+                   std::string* error) {
+  const std::string path = dir + "/" + name;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  for (size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
   }
-  stats->files.push_back(path.string());
-  return true;
+  if (fd >= 0 && ::close(fd) != 0) ok = false;
+  if (!ok)
+    *error = path + ": cannot write (" + std::strerror(errno) +
+             "; check the directory's permissions and free space)";
+  return ok;
 }
 
 constexpr std::string_view kCpuMain = R"(
@@ -136,13 +148,22 @@ std::string case_initializer(const BenchCase& c) {
 
 bool generate_benchmarks(const std::vector<LayerModel>& models, const BenchOptions& options,
                          const std::string& out_dir, GenerateStats* stats, std::string* error) {
-  namespace fs = std::filesystem;
   std::error_code ec;
-  fs::create_directories(out_dir, ec);
+  std::filesystem::create_directories(out_dir, ec);
   if (ec) {
     *error = out_dir + ": cannot create the directory: " + ec.message();
     return false;
   }
+  const GeneratedFileWriter write = [&](const std::string& name, std::string_view text, std::string* why) {
+    if (!write_file_in(out_dir, name, text, why)) return false;
+    stats->files.push_back(out_dir + "/" + name);
+    return true;
+  };
+  return generate_benchmarks(models, options, write, stats, error);
+}
+
+bool generate_benchmarks(const std::vector<LayerModel>& models, const BenchOptions& options,
+                         const GeneratedFileWriter& write, GenerateStats* stats, std::string* error) {
   const bool cuda = options.backend == "cuda";
   std::string cases, names;
   for (const WorkItem& item : enumerate_work(models, options)) {
@@ -192,15 +213,13 @@ bool generate_benchmarks(const std::vector<LayerModel>& models, const BenchOptio
               "target_link_libraries(layer_benchmarks PRIVATE benchmark::benchmark CUDA::cudart CUDA::cublas "
               "CUDA::cublasLt ${CUDNN_LIBRARY})\n"
             : std::string(kCpuCmake));
-  fs::path dir(out_dir);
   for (size_t i = 0; i < kEmbeddedFileCount; ++i) {
     const EmbeddedFile& f = kEmbeddedFiles[i];
     const bool wanted =
         f.name == "bench_case.h" || (cuda ? f.name.rfind("cuda_", 0) == 0 : f.name == "onednn_ops.h");
-    if (wanted && !write_file(dir / f.name, f.text, stats, error)) return false;
+    if (wanted && !write(std::string(f.name), f.text, error)) return false;
   }
-  return write_file(dir / "benchmarks.cc", source, stats, error) &&
-         write_file(dir / "CMakeLists.txt", cmake, stats, error);
+  return write("benchmarks.cc", source, error) && write("CMakeLists.txt", cmake, error);
 }
 
 }  // namespace strata::lowerbound

@@ -4,6 +4,7 @@
 // `strata bench run` uses.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,14 @@ struct GenerateStats {
   std::vector<std::string> warnings;
 };
 
+// Writes one generated file, `name` in the output directory; false with *error (one line). The CLI
+// writes through its checked output directory (cli/safe_files.h); stats->files gets what it names.
+using GeneratedFileWriter =
+    std::function<bool(const std::string& name, std::string_view text, std::string* error)>;
+bool generate_benchmarks(const std::vector<LayerModel>& models, const BenchOptions& options,
+                         const GeneratedFileWriter& write, GenerateStats* stats, std::string* error);
+// The same into `out_dir` (created if missing), each file created or truncated without following a
+// link at its name.
 bool generate_benchmarks(const std::vector<LayerModel>& models, const BenchOptions& options,
                          const std::string& out_dir, GenerateStats* stats, std::string* error);
 

@@ -146,7 +146,8 @@ bool parse_db_url(const std::string& url, DbTarget* out, std::string* error) {
     out->location = url;
   }
   if (out->location.empty()) {
-    *error = "empty database path; pass --db FILE.sqlite or --db postgresql://USER@HOST:PORT/DB";
+    *error = "empty database path (no $STRATA_PERF_DB, and no home directory for the default "
+             "~/.cache/strata/perf.sqlite); pass --db FILE.sqlite or --db postgresql://USER@HOST:PORT/DB";
     return false;
   }
   return true;

@@ -60,7 +60,8 @@ std::unique_ptr<PerfDb> open_perf_db(const std::string& url, std::string* error)
 std::unique_ptr<PerfDb> open_sqlite_db(const std::string& path, std::string* error);
 std::unique_ptr<PerfDb> open_postgres_db(const std::string& url, std::string* error);
 
-// The default database: $STRATA_PERF_DB, else ~/.cache/strata/perf.sqlite.
+// The default database: $STRATA_PERF_DB, else ~/.cache/strata/perf.sqlite ($HOME, else the
+// password database's home of the user); "" when there is no home (never a name in /tmp).
 std::string default_perf_db_url();
 
 }  // namespace strata::lowerbound
