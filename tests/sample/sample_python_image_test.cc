@@ -20,28 +20,30 @@ namespace {
 const struct strata_py311_layout& L = ::strata_py311_layout;
 
 struct Read {
-  std::vector<PyFrameRef> frames;
+  std::string frames;  // "function@file:line" innermost first, "!" after an entry frame
   bool ok = false, failed = false;
   uint64_t from_chunks = 0, singly = 0;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;  // what the reader asked the memory for
 };
-
-Read read_image(const fuzz::PythonImage& image, PyFrameReads mode = PyFrameReads::kChunked, int times = 1) {
-  Read r;
-  auto reader = PythonReader::for_memory(fuzz::image_memory(image, &r.ranges), fuzz::python_image_symbols());
-  reader->set_frame_reads(mode);
-  for (int k = 0; k < times; ++k) r.ok = reader->read_stack(image.tid, &r.frames);
-  r.failed = reader->last_read_failed();
-  r.from_chunks = reader->frames_from_chunks();
-  r.singly = reader->frames_read_singly();
-  return r;
-}
 
 std::string describe(const std::vector<PyFrameRef>& frames) {
   std::string out;
   for (const PyFrameRef& f : frames)
     out += f.code->function + "@" + f.code->file + ":" + std::to_string(f.line) + (f.entry ? "!" : "") + " ";
   return out;
+}
+
+Read read_image(const fuzz::PythonImage& image, PyFrameReads mode = PyFrameReads::kChunked, int times = 1) {
+  Read r;
+  auto reader = PythonReader::for_memory(fuzz::image_memory(image, &r.ranges), fuzz::python_image_symbols());
+  reader->set_frame_reads(mode);
+  std::vector<PyFrameRef> frames;  // their code objects live as long as the reader
+  for (int k = 0; k < times; ++k) r.ok = reader->read_stack(image.tid, &frames);
+  r.frames = describe(frames);
+  r.failed = reader->last_read_failed();
+  r.from_chunks = reader->frames_from_chunks();
+  r.singly = reader->frames_read_singly();
+  return r;
 }
 
 void set_u64(fuzz::PythonImage* image, uint64_t address, uint64_t value) {
@@ -58,7 +60,7 @@ TEST(PythonReaderImage, RealisticImageGivesItsFramesAndLines) {
     const Read r = read_image(image, mode, 2);
     EXPECT_TRUE(r.ok);
     EXPECT_FALSE(r.failed);
-    EXPECT_EQ(describe(r.frames), expected);
+    EXPECT_EQ(r.frames, expected);
     if (mode == PyFrameReads::kChunked) {
       EXPECT_EQ(r.from_chunks, 6u);
       EXPECT_EQ(r.singly, 0u);
@@ -75,7 +77,7 @@ TEST(PythonReaderImage, TornPreviousNearTheTopOfTheAddressSpaceIsNotBuffered) {
     fuzz::PythonImage image = fuzz::realistic_python_image();
     set_u64(&image, fuzz::realistic_python_image_layout().frames[0] + L.frame_previous, torn);
     const Read r = read_image(image);
-    EXPECT_EQ(describe(r.frames), "inner@main.py:12 middle@main.py:7 <module>@main.py:2! ") << torn;
+    EXPECT_EQ(r.frames, "inner@main.py:12 middle@main.py:7 <module>@main.py:2! ") << torn;
     EXPECT_TRUE(r.failed) << torn;  // the unreadable frame is a failed read, counted by the collector
     EXPECT_EQ(r.from_chunks, 3u) << torn;
     bool asked = false;  // it was asked of the process's memory, not taken from the copy
@@ -107,7 +109,7 @@ TEST(PythonReaderImage, ChunkTopWhoseByteCountWrapsIsRefused) {
   std::memcpy(tstate.data() + L.tstate_datastack_top, &top, 8);
   set_u64(&image, 0x7ffc00001000ull + L.cframe_current_frame, moved);
   const Read r = read_image(image);
-  EXPECT_EQ(describe(r.frames), "inner@main.py:12 middle@main.py:7 <module>@main.py:2! ");
+  EXPECT_EQ(r.frames, "inner@main.py:12 middle@main.py:7 <module>@main.py:2! ");
   // The first chunk is refused (not copied with a wrapped length): its frames are read one by one.
   EXPECT_EQ(r.from_chunks, 1u);
   EXPECT_EQ(r.singly, 2u);
