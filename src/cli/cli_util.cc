@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/cli_options.h"
+#include "core/input_file.h"
 #include "core/level.h"
 #include "core/stats.h"
 #include "export/text_escape.h"
@@ -24,6 +25,15 @@ void print_warnings(const std::vector<std::string>& warnings) {
   if (is_quiet()) return;
   for (const std::string& w : warnings)
     std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(w).c_str());
+}
+
+void print_named_file_refusals() {
+  const core::NamedFileRefusals refused = core::named_file_refusals();
+  if (refused.count == 0 || is_quiet()) return;
+  const std::string line = std::to_string(refused.count) + (refused.count == 1 ? " file" : " files") +
+                           " named by the trace refused unopened (" + refused.first +
+                           "): frames in them are named module+offset";
+  std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(line).c_str());
 }
 
 int fail(std::string_view command, std::string_view message, int code) {

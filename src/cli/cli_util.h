@@ -18,6 +18,9 @@ int fail(std::string_view command, std::string_view message, int code = 2);
 
 // "warning: ..." for each of a trace's warnings (escaped for the terminal); nothing with --quiet.
 void print_warnings(const std::vector<std::string>& warnings);
+// One warning line when files a trace names (modules, debug files) were refused unopened during
+// the command (core/input_file.h: not regular files, or too large): how many, and the first.
+void print_named_file_refusals();
 
 // What a command reads: a trace (a file, or a directory of per-process files) or one file.
 enum class InputKind { kTrace, kFile };

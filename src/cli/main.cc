@@ -5,6 +5,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/version.h"
 
@@ -83,7 +84,9 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (name != c.name) continue;
     try {
-      return c.run(argc - 1, argv + 1);
+      const int code = c.run(argc - 1, argv + 1);
+      strata::cli::print_named_file_refusals();  // files a trace named, refused while it was read
+      return code;
     } catch (const std::bad_alloc&) {
       // An allocation the memory check's estimate did not foresee (an address-space limit, other
       // processes taking memory meanwhile): one line, not an abort.

@@ -153,6 +153,15 @@ enum class Disk : uint8_t {
     kProcess, kDataLoss, kCollector,                                                                     \
     "perf maps `record --sample` did not let oneDNN open: /tmp/perf-PID.map existed, not created by "    \
     "strata (a file or link another user may have planted); JIT code is not named in that process")     \
+  F(kSampleFilesRefused, "sample.files_refused", kProcess, "collector.sample.files_refused", kProcess,   \
+    kInfo, kCollector,                                                                                   \
+    "files the sampled process's mappings or perf map name that were refused unopened (not a regular "  \
+    "file, e.g. a FIFO put where a library was, or over the size limit): their frames stay "            \
+    "module+offset")                                                                                     \
+  F(kSamplePythonReaderMoved, "sample.python_reader_moved", kProcess,                                \
+    "collector.sample.python_reader_moved", kProcess, kInfo, kCollector,                                \
+    "1 when the program installed its own SIGTRAP handler while its threads read their Python "         \
+    "stacks: from then on the sampling thread read them (the program's SIGTRAPs all its own)")          \
   F(kSamplePythonReads, "sample.python_reads", kProcess,                                                \
     "collector.sample.python_reads", kProcess, kInfo, kCollector,                                       \
     "process_vm_readv calls the sampling thread made to read Python stacks and code objects")           \

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/input_file.h"
+
 namespace strata::format {
 namespace {
 
@@ -19,37 +21,13 @@ std::string not_regular(const std::string& path, mode_t mode) {
 
 }  // namespace
 
-std::string describe_file_type(mode_t mode) {
-  if (S_ISREG(mode)) return "a regular file";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a named pipe (FIFO)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  return "an unknown kind of file";
-}
+std::string describe_file_type(mode_t mode) { return core::describe_file_type(mode); }
 
 int open_regular_file(const std::string& path, uint64_t* size, std::string* error) {
-  // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer forever. It changes nothing
-  // for a regular file, the only kind read past this point.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    *error = path + ": cannot open: " + std::strerror(errno);
-    return -1;
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    *error = path + ": cannot stat: " + std::strerror(errno);
-    ::close(fd);
-    return -1;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    *error = not_regular(path, st.st_mode);
-    ::close(fd);
-    return -1;
-  }
-  *size = static_cast<uint64_t>(st.st_size);
+  // The one input check (core/input_file.h); a user's input gets the advice of what to do instead.
+  mode_t refused = 0;
+  const int fd = core::open_regular_file(path, UINT64_MAX, size, error, &refused);
+  if (fd < 0 && refused != 0) *error = not_regular(path, refused);
   return fd;
 }
 

@@ -309,7 +309,8 @@ class Attacher {
     std::vector<std::pair<const char*, uint64_t>> counts = {
         {"sample.samples_taken", collector_.samples()},
         {"sample.stacks_cut_unmapped", collector_.stacks_cut_unmapped()},
-        {"sample.jit_frames_named", collector_.jit_frames_named()}};
+        {"sample.jit_frames_named", collector_.jit_frames_named()},
+        {"sample.files_refused", SampleCollector::files_refused()}};
     if (py.available) {
       counts.insert(counts.end(), {{"sample.python_reads", py.reads},
                                    {"sample.python_frames_from_chunks", py.frames_from_chunks},

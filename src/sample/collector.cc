@@ -9,6 +9,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/input_file.h"
+
 namespace strata::sample {
 
 const char* loss_name(int cause) {
@@ -20,6 +22,8 @@ const char* loss_name(int cause) {
 }
 
 SampleCollector::SampleCollector() = default;
+
+uint64_t SampleCollector::files_refused() { return core::named_file_refusals().count; }
 
 SampleCollector::~SampleCollector() {
   stop();
@@ -74,6 +78,7 @@ bool SampleCollector::start(const CollectorConfig& config, std::string* error) {
     }
     pc.sigtrap_tag = in_thread_ ? PySignalRecorder::tag() : 0;
     pc.wakeup_each_sample = python_ != nullptr && !in_thread_;
+    perf_config_ = pc;
     bool started = perf_->start(pc);
     if (!started && in_thread_) {  // sigtrap refused (a kernel before 5.13): read from outside instead
       why_not = perf_->error();
@@ -82,6 +87,7 @@ bool SampleCollector::start(const CollectorConfig& config, std::string* error) {
       perf_ = std::make_unique<PerfSampler>();
       pc.sigtrap_tag = 0;
       pc.wakeup_each_sample = true;
+      perf_config_ = pc;
       started = perf_->start(pc);
     }
     if (python_ != nullptr)
@@ -149,6 +155,7 @@ void SampleCollector::poll(int timeout_ms) {
     ssize_t ignored = read(wake_fd_, &drained, sizeof(drained));
     (void)ignored;
   }
+  if (in_thread_ && PySignalRecorder::program_took_sigtrap()) move_out_of_thread();
   if (in_thread_) {
     drained_at_ns_ = monotonic_now_ns();
     drain_records();
@@ -167,6 +174,40 @@ void SampleCollector::poll(int timeout_ms) {
     }
     timer_->read([this](const RawSample& s) { on_sample(s); });
   }
+}
+
+void SampleCollector::move_out_of_thread() {
+  // The samples so far pair with their records (those without one are counted as python_record).
+  drained_at_ns_ = monotonic_now_ns();
+  drain_records();
+  perf_->read(*this);
+  drain_records();
+  retry_deferred(true);
+  PySignalRecorder::stop();
+  perf_->stop();
+  for (int c = 0; c < kLossCount; ++c) lost_[c] += perf_->lost(c);
+  in_thread_ = false;
+  reader_moved_ = 1;
+  ++config_generation_;
+  perf_config_.sigtrap_tag = 0;
+  perf_config_.wakeup_each_sample = true;
+  perf_ = std::make_unique<PerfSampler>();
+  if (!perf_->start(perf_config_)) {
+    mode_ =
+        "stopped: the program installed its own SIGTRAP handler and perf_event refused the events "
+        "without sigtrap: " +
+        perf_->error();
+    perf_.reset();
+    return;
+  }
+  std::string maps_error;  // mappings made while no event was open have no MMAP2 record
+  mappings_->set_complete_by_records(mappings_->load_proc_maps(&maps_error));
+  const std::string why = " (moved there: the program installed its own SIGTRAP handler)";
+  mode_ = perf_->mode() + ", Python stacks read by the sampling thread (woken at each sample)" + why;
+  python_note_ = "CPython " + python_->version() +
+                 ": Python frames read from the process, by the sampling "
+                 "thread woken at each sample" +
+                 why;
 }
 
 void SampleCollector::take(SampleBatch* out) {

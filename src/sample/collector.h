@@ -59,6 +59,7 @@ struct PythonReadCounters {
   uint64_t foreign_traps = 0;                  // SIGTRAPs handed to the program's disposition
   uint64_t deferred = 0;                       // samples that waited for their record
   uint64_t handler_ns = 0, handler_calls = 0;  // the SIGTRAP handler's own time and calls (in-thread)
+  uint64_t reader_moved = 0;  // 1: moved out of the sampled threads (the program took SIGTRAP)
 };
 
 class SampleCollector : public PerfSink {
@@ -95,6 +96,9 @@ class SampleCollector : public PerfSink {
   uint64_t stacks_cut_unmapped() const { return stacks_cut_unmapped_; }
   // Frames in generated code named from the process's perf map (jit_map.h).
   uint64_t jit_frames_named() const { return jit_frames_named_; }
+  // Files the process's mappings or perf map name that were refused unopened (core/input_file.h:
+  // not regular files, or too large), counted process-wide.
+  static uint64_t files_refused();
   // System calls the Python reader made (process_vm_readv), and the frames it took from data-stack
   // chunks or read one by one (docs/performance.md: the reader's cost per sample).
   uint64_t python_reads() const { return python_ ? python_->reads() : 0; }
@@ -102,6 +106,8 @@ class SampleCollector : public PerfSink {
   uint64_t python_frames_read_singly() const { return python_ ? python_->frames_read_singly() : 0; }
   PythonReadCounters python_counters() const;
   bool python_in_thread() const { return in_thread_; }
+  // Bumped when mode() and config_properties() change after start (a move out of the threads).
+  uint64_t config_generation() const { return config_generation_; }
 
   // PerfSink
   void on_sample(const RawSample& sample) override;
@@ -152,6 +158,9 @@ class SampleCollector : public PerfSink {
   void resolve_record(uint32_t tid, const PyRecord& record);
   uint32_t intern_stack(const std::vector<uint32_t>& frames);
   void note_thread(uint32_t tid);
+  // The program installed its own SIGTRAP handler: reopen the events without sigtrap, read Python
+  // stacks here from now on.
+  void move_out_of_thread();
 
   CollectorConfig config_;
   std::unique_ptr<MappingTable> mappings_;
@@ -159,6 +168,7 @@ class SampleCollector : public PerfSink {
   std::unique_ptr<Unwinder> unwinder_;
   std::unique_ptr<PythonReader> python_;
   std::unique_ptr<PerfSampler> perf_;
+  PerfConfig perf_config_;  // what perf_ was started with
   std::unique_ptr<TimerSampler> timer_;
   int wake_fd_ = -1;
   int interrupt_fd_ = -1;
@@ -211,6 +221,8 @@ class SampleCollector : public PerfSink {
   uint64_t jit_frames_named_ = 0;
   uint64_t lost_[kLossCount] = {};
   bool in_thread_ = false;
+  uint64_t reader_moved_ = 0;
+  uint64_t config_generation_ = 0;
   std::string in_thread_refused_;
   std::unordered_map<uint32_t, std::deque<PyRecord>> records_;
   struct PyMemo {  // a thread's last resolved record (resolve_record())

@@ -173,8 +173,8 @@ PythonReadCounters SampleCollector::python_counters() const {
   c.code_objects = python_->code_objects_read();
   c.codes_freed = python_->codes_freed();
   c.strings_malformed = python_->strings_malformed();
-  if (in_thread_) {
-    const PySignalCounters s = PySignalRecorder::counters();
+  if (in_thread_ || reader_moved_ != 0) {  // after a move: the handler's counts up to it, and the
+    const PySignalCounters s = PySignalRecorder::counters();  // program's SIGTRAPs it forwarded since
     c.records = s.records;
     c.safe_reads = s.safe_reads;
     c.foreign_traps = s.foreign_traps;
@@ -189,6 +189,7 @@ PythonReadCounters SampleCollector::python_counters() const {
   c.top_frames_popped = top_popped_;
   c.truncated = truncated_;
   c.deferred = deferred_count_;
+  c.reader_moved = reader_moved_;
   return c;
 }
 

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -184,6 +185,11 @@ class InProcessSampler : public collect::WriterPlugin {
       stacks_cut_unmapped_ = collector_.stacks_cut_unmapped();
       jit_frames_named_ = collector_.jit_frames_named();
       python_counters_ = collector_.python_counters();
+      if (collector_.config_generation() != config_generation_) {  // moved out of the threads
+        config_generation_ = collector_.config_generation();
+        new_config_ = collector_.config_properties();
+        mode_ = collector_.mode();
+      }
     }
     if (batch->empty()) return;
     auto append = [](auto& to, auto& from) {
@@ -199,10 +205,13 @@ class InProcessSampler : public collect::WriterPlugin {
 
   void take_batch() {
     SampleBatch batch;
+    std::optional<format::Properties> config;
     {
       std::lock_guard<std::mutex> lock(mu_);
       std::swap(batch, shared_);
+      std::swap(config, new_config_);
     }
+    if (config) store_.set_config(std::move(*config));
     store_.add_batch(std::move(batch));
   }
 
@@ -217,8 +226,10 @@ class InProcessSampler : public collect::WriterPlugin {
     int64_t sampling_cpu = 0;
     uint64_t taken = 0, cut_unmapped = 0, jit_named = 0;
     PythonReadCounters py;
+    std::string mode;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      mode = mode_;
       std::copy(losses_, losses_ + kLossCount, losses);
       sampling_cpu = sampling_thread_cpu_ns_;
       taken = samples_taken_;
@@ -227,6 +238,7 @@ class InProcessSampler : public collect::WriterPlugin {
       py = python_counters_;
     }
     losses[kLossEvictionOverflow] += store_.lost_eviction_overflow();
+    if (!mode.empty()) session_->set_collector_property("sample.mode", mode);
     for (int c = 0; c < kLossCount; ++c)
       if (losses[c] > 0 || c == kLossRingOverflow)
         session_->set_collector_drops(std::string("sample_") + loss_name(c), losses[c]);
@@ -238,6 +250,8 @@ class InProcessSampler : public collect::WriterPlugin {
     session_->set_collector_property("sample.jit_frames_named", std::to_string(jit_named));
     if (const uint64_t refused = perf_maps_refused(); refused > 0)
       session_->set_collector_property("sample.jit_maps_refused", std::to_string(refused));
+    session_->set_collector_property("sample.files_refused",
+                                     std::to_string(SampleCollector::files_refused()));
     if (py.available) publish_python_counters(py);
   }
 
@@ -266,6 +280,7 @@ class InProcessSampler : public collect::WriterPlugin {
         // accounted cost (docs/performance.md); 0 when the sampling thread reads the stacks.
         {"sample.handler_ns", py.handler_ns},
         {"sample.handler_calls", py.handler_calls},
+        {"sample.python_reader_moved", py.reader_moved},
     };
     for (const auto& [key, value] : counts) session_->set_collector_property(key, std::to_string(value));
   }
@@ -286,6 +301,9 @@ class InProcessSampler : public collect::WriterPlugin {
   uint64_t stacks_cut_unmapped_ = 0;
   uint64_t jit_frames_named_ = 0;
   PythonReadCounters python_counters_;
+  uint64_t config_generation_ = 0;                // the collector's, as last seen (sampling thread)
+  std::optional<format::Properties> new_config_;  // a changed SampleConfig for the writer (mu_)
+  std::string mode_;                              // the mode since it changed (mu_)
   int64_t counters_read_ns_ = 0;  // sampling thread only
   int64_t writer_cpu_ns_ = 0;     // the writer thread's time in this plugin (writer thread only)
   std::atomic<bool> stop_{false};
@@ -338,11 +356,37 @@ Fn next_symbol(std::atomic<Fn>& slot, const char* name) {
 
 using SigmaskFn = int (*)(int, const sigset_t*, sigset_t*);
 std::atomic<SigmaskFn> g_next_pthread_sigmask{nullptr}, g_next_sigprocmask{nullptr};
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+std::atomic<SigactionFn> g_next_sigaction{nullptr};
+using SignalFn = sighandler_t (*)(int, sighandler_t);
+std::atomic<SignalFn> g_next_signal{nullptr}, g_next_bsd_signal{nullptr}, g_next_sysv_signal{nullptr};
+
+// signal(), bsd_signal() and sysv_signal() on SIGTRAP while our handler is installed: the same
+// disposition glibc's would make (BSD: restart, the signal masked in its handler; System V: reset
+// to the default at delivery, not masked), given to the program through PySignalRecorder.
+bool program_signal(int sig, sighandler_t handler, bool bsd, sighandler_t* old) {
+  if (sig != SIGTRAP) return false;
+  struct sigaction act {
+  }, previous{};
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  if (bsd) {
+    sigaddset(&act.sa_mask, sig);
+    act.sa_flags = SA_RESTART;
+  } else {
+    act.sa_flags = SA_RESETHAND | SA_NODEFER;
+  }
+  if (!PySignalRecorder::program_sigaction(&act, &previous)) return false;
+  *old = previous.sa_handler;
+  return true;
+}
 
 __attribute__((constructor)) void start_sampling_from_env() {
   // Resolved now rather than at the program's first call (which may be in a signal handler).
   next_symbol(g_next_pthread_sigmask, "pthread_sigmask");
   next_symbol(g_next_sigprocmask, "sigprocmask");
+  next_symbol(g_next_sigaction, "sigaction");
+  next_symbol(g_next_signal, "signal");
   collect::Session::set_start_hook(&start_for);  // sessions started later (a forked child's)
   pthread_atfork(nullptr, nullptr, in_forked_child);
   if (g_sampler.load() == nullptr) start_for(collect::current_session());
@@ -372,4 +416,43 @@ extern "C" __attribute__((visibility("default"))) int sigprocmask(int how, const
   }
   sigset_t copy;
   return next(how, without_sigtrap(how, set, &copy), old);
+}
+
+// The program's SIGTRAP disposition while the in-thread reader's handler is installed: set and read
+// through PySignalRecorder (python_signal.h), which keeps the samples' SIGTRAPs from it and moves
+// Python reads out of its threads. Other signals, and SIGTRAP before sampling starts, go to libc.
+extern "C" __attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction* act,
+                                                                struct sigaction* old) {
+  using namespace strata::sample;
+  if (sig == SIGTRAP && PySignalRecorder::program_sigaction(act, old)) return 0;
+  const SigactionFn next = next_symbol(g_next_sigaction, "sigaction");
+  if (next == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return next(sig, act, old);
+}
+
+extern "C" __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
+  using namespace strata::sample;
+  sighandler_t old = SIG_DFL;
+  if (program_signal(sig, handler, true, &old)) return old;
+  const SignalFn next = next_symbol(g_next_signal, "signal");
+  return next != nullptr ? next(sig, handler) : SIG_ERR;
+}
+
+extern "C" __attribute__((visibility("default"))) sighandler_t bsd_signal(int sig, sighandler_t handler) {
+  using namespace strata::sample;
+  sighandler_t old = SIG_DFL;
+  if (program_signal(sig, handler, true, &old)) return old;
+  const SignalFn next = next_symbol(g_next_bsd_signal, "bsd_signal");
+  return next != nullptr ? next(sig, handler) : SIG_ERR;
+}
+
+extern "C" __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighandler_t handler) {
+  using namespace strata::sample;
+  sighandler_t old = SIG_DFL;
+  if (program_signal(sig, handler, false, &old)) return old;
+  const SignalFn next = next_symbol(g_next_sysv_signal, "sysv_signal");
+  return next != nullptr ? next(sig, handler) : SIG_ERR;
 }

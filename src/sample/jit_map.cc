@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/input_file.h"
+
 namespace strata::sample {
 
 JitMap::JitMap(std::string path) : path_(std::move(path)) {}
@@ -94,12 +96,23 @@ JitMap::~JitMap() {
 
 bool JitMap::open_file() {
   // Another user's file of that name is not ours to trust (perf refuses it too); a link is not
-  // followed.
-  const int fd = open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
+  // followed; a FIFO or a device is refused (counted) without blocking: the one input check.
+  uint64_t size = 0;
+  mode_t refused = 0;
+  std::string error;
+  const int fd = core::open_named_file(path_, UINT64_MAX, &size, &error, O_NOFOLLOW, &refused);
+  if (fd < 0) {
+    if (refused != 0)
+      problem_ = error;
+    else if (errno == ELOOP)
+      problem_ = path_ + ": a symbolic link, not followed";
+    return false;
+  }
   struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
-    problem_ = path_ + ": not a regular file with one name (a link to another file?), not read";
+  if (fstat(fd, &st) != 0) {
+    problem_ = path_ + ": cannot stat, not read";
+  } else if (st.st_nlink != 1) {
+    problem_ = path_ + ": a file with more than one name (a hard link to another file?), not read";
   } else if (st.st_uid != geteuid() && st.st_uid != 0) {
     problem_ = path_ + ": owned by another user, not read";
   } else {
@@ -126,6 +139,10 @@ void JitMap::refresh(int64_t now_ns) {
   }
   std::string chunk(64 * 1024, '\0');
   for (;;) {
+    if (read_bytes_ >= kMaxFileBytes) {  // a writer that never stops: the names so far are kept
+      problem_ = path_ + ": over " + std::to_string(kMaxFileBytes) + " bytes, later lines not read";
+      break;
+    }
     const ssize_t n = pread(fd_, chunk.data(), chunk.size(), static_cast<off_t>(read_bytes_));
     if (n <= 0) break;
     read_bytes_ += static_cast<uint64_t>(n);

@@ -44,6 +44,7 @@ class JitMap {
   void add_lines(std::string_view text);
 
   static constexpr int64_t kMinOpenRetryNs = 10'000'000;
+  static constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;  // read at most (a JIT map: ~100 B a kernel)
 
  private:
   void refresh(int64_t now_ns);

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sample/remote_range.h"
+
 namespace strata::sample {
 
 int64_t monotonic_now_ns() {
@@ -86,10 +88,9 @@ std::string MappingTable::read_build_id(const std::string& path) {
 
 void MappingTable::add(uint64_t start, uint64_t length, uint64_t pgoff, const std::string& path,
                        std::string build_id, int64_t time_ns) {
-  if (length == 0) return;
   Mapping m;
+  if (length == 0 || !checked_add(start, length, &m.end)) return;  // a record past 2^64: not a mapping
   m.start = start;
-  m.end = start + length;
   m.pgoff = pgoff;
   m.time_ns = time_ns;
   m.flags = format::kMappingExec;

@@ -7,6 +7,7 @@
 
 #include "core/utf8.h"
 #include "sample/python311_layout.h"
+#include "sample/remote_range.h"
 
 namespace strata::sample {
 
@@ -109,12 +110,14 @@ std::unique_ptr<PythonReader> PythonReader::find(MappingTable& mappings, std::st
     auto code_type = image->find_symbol("PyCode_Type");
     auto eval = image->find_symbol("_PyEval_EvalFrameDefault");
     if (!runtime || !code_type || !eval) continue;
-    std::unique_ptr<PythonReader> reader(new PythonReader());
-    reader->pid_ = mappings.pid();
-    reader->runtime_ = runtime->address + bias;
-    reader->code_type_ = code_type->address + bias;
-    reader->eval_start_ = eval->address + bias;
-    reader->eval_end_ = eval->address + bias + std::max<uint64_t>(eval->size, 1);
+    // Link-time addresses plus the load bias (modulo 2^64: a prelinked module loaded below its link
+    // address has a "negative" bias); from the module's file and the kernel's maps, not from memory.
+    PythonSymbols symbols;
+    symbols.runtime = runtime->address + bias;
+    symbols.code_type = code_type->address + bias;
+    symbols.eval_start = eval->address + bias;
+    symbols.eval_end = eval->address + bias + std::max<uint64_t>(eval->size, 1);
+    std::unique_ptr<PythonReader> reader = for_memory(process_memory(mappings.pid()), symbols);
     uint32_t hex = 0;
     if (!version || !reader->read(version->address + bias, &hex, 4)) {
       *why = m->path +
@@ -138,11 +141,29 @@ std::unique_ptr<PythonReader> PythonReader::find(MappingTable& mappings, std::st
   return nullptr;
 }
 
+std::unique_ptr<PythonReader> PythonReader::for_memory(std::unique_ptr<ProcessMemory> memory,
+                                                       const PythonSymbols& symbols) {
+  std::unique_ptr<PythonReader> reader(new PythonReader());
+  reader->memory_ = std::move(memory);
+  reader->runtime_ = symbols.runtime;
+  reader->code_type_ = symbols.code_type;
+  reader->eval_start_ = symbols.eval_start;
+  reader->eval_end_ = symbols.eval_end;
+  reader->version_ = symbols.version;
+  return reader;
+}
+
 bool PythonReader::read(uint64_t address, void* out, size_t size) {
   ++reads_;
   iovec local{out, size};
   iovec remote{reinterpret_cast<void*>(address), size};
-  return process_vm_readv(pid_, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+  return memory_->readv(&local, 1, &remote, 1) == static_cast<ssize_t>(size);
+}
+
+// A field at `offset` in an object at `address` read from the process: false when the sum wraps.
+bool PythonReader::read_field(uint64_t address, size_t offset, void* out, size_t size) {
+  uint64_t at = 0;
+  return checked_add(address, offset, &at) && read(at, out, size);
 }
 
 size_t PythonReader::tstate_span() {
@@ -178,17 +199,19 @@ bool PythonReader::read_speculatively(uint64_t tstate, uint32_t tid, const LastR
   next_chunk_ = 0;
   uint8_t buf[kTstateBytes];
   const size_t span = tstate_span();
-  if (span > sizeof(buf)) return false;
+  uint64_t frame_at = 0;
+  if (span > sizeof(buf) || !checked_add(last.cframe, L.cframe_current_frame, &frame_at)) return false;
   if (chunks_.empty()) chunks_.emplace_back();
   ChunkCopy& c = chunks_[0];
   c.address = last.chunk;
-  c.bytes.resize(std::min<uint64_t>(last.live + kChunkSlackBytes, kMaxChunkBytes));
+  c.bytes.resize(
+      std::min<uint64_t>(std::min<uint64_t>(last.live, kMaxChunkBytes) + kChunkSlackBytes, kMaxChunkBytes));
   iovec local[3] = {{buf, span}, {frame, 8}, {c.bytes.data(), c.bytes.size()}};
   iovec remote[3] = {{reinterpret_cast<void*>(tstate), span},
-                     {reinterpret_cast<void*>(last.cframe + L.cframe_current_frame), 8},
+                     {reinterpret_cast<void*>(frame_at), 8},
                      {reinterpret_cast<void*>(last.chunk), c.bytes.size()}};
   ++reads_;
-  const ssize_t got = process_vm_readv(pid_, local, 3, remote, 3, 0);
+  const ssize_t got = memory_->readv(local, 3, remote, 3);
   if (got < static_cast<ssize_t>(span) || !parse_tstate(buf, tid, view)) return false;
   *view_ok = true;
   if (view->cframe != last.cframe || view->chunk != last.chunk || got < static_cast<ssize_t>(span + 8))
@@ -210,11 +233,12 @@ bool PythonReader::thread_view(uint32_t tid, ThreadView* view) {
     tstates_.erase(cached);
   }
   uint64_t interp = 0, t = 0;
-  if (!read(runtime_ + L.runtime_interpreters_head, &interp, 8) || interp == 0) return false;
-  if (!read(interp + L.interp_threads_head, &t, 8)) return false;
+  if (!read_field(runtime_, L.runtime_interpreters_head, &interp, 8) || interp == 0) return false;
+  if (!read_field(interp, L.interp_threads_head, &t, 8)) return false;
   for (int k = 0; t != 0 && k < kMaxThreads; ++k) {
     uint64_t native = 0, next = 0;
-    if (!read(t + L.tstate_native_thread_id, &native, 8) || !read(t + L.tstate_next, &next, 8)) return false;
+    if (!read_field(t, L.tstate_native_thread_id, &native, 8) || !read_field(t, L.tstate_next, &next, 8))
+      return false;
     tstates_[static_cast<uint32_t>(native)] = t;
     if (native == tid) return read_tstate(t, tid, view);
     t = next;
@@ -246,7 +270,7 @@ bool PythonReader::read_unicode(uint64_t address, std::string* out, const Prefix
   const size_t data = ascii ? L.unicode_ascii_data : L.unicode_compact_data;
   if (data + raw.size() <= pre.size) {
     std::memcpy(raw.data(), pre.bytes + data, raw.size());
-  } else if (!raw.empty() && !read(address + data, raw.data(), raw.size())) {
+  } else if (!raw.empty() && !read_field(address, data, raw.data(), raw.size())) {
     return false;
   }
   // The object may have been freed and reused while it was read (another process's memory, or a
@@ -281,7 +305,7 @@ bool PythonReader::read_bytes_object(uint64_t address, std::string* out, const P
   if (address == 0) return false;
   if (pre.size >= L.bytes_size + 8)
     size = at<int64_t>(pre.bytes, L.bytes_size);
-  else if (!read(address + L.bytes_size, &size, 8))
+  else if (!read_field(address, L.bytes_size, &size, 8))
     return false;
   if (size < 0 || size > (1 << 20)) return false;
   out->resize(static_cast<size_t>(size));
@@ -289,7 +313,7 @@ bool PythonReader::read_bytes_object(uint64_t address, std::string* out, const P
     std::memcpy(out->data(), pre.bytes + L.bytes_data, out->size());
     return true;
   }
-  return size == 0 || read(address + L.bytes_data, out->data(), out->size());
+  return size == 0 || read_field(address, L.bytes_data, out->data(), out->size());
 }
 
 // A new code object's qualified name, file name and line table: their first bytes in one vectored
@@ -307,7 +331,7 @@ void PythonReader::read_prefixes(const uint64_t* addresses, size_t n, uint8_t (*
   }
   if (k == 0) return;
   ++reads_;
-  const ssize_t got = process_vm_readv(pid_, local, k, remote, k, 0);
+  const ssize_t got = memory_->readv(local, k, remote, k);
   size_t left = got > 0 ? static_cast<size_t>(got) : 0;
   for (size_t i = 0, j = 0; i < n && i < 4 && j < k; ++i) {
     if (addresses[i] == 0) continue;
@@ -324,6 +348,8 @@ PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) {
   const uint64_t qualname = at<uint64_t>(header, L.code_qualname),
                  table = at<uint64_t>(header, L.code_linetable);
   const auto first_line = static_cast<uint32_t>(std::max(0, at<int32_t>(header, L.code_firstlineno)));
+  uint64_t code_start = 0;
+  if (!checked_add(code, L.code_adaptive, &code_start)) return nullptr;
   auto it = codes_.find(code);
   if (it != codes_.end() && it->second->name_ptr == name && it->second->file_ptr == file &&
       it->second->qualname_ptr == qualname && it->second->linetable_ptr == table &&
@@ -336,7 +362,7 @@ PyCodeInfo* PythonReader::code_info(uint64_t code, const uint8_t* header) {
   info->qualname_ptr = qualname;
   info->linetable_ptr = table;
   info->first_line = first_line;
-  info->code_start = code + L.code_adaptive;
+  info->code_start = code_start;
   const uint64_t objects[3] = {qualname, file, table};
   uint8_t buffers[3][kObjectProbeBytes];
   Prefix prefixes[3];
@@ -368,7 +394,8 @@ uint32_t PythonReader::line_of(PyCodeInfo* code, uint64_t prev_instr) {
 bool PythonReader::read_current_frame(const ThreadView& view, uint64_t* frame) {
   chunks_used_ = 0;
   next_chunk_ = 0;
-  const uint64_t where = view.cframe + L.cframe_current_frame;
+  uint64_t where = 0;
+  if (!checked_add(view.cframe, L.cframe_current_frame, &where)) return false;
   const uint64_t live = view.top > view.chunk ? std::min<uint64_t>(view.top - view.chunk, kMaxChunkBytes) : 0;
   if (frame_reads_ == PyFrameReads::kPerFrame || view.chunk == 0 || live < L.chunk_data)
     return read(where, frame, 8);
@@ -382,7 +409,7 @@ bool PythonReader::read_current_frame(const ThreadView& view, uint64_t* frame) {
   iovec remote[2] = {{reinterpret_cast<void*>(where), 8},
                      {reinterpret_cast<void*>(view.chunk), c.bytes.size()}};
   ++reads_;
-  const ssize_t got = process_vm_readv(pid_, local, 2, remote, 2, 0);
+  const ssize_t got = memory_->readv(local, 2, remote, 2);
   if (got < 8) return false;
   c.bytes.resize(static_cast<size_t>(got) - 8);  // a chunk freed meanwhile: its frames are read singly
   if (c.bytes.size() >= L.chunk_data) {
@@ -401,13 +428,16 @@ bool PythonReader::load_chunk(uint64_t address) {
   c.bytes.resize(kChunkProbeBytes);
   iovec local{c.bytes.data(), c.bytes.size()}, remote{reinterpret_cast<void*>(address), c.bytes.size()};
   ++reads_;
-  const ssize_t got = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+  const ssize_t got = memory_->readv(&local, 1, &remote, 1);
   if (got < static_cast<ssize_t>(L.chunk_data)) return false;
-  const uint64_t live = L.chunk_data + at<uint64_t>(c.bytes.data(), L.chunk_top) * 8;
-  if (live > kMaxChunkBytes) return false;
-  const size_t had = static_cast<size_t>(got);
+  // `top` counts the chunk's used pointer slots: any value when the chunk changed while it was read.
+  uint64_t top_bytes = 0, live = 0;
+  if (!checked_mul(at<uint64_t>(c.bytes.data(), L.chunk_top), 8, &top_bytes) ||
+      !checked_add(L.chunk_data, top_bytes, &live) || live > kMaxChunkBytes)
+    return false;
+  const size_t had = std::min(static_cast<size_t>(got), c.bytes.size());
   c.bytes.resize(live);
-  if (live > had && !read(address + had, c.bytes.data() + had, live - had)) c.bytes.resize(had);
+  if (live > had && !read_field(address, had, c.bytes.data() + had, live - had)) c.bytes.resize(had);
   next_chunk_ = at<uint64_t>(c.bytes.data(), L.chunk_previous);
   ++chunks_used_;
   return true;
@@ -416,7 +446,9 @@ bool PythonReader::load_chunk(uint64_t address) {
 const uint8_t* PythonReader::buffered_frame(uint64_t frame) const {
   for (size_t i = 0; i < chunks_used_; ++i) {
     const ChunkCopy& c = chunks_[i];
-    if (frame >= c.address + L.chunk_data && frame + L.frame_size <= c.address + c.bytes.size())
+    // A torn `previous` near 2^64 made `frame + frame_size` wrap below the chunk's end: a pointer
+    // far outside the copy (`strata attach` crashed on 0xffffffffffffffff).
+    if (range_within_after(c.address, c.bytes.size(), L.chunk_data, frame, L.frame_size))
       return c.bytes.data() + (frame - c.address);
   }
   return nullptr;
@@ -484,7 +516,7 @@ bool PythonReader::read_stack(uint32_t tid, std::vector<PyFrameRef>* out) {
     slot_of_[i] = it->second;
   }
   ++reads_;
-  ssize_t got = process_vm_readv(pid_, local_.data(), local_.size(), remote_.data(), remote_.size(), 0);
+  ssize_t got = memory_->readv(local_.data(), local_.size(), remote_.data(), remote_.size());
   const size_t complete = got > 0 ? static_cast<size_t>(got) / header : 0;
   infos_.assign(local_.size(), nullptr);
   for (size_t k = 0; k < complete; ++k)

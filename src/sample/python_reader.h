@@ -4,9 +4,12 @@
 //
 // Read with process_vm_readv, never by dereferencing: the sampled thread keeps running while we
 // read (a popped frame's data-stack chunk may be unmapped), and a failed read is an error we count,
-// not a crash. The same code reads this process (in-process sampling) and another one (`strata
-// attach`). Code objects are cached by address and re-validated (their name, file and line-table
-// pointers) at each use. Layout offsets come from CPython's own headers (python311_layout.c).
+// not a crash. Reads go through a ProcessMemory (process_memory.h: a synthetic image in tests and
+// the fuzz target). Every address computed from what was read (a frame's `previous`, a chunk's
+// `top`, an object's field) is checked with remote_range.h: a torn read may give any value. The same code
+// reads this process (in-process sampling) and another one (`strata attach`). Code objects are cached by
+// address and re-validated (their name, file and line-table pointers) at each use. Layout offsets come from
+// CPython's own headers (python311_layout.c).
 //
 // Few system calls per sample (docs/performance.md, "Python stack reads"): one read of the thread
 // state (thread id check, cframe, data-stack chunk and top), one vectored read of the current frame
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "sample/mappings.h"
+#include "sample/process_memory.h"
 #include "sample/python_signal.h"
 
 namespace strata::sample {
@@ -51,8 +55,20 @@ struct PyFrameRef {
   bool entry = false;  // the first frame of a _PyEval_EvalFrameDefault invocation
 };
 
+// Where a CPython's symbols lie in the process (runtime addresses) and its version.
+struct PythonSymbols {
+  uint64_t runtime = 0;     // _PyRuntime
+  uint64_t code_type = 0;   // PyCode_Type
+  uint64_t eval_start = 0;  // _PyEval_EvalFrameDefault
+  uint64_t eval_end = 0;
+  std::string version;  // "3.11.2"
+};
+
 class PythonReader {
  public:
+  // A reader of the memory `memory` reads, for the Python at `symbols` (tests, the fuzz target).
+  static std::unique_ptr<PythonReader> for_memory(std::unique_ptr<ProcessMemory> memory,
+                                                  const PythonSymbols& symbols);
   // Looks for CPython in the process's mappings (its executable, or a libpython3.X.so). Returns null
   // with *why set to one line when there is none, or when it is not 3.11 (frames are not read then).
   static std::unique_ptr<PythonReader> find(MappingTable& mappings, std::string* why);
@@ -105,6 +121,7 @@ class PythonReader {
 
   PythonReader() = default;
   bool read(uint64_t address, void* out, size_t size);
+  bool read_field(uint64_t address, size_t offset, void* out, size_t size);
   bool thread_view(uint32_t tid, ThreadView* view);
   // The last sample's cframe and chunk of a thread (the live part's length too).
   struct LastRead {
@@ -138,7 +155,7 @@ class PythonReader {
   bool read_unicode(uint64_t address, std::string* out, const Prefix& pre);
   bool read_bytes_object(uint64_t address, std::string* out, const Prefix& pre);
 
-  int pid_ = 0;
+  std::unique_ptr<ProcessMemory> memory_;
   uint64_t runtime_ = 0;
   uint64_t code_type_ = 0;
   uint64_t eval_start_ = 0, eval_end_ = 0;

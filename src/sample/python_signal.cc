@@ -1,5 +1,6 @@
 #include "sample/python_signal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 
 #include "sample/python311_layout.h"
+#include "sample/remote_range.h"
 
 namespace strata::sample {
 
@@ -60,7 +62,13 @@ std::atomic<size_t> g_rings_used{0};
 uint8_t* g_memory = nullptr;
 std::atomic<bool> g_active{false};
 std::atomic<bool> g_installed{false};  // read by any thread's pthread_sigmask (needs_sigtrap)
-struct sigaction g_previous {};
+// The program's SIGTRAP disposition (what it had before us, then what it set since): two slots, the
+// current one named by g_disposition, so a handler never reads one being written.
+struct sigaction g_dispositions[2] = {};
+std::atomic<int> g_disposition{0};
+std::atomic<bool> g_program_took{false};  // the program installed a SIGTRAP handler after us
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+SigactionFn g_real_sigaction = nullptr;  // libc's (libstrata_sample.so interposes sigaction)
 uint64_t g_runtime = 0, g_code_type = 0;
 int g_pid = 0;
 std::atomic<uint64_t> g_records{0}, g_full{0}, g_no_buffer{0}, g_foreign{0}, g_safe_reads{0};
@@ -101,7 +109,7 @@ int data_stack_place(uint64_t frame, uint64_t chunk, uint64_t top) {
   int hops = 0;
   for (uint64_t c = chunk; c != 0 && hops < 64; c = load<uint64_t>(c + L.chunk_previous), ++hops) {
     const uint64_t size = load<uint64_t>(c + L.chunk_size);
-    if (frame >= c + L.chunk_data && frame + L.frame_size <= c + size)
+    if (range_within_after(c, size, L.chunk_data, frame, L.frame_size))
       return c == chunk && frame >= top ? 2 : 1;
   }
   return 0;
@@ -194,18 +202,31 @@ uint16_t copy_string(uint64_t object, uint8_t* out) {
   return n;
 }
 
+int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  return g_real_sigaction != nullptr ? g_real_sigaction(sig, act, old) : sigaction(sig, act, old);
+}
+
+// A SIGTRAP that is not one of our samples: the program's disposition takes it. Its mask and flags
+// were applied by the kernel (program_sigaction installs ours with them); SA_RESETHAND is done here.
 void forward(int sig, siginfo_t* info, void* context) {
   g_foreign.fetch_add(1, std::memory_order_relaxed);
-  if ((g_previous.sa_flags & SA_SIGINFO) && g_previous.sa_sigaction != nullptr) {
-    g_previous.sa_sigaction(sig, info, context);
-  } else if (g_previous.sa_handler == SIG_DFL) {
+  const int current = g_disposition.load(std::memory_order_acquire);
+  const struct sigaction program = g_dispositions[current];
+  if ((program.sa_flags & SA_RESETHAND) && program.sa_handler != SIG_DFL && program.sa_handler != SIG_IGN) {
+    g_dispositions[1 - current] = {};
+    g_dispositions[1 - current].sa_handler = SIG_DFL;
+    g_disposition.store(1 - current, std::memory_order_release);
+  }
+  if ((program.sa_flags & SA_SIGINFO) && program.sa_sigaction != nullptr) {
+    program.sa_sigaction(sig, info, context);
+  } else if (program.sa_handler == SIG_DFL) {
     // A real SIGTRAP (a breakpoint, kill -TRAP) with the default action: take it.
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    sigaction(SIGTRAP, &dfl, nullptr);
+    real_sigaction(SIGTRAP, &dfl, nullptr);
     raise(SIGTRAP);
-  } else if (g_previous.sa_handler != SIG_IGN) {
-    g_previous.sa_handler(sig);
+  } else if (program.sa_handler != SIG_IGN) {
+    program.sa_handler(sig);
   }
 }
 
@@ -310,10 +331,13 @@ bool PySignalRecorder::start(uint64_t runtime, uint64_t code_type, std::string* 
     *why = "built without CPython 3.11 headers";
     return false;
   }
+  if (g_real_sigaction == nullptr)
+    g_real_sigaction = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
   struct sigaction current {};
-  sigaction(SIGTRAP, nullptr, &current);
+  real_sigaction(SIGTRAP, nullptr, &current);
   const bool ours = (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_sigtrap;
-  if (!ours && current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN) {
+  if ((!ours && current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN) ||
+      g_program_took.load(std::memory_order_acquire)) {
     *why = "SIGTRAP has a handler in this program";
     return false;
   }
@@ -350,10 +374,11 @@ bool PySignalRecorder::start(uint64_t runtime, uint64_t code_type, std::string* 
     sa.sa_sigaction = on_sigtrap;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGTRAP, &sa, &g_previous) != 0) {
+    if (real_sigaction(SIGTRAP, &sa, &g_dispositions[0]) != 0) {
       *why = std::string("sigaction(SIGTRAP): ") + std::strerror(errno);
       return false;
     }
+    g_disposition.store(0, std::memory_order_release);
     g_installed.store(true);
   }
   g_active.store(true);
@@ -363,8 +388,37 @@ bool PySignalRecorder::start(uint64_t runtime, uint64_t code_type, std::string* 
 void PySignalRecorder::stop() { g_active.store(false); }
 
 bool PySignalRecorder::needs_sigtrap() {
-  return g_installed.load(std::memory_order_relaxed) && g_active.load(std::memory_order_relaxed);
+  return g_installed.load(std::memory_order_relaxed) && g_active.load(std::memory_order_relaxed) &&
+         !g_program_took.load(std::memory_order_relaxed);
 }
+
+bool PySignalRecorder::program_sigaction(const struct sigaction* act, struct sigaction* old) {
+  if (!g_installed.load(std::memory_order_acquire)) return false;
+  const int current = g_disposition.load(std::memory_order_acquire);
+  if (old != nullptr) *old = g_dispositions[current];
+  if (act == nullptr) return true;
+  const bool handler = act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
+  if (handler) {
+    // The program uses SIGTRAP: no sample's SIGTRAP may reach it, and its masks are its own.
+    g_program_took.store(true, std::memory_order_release);
+    g_active.store(false, std::memory_order_release);
+  }
+  g_dispositions[1 - current] = *act;
+  g_disposition.store(1 - current, std::memory_order_release);
+  // Ours stays underneath, with the program's mask and flags (restart, no-defer, alternate stack)
+  // so its own SIGTRAPs are delivered as it asked; SA_RESETHAND is done by forward().
+  struct sigaction sa {};
+  sa.sa_sigaction = on_sigtrap;
+  if (handler)
+    sa.sa_mask = act->sa_mask;
+  else
+    sigemptyset(&sa.sa_mask);
+  sa.sa_flags = handler ? ((act->sa_flags | SA_SIGINFO) & ~SA_RESETHAND) : (SA_SIGINFO | SA_RESTART);
+  real_sigaction(SIGTRAP, &sa, nullptr);
+  return true;
+}
+
+bool PySignalRecorder::program_took_sigtrap() { return g_program_took.load(std::memory_order_acquire); }
 
 void PySignalRecorder::note_named(uint64_t code) {
   for (int k = 0; k < kKnownProbes; ++k) {

@@ -11,6 +11,14 @@
 // perf sample with the first record of its thread at or after the sample's time
 // (docs/sampling.md, "Python frames").
 //
+// SIGTRAP belongs to the program: a program (or a debugger-aware library) that installs its own
+// SIGTRAP handler while ours is installed (libstrata_sample.so interposes sigaction and signal) gets
+// it as its disposition: every SIGTRAP that is not one of our samples reaches it with its flags and
+// mask, and ours never do; its masks are left alone from then on; and the sampling thread moves the
+// process to reading Python stacks itself (collector.cc, counted as sample.python_reader_moved):
+// in-thread reads stop. Our handler stays installed underneath to drop samples' SIGTRAPs still
+// pending when the events are reopened without sigtrap (docs/sampling.md, "Python frames").
+//
 // Why SIGTRAP and not a real-time signal through fcntl(F_SETSIG, F_SETOWN_EX): the kernel keeps an
 // inherited event's fasync owner on the parent event, so threads created after sampling starts
 // would signal the thread that opened the events; `sigtrap` always signals the overflowing thread.
@@ -26,6 +34,8 @@
 //  - a code object must have PyCode_Type as its type; the depth is bounded; anything odd stops the
 //    walk and sets a status bit the sampling thread counts.
 #pragma once
+
+#include <signal.h>
 
 #include <cstdint>
 #include <functional>
@@ -92,6 +102,13 @@ class PySignalRecorder {
   // (a blocked SIGTRAP stays pending and every sample of the thread loses its Python stack), so
   // libstrata_sample.so's pthread_sigmask/sigprocmask leave SIGTRAP out of a mask they block.
   static bool needs_sigtrap();
+  // The program's sigaction(SIGTRAP, act, old) while our handler is installed: `act` (when given)
+  // becomes the program's disposition, *old (when given) receives the previous one, as the kernel
+  // would. False when our handler is not installed: the caller makes the real call.
+  static bool program_sigaction(const struct sigaction* act, struct sigaction* old);
+  // Whether the program installed a SIGTRAP handler of its own while ours was: in-thread reads have
+  // stopped, and the sampling thread must move to reading Python stacks itself.
+  static bool program_took_sigtrap();
   // The sampling thread has named `code`: handlers stop copying its strings (a lock-free set; a
   // full set only means more copies).
   static void note_named(uint64_t code);

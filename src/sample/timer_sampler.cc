@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "sample/perf_sampler.h"
+#include "sample/remote_range.h"
 
 namespace strata::sample {
 
@@ -136,9 +137,13 @@ void on_profiling_signal(int, siginfo_t* info, void* context) {
   iovec remote[17];
   int n = 0;
   uint64_t at = sp;
-  const uint64_t stop = sp + want;
+  uint64_t stop = 0;
+  if (!checked_add(sp, want, &stop))
+    stop = UINT64_MAX & ~uint64_t{4095};  // the top page is never user memory
   while (at < stop && n < 17) {
-    uint64_t next = std::min<uint64_t>((at & ~uint64_t{4095}) + 4096, stop);
+    uint64_t page_end = 0;
+    if (!checked_add(at & ~uint64_t{4095}, 4096, &page_end)) break;
+    const uint64_t next = std::min<uint64_t>(page_end, stop);
     remote[n].iov_base = reinterpret_cast<void*>(at);
     remote[n].iov_len = next - at;
     ++n;

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "sample/remote_range.h"
+
 extern "C" int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t* di,
                                                    unw_proc_info_t* pi, int need_unwind_info, void* arg);
 
@@ -19,7 +21,7 @@ struct Unwinder::Impl {
   // Reads 8 bytes at a runtime address: from the stack copy, or from the file mapped there.
   bool read_word(uint64_t address, uint64_t* out) {
     const uint64_t sp = sample->regs[kRegSp];
-    if (address >= sp && address - sp <= sample->stack_size && sample->stack_size - (address - sp) >= 8) {
+    if (range_within(sp, sample->stack_size, address, 8)) {
       std::memcpy(out, sample->stack + (address - sp), 8);
       return true;
     }
@@ -143,7 +145,10 @@ UnwindStatus Unwinder::unwind_dwarf(const RawSample& s, uint64_t* ips, uint32_t 
   // Ran off the copied stack (the rest of a deep stack was not copied) or met code without CFI.
   unw_word_t sp = 0;
   unw_get_reg(&cursor, UNW_REG_SP, &sp);
-  if (sp >= s.regs[kRegSp] + s.stack_size - 64) return UnwindStatus::kTruncated;
+  // Within the copy's last 64 bytes, or past its end (a stack pointer near 2^64 must not wrap).
+  const uint64_t copy_start = s.regs[kRegSp], copy_size = s.stack_size;
+  if (sp >= copy_start && (sp - copy_start >= copy_size || copy_size - (sp - copy_start) <= 64))
+    return UnwindStatus::kTruncated;
   return UnwindStatus::kFailed;
 }
 
@@ -155,7 +160,7 @@ UnwindStatus Unwinder::unwind_frame_pointers(const RawSample& s, uint64_t* ips, 
   uint64_t fp = s.regs[kRegBp];
   while (*n < max) {
     if (fp < sp || fp % 8 != 0) return UnwindStatus::kComplete;  // not a frame pointer: the chain ends
-    if (fp - sp > s.stack_size || s.stack_size - (fp - sp) < 16) return UnwindStatus::kTruncated;
+    if (!range_within(sp, s.stack_size, fp, 16)) return UnwindStatus::kTruncated;
     uint64_t next = 0, ret = 0;
     std::memcpy(&next, s.stack + (fp - sp), 8);
     std::memcpy(&ret, s.stack + (fp - sp) + 8, 8);

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/input_file.h"
+
 namespace strata::symbolize {
 namespace {
 
@@ -60,18 +62,17 @@ ElfImage::~ElfImage() {
 }
 
 std::unique_ptr<ElfImage> ElfImage::open(const std::string& path, std::string* error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = path + ": " + std::strerror(errno);
-    return nullptr;
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
+  // The path comes from a trace or a sampled process's mappings: a FIFO put where a library was
+  // must not block the open (strata profile, report and export hung on one), and is counted.
+  uint64_t size = 0;
+  const int fd = core::open_named_file(path, kMaxElfFileBytes, &size, error);
+  if (fd < 0) return nullptr;
+  if (size < sizeof(Elf64_Ehdr)) {
     ::close(fd);
-    *error = path + ": not a regular ELF file";
+    *error = path + ": not an ELF file (" + std::to_string(size) + " bytes)";
     return nullptr;
   }
-  void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (p == MAP_FAILED) {
     *error = path + ": cannot map: " + std::strerror(errno);
@@ -80,7 +81,7 @@ std::unique_ptr<ElfImage> ElfImage::open(const std::string& path, std::string* e
   std::unique_ptr<ElfImage> image(new ElfImage());
   image->path_ = path;
   image->data_ = static_cast<const char*>(p);
-  image->size_ = static_cast<size_t>(st.st_size);
+  image->size_ = static_cast<size_t>(size);
   image->mapped_ = true;
   if (!image->parse(error)) return nullptr;
   return image;

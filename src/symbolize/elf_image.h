@@ -37,7 +37,10 @@ class ElfImage {
   ElfImage(const ElfImage&) = delete;
   ElfImage& operator=(const ElfImage&) = delete;
 
-  // Maps `path`; null with *error set ("PATH: not an ELF file", ...) when it cannot be used.
+  // Maps `path`, opened through core::open_named_file (a regular file of at most kMaxElfFileBytes,
+  // never blocking; a refused one is counted); null with *error set ("PATH: not an ELF file", ...)
+  // when it cannot be used.
+  static constexpr uint64_t kMaxElfFileBytes = uint64_t{16} << 30;  // libtorch_cuda's debug file: ~4 GB
   static std::unique_ptr<ElfImage> open(const std::string& path, std::string* error);
   // An image over bytes held in memory (tests, fuzzing).
   static std::unique_ptr<ElfImage> from_bytes(std::string bytes, std::string* error);

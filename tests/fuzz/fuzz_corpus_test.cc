@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -19,6 +20,7 @@
 #include "../../fuzz/import/import_fuzz_target.h"
 #include "../../fuzz/import/nsys_fuzz_target.h"
 #ifdef STRATA_HAVE_SAMPLE
+#include "../../fuzz/sample/python_image.h"
 #include "../../fuzz/sample/sample_fuzz_targets.h"
 #endif
 #include "../test_util.h"
@@ -57,6 +59,7 @@ const std::map<std::string, Runner>& runners() {
 #ifdef STRATA_HAVE_SAMPLE
       {"sample_chunks_fuzz", fuzz::run_sample_chunks},
       {"sample_unwind_fuzz", fuzz::run_sample_unwind},
+      {"sample_python_reader_fuzz", fuzz::run_python_reader},
 #endif
 #ifdef STRATA_REPLAY_DB_URL
       {"db_url_fuzzer", fuzz::run_db_url},
@@ -147,6 +150,24 @@ TEST(FuzzCorpus, FixUpRepairsEveryChunksFraming) {
   }
   EXPECT_GT(files, 0u);
 }
+
+#ifdef STRATA_HAVE_SAMPLE
+// The Python reader fuzzer's seeds are the synthetic images of fuzz/sample/python_image.cc as
+// encoded now: a realistic three-frame image read both ways, and the torn frame that crashed
+// `strata attach` (item 7 of issue 32). A change of the image or its encoding must renew them.
+TEST(FuzzCorpus, PythonReaderSeedsAreTheSyntheticImages) {
+  if (!fuzz::python_layout_built()) GTEST_SKIP() << "built without CPython 3.11 headers: no layout";
+  const fs::path dir = fs::path(STRATA_SOURCE_DIR) / "fuzz" / "corpus" / "sample_python_reader_fuzz";
+  const char* write = std::getenv("STRATA_WRITE_PYTHON_SEEDS");
+  for (const auto& [name, image] : fuzz::python_reader_seeds()) {
+    const std::string bytes = fuzz::encode_python_image(image);
+    if (write != nullptr && std::string(write) == "1") testing::write_file((dir / name).string(), bytes);
+    EXPECT_EQ(testing::read_file(dir / name), bytes)
+        << name << ": renew with STRATA_WRITE_PYTHON_SEEDS=1 build/bin/fuzz_corpus_test "
+        << "--gtest_filter=FuzzCorpus.PythonReaderSeedsAreTheSyntheticImages";
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace strata

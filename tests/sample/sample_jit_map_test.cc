@@ -171,6 +171,20 @@ TEST(SampleJitMap, PerfMapIsCreatedExclusivelyAndATakenNameIsRefused) {
   rmdir(dir.c_str());
 }
 
+// The perf map goes through the one input check of files a process names (core/input_file.h): a
+// FIFO at its path is refused without blocking, said, and counted (sample.files_refused).
+TEST(SampleJitMap, AFifoAtThePathIsRefusedWithoutBlockingAndCounted) {
+  const std::string fifo = temp_path("fifo");
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const uint64_t before = sample::SampleCollector::files_refused();
+  sample::JitMap map(fifo);
+  EXPECT_EQ(map.find(0x1010, 1), nullptr);
+  EXPECT_NE(map.problem().find("a named pipe (FIFO)"), std::string::npos) << map.problem();
+  EXPECT_EQ(sample::SampleCollector::files_refused(), before + 1);
+  unlink(fifo.c_str());
+}
+
 TEST(SampleMappings, PerfsAnonNameIsAnonymous) {
   sample::MappingTable table(getpid(), "");
   table.add(0x7f0000000000ull, 0x10000, 0x7f0000000ull, "//anon", "", 1);
