@@ -204,7 +204,8 @@ def enable_layer_tracing(record_shapes: bool = True, module_paths: bool = True) 
     """Installs the layer tracer: from now on every PyTorch op is recorded as a layer span whenever
     this process records layer level (`strata record --level layer`, `strata.start(path, "layer")`,
     the active steps of `strata.profile(level="layer")`); while nothing records, ops pass through the
-    tracer's level check only. Returns True (the tracer is installed); raises RuntimeError with one
+    tracer's level check (and the CPU allocator's blocks are still tracked). It stays installed until
+    disable_layer_tracing(). Returns True (the tracer is installed); raises RuntimeError with one
     line saying why when it cannot be (no libstrata.so, no libstrata_torch_rt.so, a bridge built for
     another runtime)."""
     global _enabled, _disabled_by_user, _options
