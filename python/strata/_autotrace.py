@@ -1,6 +1,7 @@
 """Turns on framework tracers when their framework is imported (installed by `strata record`).
 
 `strata record --level layer` puts strata/_startup on PYTHONPATH; its sitecustomize calls install().
+A recording started inside the process at layer level calls it too (strata/_inprocess.py).
 Nothing is imported eagerly: the hook waits until the program itself imports torch, so programs that
 never use PyTorch pay nothing.
 """
