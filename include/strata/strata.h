@@ -98,7 +98,8 @@ int strata_current_traceparent(char* buf, size_t size);
 int strata_inject_traceparent_env(void);
 
 /* Explicit control, for programs that are not started by `strata record`. level: deepest level to
- * keep. Returns 1 on success, 0 on failure (message on stderr) or if already recording. */
+ * keep. Returns 1 on success, 0 on failure or if already recording (either way one line on stderr says
+ * why). */
 int strata_start(const char* path, int level);
 /* Flushes everything and closes the trace. Safe to call more than once. */
 void strata_stop(void);

@@ -22,7 +22,10 @@ Windows of steps, as torch.profiler's schedule (one trace file per active window
             prof.step()
 
 When the process is not being recorded (not started by ``strata record`` and no ``strata.start``),
-every call returns immediately. The native runtime (libstrata.so) is found in this order: the
+every span call returns immediately. A recording started from inside the process records PyTorch ops
+from layer level on, as ``strata record --level layer`` does; what it cannot record here (library
+interposers, CUPTI, the sampler) is said in one line on stderr and returned by ``not_recorded()``
+(docs/python-api.md, "In a plain process"). The native runtime (libstrata.so) is found in this order: the
 library already loaded into the process by ``strata record`` (LD_PRELOAD), ``$STRATA_LIB``, the
 library folder of the Strata installation or build tree this package belongs to
 (``_install_layout.py``, written by ``cmake --install``, says where it is relative to this package;
@@ -41,7 +44,7 @@ from typing import Any, Dict, List, Optional, Tuple
 __all__ = [
     "LEVELS", "span", "begin", "end", "instant", "counter", "set_thread_name", "is_recording",
     "level_enabled", "get_level", "set_level", "current_traceparent", "inject_context", "start",
-    "stop", "flush", "load", "analyses", "profile", "schedule", "ProfilerAction", "StrataError",
+    "stop", "flush", "not_recorded", "load", "analyses", "profile", "schedule", "ProfilerAction", "StrataError",
     "MissingInputError",
 ]
 
@@ -300,7 +303,19 @@ def get_level() -> int:
 
 
 def set_level(level: Any) -> int:
-    return _lib.strata_set_level(_level(level)) if _lib is not None else 0
+    """Changes the recorded level of the running recording; returns the previous one. Not recording:
+    returns 0 and says so on stderr (once); strata.start(path, level) takes the level to start at."""
+    value = _level(level)
+    if not is_recording():
+        from . import _inprocess
+        _inprocess.say_once("strata.set_level: this process is not recording (no strata record, STRATA_OUTPUT "
+                            "or strata.start): nothing changes; pass the level to strata.start(path, level)")
+        return 0
+    previous = _lib.strata_set_level(value)
+    if value > previous:
+        from . import _inprocess
+        _inprocess.arm(value)
+    return previous
 
 
 def current_traceparent() -> Optional[str]:
@@ -327,15 +342,38 @@ def inject_context(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
 
 
 def start(path: str, level: Any = "model") -> bool:
-    """Starts recording this process into `path` (when not started by `strata record`)."""
+    """Starts recording this process into `path` (when not started by `strata record`), down to
+    `level`. Returns False when it cannot, with one line on stderr saying why (already recording,
+    a path that cannot be created, ...). What `strata record --level` would add that cannot be set up
+    from inside a running process (library interposers, CUPTI, the sampler) is said on stderr, once,
+    and listed by not_recorded(); PyTorch ops are traced from layer level on (docs/python-api.md)."""
     if _lib is None:
         raise RuntimeError("libstrata.so not found: set STRATA_LIB or install Strata")
-    return _lib.strata_start(path.encode(), _level(level)) == 1
+    value = _level(level)
+    if LEVELS and value < min(LEVELS.values()):
+        raise ValueError(f"strata.start: level {level!r} records nothing; the outermost level is "
+                         f"{min(LEVELS, key=LEVELS.get)!r} ({min(LEVELS.values())})")
+    if _lib.strata_start(os.fsencode(path), value) != 1:
+        return False  # libstrata said why on stderr (already recording, a path it cannot create, ...)
+    from . import _inprocess
+    _inprocess.forget()  # of an earlier recording stopped without strata.stop (strata_stop, exit)
+    _inprocess.arm(value)
+    return True
+
+
+def not_recorded() -> Dict[str, str]:
+    """What the running recording asked for (its level) but this process cannot record, by level
+    name, with why (the lines strata.start wrote); empty when everything asked for is recorded or
+    nothing is recording."""
+    from . import _inprocess
+    return _inprocess.not_recorded()
 
 
 def stop() -> None:
     if _lib is not None:
         _lib.strata_stop()
+        from . import _inprocess
+        _inprocess.forget()
 
 
 def flush() -> None:
@@ -361,3 +399,9 @@ def analyses() -> "Any":
 
 from ._errors import MissingInputError, StrataError  # noqa: E402
 from ._profiler import ProfilerAction, profile, schedule  # noqa: E402  (after the span API it uses)
+
+if _lib is not None and is_recording() and "layer" in LEVELS and get_level() >= LEVELS["layer"]:
+    # Recording since libstrata was loaded (STRATA_OUTPUT, or preloaded by strata record): PyTorch ops
+    # are traced as strata.start would have them (strata record's own startup hook is the same one).
+    from . import _inprocess
+    _inprocess.arm(get_level(), collectors=False)

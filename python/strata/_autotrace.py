@@ -1,6 +1,7 @@
 """Turns on framework tracers when their framework is imported (installed by `strata record`).
 
 `strata record --level layer` puts strata/_startup on PYTHONPATH; its sitecustomize calls install().
+A recording started inside the process at layer level calls it too (strata/_inprocess.py).
 Nothing is imported eagerly: the hook waits until the program itself imports torch, so programs that
 never use PyTorch pay nothing.
 """
@@ -13,18 +14,20 @@ import os
 import sys
 
 _done = False
+failure = ""  # why enabling the layer tracer failed when torch was imported (said on stderr then)
 
 
 def _on_torch_imported() -> None:
-    global _done
+    global _done, failure
     if _done:
         return
     _done = True
     try:
         import strata.torch as strata_torch
-        if not strata_torch.enable_layer_tracing():
-            return
+        if not strata_torch.disabled_by_user():
+            strata_torch.enable_layer_tracing()
     except Exception as exc:  # never break the user's program; say why once
+        failure = str(exc)
         sys.stderr.write(f"strata: PyTorch layer tracing not enabled: {exc}\n")
 
 

@@ -19,6 +19,10 @@ record_function). After the stop the file is complete and on_trace_ready(path) i
 are also listed in prof.traces. A window cut short by the end of the `with` block is saved the same
 way; a window that never reached an active step is discarded.
 
+In a plain process, each window records what `strata.start` records there: PyTorch ops from layer level
+on; deeper levels that need `strata record` are said in one line on stderr and listed in
+`profile.not_recorded` (strata/_inprocess.py).
+
 Inside `strata record` (the process is already recording): the profile stops that recording when
 its first window begins (the record's trace keeps what came before, as usual) and the windows go
 to their own files as above; `dir` defaults to a ``strata-profile-<pid>`` folder in the current
@@ -30,7 +34,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import strata
 
@@ -114,6 +118,11 @@ class profile:  # noqa: N801 - named as torch.profiler.profile
         self._path: Optional[str] = None  # the open window's file
         self._step_span = 0
         self._level_value = 0
+        # What the windows' level asks for but this process cannot record: level name -> why (said
+        # on stderr by strata.start; module docstring of strata/_inprocess.py).
+        self.not_recorded: Dict[str, str] = {}
+        self._running = False  # between start() and stop()
+        self._traces_at_start = 0
 
     # -- torch.profiler's surface ---------------------------------------------------------------
     def __enter__(self) -> "profile":
@@ -132,6 +141,8 @@ class profile:  # noqa: N801 - named as torch.profiler.profile
             self._level_value = strata.get_level() or strata.LEVELS["layer"]
         self.step_num = 0
         self._action = ProfilerAction.NONE
+        self._running = True
+        self._traces_at_start = len(self.traces)
         self._enter(_as_action(self.schedule(0)))
 
     def step(self) -> None:
@@ -155,6 +166,10 @@ class profile:  # noqa: N801 - named as torch.profiler.profile
                 self._save()
             else:
                 self._discard()
+        if self._running and len(self.traces) == self._traces_at_start:
+            sys.stderr.write(f"strata.profile: no trace written: the schedule made none of the {self.step_num + 1} "
+                             "steps active\n")
+        self._running = False
         self._action = ProfilerAction.NONE
 
     # -- windows --------------------------------------------------------------------------------
@@ -183,6 +198,7 @@ class profile:  # noqa: N801 - named as torch.profiler.profile
         if not strata.start(path, self._level_value):
             raise RuntimeError(f"strata.profile: cannot record into {path} (strata said why above)")
         self._path = path
+        self.not_recorded.update(strata.not_recorded())
 
     def _end_step_span(self) -> None:
         if self._step_span:
@@ -191,6 +207,7 @@ class profile:  # noqa: N801 - named as torch.profiler.profile
 
     def _save(self) -> None:
         path = self._path
+        self.not_recorded.update(strata.not_recorded())  # e.g. torch imported during the window, tracer failed
         strata.stop()
         self._path = None
         self._window += 1

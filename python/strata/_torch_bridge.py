@@ -31,6 +31,7 @@ import time
 from typing import List, NamedTuple, Optional
 
 import strata
+from strata._inprocess import loaded_library  # noqa: F401  (a seam the tests replace)
 
 BRIDGE_FILES = ("torch_bridge.cc", "strata_torch_bridge.h")
 LIBRARY = "libstrata_torch_bridge.so"
@@ -49,19 +50,6 @@ class BridgeUnavailable(Exception):
 
 
 # --- What is running ---------------------------------------------------------------------------------
-
-def loaded_library(stem: str) -> Optional[str]:
-    """The file of a shared library mapped into this process whose name starts with `stem` ("libtorch_cpu")."""
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                path = line.rstrip("\n").split(maxsplit=5)[-1]
-                if os.path.basename(path).startswith(stem + ".so"):
-                    return os.path.realpath(path)
-    except OSError:
-        pass
-    return None
-
 
 def runtime_library() -> str:
     """libstrata_torch_rt.so of this Strata (the part of the tracer built with Strata)."""

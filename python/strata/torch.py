@@ -11,7 +11,8 @@ Model level (no PyTorch knowledge needed by Strata)::
 
 Layer level: ``strata record --level layer -- python script.py`` turns on tracing of every framework
 op (aten::*) with its input shapes and nn.Module path, without edits to the script (the recorder
-puts a startup hook on PYTHONPATH that calls enable_layer_tracing() once torch is imported). The ops
+puts a startup hook on PYTHONPATH that calls enable_layer_tracing() once torch is imported); so do
+``strata.start(path, "layer")`` and ``strata.profile(level="layer")`` in a plain process. The ops
 are captured by a native RecordFunction callback (the bridge: Strata's prebuilt libstrata_torch.so
 when the program runs the torch Strata was built with, else compiled at first use for the running
 torch and cached; without a compiler, slower Python hooks: docs/torch.md; one line on stderr says
@@ -44,6 +45,9 @@ _hooks: list = []
 _lock = threading.Lock()
 _state = threading.local()
 _atexit_registered = False
+_enabled = False  # the tracer is installed
+_options = (True, True)  # the (record_shapes, module_paths) it was installed with
+_disabled_by_user = False  # disable_layer_tracing() was called (a later recording leaves it off)
 
 
 def _mark_atexit() -> None:
@@ -197,29 +201,46 @@ def _post_hook(module: Any, _inputs: Any, _output: Any) -> None:
 
 
 def enable_layer_tracing(record_shapes: bool = True, module_paths: bool = True) -> bool:
-    """Records every PyTorch op as a layer span (when layer level is being recorded). Returns True
-    when tracing is on."""
-    if not strata.level_enabled("layer"):
-        return False
+    """Installs the layer tracer: from now on every PyTorch op is recorded as a layer span whenever
+    this process records layer level (`strata record --level layer`, `strata.start(path, "layer")`,
+    the active steps of `strata.profile(level="layer")`); while nothing records, ops pass through the
+    tracer's level check (and the CPU allocator's blocks are still tracked). It stays installed until
+    disable_layer_tracing(). Returns True (the tracer is installed); raises RuntimeError with one
+    line saying why when it cannot be (no libstrata.so, no libstrata_torch_rt.so, a bridge built for
+    another runtime)."""
+    global _enabled, _disabled_by_user, _options
+    if strata._lib is None:
+        raise RuntimeError("strata.torch.enable_layer_tracing: libstrata.so not found: install Strata, or set "
+                           "STRATA_LIB=/path/to/libstrata.so")
+    if _enabled and _options != (record_shapes, module_paths):
+        _remove_tracer()  # installed with other options: installed again below with these
     with _lock:
-        route = _load_route()
+        try:
+            route = _load_route()
+        except OSError as exc:  # a library that does not load (STRATA_TORCH_LIB, the runtime)
+            raise RuntimeError(f"strata.torch.enable_layer_tracing: {exc}") from None
         if route.kind == "python":
             from strata import _torch_pyhooks
             _torch_pyhooks.enable(_runtime, record_shapes)
         elif not _native.strata_torch_enable(1 if record_shapes else 0):
-            return False
+            raise RuntimeError(f"strata.torch.enable_layer_tracing: the bridge {route.path} was built for another "
+                               "libstrata_torch_rt.so (its ABI differs): remove it, or unset STRATA_TORCH_LIB")
         if not _atexit_registered:
             # Remove the callback before PyTorch's own teardown (it warns about leaked handles).
-            atexit.register(disable_layer_tracing)
+            atexit.register(_remove_tracer)
             _mark_atexit()
         if module_paths and not _hooks:
             from torch.nn.modules import module as nn_module
             _hooks.append(nn_module.register_module_forward_pre_hook(_pre_hook))
             _hooks.append(nn_module.register_module_forward_hook(_post_hook))
+        _enabled = True
+        _disabled_by_user = False
+        _options = (record_shapes, module_paths)
     return True
 
 
-def disable_layer_tracing() -> None:
+def _remove_tracer() -> None:
+    global _enabled
     with _lock:
         if _native is not None:
             _native.strata_torch_disable()
@@ -229,10 +250,25 @@ def disable_layer_tracing() -> None:
         for handle in _hooks:
             handle.remove()
         _hooks.clear()
+        _enabled = False
+
+
+def disable_layer_tracing() -> None:
+    """Removes the layer tracer. A recording started later in this process (strata.start,
+    strata.profile) does not install it again; enable_layer_tracing() does."""
+    global _disabled_by_user
+    _remove_tracer()
+    _disabled_by_user = True
+
+
+def disabled_by_user() -> bool:
+    """Whether the program removed the tracer (disable_layer_tracing) and has not enabled it since."""
+    return _disabled_by_user
 
 
 def layer_tracing_enabled() -> bool:
-    return bool(_hooks) or (_runtime is not None and ops_recorded() > 0)
+    """Whether the layer tracer is installed (ops are recorded whenever layer level is recorded)."""
+    return _enabled
 
 
 def ops_recorded() -> int:

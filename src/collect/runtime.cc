@@ -102,6 +102,12 @@ bool start_session_locked(SessionConfig config) {
 
 bool start_session(SessionConfig config) {
   std::lock_guard<std::mutex> lock(g_control_mu);
+  if (g_session.load() != nullptr) {  // the API's start: the caller is told, not left with a bare 0
+    std::fprintf(stderr,
+                 "strata: not started: this process is already recording (strata record, STRATA_OUTPUT or an "
+                 "earlier start); stop that recording first\n");
+    return false;
+  }
   return start_session_locked(std::move(config));
 }
 
@@ -258,7 +264,10 @@ int strata_inject_traceparent_env(void) {
 }
 
 int strata_start(const char* path, int level) {
-  if (path == nullptr) return 0;
+  if (path == nullptr) {
+    std::fprintf(stderr, "strata: strata_start: not started: the path is null\n");
+    return 0;
+  }
   strata::collect::SessionConfig config;
   config.path = path;
   config.level = level;

@@ -1,7 +1,9 @@
 // The in-process recorder: level gating, many threads, buffer exhaustion, attributes, unfinished spans.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <thread>
 #include <unordered_map>
@@ -268,6 +270,19 @@ TEST(Session, FlushMakesSpansDurableWhileRunning) {
   EXPECT_EQ(t.spans.size(), 100u);
   EXPECT_FALSE(t.processes[0].ended_cleanly);
   collect::stop_recording();
+}
+
+TEST(Session, StartWhileRecordingSaysWhyInOneLine) {
+  testing::TempDir dir;
+  ASSERT_EQ(strata_start(dir.file("first.strata").c_str(), STRATA_LEVEL_MODEL), 1);
+  ::testing::internal::CaptureStderr();
+  const int second = strata_start(dir.file("second.strata").c_str(), STRATA_LEVEL_MODEL);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  strata_stop();
+  EXPECT_EQ(second, 0);
+  EXPECT_NE(said.find("already recording"), std::string::npos) << said;
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("second.strata")));
 }
 
 }  // namespace

@@ -85,6 +85,7 @@ def test_api_is_a_no_op_when_not_recording(tmp_path):
     out = subprocess.run([SYSTEM_PYTHON, script], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+    assert out.stderr == ""  # instrumentation left in an unrecorded program prints nothing (by design)
 
 
 def test_explicit_start_without_record(tmp_path):
