@@ -272,6 +272,19 @@ TEST_F(MalformedNsys, NullAndWrongTypedTimesAreDroppedAndCounted) {
   EXPECT_EQ(import::dropped_events(stats), 2u);
 }
 
+TEST_F(MalformedNsys, NamesThatAreNotUtf8AreRepairedNotFatal) {
+  // A kernel name with a stray byte made the whole translation invalid JSON ("offset 0: not valid
+  // JSON"): the bytes become U+FFFD and the file imports.
+  exec("UPDATE StringIds SET value = CAST(X'6B65726E656CFF9B' AS TEXT) WHERE id = "
+       "(SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1)");
+  trace::Trace t;
+  std::string error;
+  ASSERT_TRUE(open(path_, &t, &error)) << error;
+  bool repaired = false;
+  for (const SpanRecord& s : t.spans) repaired |= t.name(s) == "kernel\xEF\xBF\xBD\xEF\xBF\xBD";
+  EXPECT_TRUE(repaired);
+}
+
 TEST_F(MalformedNsys, NotAnNsysDatabaseIsOneLine) {
   exec(
       "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY; "
