@@ -2,7 +2,6 @@
 
 #include <sqlite3.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -41,7 +40,7 @@ void import_and_check(const char* path, size_t max_spans) {
 // A small export of schema 3.x: what the fuzzer's statements start from, so that replacing a table
 // by a view or adding a trigger reaches the reader's checks and, past them, the translation.
 constexpr const char* kSkeleton = R"sql(
-PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA page_size = 1024; PRAGMA max_page_count = 2048;
+PRAGMA page_size = 1024; PRAGMA max_page_count = 2048;
 CREATE TABLE StringIds(id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
 INSERT INTO StringIds VALUES (1, 'gemm_kernel'), (2, 'cudaLaunchKernel_v7000'), (3, 'forward');
 CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER,
@@ -73,7 +72,7 @@ int stop_after_budget(void* steps) { return --*static_cast<int*>(steps) < 0; }
 
 // Runs every statement of `sql` it can, each until it fails; all of them share one step budget.
 void run_statements(sqlite3* db, std::string_view sql) {
-  int budget = 300;  // progress calls of 1,000 steps: 300,000 steps to build the file
+  int budget = 200;  // progress calls of 1,000 steps: 200,000 steps to build the file
   sqlite3_progress_handler(db, 1000, stop_after_budget, &budget);
   const char* at = sql.data();
   const char* const end = sql.data() + sql.size();
@@ -91,12 +90,11 @@ void run_statements(sqlite3* db, std::string_view sql) {
   sqlite3_progress_handler(db, 0, nullptr, nullptr);
 }
 
-}  // namespace
-
-void run_nsys_import(std::string_view bytes) {
+// Writes `bytes` to a new private file (SQLite reads files, not buffers): its path, or "".
+std::string write_temporary(std::string_view bytes) {
   char path[] = "/tmp/strata_nsys_fuzz_XXXXXX";
   const int fd = ::mkstemp(path);
-  if (fd < 0) return;
+  if (fd < 0) return "";
   size_t written = 0;
   while (written < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
@@ -104,34 +102,46 @@ void run_nsys_import(std::string_view bytes) {
     written += static_cast<size_t>(n);
   }
   ::close(fd);
-  import_and_check(path, SIZE_MAX);
-  ::unlink(path);
+  return path;
+}
+
+}  // namespace
+
+void run_nsys_import(std::string_view bytes) {
+  const std::string path = write_temporary(bytes);
+  if (path.empty()) return;
+  import_and_check(path.c_str(), SIZE_MAX);
+  ::unlink(path.c_str());
 }
 
 void run_nsys_sql(std::string_view sql) {
   // A small budget for the reader too, so that one execution stays cheap; the reader must still give
   // one line when it runs out.
   ::setenv(format::kSqliteStepsEnv, "2000000", 0);
-  ::setenv(format::kInflateRatioEnv, "8", 0);  // at most 8x the (2 MB at most) file in events
-  char path[] = "/tmp/strata_nsys_sql_fuzz_XXXXXX";
-  const int fd = ::mkstemp(path);
-  if (fd < 0) return;
-  ::close(fd);
+  ::setenv(format::kInflateRatioEnv, "8", 0);  // events: at most 8x the (2 MB at most) file,
+  ::setenv(format::kInflateBytesEnv, "4", 0);  // and 4 MiB in all
+  // Built in memory (no file write per statement), then written out as the file the reader opens.
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
+  std::string bytes;
+  if (sqlite3_open(":memory:", &db) == SQLITE_OK) {
     sqlite3_limit(db, SQLITE_LIMIT_LENGTH, 1 << 20);
     sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
-    sqlite3_exec(db, "PRAGMA temp_store = MEMORY", nullptr, nullptr, nullptr);
     sqlite3_exec(db, kSkeleton, nullptr, nullptr, nullptr);
     sqlite3_set_authorizer(db, building_authorizer, nullptr);
     run_statements(db, sql);
+    sqlite3_set_authorizer(db, nullptr, nullptr);
+    sqlite3_int64 size = 0;
+    if (unsigned char* image = sqlite3_serialize(db, "main", &size, 0)) {
+      bytes.assign(reinterpret_cast<const char*>(image), static_cast<size_t>(size));
+      sqlite3_free(image);
+    }
   }
   sqlite3_close(db);
-  struct stat st {};
-  const size_t bytes = ::stat(path, &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
-  import_and_check(path, bytes);
-  ::unlink(path);
-  for (const char* suffix : {"-journal", "-wal", "-shm"}) ::unlink((std::string(path) + suffix).c_str());
+  if (bytes.empty()) return;
+  const std::string path = write_temporary(bytes);
+  if (path.empty()) return;
+  import_and_check(path.c_str(), bytes.size());
+  ::unlink(path.c_str());
 }
 
 }  // namespace strata::fuzz

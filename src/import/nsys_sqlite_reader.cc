@@ -190,8 +190,9 @@ class Translator {
   // file: the events may be at most the inflate ratio times the file (real exports: 0.02-1.1x).
   bool too_large(std::string* error) {
     *error = source_ + ": its rows make more than " + std::to_string(max_json_ >> 20) +
-             " MB of events, more than " + std::to_string(format::inflate_limits().ratio) +
-             " times the file; for a file known to be genuine, raise " + format::kInflateRatioEnv + "=N";
+             " MiB of events (at most " + std::to_string(format::inflate_limits().ratio) +
+             " times the file); for a file known to be genuine, raise " + format::kInflateRatioEnv +
+             "=N (or " + format::kInflateBytesEnv + "=N)";
     return false;
   }
 
