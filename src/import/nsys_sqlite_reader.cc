@@ -225,14 +225,16 @@ class Translator {
   }
   void times(std::optional<int64_t> start, std::optional<int64_t> end, bool instant) {
     constexpr int64_t kLimit = int64_t{1} << 62;
+    const auto in_range = [](std::optional<int64_t> t) { return t && *t > -kLimit && *t < kLimit; };
     out_->append(",\"ts\":");
-    if (start && *start > -kLimit && *start < kLimit)
+    if (in_range(start))
       append_us(out_, *start);
     else
       out_->append("null");
     if (instant) return;
     out_->append(",\"dur\":");
-    if (start && end && *end<kLimit&& * start> - kLimit && *start < kLimit)
+    // Both ends in the range (an end at INT64_MIN overflowed the difference: fuzz_import_nsys_sql).
+    if (in_range(start) && in_range(end))
       append_us(out_, *end - *start);
     else
       out_->append("null");

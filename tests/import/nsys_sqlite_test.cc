@@ -272,6 +272,21 @@ TEST_F(MalformedNsys, NullAndWrongTypedTimesAreDroppedAndCounted) {
   EXPECT_EQ(import::dropped_events(stats), 2u);
 }
 
+TEST_F(MalformedNsys, AnEndAtTheInt64LimitIsDroppedNotOverflowed) {
+  // end - start overflowed (found by fuzz_import_nsys_sql): "--9223372036854775" made the whole
+  // translation invalid JSON. The row is dropped and counted like any unusable time.
+  exec(
+      "CREATE TABLE k2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; "
+      "ALTER TABLE k2 RENAME TO CUPTI_ACTIVITY_KIND_KERNEL; "
+      "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 0, end = -9223372036854775808 WHERE rowid = 1;");
+  trace::Trace t;
+  std::string error;
+  trace::TraceBuilder builder(&t);
+  import::ImportStats stats;
+  ASSERT_TRUE(import::import_nsys_sqlite(path_, builder, &error, &stats)) << error;
+  EXPECT_EQ(import::dropped_events(stats), 1u);
+}
+
 TEST_F(MalformedNsys, NamesThatAreNotUtf8AreRepairedNotFatal) {
   // A kernel name with a stray byte made the whole translation invalid JSON ("offset 0: not valid
   // JSON"): the bytes become U+FFFD and the file imports.
