@@ -290,8 +290,9 @@ TEST_F(MalformedNsys, AnEndAtTheInt64LimitIsDroppedNotOverflowed) {
 TEST_F(MalformedNsys, NamesThatAreNotUtf8AreRepairedNotFatal) {
   // A kernel name with a stray byte made the whole translation invalid JSON ("offset 0: not valid
   // JSON"): the bytes become U+FFFD and the file imports.
-  exec("UPDATE StringIds SET value = CAST(X'6B65726E656CFF9B' AS TEXT) WHERE id = "
-       "(SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1)");
+  exec(
+      "UPDATE StringIds SET value = CAST(X'6B65726E656CFF9B' AS TEXT) WHERE id = "
+      "(SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1)");
   trace::Trace t;
   std::string error;
   ASSERT_TRUE(open(path_, &t, &error)) << error;
