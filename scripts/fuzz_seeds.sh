@@ -7,6 +7,7 @@ fuzz_seed_dirs() {
   local name=$1 root=$2 seeds=$3
   case "$name" in
     trace_reader_fuzz | trace_chunks_fuzz) echo "$seeds/native" ;;
+    fuzz_import_nsys_sql) ;;  # its seeds are SQL scripts, all in its corpus folder
     fuzz_import_*) echo "$root/tests/import/data" ;;
     onnx_loader_fuzzer)
       mkdir -p "$seeds/onnx" && cp "$root"/tests/lowerbound/data/*.onnx "$seeds/onnx/"

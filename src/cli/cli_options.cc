@@ -21,10 +21,15 @@ namespace {
 std::atomic<Verbosity> g_verbosity{Verbosity::kNormal};
 std::string g_command = "strata";
 
+// Notes and details quote files too: the formatted line is escaped for the terminal as a whole.
 void vprint(const char* command, const char* format, va_list args) {
-  std::fprintf(stderr, "strata %s: ", command);
-  std::vfprintf(stderr, format, args);
-  std::fputc('\n', stderr);
+  va_list again;
+  va_copy(again, args);
+  const int length = std::vsnprintf(nullptr, 0, format, args);
+  std::string line(length > 0 ? static_cast<size_t>(length) : 0, '\0');
+  if (length > 0) std::vsnprintf(line.data(), line.size() + 1, format, again);
+  va_end(again);
+  std::fprintf(stderr, "strata %s: %s\n", command, exporter::escape_terminal(line).c_str());
 }
 
 int64_t now_ns() {

@@ -37,8 +37,9 @@ void print_named_file_refusals() {
 }
 
 int fail(std::string_view command, std::string_view message, int code) {
-  std::fprintf(stderr, "strata %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
-               static_cast<int>(message.size()), message.data());
+  // The one way errors reach the terminal: they quote files (names, SQLite's messages, CSV cells).
+  const std::string shown = exporter::escape_terminal(message);
+  std::fprintf(stderr, "strata %.*s: %s\n", static_cast<int>(command.size()), command.data(), shown.c_str());
   return code;
 }
 

@@ -202,7 +202,8 @@ int run_analyze(int argc, char** argv) {
   analysis::ParamKeyCheck keys = analysis::check_param_keys(params, chosen);
   if (keys.error) return fail("analyze", *keys.error);
   if (!is_quiet())
-    for (const std::string& note : keys.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+    for (const std::string& note : keys.notes)
+      std::fprintf(stderr, "note: %s\n", exporter::escape_terminal(note).c_str());
 
   if (std::string error; !check_inputs(args.inputs, InputKind::kTrace, &error))
     return fail("analyze", error, 1);
@@ -241,7 +242,8 @@ int run_analyze(int argc, char** argv) {
   for (auto& [a, result] : pipeline.results) {
     if (result.missing_input) {
       ++missing_count;
-      std::fprintf(stderr, "%s: %s\n", std::string(a->name()).c_str(), result.missing_input->c_str());
+      std::fprintf(stderr, "%s: %s\n", std::string(a->name()).c_str(),
+                   exporter::escape_terminal(*result.missing_input).c_str());
       continue;
     }
     for (auto& table : result.tables) tables.push_back(std::move(table));

@@ -107,7 +107,7 @@ int run_attach(int argc, char** argv) {
   inform("attach", "%s", exporter::escape_terminal(result.python_note).c_str());
   inform("attach",
          "%s; %u epoch file(s) written to %s (%.1f MB kept), %u removed by the disk budget "
-         "(%.1f MB); %llu samples, %llu lost\n",
+         "(%.1f MB); %llu samples, %llu lost",
          result.end_reason.c_str(), result.epochs_written, exporter::escape_terminal(dir).c_str(),
          static_cast<double>(result.bytes_kept) / 1048576.0, result.epochs_removed,
          static_cast<double>(result.bytes_removed) / 1048576.0,

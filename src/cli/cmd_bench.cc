@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/lowerbound_options.h"
 #include "cli/safe_files.h"
+#include "export/text_escape.h"
 #include "lowerbound/harness/bench_runner.h"
 #include "lowerbound/harness/codegen.h"
 #include "lowerbound/perfdb/perf_db.h"
@@ -45,8 +46,10 @@ void print_run(const CommandOptions& opt, const lb::PerfDb& db, const lb::BenchR
   std::printf("time: %.1f s\n", stats.seconds);
   for (const std::string& e : stats.remeasured_entries) std::printf("re-measured: %s\n", e.c_str());
   std::fflush(stdout);  // whole lines before the warnings, also when both go to one file
-  for (const std::string& e : stats.refused_entries) std::fprintf(stderr, "strata bench: %s\n", e.c_str());
-  for (const std::string& w : stats.warnings) std::fprintf(stderr, "strata bench: %s\n", w.c_str());
+  for (const std::string& e : stats.refused_entries)
+    std::fprintf(stderr, "strata bench: %s\n", exporter::escape_terminal(e).c_str());
+  for (const std::string& w : stats.warnings)
+    std::fprintf(stderr, "strata bench: %s\n", exporter::escape_terminal(w).c_str());
 }
 
 void describe_generate(CommandLine& cl) {
@@ -132,7 +135,7 @@ int run_bench(int argc, char** argv) {
                 opt.output.c_str());
     for (const std::string& f : stats.files) std::printf("  %s\n", f.c_str());
     for (const std::string& w : stats.warnings)
-      std::fprintf(stderr, "strata bench: not generated: %s\n", w.c_str());
+      std::fprintf(stderr, "strata bench: not generated: %s\n", exporter::escape_terminal(w).c_str());
     std::printf("build: cmake -S %s -B %s/build -G Ninja && ninja -C %s/build && %s/build/layer_benchmarks\n",
                 opt.output.c_str(), opt.output.c_str(), opt.output.c_str(), opt.output.c_str());
     return 0;

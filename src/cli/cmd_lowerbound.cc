@@ -18,6 +18,7 @@
 #include "cli/lowerbound_options.h"
 #include "cli/safe_files.h"
 #include "export/table_render.h"
+#include "export/text_escape.h"
 #include "lowerbound/analyses/lowerbound_analyses.h"
 #include "lowerbound/bounds/estimate.h"
 
@@ -62,7 +63,7 @@ bool compare_trace(const CommandOptions& opt, const LoadedBound& bound, std::vec
       if (t.name == "framework_vs_bound")
         for (const std::string& note : t.notes)
           if (note.rfind("warning: the sequential bound", 0) == 0 || note.rfind("warning: threads", 0) == 0)
-            std::fprintf(stderr, "strata lowerbound: %s\n", note.c_str());
+            std::fprintf(stderr, "strata lowerbound: %s\n", exporter::escape_terminal(note).c_str());
       tables->push_back(std::move(t));
     }
   }

@@ -2,6 +2,7 @@
 
 #include "analysis/workload.h"
 #include "cli/lowerbound_compare.h"
+#include "export/text_escape.h"
 #include "lowerbound/analyses/lowerbound_analyses.h"
 #include "trace/span_tree.h"
 
@@ -66,7 +67,7 @@ bool load_bound(std::string_view command, const CommandOptions& opt, LoadedBound
   warn_missing(command, opt, in, main);
   if (std::string w = lb::untrusted_rows_warning(out->request, in, main); !w.empty())
     std::fprintf(stderr, "strata %.*s: warning: %s\n", static_cast<int>(command.size()), command.data(),
-                 w.c_str());
+                 exporter::escape_terminal(w).c_str());
   return true;
 }
 

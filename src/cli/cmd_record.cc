@@ -485,13 +485,13 @@ void print_closing_summary(const RecordRequest& req, const RunOutcome& last, int
   if (trace::summarize_file(req.output, &summary, &error)) {
     print_summary(summary, stderr);
     if (auto note = gpu_outcome_note(summary, static_cast<int>(req.opt.level)))
-      std::fprintf(stderr, "strata record: %s\n", note->c_str());
+      std::fprintf(stderr, "strata record: %s\n", exporter::escape_terminal(*note).c_str());
   } else
-    std::fprintf(stderr, "strata record: %s\n", error.c_str());
+    std::fprintf(stderr, "strata record: %s\n", exporter::escape_terminal(error).c_str());
   if (!leveled_text.empty()) std::fputs(leveled_text.c_str(), stderr);
   for (size_t k = 0; k < warnings.size() && k < 5; ++k)
     std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(warnings[k]).c_str());
-  std::fprintf(stderr, "trace written to %s\n", req.output.c_str());
+  std::fprintf(stderr, "trace written to %s\n", exporter::escape_terminal(req.output).c_str());
 }
 
 // Finds the runtime and its companions next to the tool; false (message printed) when missing.
@@ -529,7 +529,7 @@ void note_leftover_work_dirs(const std::string& output) {
     std::fprintf(stderr,
                  "strata record: note: %s is left from a recording that did not finish; it is kept (read it "
                  "with `strata info %s`, remove it when done)\n",
-                 dir.c_str(), dir.c_str());
+                 exporter::escape_terminal(dir).c_str(), exporter::escape_terminal(dir).c_str());
 }
 
 // GPU levels on a machine that cannot run GPU work: say so once (the note is also stored in the
@@ -662,9 +662,10 @@ int run_record(int argc, char** argv) {
   }
   if (req.keep_parts) {
     if (!req.quiet)
-      std::fprintf(stderr, "strata record: per-process files kept in %s\n", work.path().c_str());
+      std::fprintf(stderr, "strata record: per-process files kept in %s\n",
+                   exporter::escape_terminal(work.path()).c_str());
   } else if (!work.remove(&error)) {
-    std::fprintf(stderr, "strata record: warning: %s\n", error.c_str());
+    std::fprintf(stderr, "strata record: warning: %s\n", exporter::escape_terminal(error).c_str());
   }
   if (!req.quiet) print_closing_summary(req, last, total_wall, process_files, leveled_text, warnings);
   return last.exit_code;

@@ -17,6 +17,7 @@
 #ifdef STRATA_HAVE_LOWERBOUND
 #include "cli/lowerbound_compare.h"
 #include "cli/lowerbound_options.h"
+#include "export/text_escape.h"
 #endif
 
 namespace strata::cli {
@@ -59,13 +60,14 @@ table::Result report_bound(const trace::Trace& trace, const std::string& trace_n
   }
   table::Result r = std::move(results.front().second);
   if (r.missing_input)
-    std::fprintf(stderr, "strata report: warning: %s: no lower-bound comparison: %s\n", trace_name.c_str(),
-                 r.missing_input->c_str());
+    std::fprintf(stderr, "strata report: warning: %s: no lower-bound comparison: %s\n",
+                 exporter::escape_terminal(trace_name).c_str(),
+                 exporter::escape_terminal(*r.missing_input).c_str());
   for (const table::Table& t : r.tables)
     if (t.name == report::kLowerBoundAnalysis)
       for (const std::string& note : t.notes)
         if (note.rfind("warning: the sequential bound", 0) == 0 || note.rfind("warning: threads", 0) == 0)
-          std::fprintf(stderr, "strata report: %s\n", note.c_str());
+          std::fprintf(stderr, "strata report: %s\n", exporter::escape_terminal(note).c_str());
   return r;
 }
 #endif
@@ -138,7 +140,7 @@ int run_report(int argc, char** argv) {
 #endif
   trace::Trace trace;
   if (!open_inputs(inputs, &trace, &error)) return fail("report", error, 1);
-  for (const auto& w : trace.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  print_warnings(trace.warnings);
 #ifdef STRATA_HAVE_LOWERBOUND
   if (!bound_options.models.empty())
     options.lower_bound = report_bound(trace, inputs.front(), bound, bound_options.top);

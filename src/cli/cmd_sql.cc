@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,7 @@
 #include "cli/commands.h"
 #include "export/sqlite_export.h"
 #include "export/table_render.h"
-#include "export/text_escape.h"
+#include "format/untrusted_sqlite.h"
 
 namespace strata::cli {
 namespace {
@@ -43,18 +44,20 @@ table::Cell cell_of(sqlite3_stmt* stmt, int col) {
   }
 }
 
-// Runs every statement of `sql`; each one that returns columns becomes a table. False with one
-// line in *error (SQLite's message and the statement's position) on the first failing statement.
-bool run_statements(sqlite3* db, const std::string& sql, std::vector<table::Table>* tables,
-                    std::string* error) {
+// Runs every statement of `sql`, each read-only (`queries`); each one that returns columns becomes a
+// table. False with one line in *error (SQLite's message, or what was refused or what stopped it,
+// and the statement's position) on the first failing statement. `file` is the database's file when
+// it is one (its step budget), else null.
+bool run_statements(sqlite3* db, format::ReadOnlyQueries& queries, const format::UntrustedSqlite* file,
+                    const std::string& sql, std::vector<table::Table>* tables, std::string* error) {
   const char* begin = sql.c_str();
   const char* const end = begin + sql.size();
   int index = 0;
   while (begin < end) {
     sqlite3_stmt* stmt = nullptr;
     const char* tail = nullptr;
-    if (sqlite3_prepare_v2(db, begin, static_cast<int>(end - begin), &stmt, &tail) != SQLITE_OK) {
-      *error = "query at character " + std::to_string(begin - sql.c_str()) + ": " + sqlite3_errmsg(db);
+    if (!queries.prepare(begin, static_cast<int>(end - begin), &stmt, &tail, error)) {
+      *error = "query at character " + std::to_string(begin - sql.c_str()) + ": " + *error;
       return false;
     }
     begin = tail;
@@ -73,7 +76,8 @@ bool run_statements(sqlite3* db, const std::string& sql, std::vector<table::Tabl
       t.rows.push_back(std::move(row));
     }
     if (rc != SQLITE_DONE) {
-      *error = "query " + std::to_string(index) + ": " + sqlite3_errmsg(db);
+      *error =
+          "query " + std::to_string(index) + ": " + (file != nullptr ? file->message() : sqlite3_errmsg(db));
       sqlite3_finalize(stmt);
       return false;
     }
@@ -97,6 +101,18 @@ bool is_strata_database(sqlite3* db) {
   const bool found = sqlite3_step(stmt) == SQLITE_ROW;
   sqlite3_finalize(stmt);
   return found;
+}
+
+// What `strata sql` accepts as a database file: the schema `strata export --format sqlite` writes
+// (its three views and no others), read under a step budget generous for the user's own queries.
+format::UntrustedSqliteOptions export_database_options() {
+  format::UntrustedSqliteOptions options;
+  options.expected = "a database of `strata export --format sqlite`";
+  options.known_views = exporter::sqlite_view_definitions();
+  options.min_steps = 1'000'000'000;
+  options.steps_per_byte = 1024;
+  options.max_value_bytes = 256 << 20;
+  return options;
 }
 
 }  // namespace
@@ -131,31 +147,34 @@ int run_sql(int argc, char** argv) {
 
   std::string error;
   if (!check_inputs({input}, InputKind::kTrace, &error)) return fail("sql", error, 1);
-  sqlite3* db = nullptr;
+  // A database file from elsewhere is opened untrusted; a trace becomes an in-memory database Strata
+  // fills itself. Either way the user's statements then run read-only.
+  std::unique_ptr<format::UntrustedSqlite> database;
+  sqlite3* memory = nullptr;
   if (is_sqlite_file(input)) {
-    if (sqlite3_open_v2(input.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-      error = input + ": cannot open as SQLite database: " + (db ? sqlite3_errmsg(db) : "out of memory");
-      sqlite3_close(db);
-      return fail("sql", error, 1);
-    }
-    if (!is_strata_database(db)) {
-      sqlite3_close(db);
-      db = nullptr;
-    }
+    database = std::make_unique<format::UntrustedSqlite>();
+    if (!database->open(input, export_database_options(), &error)) return fail("sql", error, 1);
+    if (!is_strata_database(database->handle())) database.reset();  // an Nsight Systems export: a trace
   }
-  if (!db) {
+  if (!database) {
     trace::Trace trace;
     if (!load_native_or_import(input, &trace, &error)) return fail("sql", error, 1);
     print_warnings(trace.warnings);
-    if (sqlite3_open(":memory:", &db) != SQLITE_OK || !exporter::write_sqlite(trace, db, &error)) {
-      sqlite3_close(db);
+    if (sqlite3_open(":memory:", &memory) != SQLITE_OK || !exporter::write_sqlite(trace, memory, &error)) {
+      sqlite3_close(memory);
       return fail("sql", input + ": " + (error.empty() ? "cannot create an in-memory database" : error), 1);
     }
   }
+  sqlite3* db = database ? database->handle() : memory;
   std::vector<table::Table> tables;
-  const bool ok = run_statements(db, query, &tables, &error);
-  sqlite3_close(db);
-  if (!ok) return fail("sql", exporter::escape_terminal(error), 1);
+  bool ok;
+  {
+    format::ReadOnlyQueries queries(db);
+    ok = run_statements(db, queries, database.get(), query, &tables, &error);
+  }
+  database.reset();
+  sqlite3_close(memory);
+  if (!ok) return fail("sql", error, 1);
   if (!to_file) {
     exporter::render_tables(tables, format, std::cout);
     std::cout.flush();

@@ -8,6 +8,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/version.h"
+#include "export/text_escape.h"
 
 namespace {
 
@@ -104,7 +105,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::fprintf(stderr, "strata: unknown command '%s'\n", argv[1]);
+  std::fprintf(stderr, "strata: unknown command '%s'\n", strata::exporter::escape_terminal(argv[1]).c_str());
   usage(stderr);
   return 2;
 }

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string_view>
@@ -293,6 +294,19 @@ bool write_sqlite(const trace::Trace& trace, sqlite3* db, std::string* error) {
     return false;
   }
   return exec(db, "COMMIT", error);
+}
+
+std::vector<std::string> sqlite_view_definitions() {
+  std::vector<std::string> views;
+  const std::string_view schema = kSchema;
+  for (size_t begin = 0; begin < schema.size();) {
+    const size_t end = std::min(schema.find(';', begin), schema.size());
+    std::string_view statement = schema.substr(begin, end - begin);
+    statement.remove_prefix(std::min(statement.find_first_not_of(" \n"), statement.size()));
+    if (statement.starts_with("CREATE VIEW ")) views.emplace_back(statement);
+    begin = end + 1;
+  }
+  return views;
 }
 
 bool write_sqlite_file(const trace::Trace& trace, const std::string& path, std::string* error) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "trace/trace.h"
 
@@ -18,6 +19,10 @@ inline constexpr int kSqliteSchemaVersion = 1;
 // Creates the schema in `db` (an empty database: a new file or ":memory:") and fills it from
 // `trace`, in one transaction; indexes are created after the rows. False with one line in *error.
 bool write_sqlite(const trace::Trace& trace, sqlite3* db, std::string* error);
+
+// The views this schema creates, each as SQLite keeps its text in sqlite_master (`CREATE VIEW spans AS
+// ...`): `strata sql` accepts a database holding these views and no others (format/untrusted_sqlite.h).
+std::vector<std::string> sqlite_view_definitions();
 
 // Same into a new database file at `path` (which must be empty or absent); *error does not name
 // the file (the caller names its target, not a temporary file).

@@ -20,6 +20,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <map>
@@ -30,6 +31,9 @@
 #include <vector>
 
 #include "core/torch_nvtx_names.h"
+#include "core/utf8.h"
+#include "format/input_file.h"
+#include "format/untrusted_sqlite.h"
 #include "import/converters.h"
 #include "import/importer.h"
 #include "import/nsys_nvtx_levels.h"
@@ -38,28 +42,7 @@
 namespace strata::import {
 namespace {
 
-// SQLite's message, on one line: a malformed schema is quoted in it, newlines included (found by the
-// fuzzer), and every failure here must be one error line.
-std::string sqlite_message(sqlite3* db) {
-  std::string out;
-  for (const char* c = db != nullptr ? sqlite3_errmsg(db) : "out of memory"; *c != '\0'; ++c) {
-    const bool space = static_cast<unsigned char>(*c) < 0x20 || *c == ' ';
-    if (!space)
-      out += *c;
-    else if (!out.empty() && out.back() != ' ')
-      out += ' ';
-  }
-  return out;
-}
-
 constexpr std::string_view kMagic{"SQLite format 3\0", 16};
-
-struct Db {
-  sqlite3* handle = nullptr;
-  ~Db() {
-    if (handle) sqlite3_close(handle);
-  }
-};
 
 struct Stmt {
   sqlite3_stmt* handle = nullptr;
@@ -70,8 +53,8 @@ struct Stmt {
 
 bool table_exists(sqlite3* db, const char* table) {
   Stmt s;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?", -1,
-                         &s.handle, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name=?", -1, &s.handle,
+                         nullptr) != SQLITE_OK)
     return false;
   sqlite3_bind_text(s.handle, 1, table, -1, SQLITE_STATIC);
   return sqlite3_step(s.handle) == SQLITE_ROW;
@@ -85,9 +68,14 @@ bool has_column(sqlite3* db, const std::string& table, const char* column) {
   return sqlite3_step(s.handle) == SQLITE_ROW;
 }
 
+// A JSON string; bytes that are not UTF-8 (a name in a foreign file) become U+FFFD, or the whole
+// document would fail to parse.
 void append_escaped(std::string* out, std::string_view text) {
   out->push_back('"');
-  for (unsigned char c : text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    uint32_t code_point = 0;
+    const size_t n = c < 0x80 ? 1 : core::decode_utf8(text, i, &code_point);
     if (c == '"' || c == '\\') {
       out->push_back('\\');
       out->push_back(static_cast<char>(c));
@@ -96,8 +84,9 @@ void append_escaped(std::string* out, std::string_view text) {
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out->append(buf);
     } else {
-      out->push_back(static_cast<char>(c));
+      out->append(n == 0 ? std::string_view("\\ufffd") : text.substr(i, n));
     }
+    i += n == 0 ? 1 : n;
   }
   out->push_back('"');
 }
@@ -137,40 +126,22 @@ std::string_view canonical_api_name(std::string_view name) {
 }
 
 std::string_view copy_kind_name(int64_t kind) {
-  switch (kind) {
-    case 1:
-      return "HtoD";
-    case 2:
-      return "DtoH";
-    case 3:
-      return "HtoA";
-    case 4:
-      return "AtoH";
-    case 5:
-      return "AtoA";
-    case 6:
-      return "AtoD";
-    case 7:
-      return "DtoA";
-    case 8:
-      return "DtoD";
-    case 9:
-      return "HtoH";
-    case 10:
-      return "PtoP";
-    default:
-      return "Unknown";
-  }
+  static constexpr std::string_view kNames[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                                "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+  return kind >= 1 && kind <= 10 ? kNames[kind] : kNames[0];
 }
 
 // What the translation counted for the import's stats (import.nsys.*).
 struct NsysCounts {
   uint64_t osrt = 0, unknown_schema = 0, nvtx_model = 0, nvtx_layer = 0;
+  std::string schema_major;  // the newer schema's major version, for the warning
 };
 
 class Translator {
  public:
-  Translator(sqlite3* db, std::string source) : db_(db), source_(std::move(source)) {}
+  // `max_json`: the most event text the file may become (its size times the inflate ratio).
+  Translator(const format::UntrustedSqlite& db, std::string source, uint64_t max_json)
+      : db_(db.handle()), untrusted_(db), source_(std::move(source)), max_json_(max_json) {}
   const NsysCounts& counts() const { return counts_; }
 
   bool run(std::string* json, std::string* error) {
@@ -192,6 +163,7 @@ class Translator {
       any = true;
       if (!table(t, error)) return false;
       if (std::string_view(t) == "NVTX_EVENTS") emit_nvtx();
+      if (out_->size() > max_json_) return too_large(error);
     }
     if (!any) {
       *error = source_ +
@@ -209,8 +181,18 @@ class Translator {
 
  private:
   bool fail(const std::string& table, std::string* error) {
-    *error = source_ + ": table " + table + ": " + sqlite_message(db_) +
+    *error = source_ + ": table " + table + ": " + untrusted_.message() +
              "; the file is not a complete Nsight Systems export: re-export with `nsys export --type sqlite`";
+    return false;
+  }
+
+  // A few rows naming one huge string again and again would make gigabytes of events from a small
+  // file: the events may be at most the inflate ratio times the file (real exports: 0.02-1.1x).
+  bool too_large(std::string* error) {
+    *error = source_ + ": its rows make more than " + std::to_string(max_json_ >> 20) +
+             " MiB of events (at most " + std::to_string(format::inflate_limits().ratio) +
+             " times the file); for a file known to be genuine, raise " + format::kInflateRatioEnv +
+             "=N (or " + format::kInflateBytesEnv + "=N)";
     return false;
   }
 
@@ -243,14 +225,16 @@ class Translator {
   }
   void times(std::optional<int64_t> start, std::optional<int64_t> end, bool instant) {
     constexpr int64_t kLimit = int64_t{1} << 62;
+    const auto in_range = [](std::optional<int64_t> t) { return t && *t > -kLimit && *t < kLimit; };
     out_->append(",\"ts\":");
-    if (start && *start > -kLimit && *start < kLimit)
+    if (in_range(start))
       append_us(out_, *start);
     else
       out_->append("null");
     if (instant) return;
     out_->append(",\"dur\":");
-    if (start && end && *end<kLimit&& * start> - kLimit && *start < kLimit)
+    // Both ends in the range (an end at INT64_MIN overflowed the difference: fuzz_import_nsys_sql).
+    if (in_range(start) && in_range(end))
       append_us(out_, *end - *start);
     else
       out_->append("null");
@@ -317,7 +301,10 @@ class Translator {
     Cols c;
     for (int i = 0; i < sqlite3_column_count(s.handle); ++i) c.index[sqlite3_column_name(s.handle, i)] = i;
     int rc;
-    while ((rc = sqlite3_step(s.handle)) == SQLITE_ROW) row(t, s.handle, c);
+    while ((rc = sqlite3_step(s.handle)) == SQLITE_ROW) {
+      row(t, s.handle, c);
+      if (out_->size() > max_json_) return too_large(error);
+    }
     if (rc != SQLITE_DONE) return fail(t, error);
     return true;
   }
@@ -523,11 +510,7 @@ class Translator {
         // whatever tables and columns it still recognizes are imported.
         if (key == "EXPORT_SCHEMA_VERSION_MAJOR" && !value.empty() && (value.size() > 1 || value[0] > '3') &&
             !counts_.unknown_schema++)
-          std::fprintf(
-              stderr,
-              "strata: warning: %s: Nsight Systems export schema major version %.*s is newer than the "
-              "2.x/3.x this reader knows; importing the tables and columns it recognizes\n",
-              source_.c_str(), static_cast<int>(value.size()), value.data());
+          counts_.schema_major = value;
         out_->append(",");
         append_escaped(out_, std::string("nsys.") + reinterpret_cast<const char*>(n));
         out_->push_back(':');
@@ -617,6 +600,7 @@ class Translator {
   }
 
   sqlite3* db_;
+  const format::UntrustedSqlite& untrusted_;
   std::string source_;
   std::string* out_ = nullptr;
   std::unordered_map<int64_t, std::string> strings_;
@@ -624,6 +608,7 @@ class Translator {
   std::vector<NvtxRow> nvtx_;
   std::unordered_map<int64_t, std::string> nvtx_domain_names_;
   NsysCounts counts_;
+  uint64_t max_json_;
 };
 
 class NsysSqliteReader final : public trace::TraceReader {
@@ -648,21 +633,24 @@ class NsysSqliteReader final : public trace::TraceReader {
 namespace {
 
 bool translate(const std::string& path, std::string* json, std::string* error, NsysCounts* counts) {
-  Db db;
-  if (sqlite3_open_v2(path.c_str(), &db.handle, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    *error = path + ": cannot open as SQLite: " + sqlite_message(db.handle);
+  format::UntrustedSqliteOptions options;  // the defaults: tables only, a budget far above real exports' cost
+  options.expected = "an Nsight Systems export";
+  format::UntrustedSqlite db;
+  if (!db.open(path, options, error)) {
+    *error += "; export the report with `nsys export --type sqlite`";
     return false;
   }
-  Stmt probe;
-  if (sqlite3_prepare_v2(db.handle, "SELECT count(*) FROM sqlite_master", -1, &probe.handle, nullptr) !=
-          SQLITE_OK ||
-      sqlite3_step(probe.handle) != SQLITE_ROW) {
-    *error = path + ": not a readable SQLite database (" + sqlite_message(db.handle) +
-             "); export the report with `nsys export --type sqlite`";
-    return false;
+  // The events may be at most the inflate ratio times the file, plus 16 MiB (format/input_file.h).
+  const format::InflateLimits limits = format::inflate_limits();
+  uint64_t max_json = limits.max_bytes;
+  if (uint64_t scaled; !__builtin_mul_overflow(db.file_size(), limits.ratio, &scaled))
+    max_json = std::min(max_json, scaled + (16u << 20));
+  Translator translator(db, path, max_json);
+  bool ok = translator.run(json, error);
+  if (ok && db.out_of_budget()) {  // a lookup stopped early: the translation is incomplete
+    *error = path + ": " + db.message();
+    ok = false;
   }
-  Translator translator(db.handle, path);
-  const bool ok = translator.run(json, error);
   if (counts) *counts = translator.counts();
   return ok;
 }
@@ -681,7 +669,12 @@ bool import_nsys_sqlite(const std::string& path, trace::TraceBuilder& builder, s
   ImportBuilder import_builder(&builder, Format::kKineto, path);
   // Counted by the translation, recorded with the converter's stats (import.nsys.*).
   if (counts.osrt) import_builder.note("nsys.osrt_untyped_calls", counts.osrt);
-  if (counts.unknown_schema) import_builder.note("nsys.unknown_schema_version", 1);
+  if (counts.unknown_schema) {
+    import_builder.note("nsys.unknown_schema_version", 1);
+    builder.warn(
+        path + ": Nsight Systems export schema major version " + counts.schema_major +
+        " is newer than the 2.x/3.x this reader knows; importing the tables and columns it recognizes");
+  }
   if (counts.nvtx_model) import_builder.note("nsys.nvtx_model_ranges", counts.nvtx_model);
   if (counts.nvtx_layer) import_builder.note("nsys.nvtx_layer_ranges", counts.nvtx_layer);
   return convert_kineto(json, import_builder, stats, error);

@@ -55,6 +55,7 @@ const std::map<std::string, Runner>& runners() {
       {"fuzz_import_tensorflow", [](std::string_view b) { fuzz::run_import(b, "tensorflow"); }},
       {"fuzz_import_auto", [](std::string_view b) { fuzz::run_import(b, "auto"); }},
       {"fuzz_import_nsys", fuzz::run_nsys_import},
+      {"fuzz_import_nsys_sql", fuzz::run_nsys_sql},
       {"fuzz_import_ncu", fuzz::run_ncu_csv},
 #ifdef STRATA_HAVE_SAMPLE
       {"sample_chunks_fuzz", fuzz::run_sample_chunks},

@@ -272,6 +272,35 @@ TEST_F(MalformedNsys, NullAndWrongTypedTimesAreDroppedAndCounted) {
   EXPECT_EQ(import::dropped_events(stats), 2u);
 }
 
+TEST_F(MalformedNsys, AnEndAtTheInt64LimitIsDroppedNotOverflowed) {
+  // end - start overflowed (found by fuzz_import_nsys_sql): "--9223372036854775" made the whole
+  // translation invalid JSON. The row is dropped and counted like any unusable time.
+  exec(
+      "CREATE TABLE k2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; "
+      "ALTER TABLE k2 RENAME TO CUPTI_ACTIVITY_KIND_KERNEL; "
+      "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 0, end = -9223372036854775808 WHERE rowid = 1;");
+  trace::Trace t;
+  std::string error;
+  trace::TraceBuilder builder(&t);
+  import::ImportStats stats;
+  ASSERT_TRUE(import::import_nsys_sqlite(path_, builder, &error, &stats)) << error;
+  EXPECT_EQ(import::dropped_events(stats), 1u);
+}
+
+TEST_F(MalformedNsys, NamesThatAreNotUtf8AreRepairedNotFatal) {
+  // A kernel name with a stray byte made the whole translation invalid JSON ("offset 0: not valid
+  // JSON"): the bytes become U+FFFD and the file imports.
+  exec(
+      "UPDATE StringIds SET value = CAST(X'6B65726E656CFF9B' AS TEXT) WHERE id = "
+      "(SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1)");
+  trace::Trace t;
+  std::string error;
+  ASSERT_TRUE(open(path_, &t, &error)) << error;
+  bool repaired = false;
+  for (const SpanRecord& s : t.spans) repaired |= t.name(s) == "kernel\xEF\xBF\xBD\xEF\xBF\xBD";
+  EXPECT_TRUE(repaired);
+}
+
 TEST_F(MalformedNsys, NotAnNsysDatabaseIsOneLine) {
   exec(
       "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY; "

@@ -1,0 +1,2 @@
+DROP TABLE StringIds;
+CREATE VIEW StringIds AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n) SELECT x id, printf('%.*c', 100000000, 'x') value FROM n;

@@ -1,0 +1,1 @@
+CREATE TRIGGER grow AFTER INSERT ON StringIds BEGIN INSERT INTO StringIds SELECT id + 1000, value FROM StringIds; END;
