@@ -192,6 +192,24 @@ def test_profiler_ranges_are_device_ranges_not_kernels(strata_bin, tmp_path):
     assert r.stdout.strip() == ""
 
 
+# Op names of 100 KB and more of repeated text compress past the reader's 128:1 chunk limit: the
+# importer's writer stores such chunks uncompressed, so every name loads back (before: exit 0, then
+# every name of those chunks undefined).
+def test_huge_repetitive_names_survive_import(strata_bin, tmp_path):
+    names = [("aten::conv2d_%d_" % i) * (100_000 // 14 + 500 * i) for i in range(30)]
+    names += ["small_op_%d" % i for i in range(100)]
+    events = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5}
+              for i, n in enumerate(names)]
+    src = tmp_path / "huge_names.json"
+    src.write_text(json.dumps({"traceEvents": events}))
+    out = tmp_path / "t.strata"
+    run_strata("import", str(src), "-o", str(out))
+    info = run_strata("info", str(out)).stdout
+    assert "undefined string" not in info and "corrupt" not in info, info
+    spans = json.loads(run_strata("export", str(out), "--format", "json").stdout)
+    assert sorted(s["name"] for s in spans) == sorted(names)
+
+
 def test_imported_trace_works_with_info_and_export(strata_bin, tmp_path):
     out = tmp_path / "t.strata"
     run_strata("import", os.path.join(DATA, "mi250_train.json.gz"), "-o", str(out))
