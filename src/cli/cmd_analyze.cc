@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +21,7 @@
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/output_stream.h"
 #include "cli/safe_files.h"
 #include "core/stats.h"
 #include "export/table_render.h"
@@ -133,6 +134,38 @@ int run_on_dask(const AnalyzeArgs& a) {
               1);
 }
 
+// The tables of --output DIR, one file each. Every table is written to a temporary file first and
+// they move into place together once all are written: a failed write (a full disk) leaves none of
+// them, nor the directory unless it was there before. As every output: never through a planted
+// link, an existing file replaced only with --force.
+bool write_table_files(const std::vector<analysis::Table>& tables, exporter::TableFormat format,
+                       const AnalyzeArgs& args, std::string* error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool existed = fs::exists(fs::symlink_status(args.output_dir, ec));
+  if (!existed && !fs::create_directories(args.output_dir, ec) && ec) {
+    *error = args.output_dir + ": cannot create directory: " + ec.message();
+    return false;
+  }
+  bool ok = true;
+  {
+    std::vector<std::unique_ptr<Output>> written;
+    for (size_t i = 0; ok && i < tables.size(); ++i) {
+      const std::string path =
+          args.output_dir + "/" + tables[i].name + extension(format) + (args.gzip ? ".gz" : "");
+      auto target = std::make_unique<Output>();
+      OutputStream file;
+      ok = target->begin(path, args.force, error) && file.open(target->path(), path, error);
+      if (ok) exporter::render_table(tables[i], format, file.stream());
+      ok = ok && file.finish(error) && target->finish_content(error);
+      written.push_back(std::move(target));
+    }
+    for (size_t i = 0; ok && i < written.size(); ++i) ok = written[i]->commit(error);
+  }  // the temporary files of an unfinished set are removed here
+  if (!ok && !existed) fs::remove(args.output_dir, ec);  // only if empty: nothing else is removed
+  return ok;
+}
+
 void print_analysis_list() {
   for (const auto& a : analysis::all_analyses()) {
     std::string keys;
@@ -223,11 +256,6 @@ int run_analyze(int argc, char** argv) {
                  "--serialize to resolve them\n",
                  static_cast<unsigned long long>(ambiguous));
 
-  if (!args.output_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(args.output_dir, ec);
-    if (ec) return fail("analyze", args.output_dir + ": cannot create directory: " + ec.message(), 1);
-  }
   int missing_count = 0;
   std::vector<analysis::Table> tables;
   for (auto& [a, result] : pipeline.results) {
@@ -240,24 +268,13 @@ int run_analyze(int argc, char** argv) {
   }
   if (args.output_dir.empty()) {
     // One document: CSV tables separated by "# name" lines, JSON as one object keyed by table name.
-    exporter::render_tables(tables, format, std::cout);
-  } else {
-    for (const auto& table : tables) {
-      // As every output: never through a planted link, an existing file replaced only with --force.
-      std::string path = args.output_dir + "/" + table.name + extension(format);
-      Output target;
-      std::string error;
-      if (!target.begin(path + (args.gzip ? ".gz" : ""), args.force, &error))
-        return fail("analyze", error, 1);
-      std::ofstream file(target.path(), std::ios::binary);
-      exporter::render_table(table, format, file);
-      file.flush();
-      if (!file) return fail("analyze", path + ": write failed", 1);
-      file.close();
-      if (!target.commit(&error)) return fail("analyze", error, 1);
-    }
+    OutputStream out;
+    out.open_stdout();
+    exporter::render_tables(tables, format, out.stream());
+    if (!out.finish(&error)) return fail("analyze", error, 1);
+  } else if (!tables.empty() && !write_table_files(tables, format, args, &error)) {
+    return fail("analyze", error, 1);
   }
-  std::cout.flush();
   // Every analysis lacking input is an error only when nothing at all could be shown.
   return missing_count == static_cast<int>(chosen.size()) ? 1 : 0;
 }
