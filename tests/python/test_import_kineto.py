@@ -183,9 +183,13 @@ def test_profiler_ranges_are_device_ranges_not_kernels(strata_bin, tmp_path):
     assert sorted(s["name"] for s in device_ranges) == sorted(e["name"] for e in ranges)
     assert all(s["kind"] == "span" and s["level"] == "device" for s in device_ranges)
     assert sum(s["activity"] == "kernel" for s in spans) == len(kernels)
-    # Their counters stay with them (the SASS FP counts also as flops).
-    counters = [k for k in ranges[0]["args"] if k.startswith("smsp__")]
-    assert counters and all(set(counters) <= set(s["attributes"]) for s in device_ranges)
+    # Their counters stay with them, as metrics (the SASS FP counts also as flops).
+    counters = sorted(k for k in ranges[0]["args"] if k.startswith("smsp__"))
+    assert counters
+    want = sorted((e["name"], tuple(e["args"][k] for k in counters)) for e in ranges)
+    got = sorted((s["name"], tuple(s["attributes"]["metric." + k] for k in counters)) for s in device_ranges)
+    assert got == want
+    assert all("metric.flops" in s["attributes"] for s in device_ranges)
     # The kernel analyses see no kernel (before: 77 "kernels" of 121 ms, 9.35 s in all).
     r = run_strata("analyze", str(out), "-a", "kernels_by_name", "--format", "csv", check=False)
     assert "kernel" in r.stderr and r.returncode == 1, (r.returncode, r.stdout, r.stderr)
