@@ -168,7 +168,10 @@ bool ChunkWriter::make_room(ChunkType type, uint64_t chunk_bytes) {
 // killed in the middle of it), and the file stays readable up to the last chunk written.
 bool ChunkWriter::finish_chunk(bool ok, uint64_t chunk_start) {
   if (ok) return true;
-  if (bytes_written_ > chunk_start && ::ftruncate(fd_, static_cast<off_t>(chunk_start)) == 0) {
+  // The descriptor's offset goes back too: the next chunk must follow the last whole one, not
+  // leave a hole where the cut one was.
+  if (bytes_written_ > chunk_start && ::ftruncate(fd_, static_cast<off_t>(chunk_start)) == 0 &&
+      ::lseek(fd_, static_cast<off_t>(chunk_start), SEEK_SET) >= 0) {
     bytes_written_ = chunk_start;
     reserved_end_ = std::min(reserved_end_, bytes_written_);  // truncating freed what lay beyond
   }

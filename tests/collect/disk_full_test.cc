@@ -7,11 +7,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "../test_util.h"
 #include "collect/session.h"
+#include "format/chunk_reader.h"
+#include "format/chunk_writer.h"
 #include "strata/strata.h"
 #include "trace/trace_loader.h"
 
@@ -77,6 +80,49 @@ TEST(DiskFull, ARecordingThatFillsItsDiskCountsEveryLostSpanAndEndsCleanly) {
   ASSERT_EQ(::stat(config.path.c_str(), &st), 0);
   EXPECT_LE(static_cast<uint64_t>(st.st_blocks) * 512,
             (static_cast<uint64_t>(st.st_size) + 4095) / 4096 * 4096);
+}
+
+// Writes zeros to `path` until the file system is full.
+void fill(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::setvbuf(f, nullptr, _IONBF, 0);
+  const std::string block(4096, '\0');
+  while (std::fwrite(block.data(), 1, block.size(), f) == block.size()) {
+  }
+  std::fclose(f);
+}
+
+// Every writer (import, merge, export of a trace): a chunk that does not fit is cut back, so the
+// file still reads to its last whole chunk, and writing goes on once there is room again.
+TEST(DiskFull, AFailedChunkIsCutBackAndWritingResumesWhenSpaceComesBack) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
+  testing::TempDir dir;
+  SmallDisk disk(dir.file("disk"), "1m");
+  if (!disk.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << disk.error();
+  format::ChunkWriter file;
+  ASSERT_TRUE(file.open(disk.file("t.strata"))) << file.error();
+  const std::string small(1000, 's'), big(size_t{600} << 10, 'b');
+  ASSERT_TRUE(file.write_chunk(format::ChunkType::kStrings, 1, small));
+  fill(disk.file("filler"));
+  const uint64_t before = file.bytes_written();
+  EXPECT_FALSE(file.write_chunk(format::ChunkType::kStrings, 1, big));
+  EXPECT_NE(file.error().find("No space left on device"), std::string::npos) << file.error();
+  EXPECT_EQ(file.error_number(), ENOSPC);
+  struct stat st {};
+  ASSERT_EQ(::stat(disk.file("t.strata").c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), before) << "the cut chunk was not removed";
+  ::unlink(disk.file("filler").c_str());
+  EXPECT_TRUE(file.write_chunk(format::ChunkType::kStrings, 1, small)) << file.error();
+  file.close();
+  format::ChunkReader reader;
+  ASSERT_TRUE(reader.open(disk.file("t.strata")));
+  format::Chunk chunk;
+  size_t chunks = 0;
+  while (reader.next(&chunk) == format::ChunkReader::Status::kChunk) ++chunks;
+  EXPECT_EQ(chunks, 2u);
+  EXPECT_FALSE(reader.truncated());
+  EXPECT_EQ(reader.corrupt_chunks(), 0u);
 }
 
 }  // namespace
