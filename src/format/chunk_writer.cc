@@ -145,6 +145,7 @@ bool ChunkWriter::make_room(ChunkType type, uint64_t chunk_bytes) {
   const uint64_t needed = bytes_written_ + chunk_bytes + reserve_bytes_;
   if (reserved_end_ >= needed) return true;
   int number = 0;
+  allocated_past_end_ = true;  // even a failed fallocate may leave blocks allocated
   for (uint64_t end : {needed + reserve_bytes_, needed}) {
     if (allocate_past_end(fd_, bytes_written_, end - bytes_written_)) {
       reserved_end_ = end;
@@ -278,11 +279,11 @@ bool ChunkWriter::write_raw(std::string_view framed) {
 void ChunkWriter::close() {
   if (fd_ < 0) return;
   // The reserve past the end is given back: truncating to the size frees blocks beyond it.
-  if (reserved_end_ > bytes_written_) (void)::ftruncate(fd_, static_cast<off_t>(bytes_written_));
+  if (allocated_past_end_) (void)::ftruncate(fd_, static_cast<off_t>(bytes_written_));
   ::close(fd_);
   fd_ = -1;
   reserve_bytes_ = reserved_end_ = bytes_written_ = 0;
-  space_low_ = false;
+  space_low_ = allocated_past_end_ = false;
 }
 
 }  // namespace strata::format

@@ -66,6 +66,7 @@ class ChunkWriter {
   uint64_t reserve_bytes_ = 0;  // 0: no reserve kept
   uint64_t reserved_end_ = 0;   // blocks are allocated up to here
   bool space_low_ = false;
+  bool allocated_past_end_ = false;  // close() gives the blocks past the end back
 };
 
 FileHeader make_file_header();

@@ -77,7 +77,9 @@ inline constexpr uint32_t kMaxChunkPayload = 256u << 20;
 inline constexpr uint64_t kDefaultInflateRatio = 128;
 inline constexpr uint64_t kInflateAllowance = 4096;  // frame overhead makes tiny chunks look dense
 constexpr bool inflate_within(uint64_t raw_size, uint64_t stored_size, uint64_t ratio) {
-  return raw_size <= ratio * stored_size + kInflateAllowance;
+  // In 128 bits: a ratio raised through the environment cannot wrap the product around.
+  return static_cast<unsigned __int128>(raw_size) <=
+         static_cast<unsigned __int128>(ratio) * stored_size + kInflateAllowance;
 }
 
 // Spans payload: SpansChunkHeader | SpanRecord[span_count] | AttrRecord[attr_count]

@@ -110,6 +110,13 @@ void write_stream(const std::string& path, const std::vector<std::string>& names
   ASSERT_TRUE(w.write_properties(format::ChunkType::kEnd, {})) << w.error();
 }
 
+TEST(InflateLimit, TheLimitIsExactAndCannotWrapAround) {
+  EXPECT_TRUE(format::inflate_within(128 * 1000 + 4096, 1000, 128));
+  EXPECT_FALSE(format::inflate_within(128 * 1000 + 4097, 1000, 128));
+  // A ratio raised through STRATA_MAX_INFLATE_RATIO: 2^40 x 2^28 does not wrap to 16.
+  EXPECT_TRUE(format::inflate_within(uint64_t{1} << 30, uint64_t{1} << 28, uint64_t{1} << 40));
+}
+
 TEST(InflateLimit, AdversarialStringTablesLoadBackIdenticalAtEveryLevel) {
   ::unsetenv(format::kInflateRatioEnv);
   testing::TempDir dir;
