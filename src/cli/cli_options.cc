@@ -53,14 +53,25 @@ bool gzip_file(const std::string& plain, const std::string& gz, std::string* err
   }
   std::vector<char> buf(1 << 20);
   bool ok = true;
+  int write_errno = 0;  // zlib writes with write(2): errno says why it failed
   size_t n;
-  while (ok && (n = std::fread(buf.data(), 1, buf.size(), in)) > 0)
+  while (ok && (n = std::fread(buf.data(), 1, buf.size(), in)) > 0) {
+    errno = 0;
     ok = gzwrite(out, buf.data(), static_cast<unsigned>(n)) == static_cast<int>(n);
-  ok = ok && !std::ferror(in);
+    if (!ok) write_errno = errno;
+  }
+  const bool read_ok = !std::ferror(in);
   std::fclose(in);
-  if (gzclose(out) != Z_OK) ok = false;
-  if (!ok) *error = gz + ": gzip compression failed (disk full?)";
-  return ok;
+  errno = 0;
+  if (gzclose(out) != Z_OK && ok) {
+    ok = false;
+    write_errno = errno;
+  }
+  if (!read_ok)
+    *error = plain + ": cannot read back for compression";
+  else if (!ok)
+    *error = gz + ": write failed: " + (write_errno ? std::strerror(write_errno) : "gzip compression failed");
+  return ok && read_ok;
 }
 
 // CLI11's help, with a flag's default value ("--sample{999}") left out of its name: the
@@ -234,15 +245,15 @@ bool Output::begin_plain(const std::string& shown, std::string* error) {
   return true;
 }
 
-bool Output::commit(std::string* error) {
-  if (gzip_) {
-    bool ok = gzip_file(plain_, file_.temp_path(), error);
-    ::unlink(plain_.c_str());
-    plain_.clear();
-    if (!ok) return false;
-  }
-  return file_.commit(error);
+bool Output::finish_content(std::string* error) {
+  if (!gzip_ || plain_.empty()) return true;
+  bool ok = gzip_file(plain_, file_.temp_path(), error);
+  ::unlink(plain_.c_str());
+  plain_.clear();
+  return ok;
 }
+
+bool Output::commit(std::string* error) { return finish_content(error) && file_.commit(error); }
 
 Progress::Progress(const char* command) : command_(command) {
   active_ = ::isatty(STDERR_FILENO) == 1 && !is_quiet();

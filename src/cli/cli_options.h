@@ -97,6 +97,9 @@ class Output {
   bool begin_in(const OutputDir& dir, const std::string& name, bool force, std::string* error);
   const std::string& path() const { return gzip_ ? plain_ : file_.temp_path(); }
   bool gzip() const { return gzip_; }
+  // The content is complete: gzip-compresses it for a .gz target (the step that may fail for want of
+  // space), so that commit() only moves it into place. commit() does it when not done yet.
+  bool finish_content(std::string* error);
   bool commit(std::string* error);
 
  private:

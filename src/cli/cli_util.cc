@@ -151,6 +151,11 @@ void print_drops(const trace::TraceSummary& s, FILE* out) {
     std::fprintf(out, "lost events: 0\n");
   else
     std::fprintf(out, "lost events: %llu (%s)\n", static_cast<unsigned long long>(lost), causes.c_str());
+  // Why a writer lost what it could not write (collector.write_failed): a full disk, an I/O error.
+  for (const trace::Process& p : s.processes)
+    if (std::optional<std::string_view> why = p.properties.get("stats.collector.writer.error"))
+      std::fprintf(out, "warning: process %lld could not write all of its trace: %s\n",
+                   static_cast<long long>(p.pid), exporter::escape_terminal(*why).c_str());
   auto kept = [&](const char* cause) {
     auto it = s.drops.find(cause);
     return it == s.drops.end() ? uint64_t{0} : it->second;

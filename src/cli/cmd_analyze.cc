@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +21,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/python_spawn.h"
+#include "cli/output_stream.h"
 #include "cli/safe_files.h"
 #include "core/stats.h"
 #include "export/table_render.h"
@@ -141,6 +142,38 @@ int run_on_dask(const AnalyzeArgs& a) {
               1);
 }
 
+// The tables of --output DIR, one file each. Every table is written to a temporary file first and
+// they move into place together once all are written: a failed write (a full disk) leaves none of
+// them, nor the directory unless it was there before. As every output: never through a planted
+// link, an existing file replaced only with --force.
+bool write_table_files(const std::vector<analysis::Table>& tables, exporter::TableFormat format,
+                       const AnalyzeArgs& args, std::string* error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool existed = fs::exists(fs::symlink_status(args.output_dir, ec));
+  // The tables' directory follows the rules of outputs (safe_files.h): one of this user's, opened
+  // once, written through its descriptor; as every output, no table is written through a planted
+  // link, and an existing file is replaced only with --force.
+  OutputDir dir;
+  bool ok = dir.open(args.output_dir, error);
+  {
+    std::vector<std::unique_ptr<Output>> written;
+    for (size_t i = 0; ok && i < tables.size(); ++i) {
+      const std::string name = tables[i].name + extension(format) + (args.gzip ? ".gz" : "");
+      const std::string path = args.output_dir + "/" + name;
+      auto target = std::make_unique<Output>();
+      OutputStream file;
+      ok = target->begin_in(dir, name, args.force, error) && file.open(target->path(), path, error);
+      if (ok) exporter::render_table(tables[i], format, file.stream());
+      ok = ok && file.finish(error) && target->finish_content(error);
+      written.push_back(std::move(target));
+    }
+    for (size_t i = 0; ok && i < written.size(); ++i) ok = written[i]->commit(error);
+  }  // the temporary files of an unfinished set are removed here
+  if (!ok && !existed) fs::remove(args.output_dir, ec);  // only if empty: nothing else is removed
+  return ok;
+}
+
 void print_analysis_list() {
   for (const auto& a : analysis::all_analyses()) {
     std::string keys;
@@ -233,10 +266,6 @@ int run_analyze(int argc, char** argv) {
                  "--serialize to resolve them\n",
                  static_cast<unsigned long long>(ambiguous));
 
-  // The tables' directory follows the rules of outputs (safe_files.h): one of this user's, opened
-  // once, written through its descriptor.
-  OutputDir output_dir;
-  if (!args.output_dir.empty() && !output_dir.open(args.output_dir, &error)) return fail("analyze", error, 1);
   int missing_count = 0;
   std::vector<analysis::Table> tables;
   for (auto& [a, result] : pipeline.results) {
@@ -250,24 +279,13 @@ int run_analyze(int argc, char** argv) {
   }
   if (args.output_dir.empty()) {
     // One document: CSV tables separated by "# name" lines, JSON as one object keyed by table name.
-    exporter::render_tables(tables, format, std::cout);
-  } else {
-    for (const auto& table : tables) {
-      // As every output: never through a planted link, an existing file replaced only with --force.
-      const std::string name = table.name + extension(format);
-      const std::string path = output_dir.path() + "/" + name;
-      Output target;
-      if (!target.begin_in(output_dir, name + (args.gzip ? ".gz" : ""), args.force, &error))
-        return fail("analyze", error, 1);
-      std::ofstream file(target.path(), std::ios::binary);
-      exporter::render_table(table, format, file);
-      file.flush();
-      if (!file) return fail("analyze", path + ": write failed", 1);
-      file.close();
-      if (!target.commit(&error)) return fail("analyze", error, 1);
-    }
+    OutputStream out;
+    out.open_stdout();
+    exporter::render_tables(tables, format, out.stream());
+    if (!out.finish(&error)) return fail("analyze", error, 1);
+  } else if (!tables.empty() && !write_table_files(tables, format, args, &error)) {
+    return fail("analyze", error, 1);
   }
-  std::cout.flush();
   // Every analysis lacking input is an error only when nothing at all could be shown.
   return missing_count == static_cast<int>(chosen.size()) ? 1 : 0;
 }

@@ -3,7 +3,6 @@
 // blocks; per block llvm-mca's static cycle estimate, the execution frequency F = S / C, and the
 // blocks whose samples far exceed their static cost ranked as dynamic-stall culprits, with
 // cache-miss and branch-miss samples per block where the trace has PMU events.
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -13,6 +12,7 @@
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/output_stream.h"
 #include "cli/safe_files.h"
 #include "export/table_render.h"
 #include "export/text_escape.h"
@@ -106,11 +106,11 @@ int run_annotate(int argc, char** argv) {
     return 0;
   }
   Output target;
-  if (!target.begin(output, force, &error)) return fail("annotate", error, 1);
-  std::ofstream file(target.path(), std::ios::binary);
-  file << text.str();
-  file.close();
-  if (!file || !target.commit(&error)) return fail("annotate", file ? error : output + ": write failed", 1);
+  OutputStream file;
+  if (!target.begin(output, force, &error) || !file.open(target.path(), output, &error))
+    return fail("annotate", error, 1);
+  file.stream() << text.str();
+  if (!file.finish(&error) || !target.commit(&error)) return fail("annotate", error, 1);
   return 0;
 }
 

@@ -1,11 +1,11 @@
 // strata export FILE --format chrome|json|csv|sqlite [-o OUT[.gz]]
-#include <fstream>
 #include <iostream>
 #include <string>
 
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/output_stream.h"
 #include "cli/safe_files.h"
 #include "export/exporters.h"
 #include "export/sqlite_export.h"
@@ -56,27 +56,20 @@ int run_export(int argc, char** argv) {
     return 0;
   }
 
-  std::ofstream file;
-  std::ostream* out = &std::cout;
+  OutputStream file;
   Output target;
-  if (to_file) {
-    if (!target.begin(output, force, &error)) return fail("export", error, 1);
-    file.open(target.path(), std::ios::binary | std::ios::trunc);
-    if (!file) return fail("export", output + ": cannot create file", 1);
-    out = &file;
-  }
+  if (!to_file)
+    file.open_stdout();
+  else if (!target.begin(output, force, &error) || !file.open(target.path(), output, &error))
+    return fail("export", error, 1);
   if (format == "chrome")
-    exporter::write_chrome_trace(trace, *out);
+    exporter::write_chrome_trace(trace, file.stream());
   else if (format == "json")
-    exporter::write_spans_json(trace, *out);
+    exporter::write_spans_json(trace, file.stream());
   else
-    exporter::write_spans_csv(trace, *out);
-  out->flush();
-  if (!*out) return fail("export", (to_file ? output : std::string("stdout")) + ": write failed", 1);
-  if (to_file) {
-    file.close();
-    if (!file || !target.commit(&error)) return fail("export", file ? error : output + ": write failed", 1);
-  }
+    exporter::write_spans_csv(trace, file.stream());
+  // A failed write leaves nothing: the temporary file is removed, the target never appears.
+  if (!file.finish(&error) || (to_file && !target.commit(&error))) return fail("export", error, 1);
   return 0;
 }
 

@@ -55,7 +55,7 @@ int join_metrics(const std::string& metrics, const std::string& into, std::strin
   OutputFile out;
   if (!out.begin(output, force, &error) || !trace::save_trace(trace, out.temp_path(), &error, zstd_level) ||
       !out.commit(&error))
-    return fail("import", error, 1);
+    return fail("import", out.about_target(error), 1);
   if (!is_quiet())
     std::printf(
         "joined %s into %s: %llu of %zu ncu kernels matched a trace kernel (%llu unmatched), %llu trace "
@@ -220,7 +220,7 @@ int run_import(int argc, char** argv) {
     progress.phase("writing " + output);
     if (!out.begin(output, force, &error) || !trace::save_trace(trace, out.temp_path(), &error, zstd_level) ||
         !out.commit(&error))
-      return fail("import", error, 1);
+      return fail("import", out.about_target(error), 1);
   }
   if (!is_quiet()) print_import_report(trace, input, output);
   return 0;

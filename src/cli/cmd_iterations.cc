@@ -89,7 +89,7 @@ int run_iterations(int argc, char** argv) {
   if (!emit_path.empty()) {
     const size_t added = analysis::iterations::add_iteration_spans(&trace, report);
     if (!trace::save_trace(trace, emit.temp_path(), &error) || !emit.commit(&error))
-      return fail("iterations", error, 1);
+      return fail("iterations", emit.about_target(error), 1);
     inform("iterations", "wrote %s (%zu iteration spans at level iteration)", emit_path.c_str(), added);
   }
   if (trace.total_drops() > 0 && !is_quiet())

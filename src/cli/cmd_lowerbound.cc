@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 
 #include "cli/cli_options.h"
@@ -16,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/lowerbound_compare.h"
 #include "cli/lowerbound_options.h"
+#include "cli/output_stream.h"
 #include "cli/safe_files.h"
 #include "export/table_render.h"
 #include "export/text_escape.h"
@@ -74,15 +74,10 @@ bool compare_trace(const CommandOptions& opt, const LoadedBound& bound, std::vec
 // planted link, an existing file replaced only with --force.
 bool write_text_output(const std::string& path, const std::string& text, bool force, std::string* error) {
   Output target;  // a name ending in .gz is gzip'd
-  if (!target.begin(path, force, error)) return false;
-  std::ofstream out(target.path(), std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) {
-    *error = path + ": cannot write the file (disk full?)";
-    return false;
-  }
-  return target.commit(error);
+  OutputStream out;
+  if (!target.begin(path, force, error) || !out.open(target.path(), path, error)) return false;
+  out.stream() << text;
+  return out.finish(error) && target.commit(error);
 }
 
 bool write_critical_path(const CommandOptions& opt, const lb::BoundInputs& in, const lb::ModelEstimate& main,

@@ -106,7 +106,7 @@ int run_merge(int argc, char** argv) {
     progress.phase("writing " + output);
     if (!out.begin(output, force, &error) || !trace::save_trace(trace, out.temp_path(), &error, 3) ||
         !out.commit(&error))
-      return fail("merge", error, 1);
+      return fail("merge", out.about_target(error), 1);
   }
   if (is_quiet()) return 0;
   std::printf("%s: %zu ranks, %zu processes, %zu spans\n", output.c_str(), inputs.size(),

@@ -4,12 +4,12 @@
 // and the time outside any op; as a table, CSV, JSON or folded stacks for flame graphs.
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/output_stream.h"
 #include "cli/safe_files.h"
 #include "export/profile_formats.h"
 #include "export/profile_pprof.h"
@@ -94,18 +94,23 @@ int run_profile(int argc, char** argv) {
                                       : profile::format_profile(result, options);
     }
     if (output.empty()) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
+      OutputStream out;
+      out.open_stdout();
+      out.stream().write(text.data(), static_cast<std::streamsize>(text.size()));
+      if (!out.finish(&error)) return fail("profile", error, 1);
     } else {
       // pprof is gzip'd by its writer: a second gzip for a .gz name would make it unreadable.
       OutputFile plain;
       Output target;
-      if (format == "pprof" ? !plain.begin(output, force, &error) : !target.begin(output, force, &error))
+      OutputStream file;
+      const bool pprof = format == "pprof";
+      if (!(pprof ? plain.begin(output, force, &error) : target.begin(output, force, &error)) ||
+          !file.open(pprof ? plain.temp_path() : target.path(), output, &error))
         return fail("profile", error, 1);
-      std::ofstream file(format == "pprof" ? plain.temp_path() : target.path(), std::ios::binary);
-      file.write(text.data(), static_cast<std::streamsize>(text.size()));
-      file.close();
-      if (!file || !(format == "pprof" ? plain.commit(&error) : target.commit(&error)))
-        return fail("profile", file ? error : output + ": write failed", 1);
+      file.stream().write(text.data(), static_cast<std::streamsize>(text.size()));
+      // A failed write leaves nothing: the temporary file is removed, the target never appears.
+      if (!file.finish(&error) || !(pprof ? plain.commit(&error) : target.commit(&error)))
+        return fail("profile", error, 1);
     }
     if (!is_quiet())
       for (const std::string& note : result.notes)

@@ -657,7 +657,7 @@ int run_record(int argc, char** argv) {
     for (RunOutcome& run : per_level)
       if (run.dir_fd != work.fd() && run.dir_fd >= 0) close(run.dir_fd);
   if (!written) {
-    fail("record", error + " (per-process files kept in " + work.path() + ")");
+    fail("record", out.about_target(error) + " (per-process files kept in " + work.path() + ")");
     return last.exit_code ? last.exit_code : 1;
   }
   if (req.keep_parts) {

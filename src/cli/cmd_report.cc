@@ -3,7 +3,6 @@
 // One self-contained HTML file drawn from the analyses' tables (src/report; docs/report.md).
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/output_stream.h"
 #include "cli/safe_files.h"
 #include "cli/version.h"
 #include "report/report.h"
@@ -151,11 +151,13 @@ int run_report(int argc, char** argv) {
   options.generator = std::string("strata ") + version_text();
   options.params = params;
   OutputFile target;
-  if (!target.begin(output, force, &error)) return fail("report", error, 1);
-  std::ofstream file(target.temp_path(), std::ios::binary);
-  if (!report::write_report(trace, options, file, &error)) return fail("report", output + ": " + error, 1);
-  file.close();
-  if (!file) return fail("report", output + ": write failed", 1);
+  OutputStream file;
+  if (!target.begin(output, force, &error) || !file.open(target.temp_path(), output, &error))
+    return fail("report", error, 1);
+  const bool written = report::write_report(trace, options, file.stream(), &error);
+  // A failed write is named by the stream (with its reason), whatever else the report said.
+  if (std::string write_error; !file.finish(&write_error)) return fail("report", write_error, 1);
+  if (!written) return fail("report", output + ": " + error, 1);
   if (!target.commit(&error)) return fail("report", error, 1);
   return 0;
 }

@@ -12,6 +12,7 @@
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/output_stream.h"
 #include "export/sqlite_export.h"
 #include "export/table_render.h"
 #include "format/untrusted_sqlite.h"
@@ -175,18 +176,15 @@ int run_sql(int argc, char** argv) {
   database.reset();
   sqlite3_close(memory);
   if (!ok) return fail("sql", error, 1);
-  if (!to_file) {
-    exporter::render_tables(tables, format, std::cout);
-    std::cout.flush();
-    return std::cout ? 0 : fail("sql", "stdout: write failed", 1);
-  }
   Output target;
-  if (!target.begin(output, force, &error)) return fail("sql", error, 1);
-  std::ofstream file(target.path(), std::ios::binary | std::ios::trunc);
-  exporter::render_tables(tables, format, file);
-  file.close();
-  if (!file) return fail("sql", output + ": write failed", 1);
-  if (!target.commit(&error)) return fail("sql", error, 1);
+  OutputStream file;
+  if (!to_file)
+    file.open_stdout();
+  else if (!target.begin(output, force, &error) || !file.open(target.path(), output, &error))
+    return fail("sql", error, 1);
+  exporter::render_tables(tables, format, file.stream());
+  // A failed write leaves nothing: the temporary file is removed, the target never appears.
+  if (!file.finish(&error) || (to_file && !target.commit(&error))) return fail("sql", error, 1);
   return 0;
 }
 

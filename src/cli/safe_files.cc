@@ -243,6 +243,13 @@ bool OutputFile::commit(std::string* error) {
   return true;
 }
 
+std::string OutputFile::about_target(std::string message) const {
+  if (temp_.empty()) return message;
+  for (size_t at; (at = message.find(temp_)) != std::string::npos;)
+    message.replace(at, temp_.size(), target_);
+  return message;
+}
+
 void OutputFile::discard() {
   if (!temp_.empty()) ::unlink(temp_.c_str());
   temp_.clear();

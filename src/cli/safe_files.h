@@ -42,6 +42,9 @@ class OutputFile {
   bool commit(std::string* error);
   // Drops the temporary file (also done by the destructor when not committed).
   void discard();
+  // An error line of a writer about the temporary file, told about the target instead (the
+  // temporary file is removed when the output fails).
+  std::string about_target(std::string message) const;
 
  private:
   bool begin_named(const std::string& target, const std::string& shown_dir, bool force, std::string* error);

@@ -104,6 +104,7 @@ bool Session::start() {
     error_ = file_.error();
     return false;
   }
+  file_.keep_reserve(kCloseReserveBytes);
   stream_ = std::make_unique<format::StreamWriter>(&file_, random_u64(), config_.compression_level);
   clock_.calibrate(2'000'000);  // 2 ms: refined at the end (see write_stats)
   write_header();
@@ -212,9 +213,16 @@ void Session::write_clock_snapshot() {
   stream_->write_clock_snapshot(r);
 }
 
-void Session::write_stats() {
+void Session::write_stats(bool final) {
+  const bool space_low = file_.space_low();
+  if (space_low && !final && low_space_stats_written_) return;
   format::Properties p;
-  uint64_t hash = 0;
+  // Spans the writer could not put in the file (a failed write, or no room left), with the reason.
+  consumer_drops_[kDropWriteFailed].store(stream_->spans_lost(), std::memory_order_relaxed);
+  uint64_t hash = stream_->failed() ? 1 : 0;
+  if (stream_->failed()) p.set("collector.writer.error", file_.error());
+  if (uint64_t chunks = stream_->chunks_lost())
+    p.set_int("collector.writer.chunks_not_written", static_cast<int64_t>(chunks));
   for (int c = 0; c < kDropCauseCount; ++c) {
     uint64_t n = drops(c);
     hash = hash * 1000003 + n;
@@ -246,6 +254,7 @@ void Session::write_stats() {
   if (hash == stats_written_hash_ && hash != 0) return;
   stats_written_hash_ = hash;
   stream_->write_properties(format::ChunkType::kStats, p);
+  low_space_stats_written_ = space_low;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -46,6 +46,10 @@ struct SessionConfig {
   std::string argv;                 // NUL-separated command line, for the header
 };
 
+// Disk kept allocated past the end of a process's trace file for the chunks that close it (its
+// drop counts and End chunk): when the file system fills up, those still reach the file.
+inline constexpr uint64_t kCloseReserveBytes = 256 * 1024;
+
 // Why events were dropped. Each is a stat of the registry (core/stats.h: collector.<cause>), written
 // into the trace under the registry's on-disk key ("dropped.<cause>").
 enum DropCause : int {
@@ -197,7 +201,9 @@ class Session {
                            uint64_t overflow_ticks);
   void finish_open_spans(ThreadState& t);
   void write_header();
-  void write_stats();
+  // `final`: the last one, at stop. While the disk is full (ChunkWriter::space_low) only the first
+  // and the final one are written: the space kept past the file's end is for the end of the stream.
+  void write_stats(bool final = false);
   void write_clock_snapshot();
 
   bool open_file();
@@ -243,6 +249,7 @@ class Session {
   int64_t last_flush_ns_ = 0;
   int64_t last_snapshot_ns_ = 0;
   uint64_t stats_written_hash_ = 0;
+  bool low_space_stats_written_ = false;
   uint64_t unfinished_spans_ = 0;
   std::atomic<WriterPlugin*> plugin_{nullptr};
   std::atomic<uint32_t> writer_tid_{0};

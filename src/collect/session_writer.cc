@@ -37,7 +37,7 @@ void Session::writer_loop() {
       write_stats();
       // A (monotonic, realtime, ticks) reading now and then lets the loader correct the start-up
       // tick calibration, even for a process that is killed before it writes its End chunk.
-      if (now - last_snapshot_ns_ >= 1'000'000'000) {
+      if (now - last_snapshot_ns_ >= 1'000'000'000 && !file_.space_low()) {
         write_clock_snapshot();
         last_snapshot_ns_ = now;
       }
@@ -530,15 +530,14 @@ void Session::stop() {
   }
   stream_->flush();
   write_clock_snapshot();
-  write_stats();
+  write_stats(true);
   format::Properties end;
   end.set_int(std::string(format::keys::kEndMonotonicNs), monotonic_ns());
   end.set_int("spans_written", static_cast<int64_t>(stream_->spans_written()));
   stream_->write_properties(format::ChunkType::kEnd, end);
-  if (stream_->failed()) {
-    consumer_drops_[kDropWriteFailed].fetch_add(1);
-    error_ = stream_->error();
-  }
+  if (stream_->failed())
+    error_ = stream_->error() + "; " + std::to_string(stream_->spans_lost()) +
+             " spans not written (counted as dropped.write_failed)";
   file_.close();
   // Thread states and blocks stay allocated (the session object is kept alive by the runtime):
   // a thread still inside a span site must never touch freed memory.

@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string_view>
@@ -66,6 +68,18 @@ CREATE INDEX sample_count_span ON sample_counts(process, span_id);
 CREATE INDEX sample_point_span ON sample_points(process, span_id);
 )sql";
 
+// SQLite's message, and for a failed write the system's reason ("database or disk is full: No space
+// left on device").
+std::string sqlite_error(sqlite3* db, const char* message = nullptr) {
+  std::string text = std::string("sqlite: ") + (message ? message : sqlite3_errmsg(db));
+  const int code = sqlite3_errcode(db) & 0xFF;
+  const bool system = code == SQLITE_FULL || code == SQLITE_IOERR || code == SQLITE_CANTOPEN;
+  int number = sqlite3_system_errno(db);
+  if (code == SQLITE_FULL && number == 0) number = ENOSPC;  // SQLite says "full" only for ENOSPC
+  if (system && number != 0) text += std::string(": ") + std::strerror(number);
+  return text;
+}
+
 // A prepared INSERT: bind the columns in order, then insert().
 class Insert {
  public:
@@ -108,7 +122,7 @@ class Insert {
 
  private:
   void fail() {
-    if (ok_) *error_ = std::string("sqlite: ") + sqlite3_errmsg(db_);
+    if (ok_) *error_ = sqlite_error(db_);
     ok_ = false;
   }
   sqlite3* db_;
@@ -121,7 +135,7 @@ class Insert {
 bool exec(sqlite3* db, const char* sql, std::string* error) {
   char* message = nullptr;
   if (sqlite3_exec(db, sql, nullptr, nullptr, &message) == SQLITE_OK) return true;
-  *error = std::string("sqlite: ") + (message ? message : sqlite3_errmsg(db));
+  *error = sqlite_error(db, message);
   sqlite3_free(message);
   return false;
 }

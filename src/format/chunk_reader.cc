@@ -54,9 +54,6 @@ class MemorySource : public ByteSource {
   std::string_view bytes_;
 };
 
-// Bytes a zstd chunk may expand to beyond the ratio: frame overhead makes tiny chunks look dense.
-constexpr uint64_t kInflateAllowance = 4096;
-
 bool valid_chunk_header(const ChunkHeader& h) {
   return h.magic == kChunkMagic && h.header_crc == crc32c(&h, offsetof(ChunkHeader, header_crc));
 }
@@ -238,7 +235,7 @@ ChunkReader::Status ChunkReader::next(Chunk* out) {
     if (h.flags & kChunkZstd) {
       // raw_size comes from the file: checked against the compressed bytes actually present before
       // anything is allocated for it, so a small forged chunk cannot claim 256 MiB.
-      if (h.raw_size > inflate_.ratio * h.stored_size + kInflateAllowance) {
+      if (!inflate_within(h.raw_size, h.stored_size, inflate_.ratio)) {
         ++corrupt_chunks_;
         warn(chunk_offset, "zstd chunk claims " + std::to_string(h.raw_size) + " bytes from " +
                                std::to_string(h.stored_size) + " compressed, more than the limit of " +

@@ -39,19 +39,36 @@ class ChunkWriter {
   bool write_raw(std::string_view framed);
   void close();
 
+  // Keeps `bytes` of disk allocated past the end of the file (fallocate, FALLOC_FL_KEEP_SIZE) for
+  // the chunks that close a stream (Process, Stats, ClockSnapshot, End, Record): when the file
+  // system fills up, data chunks are refused first (space_low()), so the counts of what was lost
+  // and the End chunk still reach the file. A file system without fallocate gets no reserve.
+  void keep_reserve(uint64_t bytes);
+  // Data chunks are being refused: the disk had no room for the next one and its reserve.
+  bool space_low() const { return space_low_; }
+
   const std::string& error() const { return error_; }
+  int error_number() const { return error_number_; }  // errno of the last failure (ENOSPC, EIO, ...)
   uint64_t bytes_written() const { return bytes_written_; }
   bool is_open() const { return fd_ >= 0; }
 
  private:
   bool write_all(const void* data, size_t size);
   bool write_all_v(struct iovec* parts, int count);
+  bool make_room(ChunkType type, uint64_t chunk_bytes);
+  bool finish_chunk(bool ok, uint64_t chunk_start);
+  void fail(const std::string& what, int number);
 
   int fd_ = -1;
   std::string path_;
   std::string error_;
+  int error_number_ = 0;
   std::string compressed_;
   uint64_t bytes_written_ = 0;
+  uint64_t reserve_bytes_ = 0;  // 0: no reserve kept
+  uint64_t reserved_end_ = 0;   // blocks are allocated up to here
+  bool space_low_ = false;
+  bool allocated_past_end_ = false;  // close() gives the blocks past the end back
 };
 
 FileHeader make_file_header();

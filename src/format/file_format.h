@@ -69,6 +69,19 @@ static_assert(sizeof(ChunkHeader) == 32);
 // Upper bound on one chunk's payload: anything larger is treated as corruption.
 inline constexpr uint32_t kMaxChunkPayload = 256u << 20;
 
+// How far a zstd chunk may expand: readers skip a chunk whose raw_size exceeds `ratio` times its
+// stored bytes plus kInflateAllowance (a compression bomb), before allocating anything for it.
+// Writers hold themselves to the default ratio, whatever STRATA_MAX_INFLATE_RATIO says where they
+// run: a payload that compresses further (a name of 100 KB of repeated text) is stored
+// uncompressed, so every file a writer makes loads in a reader with the default limits.
+inline constexpr uint64_t kDefaultInflateRatio = 128;
+inline constexpr uint64_t kInflateAllowance = 4096;  // frame overhead makes tiny chunks look dense
+constexpr bool inflate_within(uint64_t raw_size, uint64_t stored_size, uint64_t ratio) {
+  // In 128 bits: a ratio raised through the environment cannot wrap the product around.
+  return static_cast<unsigned __int128>(raw_size) <=
+         static_cast<unsigned __int128>(ratio) * stored_size + kInflateAllowance;
+}
+
 // Spans payload: SpansChunkHeader | SpanRecord[span_count] | AttrRecord[attr_count]
 struct SpansChunkHeader {
   uint32_t span_count;

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "format/file_format.h"
+
 namespace strata::format {
 
 // "a named pipe (FIFO)", "a character device", "a directory", ... for a st_mode.
@@ -33,7 +35,7 @@ bool check_input_path(const std::string& path, bool directory_ok, std::string* e
 // most regular span chunks measured 22x) and at most `max_bytes` in all. STRATA_MAX_INFLATE_RATIO
 // and STRATA_MAX_INFLATE_MB raise them for an input known to be genuine.
 struct InflateLimits {
-  uint64_t ratio = 128;
+  uint64_t ratio = kDefaultInflateRatio;  // file_format.h: the limit writers keep to
   uint64_t max_bytes = uint64_t{4} << 30;
 };
 InflateLimits inflate_limits();  // the defaults, or the environment's values

@@ -22,6 +22,8 @@ class StreamWriter {
   // spans): a file cut or killed anywhere loses at most about one chunk. Writers that run for a
   // long time also flush by time (the collector every 100 ms).
   static constexpr size_t kDefaultMaxChunkBytes = 256 * 1024;
+  // New strings are written in chunks of at most this many bytes (a longer string alone).
+  static constexpr size_t kMaxStringsChunkBytes = 16u << 20;
   StreamWriter(ChunkWriter* out, uint64_t stream_id, int compression_level = 0,
                size_t spans_per_chunk = 16384, size_t max_chunk_bytes = kDefaultMaxChunkBytes);
 
@@ -41,11 +43,18 @@ class StreamWriter {
 
   uint64_t spans_written() const { return spans_written_; }
   size_t pending_spans() const { return spans_.size(); }
+  // Spans that could not be written (a failed write, or no room: ChunkWriter::space_low) and other
+  // chunks (the sampler's) that were not: the writer's dropped.write_failed.
+  uint64_t spans_lost() const { return spans_lost_; }
+  uint64_t chunks_lost() const { return chunks_lost_; }
   const std::string& error() const { return out_->error(); }
+  // Some write failed (what it lost is counted above). Later writes are still tried: space may come
+  // back, and the chunks that close the stream use the file's reserve (ChunkWriter::keep_reserve).
   bool failed() const { return failed_; }
 
  private:
   bool flush_strings();
+  bool write_spans_chunk();
 
   ChunkWriter* out_;
   uint64_t stream_id_;
@@ -58,6 +67,8 @@ class StreamWriter {
   std::vector<AttrRecord> attrs_;
   std::string payload_;
   uint64_t spans_written_ = 0;
+  uint64_t spans_lost_ = 0;
+  uint64_t chunks_lost_ = 0;
   bool failed_ = false;
 };
 

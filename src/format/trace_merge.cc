@@ -59,7 +59,13 @@ MergeResult merge(size_t input_count,
           continue;
         }
       }
-      if (!writer.write_raw(chunk.framed)) {
+      // Copied as it is, unless this reader took it only because STRATA_MAX_INFLATE_RATIO was
+      // raised: the merged file must load with the default limits, so it is stored uncompressed.
+      const uint64_t stored_size = chunk.framed.size() - sizeof(ChunkHeader);
+      const bool too_dense = (chunk.flags & kChunkZstd) != 0 &&
+                             !inflate_within(chunk.payload.size(), stored_size, kDefaultInflateRatio);
+      if (!(too_dense ? writer.write_chunk(static_cast<ChunkType>(chunk.type), chunk.stream_id, chunk.payload)
+                      : writer.write_raw(chunk.framed))) {
         result.error = writer.error();
         return result;
       }

@@ -18,7 +18,12 @@
 //                                               (ROCm) or Kineto's name "Memcpy HtoD (Pinned -> Device)"
 //                                               (its src/dst memory kinds become src_kind/dst_kind)
 //   gpu_memset                               -> device, execution; memset
-//   cuda_profiler_range (a kernel's counters) -> device, execution; kernel
+//   cuda_profiler_range (CUPTI range profiler) -> device, span; device_range. Not a kernel: one
+//                                               range per profiled kernel, carrying its counters
+//                                               (kept as metrics, SASS FP counts also as flops),
+//                                               at times Kineto makes up (the ranges are spread
+//                                               evenly over the profiling window: 121 ms each in
+//                                               a run whose kernels took microseconds)
 //   gpu_user_annotation                      -> device, span (on the device stream's track); device_range
 //   cuda_sync                                -> device, span; sync
 //   nvtx_layer, os_runtime (written by the nsys reader) -> layer, span; annotation / application,
@@ -86,8 +91,7 @@ constexpr CategoryRule kRules[] = {
     {"Memcpy", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemcpyOther, ActivityFrom::kCopy},
     {"gpu_memset", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemset},
     {"Memset", Level::kDevice, SpanKind::kExecution, true, ActivityType::kMemset},
-    {"cuda_profiler_range", Level::kDevice, SpanKind::kExecution, true, ActivityType::kKernel,
-     ActivityFrom::kKernelName},
+    {"cuda_profiler_range", Level::kDevice, SpanKind::kSpan, true, ActivityType::kDeviceRange},
     {"gpu_user_annotation", Level::kDevice, SpanKind::kSpan, true, ActivityType::kDeviceRange},
     {"cuda_sync", Level::kDevice, SpanKind::kSpan, true, ActivityType::kSync},
     // Categories of Strata's own translations (the Nsight Systems reader, nsys_sqlite_reader.cc):

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -243,6 +244,29 @@ TEST(Session, LongNamesAreCutAndCounted) {
   ASSERT_EQ(t.spans.size(), 1u);
   EXPECT_EQ(t.name(t.spans[0]).size(), 4096u);
   EXPECT_EQ(drops(t, "string_truncated"), 1u);
+}
+
+// Record's stream writer with --compress: names of repeated text (cut to 4 KiB each) compress past
+// the reader's 128:1 limit; the writer stores such a chunk uncompressed, so every name loads back
+// (before: the strings chunk was skipped as a compression bomb and its names were undefined).
+TEST(Session, CompressedStreamsOfRepetitiveNamesLoadBack) {
+  testing::TempDir dir;
+  collect::SessionConfig c = config(dir.file("z.strata"), STRATA_LEVEL_MODEL);
+  c.compression_level = 3;
+  ASSERT_TRUE(collect::start_recording(c));
+  std::multiset<std::string> names;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string name = std::string(4000, 'n') + std::to_string(i);
+    strata_span_end(strata_span_begin(name.c_str(), STRATA_LEVEL_MODEL));
+    names.insert(name);
+  }
+  collect::stop_recording();
+  trace::Trace t = load_or_die(dir.file("z.strata"));
+  EXPECT_EQ(t.stat(stats::Stat::kLoadUnknownStrings), 0u);
+  EXPECT_EQ(t.stat(stats::Stat::kLoadCorruptChunks), 0u);
+  std::multiset<std::string> loaded;
+  for (const auto& s : t.spans) loaded.insert(std::string(t.name(s)));
+  EXPECT_TRUE(loaded == names) << loaded.size() << " names loaded of " << names.size();
 }
 
 TEST(Session, RestartingInOneProcessWorks) {

@@ -69,7 +69,7 @@ ActivityType expected_activity(const ChromeEvent& ev) {
   if (cat == "gpu_user_annotation") return ActivityType::kDeviceRange;
   if (cat == "user_annotation" || cat == "Trace") return ActivityType::kAnnotation;
   if (cat == "python_function") return ActivityType::kPythonFunction;
-  if (cat == "cuda_profiler_range") return ActivityType::kKernel;
+  if (cat == "cuda_profiler_range") return ActivityType::kDeviceRange;  // a profiler range, not a kernel
   ADD_FAILURE() << "category not in the test's list: " << cat;
   return ActivityType::kUnknown;
 }

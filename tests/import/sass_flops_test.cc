@@ -1,5 +1,5 @@
 // Kineto traces with CUPTI SASS counters (torch.profiler's cuda_profiler_range events): the importer
-// turns the FP instruction counters into "flops" on each kernel, which the kernel analyses read.
+// turns the FP instruction counters into "flops" on each range (one per profiled kernel).
 #include "import/sass_flops.h"
 
 #include <gtest/gtest.h>
@@ -27,7 +27,7 @@ TEST(SassFlops, AddsMultipliesAndTwiceTheFusedMultiplyAdds) {
 }
 
 // Public trace: facebookresearch/HolisticTraceAnalysis tests/data (MIT), see tests/data/kineto/README.md.
-TEST(SassFlops, RealA100CounterTraceGetsFlopsOnEveryCountedKernel) {
+TEST(SassFlops, RealA100CounterTraceGetsFlopsOnEveryProfilerRange) {
   trace::Trace t;
   std::string error;
   ASSERT_TRUE(import_trace(testing::source_path("tests/data/kineto/a100_cupti_counters.json.gz"), &t, &error)) << error;
@@ -58,21 +58,12 @@ TEST(SassFlops, RealA100CounterTraceGetsFlopsOnEveryCountedKernel) {
   EXPECT_EQ(counted, 77u);  // the file's cuda_profiler_range events
   EXPECT_GT(total, 0);
 
-  // The kernel tables now show GFLOP; the roofline says what else it needs (DRAM bytes).
+  // Profiler ranges, not kernels (their times are made up): the kernel analyses find no kernel.
   trace::SpanTree tree = trace::build_span_tree(t);
   analysis::Params params;
   params.set("top", "0");
   auto by_name = analysis::find_analysis("kernels_by_name")->run({t, tree, params});
-  ASSERT_FALSE(by_name.missing_input.has_value()) << *by_name.missing_input;
-  const auto& table = by_name.tables.at(0);
-  size_t gflop = 0;
-  while (table.columns[gflop] != "gflop") ++gflop;
-  size_t with_flops = 0;
-  for (const auto& row : table.rows) with_flops += std::holds_alternative<double>(row[gflop].value);
-  EXPECT_GT(with_flops, 0u);
-  auto roof = analysis::find_analysis("kernel_roofline")->run({t, tree, params});
-  ASSERT_TRUE(roof.missing_input.has_value());
-  EXPECT_NE(roof.missing_input->find("kernels carry flops but no bytes"), std::string::npos) << *roof.missing_input;
+  ASSERT_TRUE(by_name.missing_input.has_value());
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ DEVICE_WORK = {"kernel", "gpu_memcpy", "gpu_memset"}
 ACTIVITY_OF_CATEGORY = {
     "Trace": "annotation", "python_function": "python_function", "user_annotation": "annotation",
     "cpu_op": "cpu_op", "cuda_runtime": "runtime_call", "cuda_driver": "driver_call", "kernel": "kernel",
-    "gpu_memset": "memset", "cuda_profiler_range": "kernel", "gpu_user_annotation": "device_range",
+    "gpu_memset": "memset", "cuda_profiler_range": "device_range", "gpu_user_annotation": "device_range",
     "cuda_sync": "sync",
 }
 TENSOR_COPIES = {"aten::copy_", "aten::to", "aten::_to_copy", "aten::clone", "aten::contiguous"}
@@ -164,6 +164,54 @@ def test_kernel_attributes_and_exact_times(strata_bin, tmp_path):
         assert s["attributes"]["achieved_occupancy"] == k["args"]["est. achieved occupancy %"]
         assert s["attributes"]["external_correlation_id"] == k["args"]["External id"]
         assert s["activity"] == "kernel"
+
+
+# torch.profiler's CUPTI range-profiler counters (experimental_config profiler_metrics): Kineto writes
+# one cuda_profiler_range event per profiled kernel, named after it, but at times it makes up (the
+# profiling window split evenly: 121 ms each in this run). They are ranges on the device track, not
+# kernel executions: the kernel tables and analyses must not count them.
+def test_profiler_ranges_are_device_ranges_not_kernels(strata_bin, tmp_path):
+    name = "a100_cupti_counters.json.gz"
+    events = load_events(name)
+    ranges = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cuda_profiler_range"]
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    assert len(ranges) == 77 and len(kernels) == 0  # what the file holds, read with Python's json
+    out = tmp_path / "t.strata"
+    run_strata("import", os.path.join(DATA, name), "-o", str(out))
+    spans = json.loads(run_strata("export", str(out), "--format", "json").stdout)
+    device_ranges = [s for s in spans if s["activity"] == "device_range"]
+    assert sorted(s["name"] for s in device_ranges) == sorted(e["name"] for e in ranges)
+    assert all(s["kind"] == "span" and s["level"] == "device" for s in device_ranges)
+    assert sum(s["activity"] == "kernel" for s in spans) == len(kernels)
+    # Their counters stay with them, as metrics (the SASS FP counts also as flops).
+    counters = sorted(k for k in ranges[0]["args"] if k.startswith("smsp__"))
+    assert counters
+    want = sorted((e["name"], tuple(e["args"][k] for k in counters)) for e in ranges)
+    got = sorted((s["name"], tuple(s["attributes"]["metric." + k] for k in counters)) for s in device_ranges)
+    assert got == want
+    assert all("metric.flops" in s["attributes"] for s in device_ranges)
+    # The kernel analyses see no kernel (before: 77 "kernels" of 121 ms, 9.35 s in all).
+    r = run_strata("analyze", str(out), "-a", "kernels_by_name", "--format", "csv", check=False)
+    assert "kernel" in r.stderr and r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout.strip() == ""
+
+
+# Op names of 100 KB and more of repeated text compress past the reader's 128:1 chunk limit: the
+# importer's writer stores such chunks uncompressed, so every name loads back (before: exit 0, then
+# every name of those chunks undefined).
+def test_huge_repetitive_names_survive_import(strata_bin, tmp_path):
+    names = [("aten::conv2d_%d_" % i) * (100_000 // 14 + 500 * i) for i in range(30)]
+    names += ["small_op_%d" % i for i in range(100)]
+    events = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5}
+              for i, n in enumerate(names)]
+    src = tmp_path / "huge_names.json"
+    src.write_text(json.dumps({"traceEvents": events}))
+    out = tmp_path / "t.strata"
+    run_strata("import", str(src), "-o", str(out))
+    info = run_strata("info", str(out)).stdout
+    assert "undefined string" not in info and "corrupt" not in info, info
+    spans = json.loads(run_strata("export", str(out), "--format", "json").stdout)
+    assert sorted(s["name"] for s in spans) == sorted(names)
 
 
 def test_imported_trace_works_with_info_and_export(strata_bin, tmp_path):
