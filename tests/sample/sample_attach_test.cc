@@ -99,7 +99,7 @@ TEST(SampleAttach, EpochsRotateTargetUnchangedAndEpochsLoadTogether) {
   // stores around the spins, docs/testing.md).
   const double callers = all.total["call_sixty"] + all.total["call_thirty"] + all.total["call_ten"];
   ASSERT_GT(callers, 50.0) << output;
-  const double in_callers = static_cast<double>(all.samples) * callers / 100;
+  const double in_callers = static_cast<double>(all.draws) * callers / 100;
   if (in_callers >= 600) {
     EXPECT_NEAR(100 * all.total["call_sixty"] / callers, 60, share_bound_points(60, in_callers, 1.0))
         << all.samples << " samples";

@@ -75,7 +75,7 @@ void expect_shares(const std::string& trace_path, const std::string& output, boo
   EXPECT_GT(sampled_sum, 80.0) << "the measured functions hold only " << sampled_sum << "% of " << s.samples
                                << " samples";
   // The samples the split is counted over: those in the measured functions.
-  const double in_functions = static_cast<double>(s.samples) * sampled_sum / 100.0;
+  const double in_functions = static_cast<double>(s.draws) * sampled_sum / 100.0;
   for (const Expect& e : expected) {
     const double got = sampled_sum > 0 ? 100.0 * shares[e.function] / sampled_sum : 0;
     double truth = e.share;
@@ -167,7 +167,8 @@ TEST(SampleShares, RecordAndInfoNameTheTimerFallbackWhenPerfEventIsRefused) {
   Shares s = function_shares(dir.file("t.strata"));
   ASSERT_GT(s.samples, 50u) << info;
   if (s.samples >= 250) {
-    const double n = static_cast<double>(s.samples), sixty = measured_share(output, "sixty"),
+    // Each sample stands for ~4 periods (the tick is 250 Hz, the rate 999): ~500 draws, not ~2,000.
+    const double n = static_cast<double>(s.draws), sixty = measured_share(output, "sixty"),
                  ten = measured_share(output, "ten");
     EXPECT_NEAR(s.self["leaf_sixty"], sixty, share_bound_points(sixty, n, kSystematicPoints))
         << n << " samples";
@@ -215,7 +216,7 @@ TEST(SampleShares, ItimerFallbackNamesItself) {
   if (s.samples >= 200) {
     const double sixty = measured_share(output, "sixty");
     EXPECT_NEAR(s.self["leaf_sixty"], sixty,
-                share_bound_points(sixty, static_cast<double>(s.samples), kSystematicPoints))
+                share_bound_points(sixty, static_cast<double>(s.draws), kSystematicPoints))
         << s.samples;
   }
 }
