@@ -161,19 +161,15 @@ TEST(SampleShares, RecordAndInfoNameTheTimerFallbackWhenPerfEventIsRefused) {
   ASSERT_EQ(run_command(strata_tool() + " info " + dir.file("t.strata"), &info), 0) << info;
   EXPECT_NE(info.find("sampling: timer_create(CLOCK_THREAD_CPUTIME_ID)"), std::string::npos) << info;
   EXPECT_NE(info.find("perf_event"), std::string::npos) << info;  // why the fallback: perf_event refused
-  // CPU-time timers fire at the kernel tick (250 Hz here): ~500 samples for 2 s; the shares still
-  // hold, within what so few samples allow (of all samples: the program measures against its
-  // process's CPU time).
+  // CPU-time timers fire at the kernel tick (250 Hz here): ~460 samples for 2 s, each weighted by the
+  // ~4 periods it stands for; the split still holds, within what so few draws allow. Compared among
+  // the three functions as above: a tick that lands in the program's clock reads (system calls) is
+  // delivered on their return, so on a loaded VM up to 8% of the weighted samples fell in [vdso] and
+  // the 60% function read 41.5% of all samples against 55.9% of the process's CPU time.
   Shares s = function_shares(dir.file("t.strata"));
   ASSERT_GT(s.samples, 50u) << info;
-  if (s.samples >= 250) {
-    // Each sample stands for ~4 periods (the tick is 250 Hz, the rate 999): ~500 draws, not ~2,000.
-    const double n = static_cast<double>(s.draws), sixty = measured_share(output, "sixty"),
-                 ten = measured_share(output, "ten");
-    EXPECT_NEAR(s.self["leaf_sixty"], sixty, share_bound_points(sixty, n, kSystematicPoints))
-        << n << " samples";
-    EXPECT_NEAR(s.self["leaf_ten"], ten, share_bound_points(ten, n, kSystematicPoints)) << n << " samples";
-  }
+  expect_shares(dir.file("t.strata"), output, false,
+                {{"leaf_sixty", 60, "sixty"}, {"leaf_thirty", 30, "thirty"}, {"leaf_ten", 10, "ten"}});
 }
 
 // An unprivileged user (perf_event_paranoid 2 here): perf_event without kernel samples, and `record`
