@@ -84,7 +84,7 @@ void expect_shares(const std::string& trace_path, const std::string& output, boo
       truth = 100.0 * measured_ns(output, e.measured) / measured_sum;
       // Its rounds run 6:3:1 iterations: a split far from that is a broken test program. Checked
       // among the three functions: their share of the process's CPU time is not the program's to
-      // fix (on a loaded machine its clock reads and the sampler's threads took 11% of it, and the
+      // fix (on a loaded machine its clock reads and its other threads took 11% of it, and the
       // 60% function measured 53.4% of the whole).
       EXPECT_NEAR(truth, e.share, 6.0) << "the program's own split is off (a broken test program)";
     }
