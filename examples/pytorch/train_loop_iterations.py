@@ -9,6 +9,10 @@ iterations, and two optional injected problems, the CPU analogs of DeepProf's di
   --input-copy-mb MB  every iteration copies an oversized input buffer of MB megabytes and uses only
                       a slice of it (the paper's oversized per-step transfer; on a CPU the transfer
                       is the host copy that stages the batch) -> copy-bound
+  --host-work-per-copy K  with --input-copy-mb: the pure-Python work also lasts K times the last
+                      copy, so the copies' share of the interval is about 1/(1+K) on any machine
+                      (a fixed --host-work-ms next to a copy whose time depends on the machine's
+                      memory speed and load gives a share that depends on them too)
 
     strata record --level layer -o /tmp/loop.strata -- /usr/bin/python3 \\
         examples/pytorch/train_loop_iterations.py --iterations 30 --eval-every 5
@@ -57,6 +61,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--host-work-ms", type=float, default=0.0)
     ap.add_argument("--input-copy-mb", type=float, default=0.0)
+    ap.add_argument("--host-work-per-copy", type=float, default=0.0)
     ap.add_argument("--markers", action="store_true", help="also emit train_step/eval_step model spans (cross-check)")
     args = ap.parse_args()
 
@@ -70,15 +75,24 @@ def main() -> int:
     # The oversized input: a buffer far larger than the batch, copied whole every step.
     big_rows = int(args.input_copy_mb * 1e6 / (256 * 4)) if args.input_copy_mb > 0 else 0
     big = torch.randn(max(big_rows, args.batch), 256) if big_rows else None
+    # The last copy's duration, for --host-work-per-copy (measured once before the loop for the first).
+    copy_s = 0.0
+    if big is not None and args.host_work_per_copy > 0:
+        start = time.perf_counter()
+        big.clone()
+        copy_s = time.perf_counter() - start
 
     def marker(name: str, it: int):
         return strata.span(name, level="model", iteration=it) if args.markers else contextlib.nullcontext()
 
     for it in range(args.iterations):
-        if args.host_work_ms > 0:
-            host_work(args.host_work_ms)
+        host_ms = args.host_work_ms + args.host_work_per_copy * copy_s * 1000.0
+        if host_ms > 0:
+            host_work(host_ms)
         if big is not None:
+            start = time.perf_counter()
             staged = big.clone()           # the oversized per-step transfer
+            copy_s = time.perf_counter() - start
             x = staged[: args.batch]
         else:
             x = xs[it % 4]

@@ -93,12 +93,18 @@ TEST(SampleAttach, EpochsRotateTargetUnchangedAndEpochsLoadTogether) {
   EXPECT_EQ(all.samples, sum);
   ASSERT_GT(all.samples, 0u);
   // DWARF unwinding from the outside recovers the callers of the shared leaf: their split is the
-  // program's 60/30/10 (shares of the three, the loop's clock reads and prints left out).
+  // program's 60/30/10 (shares of the three, the loop's clock reads and prints left out; in `loop`
+  // mode every round runs 6:3:1 iterations, so the split holds by construction), within what the
+  // samples in the three allow (share_bound_points; 1 point beyond counting noise for the calls and
+  // stores around the spins, docs/testing.md).
   const double callers = all.total["call_sixty"] + all.total["call_thirty"] + all.total["call_ten"];
   ASSERT_GT(callers, 50.0) << output;
-  if (all.samples * callers / 100 >= 600) {
-    EXPECT_NEAR(100 * all.total["call_sixty"] / callers, 60, 3) << all.samples << " samples";
-    EXPECT_NEAR(100 * all.total["call_ten"] / callers, 10, 3) << all.samples << " samples";
+  const double in_callers = static_cast<double>(all.draws) * callers / 100;
+  if (in_callers >= 600) {
+    EXPECT_NEAR(100 * all.total["call_sixty"] / callers, 60, share_bound_points(60, in_callers, 1.0))
+        << all.samples << " samples";
+    EXPECT_NEAR(100 * all.total["call_ten"] / callers, 10, share_bound_points(10, in_callers, 1.0))
+        << all.samples << " samples";
   }
   std::string profile;
   EXPECT_EQ(run_command(strata_tool() + " profile " + out_dir, &profile), 0) << profile;

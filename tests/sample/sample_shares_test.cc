@@ -1,11 +1,13 @@
 // `strata record --sample` on a program whose CPU time splits 60/30/10% over three functions: the
-// profile's split among them must match the program's own measurement within 3 points, with frame-pointer callchains and with DWARF
-// unwinding (the program built with and without frame pointers), and when perf_event is refused
-// (seccomp) the timer fallback must be used and named by `record` and `strata info`.
+// profile's split among them must match the program's own measurement within what the sample count
+// allows (share_bound_points), with frame-pointer callchains and with DWARF unwinding (the program
+// built with and without frame pointers), and when perf_event is refused (seccomp) the timer
+// fallback must be used and named by `record` and `strata info`.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -15,11 +17,16 @@
 namespace strata::testing {
 namespace {
 
-// Shares are asserted only with enough samples for 3 points to be a fair bound. On this VM the
-// sampled shares scatter more than independent draws would (perf's too): over 1,200 samples a 30%
-// share was seen 2.3 points off the program's own measurement; 2 s of CPU time at 999 Hz gives
-// ~2,000 samples, where the same scatter is under 2 points.
+// Shares are asserted only with enough samples for the bound to catch a misattribution: 2 s of CPU
+// time at 999 Hz gives ~2,000 samples (the program runs for CPU time, so a loaded machine gives as
+// many), and fewer means the sampler ran at a fraction of its rate.
 constexpr uint64_t kMinSamples = 1500;
+
+// Points allowed beyond the counting noise (share_bound_points) between a sampled share and the
+// program's own measurement: the clock reads around each call (a system call each on this VM, a
+// fraction of a microsecond in calls of 6-80 us) count in the measured time and never in a sample.
+// Measured: docs/testing.md ("Sampling shares"), the mean offset per function over 50 runs.
+constexpr double kSystematicPoints = 1.0;
 
 struct Expect {
   const char* function;
@@ -67,18 +74,28 @@ void expect_shares(const std::string& trace_path, const std::string& output, boo
   // Most samples must still land in the measured functions, or the attribution itself is broken.
   EXPECT_GT(sampled_sum, 80.0) << "the measured functions hold only " << sampled_sum << "% of " << s.samples
                                << " samples";
+  // The samples the split is counted over: those in the measured functions.
+  const double in_functions = static_cast<double>(s.draws) * sampled_sum / 100.0;
   for (const Expect& e : expected) {
     const double got = sampled_sum > 0 ? 100.0 * shares[e.function] / sampled_sum : 0;
     double truth = e.share;
     if (e.measured != nullptr) {
-      const double overall = measured_share(output, e.measured);
-      ASSERT_GE(overall, 0) << "the program did not report its split: " << output;
-      EXPECT_NEAR(overall, e.share, 6.0) << "the program's own split is off (a broken test program)";
+      ASSERT_GE(measured_share(output, e.measured), 0) << "the program did not report its split: " << output;
       truth = 100.0 * measured_ns(output, e.measured) / measured_sum;
+      // Its rounds run 6:3:1 iterations: a split far from that is a broken test program. Checked
+      // among the three functions: their share of the process's CPU time is not the program's to
+      // fix (on a loaded machine its clock reads and its other threads took 11% of it, and the
+      // 60% function measured 53.4% of the whole).
+      EXPECT_NEAR(truth, e.share, 6.0) << "the program's own split is off (a broken test program)";
     }
-    EXPECT_NEAR(got, truth, 3.0) << e.function << (total ? " total" : " self") << " share of the measured functions' "
-                                 << sampled_sum << "% of " << s.samples << " samples; measured by the program: "
-                                 << truth;
+    const double bound = share_bound_points(truth, in_functions, kSystematicPoints);
+    // One line per share, for docs/testing.md's runs: the offset and its size in counting-noise units.
+    std::printf("share %s %s got %.3f truth %.3f samples %.0f bound %.3f z %.3f\n", e.function,
+                total ? "total" : "self", got, truth, in_functions, bound,
+                (got - truth) / std::max(1e-9, (bound - kSystematicPoints) / kShareZ));
+    EXPECT_NEAR(got, truth, bound) << e.function << (total ? " total" : " self")
+                                   << " share of the measured functions' " << sampled_sum << "% of "
+                                   << s.samples << " samples; measured by the program: " << truth;
   }
 }
 
@@ -144,14 +161,15 @@ TEST(SampleShares, RecordAndInfoNameTheTimerFallbackWhenPerfEventIsRefused) {
   ASSERT_EQ(run_command(strata_tool() + " info " + dir.file("t.strata"), &info), 0) << info;
   EXPECT_NE(info.find("sampling: timer_create(CLOCK_THREAD_CPUTIME_ID)"), std::string::npos) << info;
   EXPECT_NE(info.find("perf_event"), std::string::npos) << info;  // why the fallback: perf_event refused
-  // CPU-time timers fire at the kernel tick (250 Hz here): ~500 samples for 2 s; the shares still
-  // hold, with the tolerance scaled to what so few samples allow.
+  // CPU-time timers fire at the kernel tick (250 Hz here): ~460 samples for 2 s, each weighted by the
+  // ~4 periods it stands for; the split still holds, within what so few draws allow. Compared among
+  // the three functions as above: a tick that lands in the program's clock reads (system calls) is
+  // delivered on their return, so on a loaded VM up to 8% of the weighted samples fell in [vdso] and
+  // the 60% function read 41.5% of all samples against 55.9% of the process's CPU time.
   Shares s = function_shares(dir.file("t.strata"));
   ASSERT_GT(s.samples, 50u) << info;
-  if (s.samples >= 250) {
-    EXPECT_NEAR(s.self["leaf_sixty"], measured_share(output, "sixty"), 8) << s.samples << " samples";
-    EXPECT_NEAR(s.self["leaf_ten"], measured_share(output, "ten"), 6) << s.samples << " samples";
-  }
+  expect_shares(dir.file("t.strata"), output, false,
+                {{"leaf_sixty", 60, "sixty"}, {"leaf_thirty", 30, "thirty"}, {"leaf_ten", 10, "ten"}});
 }
 
 // An unprivileged user (perf_event_paranoid 2 here): perf_event without kernel samples, and `record`
@@ -192,7 +210,10 @@ TEST(SampleShares, ItimerFallbackNamesItself) {
   Shares s = function_shares(dir.file("t.strata"));
   ASSERT_GT(s.samples, 50u) << output;
   if (s.samples >= 200) {
-    EXPECT_NEAR(s.self["leaf_sixty"], measured_share(output, "sixty"), 10) << s.samples;
+    const double sixty = measured_share(output, "sixty");
+    EXPECT_NEAR(s.self["leaf_sixty"], sixty,
+                share_bound_points(sixty, static_cast<double>(s.draws), kSystematicPoints))
+        << s.samples;
   }
 }
 
