@@ -17,12 +17,13 @@ torch_ok = subprocess.run([SYSTEM_PYTHON, "-c", "import torch"], capture_output=
 pytestmark = pytest.mark.skipif(not torch_ok, reason="Debian's python3-torch is not installed")
 
 
-def record(tmp_path, *args):
+def record(tmp_path, *args, quiet=True):
     out = str(tmp_path / "planted.strata")
-    proc = subprocess.run([STRATA, "record", "--quiet", "--level", "layer", "-o", out, "--", SYSTEM_PYTHON, SCRIPT,
-                           *args], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([STRATA, "record", *(["--quiet"] if quiet else []), "--level", "layer", "-o", out, "--",
+                           SYSTEM_PYTHON, SCRIPT, *args], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     ran = json.loads(proc.stdout.strip().splitlines()[-1])
+    record.stderr = proc.stderr
     return json.loads(run_strata("summary", "--format", "json", out).stdout), ran, out
 
 
@@ -57,7 +58,11 @@ def iterations_verdict(path):
 
 
 def test_input_bound_single_process_loader(tmp_path):
-    s, ran, path = record(tmp_path, "--case", "input", "--steps", "40", "--batch", "4")
+    s, ran, path = record(tmp_path, "--case", "input", "--steps", "40", "--batch", "4", quiet=False)
+    # `strata record` ends with the summary's three lines.
+    short = [line for line in record.stderr.splitlines() if line.startswith("strata: ")]
+    assert short[-3].startswith("strata: training, 40 steps (optimizer_step)"), record.stderr
+    assert short[-1].startswith("strata: bottleneck: input"), record.stderr
     # `strata iterations` says so too (it said "device-bound" on this CPU run before).
     assert iterations_verdict(path) == "input-bound"
     check_common(s, ran)

@@ -101,3 +101,13 @@ def test_breakdown_sums_to_step_time():
     per_step = sum(st["ms"] for st in s["steps"])
     assert abs(total - per_step) <= 0.02 * per_step
     assert abs(sum(row["pct"] for row in steps) - 100.0) <= 0.1
+
+
+def test_python_summary_is_the_cli_json():
+    import sys
+    from conftest import PYTHON_PKG
+    sys.path.insert(0, PYTHON_PKG)
+    import strata
+    path = os.path.join(DATA, "kineto/v100_train_rank0.json.gz")
+    with strata.load(path) as trace:
+        assert trace.summary() == summary(path)
