@@ -82,6 +82,7 @@ def _capi() -> ctypes.CDLL:
         "strata_capi_attr_strings": ([vp], _Strings),
         "strata_capi_enum_name": ([ctypes.c_int, ctypes.c_int], cstr),
         "strata_capi_info_json": ([vp], cstr),
+        "strata_capi_summary_json": ([vp], cstr),
         "strata_capi_analyses_json": ([], cstr),
         "strata_capi_run_analysis": ([vp, cstr, ctypes.POINTER(cstr), ctypes.POINTER(cstr), sz], vp),
         "strata_capi_tables_free": ([vp], None),
@@ -259,6 +260,13 @@ class Trace:
         return pd.Series(values.to_numpy(), index=rows["span"].to_numpy(), name=key)
 
     # -- small tables ---------------------------------------------------------------------------
+    def summary(self) -> Dict[str, Any]:
+        """What `strata summary --format json` prints (docs/summary.md): the workload and its steps,
+        process roles, the step time breakdown, the device shares, the bottleneck, the findings and
+        the top ops."""
+        raw = _capi().strata_capi_summary_json(self._live())
+        return json.loads(raw.decode("utf-8", "replace"))
+
     def _document(self) -> Dict[str, Any]:
         if self._info is None:
             raw = _capi().strata_capi_info_json(self._live())

@@ -43,29 +43,17 @@ std::optional<double> attr_number(const trace::Trace& trace, const AttrRecord& a
   return std::nullopt;
 }
 
-// Span indices ordered by tree depth (a counting sort): every parent comes before its children.
-std::vector<uint32_t> parents_first(const trace::SpanTree& tree, size_t n) {
-  uint32_t max_depth = 0;
-  for (size_t i = 0; i < n; ++i) max_depth = std::max(max_depth, tree.depth(i));
-  std::vector<uint32_t> by_depth_begin(max_depth + 2, 0);
-  for (size_t i = 0; i < n; ++i) ++by_depth_begin[tree.depth(i) + 1];
-  for (size_t d = 1; d < by_depth_begin.size(); ++d) by_depth_begin[d] += by_depth_begin[d - 1];
-  std::vector<uint32_t> order(n);
-  std::vector<uint32_t> fill(by_depth_begin.begin(), by_depth_begin.end() - 1);
-  for (size_t i = 0; i < n; ++i) order[fill[tree.depth(i)]++] = static_cast<uint32_t>(i);
-  return order;
-}
-
 }  // namespace
 
-Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree) : trace_(trace), tree_(tree) {
+Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree)
+    : trace_(trace), tree_(tree), run_(recognize_run(trace, tree)) {
   const size_t n = trace.spans.size();
   top_layer_.assign(n, -1);
   layer_pos_.assign(n, -1);
   std::vector<int32_t> model_of(n, -1);
   // Visit parents before children, so one pass propagates the nearest model span and the outermost
   // layer span down the tree.
-  const std::vector<uint32_t> order = parents_first(tree, n);
+  const std::vector<uint32_t> order = spans_parents_first(tree, n);
   size_t device_spans = 0, library_spans = 0;
   // Model spans marked as steps, and for every span the outermost step containing it (or itself).
   const uint32_t step_key = trace.strings.find(attr_keys::kStep);
@@ -109,9 +97,11 @@ Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree) : tra
                : kernel_role_ == KernelRole::kLibrary && s.level == kLibrary && is_activity(s);
   };
 
-  // Evaluations: one per model span; spans outside any model span go to one per process.
+  // Evaluations: one per model span. Without model spans: one per training step of the main process
+  // (run_recognition.h), else one per process; DataLoader workers are the input pipeline, never one.
   std::vector<int32_t> eval_of_model(n, -1);
   std::map<uint16_t, size_t> eval_of_process;
+  std::vector<int32_t> eval_of_step(run_.steps.size(), -1);
   auto eval_for = [&](size_t i) -> Evaluation& {
     int32_t m = evaluation_span(i);
     if (m >= 0) {
@@ -132,14 +122,7 @@ Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree) : tra
       }
       return evaluations_[static_cast<size_t>(e)];
     }
-    auto [it, inserted] = eval_of_process.emplace(trace.spans[i].process, evaluations_.size());
-    if (inserted) {
-      Evaluation ev;
-      ev.process = trace.spans[i].process;
-      ev.start_ns = INT64_MAX;
-      evaluations_.push_back(std::move(ev));
-    }
-    return evaluations_[it->second];
+    return evaluations_[static_cast<size_t>(unit_without_model(i, &eval_of_step, &eval_of_process))];
   };
   std::vector<int64_t> pseudo_end;
   for (size_t i = 0; i < n; ++i) {
@@ -149,20 +132,58 @@ Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree) : tra
     bool is_top_layer = top_layer_[i] == static_cast<int32_t>(i);
     bool is_kernel = plays_kernel(s);
     if (!is_top_layer && !is_kernel) continue;
+    if (evaluation_span(i) < 0 && !has_model_spans_ &&
+        unit_without_model(i, &eval_of_step, &eval_of_process) < 0) {
+      if (is_top_layer) ++(run_.is_input_process(s.process) ? layers_of_workers_ : layers_outside_steps_);
+      continue;
+    }
     Evaluation& ev = eval_for(i);
     if (is_top_layer) {
       ev.layers.push_back(static_cast<uint32_t>(i));
       ++layer_count_;
     }
     if (is_kernel) ev.kernels.push_back(static_cast<uint32_t>(i));
-    if (ev.model_span < 0) {
-      // No model span: the evaluation lasts from its first to its last layer or kernel.
+    if (ev.model_span < 0 && run_.step_source != StepSource::kOptimizerStep) {
+      // No model span nor step: the evaluation lasts from its first to its last layer or kernel.
       int64_t end = ev.start_ns == INT64_MAX ? s.end_ns : std::max(ev.start_ns + ev.latency_ns, s.end_ns);
       ev.start_ns = std::min(ev.start_ns, s.start_ns);
       ev.latency_ns = end - ev.start_ns;
     }
   }
   order_evaluations();
+}
+
+int32_t Workload::unit_without_model(size_t i, std::vector<int32_t>* step_eval,
+                                     std::map<uint16_t, size_t>* per_process) {
+  const SpanRecord& s = trace_.spans[i];
+  if (run_.is_input_process(s.process)) return -2;
+  if (run_.step_source == StepSource::kOptimizerStep) {
+    // The main process's training steps; its init and teardown, and other processes, are no evaluation.
+    if (s.process != run_.main_process) return -2;
+    auto it = std::upper_bound(run_.steps.begin(), run_.steps.end(), s.start_ns,
+                               [](int64_t t, const Step& st) { return t < st.start_ns; });
+    if (it == run_.steps.begin()) return -2;
+    --it;
+    if (s.start_ns >= it->end_ns) return -2;
+    int32_t& e = (*step_eval)[static_cast<size_t>(it - run_.steps.begin())];
+    if (e < 0) {
+      e = static_cast<int32_t>(evaluations_.size());
+      Evaluation ev;
+      ev.process = s.process;
+      ev.start_ns = it->start_ns;
+      ev.latency_ns = it->duration_ns();
+      evaluations_.push_back(std::move(ev));
+    }
+    return e;
+  }
+  auto [it, inserted] = per_process->emplace(s.process, evaluations_.size());
+  if (inserted) {
+    Evaluation ev;
+    ev.process = s.process;
+    ev.start_ns = INT64_MAX;
+    evaluations_.push_back(std::move(ev));
+  }
+  return static_cast<int32_t>(it->second);
 }
 
 // Which model spans group evaluations rather than being one (see the constructor); counts the
@@ -228,6 +249,20 @@ std::vector<std::string> Workload::evaluation_notes() const {
       line += "; " + std::to_string(outside_steps_) + " model spans outside every step are not evaluations";
     notes.push_back(line);
   }
+  if (!has_model_spans_ && run_.step_source == StepSource::kOptimizerStep) {
+    std::string line = "evaluations: the " + std::to_string(run_.steps.size()) +
+                       " training steps of the main process (pid " +
+                       std::to_string(trace_.processes[static_cast<size_t>(run_.main_process)].pid) +
+                       "), each ending with its optimizer step";
+    if (layers_outside_steps_)
+      line += "; " + std::to_string(layers_outside_steps_) +
+              " top-level layers outside them (initialization, teardown, other processes) not included";
+    notes.push_back(line);
+  }
+  if (layers_of_workers_)
+    notes.push_back(std::to_string(layers_of_workers_) + " top-level layers of " +
+                    std::to_string(run_.dataloader_workers) +
+                    " DataLoader worker processes are the input pipeline, not evaluations");
   if (wrapper_model_spans_)
     notes.push_back(std::to_string(wrapper_model_spans_) +
                     " model spans that contain other model spans are groups, not evaluations");

@@ -8,12 +8,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/run_recognition.h"
 #include "analysis/stats.h"
 #include "core/attr_keys.h"
 
@@ -22,7 +24,7 @@ namespace strata::analysis {
 enum class KernelRole { kNone, kDevice, kLibrary };
 
 struct Evaluation {
-  int32_t model_span = -1;  // -1: no model span (one evaluation per process)
+  int32_t model_span = -1;  // -1: no model span (a training step of the main process, or a process)
   uint16_t process = 0;
   int64_t batch = 1;
   bool batch_known = false;
@@ -39,6 +41,8 @@ class Workload {
   const trace::Trace& trace() const { return trace_; }
   const trace::SpanTree& tree() const { return tree_; }
   const std::vector<Evaluation>& evaluations() const { return evaluations_; }
+  // What the run was: process roles, the main process's steps (run_recognition.h).
+  const RunRecognition& run() const { return run_; }
   KernelRole kernel_role() const { return kernel_role_; }
   bool has_model_spans() const { return has_model_spans_; }
   bool has_layers() const { return layer_count_ > 0; }
@@ -72,9 +76,12 @@ class Workload {
   std::vector<uint8_t> mark_model_wrappers(const std::vector<int32_t>& step_of,
                                            const std::vector<int32_t>& model_of);
   void order_evaluations();
+  // Without model spans: the evaluation a span belongs to (-2: none, it is not part of the model).
+  int32_t unit_without_model(size_t i, std::vector<int32_t>* step_eval, std::map<uint16_t, size_t>* per_process);
 
   const trace::Trace& trace_;
   const trace::SpanTree& tree_;
+  RunRecognition run_;
   std::vector<Evaluation> evaluations_;
   std::vector<int32_t> top_layer_;
   std::vector<int32_t> layer_pos_;
@@ -85,6 +92,10 @@ class Workload {
   bool steps_marked_ = false;
   size_t inside_steps_ = 0;
   size_t outside_steps_ = 0;
+  // Without model spans: top-level layers left out as outside the main process's steps (init and
+  // teardown) and as the input pipeline (DataLoader workers).
+  size_t layers_outside_steps_ = 0;
+  size_t layers_of_workers_ = 0;
 };
 
 // The shared workload of an AnalysisInput, built on first use when the caller did not supply one.

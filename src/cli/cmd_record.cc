@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cli/bundled_libstdcxx.h"
+#include "analysis/run_summary.h"
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -34,6 +35,7 @@
 #include "collect/clock.h"
 #include "collect/trace_context.h"
 #include "core/level.h"
+#include "export/summary_render.h"
 #include "export/text_escape.h"
 #include "format/trace_merge.h"
 #include "runs/leveled.h"
@@ -470,6 +472,26 @@ bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
   return out->commit(error);
 }
 
+// The three lines of `strata summary` (export/summary_render.h: short_summary) for the written trace.
+// Loading it costs memory in proportion to its size, so a trace over kShortAnswerMaxBytes is not
+// loaded (one line says to run `strata summary`).
+void print_short_answer(const std::string& path) {
+  constexpr uintmax_t kShortAnswerMaxBytes = uintmax_t{1} << 30;
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0) return;
+  if (size > kShortAnswerMaxBytes) {
+    std::fprintf(stderr, "strata record: run `strata summary %s` for the bottleneck and findings\n",
+                 exporter::escape_terminal(path).c_str());
+    return;
+  }
+  trace::Trace trace;
+  std::string error;
+  if (!load_native_or_import(path, &trace, &error)) return;
+  const analysis::RunSummary summary = analysis::summarize_run(trace, trace.tree());
+  std::fputs(exporter::short_summary(trace, summary).c_str(), stderr);
+}
+
 // The closing summary, streamed from the written trace (memory independent of its size).
 void print_closing_summary(const RecordRequest& req, const RunOutcome& last, int64_t total_wall,
                            size_t process_files, const std::string& leveled_text,
@@ -489,6 +511,7 @@ void print_closing_summary(const RecordRequest& req, const RunOutcome& last, int
   } else
     std::fprintf(stderr, "strata record: %s\n", exporter::escape_terminal(error).c_str());
   if (!leveled_text.empty()) std::fputs(leveled_text.c_str(), stderr);
+  print_short_answer(req.output);
   for (size_t k = 0; k < warnings.size() && k < 5; ++k)
     std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(warnings[k]).c_str());
   std::fprintf(stderr, "trace written to %s\n", exporter::escape_terminal(req.output).c_str());

@@ -10,6 +10,7 @@ int run_export(int argc, char** argv);
 int run_import(int argc, char** argv);
 int run_analyze(int argc, char** argv);
 int run_iterations(int argc, char** argv);
+int run_summary(int argc, char** argv);
 int run_model(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_lowerbound(int argc, char** argv);

@@ -22,6 +22,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"record", "run a command with tracing and write one trace of all its processes",
      strata::cli::run_record},
+    {"summary", "the answer first: what ran, where each step's time goes, the bottleneck and what to do",
+     strata::cli::run_summary},
     {"info", "show a trace's header, processes, counts, drops and clock domains", strata::cli::run_info},
     {"export", "write a trace as Chrome Trace Event JSON, or spans as JSON/CSV", strata::cli::run_export},
     {"sql", "run SQL queries over a trace (or its `export --format sqlite` database)", strata::cli::run_sql},

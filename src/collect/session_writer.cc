@@ -1,9 +1,13 @@
 // The writer thread of a session (consumer side): drains the threads' event blocks, pairs begins and
 // ends, assigns ids and parents, and appends chunks to the process's trace file.
+#include <dirent.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "collect/session.h"
@@ -13,6 +17,42 @@
 
 namespace strata::collect {
 namespace {
+// The process's OS threads now (Strata's writer thread `skip` left out), and those of them that used
+// the CPU for at least a tenth of `lifetime_ns` (utime + stime of /proc/self/task/TID/stat): the
+// threads that computed. Zeros when /proc cannot be read.
+struct ThreadCounts {
+  int64_t threads = 0, busy = 0;
+};
+ThreadCounts os_threads(uint32_t skip, int64_t lifetime_ns) {
+  ThreadCounts out;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return out;
+  const long ticks = sysconf(_SC_CLK_TCK);
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.' || std::strtoul(e->d_name, nullptr, 10) == skip) continue;
+    ++out.threads;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/task/%.20s/stat", e->d_name);
+    FILE* f = std::fopen(path, "re");
+    if (f == nullptr) continue;
+    char buf[1024];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    // Fields after the command name (which may hold spaces and parentheses): state is field 3,
+    // utime 14, stime 15.
+    const char* p = std::strrchr(buf, ')');
+    if (p == nullptr || ticks <= 0) continue;
+    unsigned long long utime = 0, stime = 0;
+    if (std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+      continue;
+    const double cpu_ns = static_cast<double>(utime + stime) * 1e9 / static_cast<double>(ticks);
+    if (lifetime_ns > 0 && cpu_ns >= 0.1 * static_cast<double>(lifetime_ns)) ++out.busy;
+  }
+  closedir(dir);
+  return out;
+}
+
 std::string_view bytes(const detail::Slot* p, size_t n) { return {reinterpret_cast<const char*>(p), n}; }
 }  // namespace
 
@@ -534,6 +574,15 @@ void Session::stop() {
   format::Properties end;
   end.set_int(std::string(format::keys::kEndMonotonicNs), monotonic_ns());
   end.set_int("spans_written", static_cast<int64_t>(stream_->spans_written()));
+  const ThreadCounts threads = os_threads(writer_tid(), monotonic_ns() - started_monotonic_ns_);
+  if (threads.threads > 0) {
+    end.set_int(std::string(format::keys::kEndThreads), threads.threads);
+    end.set_int(std::string(format::keys::kEndBusyThreads), threads.busy);
+  }
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0)
+    end.set_int(std::string(format::keys::kEndCpus), CPU_COUNT(&allowed));
   stream_->write_properties(format::ChunkType::kEnd, end);
   if (stream_->failed())
     error_ = stream_->error() + "; " + std::to_string(stream_->spans_lost()) +

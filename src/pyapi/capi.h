@@ -96,6 +96,9 @@ const char* strata_capi_enum_name(int which, int value);
 // (small: one entry per process, thread and non-zero counter).
 const char* strata_capi_info_json(strata_capi_trace* trace);
 
+// `strata summary --format json` of the trace (docs/summary.md: the contract), built on first call.
+const char* strata_capi_summary_json(strata_capi_trace* trace);
+
 // Writes the opened trace as one native .strata file (trace/trace_saver.h: every process, span,
 // attribute, process stat and record property; zstd_level <= 0 stores chunks uncompressed). Opening
 // the files saved from several inputs gives the trace those inputs open to (what strata.dask ships

@@ -41,6 +41,7 @@ struct strata_capi_trace {
   strata::pyapi::StringColumn attr_strings;
   std::vector<int32_t> attr_code_of_string;
   std::string info_json;
+  std::string summary_json;
 };
 
 struct strata_capi_tables {

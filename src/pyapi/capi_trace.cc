@@ -5,11 +5,14 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "analysis/run_summary.h"
 #include "core/level.h"
 #include "core/stats.h"
+#include "export/summary_render.h"
 #include "export/text_escape.h"
 #include "format/input_file.h"
 #include "pyapi/capi.h"
@@ -327,6 +330,17 @@ const char* strata_capi_info_json(strata_capi_trace* t) {
   std::lock_guard<std::mutex> lock(t->lazy_mu);
   if (t->info_json.empty()) t->info_json = strata::pyapi::info_json(t->trace);
   return t->info_json.c_str();
+}
+
+const char* strata_capi_summary_json(strata_capi_trace* t) {
+  std::lock_guard<std::mutex> lock(t->lazy_mu);
+  if (t->summary_json.empty()) {
+    std::ostringstream out;
+    const strata::analysis::RunSummary summary = strata::analysis::summarize_run(t->trace, t->trace.tree());
+    strata::exporter::render_summary(t->trace, summary, strata::exporter::SummaryFormat::kJson, out);
+    t->summary_json = out.str();
+  }
+  return t->summary_json.c_str();
 }
 
 }  // extern "C"

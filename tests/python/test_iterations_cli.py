@@ -61,7 +61,8 @@ def summary_value(tables, column):
 # of the interval time covered by the copies; the verdict turns copy-bound above 10% (the interval is
 # then less than 10x its copies, docs/iterations.md), so each case also checks the overlap it rests on.
 @pytest.mark.parametrize("args,expected,overlap", [
-    ((), "device-bound", (0, 10)),
+    # Ops executing dominate a CPU run: op-bound (there is no device on it, so never "device-bound").
+    ((), "op-bound", (0, 10)),
     # CPU work in the loop, no copy at all -> host-bound.
     (("--host-work-ms", "30"), "host-bound", (0, 0)),
     # CPU work plus a small staging copy (2 MB, ~1 ms of a ~60 ms interval): the copy is seen, but is

@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "analysis/run_recognition.h"
 #include "core/level.h"
 
 namespace strata::analysis::iterations {
@@ -16,16 +17,37 @@ std::string fmt(const char* format, double a, double b = 0, double c = 0, double
   return buf;
 }
 
+// Time the loop's iterations after its first spend in DataLoader waits (ops of the sequence).
+int64_t data_wait_ns(const trace::Trace& trace, const MetricsResult& metrics, int32_t loop) {
+  int64_t total = 0;
+  bool first = true;
+  for (const IterationMetrics& it : metrics.iterations) {
+    if (it.loop != loop) continue;
+    if (first) {
+      first = false;
+      continue;
+    }
+    for (int64_t op = it.first_op; op <= it.last_op && op >= 0; ++op) {
+      if (static_cast<size_t>(op) >= metrics.sequence_spans.size()) break;
+      const SpanRecord& sp = trace.spans[metrics.sequence_spans[static_cast<size_t>(op)]];
+      if (scope_role(trace.name(sp)) == ScopeRole::kDataWait) total += sp.duration_ns();
+    }
+  }
+  return total;
+}
+
 }  // namespace
 
-std::string_view verdict_name(Verdict verdict) {
+std::string_view verdict_name(Verdict verdict, bool device_trace) {
   switch (verdict) {
+    case Verdict::kInputBound:
+      return "input-bound";
     case Verdict::kHostBound:
       return "host-bound";
     case Verdict::kCopyBound:
       return "copy-bound";
     case Verdict::kDeviceBound:
-      return "device-bound";
+      return device_trace ? "device-bound" : "op-bound";
     case Verdict::kBalanced:
       return "balanced";
   }
@@ -36,6 +58,7 @@ Diagnosis diagnose(const trace::Trace& trace, const Classification& classes, con
                    int32_t loop, const DiagnosisOptions& options) {
   Diagnosis d;
   d.loop = loop;
+  d.device_trace = classes.device_trace;
   if (loop < 0 || static_cast<size_t>(loop) >= metrics.loops.size()) return d;
   const LoopSummary& s = metrics.loops[loop];
   const double total = static_cast<double>(std::max<int64_t>(1, s.total_ns));
@@ -45,6 +68,7 @@ Diagnosis diagnose(const trace::Trace& trace, const Classification& classes, con
   const double host_share = static_cast<double>(s.interval_host_ns + s.op_gap_ns) / total;
   const double copy_share = static_cast<double>(s.interval_copy_ns) / total;
   const double busy_share = static_cast<double>(s.busy_ns) / total;
+  const double input_share = static_cast<double>(data_wait_ns(trace, metrics, loop)) / total;
   const double gap_ratio = s.avg_op_gap_ns > 0 ? s.mean_interval_ns / s.avg_op_gap_ns : 0.0;
   // Ops back to back inside iterations: any interval is >> the (zero) gap between them.
   const std::string versus_gap =
@@ -69,6 +93,11 @@ Diagnosis diagnose(const trace::Trace& trace, const Classification& classes, con
       {Verdict::kDeviceBound, busy_share,
        std::string(ops_word) + fmt(" execute %.1f%% of the loop's time (median iteration %.3f ms)",
                                    100.0 * busy_share, s.median_time_ns * ms)});
+  if (input_share > 0)
+    d.ranked.push_back({Verdict::kInputBound, input_share,
+                        fmt("waits for the DataLoader (enumerate(DataLoader)#... scopes) hold %.1f%% of the loop's "
+                            "time",
+                            100.0 * input_share)});
   std::stable_sort(d.ranked.begin(), d.ranked.end(),
                    [](const RankedCause& a, const RankedCause& b) { return a.share > b.share; });
   // DeepProf's reading first (see the header): is the bottleneck outside the iterations (interval >>
@@ -79,7 +108,11 @@ Diagnosis diagnose(const trace::Trace& trace, const Classification& classes, con
   const bool outside = interval_share >= options.interval_share &&
                        (s.avg_op_gap_ns <= 0 ? s.mean_interval_ns > 0 : gap_ratio >= options.much_larger);
   const double copy_limit = 1.0 / options.much_larger;
-  if (outside) {
+  if (input_share >= options.input_share) {
+    d.verdict = Verdict::kInputBound;
+    d.reason = fmt("waits for the DataLoader hold %.1f%% of the loop's time (>= %.0f%%)", 100.0 * input_share,
+                   100.0 * options.input_share);
+  } else if (outside) {
     d.verdict = s.avg_overlap > copy_limit ? Verdict::kCopyBound : Verdict::kHostBound;
     d.reason =
         fmt("intervals hold %.1f%% of the loop (>= %.0f%%) and the avg interval is ", 100.0 * interval_share,
@@ -170,6 +203,11 @@ Diagnosis diagnose(const trace::Trace& trace, const Classification& classes, con
       break;
     case Verdict::kBalanced:
       d.next_step = "no single part dominates: see the ranked shares";
+      break;
+    case Verdict::kInputBound:
+      d.next_step =
+          "the loop waits for its input: give the DataLoader worker processes (num_workers > 0) or more of "
+          "them, or make __getitem__/collate cheaper (strata summary shows the data phase per step)";
       break;
   }
   return d;

@@ -25,8 +25,11 @@
 
 namespace strata::analysis::iterations {
 
-enum class Verdict { kHostBound, kCopyBound, kDeviceBound, kBalanced };
-std::string_view verdict_name(Verdict verdict);
+// kInputBound: the ops executing are mostly waits for the DataLoader (PyTorch's
+// `enumerate(DataLoader)#...` scopes hold at least `input_share` of the loop's time).
+enum class Verdict { kHostBound, kCopyBound, kDeviceBound, kBalanced, kInputBound };
+// On a trace without device work, ops executing are "op-bound", not "device-bound".
+std::string_view verdict_name(Verdict verdict, bool device_trace = true);
 
 // One candidate cause. `ranked` lists the verdict first, then the other causes by share: the verdict
 // is not always the largest share (12% overlap can make a loop copy-bound, see above).
@@ -47,6 +50,7 @@ struct GapSpan {
 
 struct Diagnosis {
   int32_t loop = 0;
+  bool device_trace = false;  // the ops are device work (else host ops: "op-bound")
   Verdict verdict = Verdict::kBalanced;
   std::vector<RankedCause> ranked;  // the verdict first, then the other causes by share
   std::string reason;               // which rule gave the verdict, with its figures
@@ -58,6 +62,7 @@ struct DiagnosisOptions {
   double interval_share = 0.2;  // idle time between iterations that makes the loop host/copy-bound
   double much_larger = 10;      // ">>": an order of magnitude (interval vs op gap, interval vs copies)
   double dominant_share = 0.5;
+  double input_share = 0.3;  // DataLoader waits that make the loop input-bound (as strata summary's verdict)
   size_t top_gap_spans = 8;
 };
 

@@ -118,7 +118,7 @@ Table summary_table(const IterationsReport& report) {
          pct(s.avg_overlap), us(s.avg_op_gap_ns),
          s.avg_copy_bytes >= 0 ? Cell::real(s.avg_copy_bytes, 0) : Cell::empty(),
          Cell::integer(s.time_outliers), Cell::integer(s.interval_outliers),
-         d != nullptr ? Cell::text(std::string(verdict_name(d->verdict))) : Cell::empty(),
+         d != nullptr ? Cell::text(std::string(verdict_name(d->verdict, d->device_trace))) : Cell::empty(),
          Cell::real(mining.confidence, 2)});
   }
   char buf[320];
@@ -209,10 +209,10 @@ std::vector<Table> report_tables(const trace::Trace& trace, const IterationsRepo
     int rank = 1;
     for (const RankedCause& c : d.ranked)
       diag.rows.push_back({Cell::integer(d.loop), Cell::integer(rank++),
-                           Cell::text(std::string(verdict_name(c.verdict))), pct(c.share),
+                           Cell::text(std::string(verdict_name(c.verdict, d.device_trace))), pct(c.share),
                            Cell::text(c.evidence)});
     diag.notes.push_back("loop " + std::to_string(d.loop) +
-                         " verdict: " + std::string(verdict_name(d.verdict)) + ". Why: " + d.reason +
+                         " verdict: " + std::string(verdict_name(d.verdict, d.device_trace)) + ". Why: " + d.reason +
                          ". Next: " + d.next_step);
     for (const GapSpan& g : d.gap_spans)
       gaps.rows.push_back({Cell::integer(d.loop), Cell::text(g.name), Cell::text(g.level),
