@@ -132,12 +132,19 @@ Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree)
     bool is_top_layer = top_layer_[i] == static_cast<int32_t>(i);
     bool is_kernel = plays_kernel(s);
     if (!is_top_layer && !is_kernel) continue;
-    if (evaluation_span(i) < 0 && !has_model_spans_ &&
-        unit_without_model(i, &eval_of_step, &eval_of_process) < 0) {
-      if (is_top_layer) ++(run_.is_input_process(s.process) ? layers_of_workers_ : layers_outside_steps_);
-      continue;
+    // Outside every evaluation span: the main process's step, or its process (unit_without_model);
+    // none (negative) for DataLoader workers and for the main process outside its steps, with or
+    // without model spans elsewhere in the trace.
+    int32_t unit = -1;
+    if (evaluation_span(i) < 0) {
+      unit = unit_without_model(i, &eval_of_step, &eval_of_process);
+      if (unit < 0) {
+        if (is_top_layer && !has_model_spans_)
+          ++(run_.is_input_process(s.process) ? layers_of_workers_ : layers_outside_steps_);
+        continue;
+      }
     }
-    Evaluation& ev = eval_for(i);
+    Evaluation& ev = unit >= 0 ? evaluations_[static_cast<size_t>(unit)] : eval_for(i);
     if (is_top_layer) {
       ev.layers.push_back(static_cast<uint32_t>(i));
       ++layer_count_;
