@@ -58,7 +58,23 @@ Session::Session(SessionConfig config)
   id_salt_ = random_u64() & 0xFFF;
 }
 
-Session::~Session() { stop(); }
+Session::~Session() {
+  stop();
+  // The runtime keeps its session for the life of the process; a session object that goes away
+  // (a test's, an embedder's) gives the blocks its threads still hold back to the pool, whose
+  // destructor frees them: nothing else points at them once the thread states are gone.
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  for (auto& t : owned_threads_) {
+    std::lock_guard<std::mutex> chain(t->chain_mu);
+    for (Block* first : {t->read_block, t->head})
+      for (Block* b = first; b != nullptr;) {
+        Block* next = b->next.load(std::memory_order_acquire);
+        pool_.release(b);
+        b = next;
+      }
+    t->read_block = t->head = t->write_block = nullptr;
+  }
+}
 
 uint64_t Session::drops(int cause) const {
   uint64_t total = consumer_drops_[cause].load(std::memory_order_relaxed);
