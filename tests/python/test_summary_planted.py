@@ -111,3 +111,23 @@ def test_memory_growing_per_step(tmp_path):
     # The script keeps 64 x 1024 floats (256 KiB) more every step: at least that much growth.
     mb = float(growth.split(": ")[1].split(" MB")[0])
     assert mb * 1e6 >= (ran["kept"] - 1) * 64 * 1024 * 4, growth
+
+
+def test_thread_oversubscription(tmp_path):
+    # The script gives its main process and each of its 2 DataLoader workers as many intra-op threads as
+    # the cores it may use, and each worker splits an elementwise op evenly among its threads: by
+    # construction every worker thread does a like share of the work (CPU time, whatever the load), so
+    # at least 2 x cores threads compute, more than the rule's 1.5 per core.
+    s, ran, _ = record(tmp_path, "--case", "threads", "--steps", "40", "--batch", "4")
+    assert ran["threads"] == ran["cpus"] and ran["num_workers"] == 2, ran
+    roles = sorted(p["role"] for p in s["processes"])
+    assert roles == ["dataloader_worker", "dataloader_worker", "main"], s["processes"]
+    finding = next((f for f in s["findings"] if f["rule"] == "thread_oversubscription"), None)
+    assert finding is not None, s["findings"]
+    threads, processes, cores = (float(finding["evidence"].split(" threads in ")[0]),
+                                 float(finding["evidence"].split(" in ")[1].split(" processes")[0]),
+                                 float(finding["evidence"].split(" on ")[1].split(" cores")[0]))
+    # The cores are those the script was allowed to use (its affinity: Strata's end.cpus), and the
+    # workers' threads alone exceed 1.5 per core.
+    assert cores == ran["cpus"] and processes == 3, finding["evidence"]
+    assert threads >= 2 * ran["threads"] > 1.5 * cores, finding["evidence"]
