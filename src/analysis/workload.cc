@@ -47,7 +47,10 @@ std::optional<double> attr_number(const trace::Trace& trace, const AttrRecord& a
 }  // namespace
 
 Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree)
-    : trace_(trace), tree_(tree), run_(recognize_run(trace, tree)) {
+    : Workload(trace, tree, recognize_run(trace, tree)) {}
+
+Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree, RunRecognition run)
+    : trace_(trace), tree_(tree), run_(std::move(run)) {
   const size_t n = trace.spans.size();
   top_layer_.assign(n, -1);
   layer_pos_.assign(n, -1);

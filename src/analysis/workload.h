@@ -38,6 +38,8 @@ struct Evaluation {
 class Workload {
  public:
   Workload(const trace::Trace& trace, const trace::SpanTree& tree);
+  // With the run already recognized (recognize_run(trace, tree)): not recognized again.
+  Workload(const trace::Trace& trace, const trace::SpanTree& tree, RunRecognition run);
 
   const trace::Trace& trace() const { return trace_; }
   const trace::SpanTree& tree() const { return tree_; }

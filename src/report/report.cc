@@ -350,7 +350,10 @@ bool write_report(const trace::Trace& trace, const ReportOptions& options, std::
   std::vector<const analysis::Analysis*> chosen;
   for (std::string_view name : kAnalyses)
     if (const analysis::Analysis* a = analysis::find_analysis(name)) chosen.push_back(a);
-  analysis::PipelineResult pipeline = analysis::run_pipeline(trace, chosen, options.params);
+  // The answer first: `strata summary`'s JSON, made by the same library calls as that command; its
+  // recognition of the run is the analyses' workload's too (recognized once).
+  const analysis::RunSummary summary = analysis::summarize_run(trace, trace.tree());
+  analysis::PipelineResult pipeline = analysis::run_pipeline(trace, chosen, options.params, &summary.run);
 
   std::string data = "{";
   const std::string title =
@@ -366,8 +369,6 @@ bool write_report(const trace::Trace& trace, const ReportOptions& options, std::
   append_key(&data, "overview");
   data += overview_json(trace, options);
   data += ',';
-  // The answer first: `strata summary`'s JSON, made by the same library calls as that command.
-  const analysis::RunSummary summary = analysis::summarize_run(trace, trace.tree());
   append_key(&data, "summary");
   data += summary_json(trace, summary);
   data += ",\n";
