@@ -135,6 +135,19 @@ def test_compute_bound_with_workers_and_eval_passes(recorded):
     notes = " ".join(table[0]["notes"] if isinstance(table, list) else table["layer_table"]["notes"])
     assert "training steps of the main process" in notes, notes
     assert "DataLoader worker processes are the input pipeline" in notes, notes
+    # So does the report: it leads with the summary of the main process's steps, and its layer table
+    # is the same main-process table.
+    html = os.path.join(os.path.dirname(path), "compute.html")
+    run_strata("report", path, "-o", html)
+    with open(html, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index(">", text.index('<script id="strata-data"')) + 1
+    data = json.loads(text[start:text.index("</script>", start)])
+    assert data["summary"] == s
+    main = next(p["pid"] for p in s["processes"] if p["role"] == "main")
+    assert data["summary"]["workload"]["main_pid"] == main
+    report_notes = " ".join(data["analyses"]["layer_table"]["tables"]["layer_table"]["notes"])
+    assert "training steps of the main process" in report_notes, report_notes
 
 
 def test_framework_overhead_tiny_mlp(recorded):
