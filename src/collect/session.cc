@@ -128,7 +128,6 @@ bool Session::start() {
   stream_->flush();
   last_flush_ns_ = monotonic_ns();
   last_snapshot_ns_ = last_flush_ns_;
-  started_monotonic_ns_ = last_flush_ns_;
   pthread_once(&g_exit_key_once, [] { pthread_key_create(&g_exit_key, on_thread_exit_key); });
   // The writer blocks every signal (it inherits the mask it is created with): a process-directed
   // signal then goes to a program thread, whose handler may wait for the writer to flush.
