@@ -1,5 +1,6 @@
 // The verdict and the findings of `strata summary` (docs/summary.md lists every rule with its
-// threshold; tests/analysis/summary_rules_test.cc plants a trigger for each). Rules read activity
+// threshold; tests/python/test_summary_device_rules.py and test_summary_planted.py plant a trigger for
+// each, test_summary_traces.py runs them on real traces). Rules read activity
 // types, levels, attribute keys and the recognized run (run_recognition.h), never a tracer's name.
 #include <algorithm>
 #include <cctype>
