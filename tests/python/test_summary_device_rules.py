@@ -1,7 +1,7 @@
 """`strata summary`'s device rules (issue 33), each fired by a cause planted in a generated Kineto trace and
 silent on its control: host synchronizations in the loop, copies from pageable memory, many short
-kernels with the device idle (launch-bound), GEMMs without tensor cores on a GPU that has them, and a
-mostly idle device. The generator computes the planted numbers itself (sync share of step time, busy
+kernels with the device idle (launch-bound), GEMMs without tensor cores on a GPU that has them, a
+mostly idle device, and (rules of any trace) a slow first step and one slow step later. The generator computes the planted numbers itself (sync share of step time, busy
 share as the union of device intervals inside the steps); the test compares Strata's to them. The
 thresholds are docs/summary.md's."""
 import json
@@ -46,6 +46,9 @@ def planted_trace(cause, steps=8, compute_major=8):
             device.append((t + 15, t + 15 + duration))
             corr += 1
             t += duration + gap
+        if (cause == "warmup" and step == 0) or (cause == "outlier" and step == 5):
+            events.append(_event("cpu_op", "aten::copy_", PID, t, 9000.0))  # host work, device idle
+            t += 9010
         if cause == "sync":
             events.append(_event("cuda_runtime", "cudaDeviceSynchronize", PID, t, 1500.0, correlation=corr))
             events.append(_event("cuda_sync", "Device Synchronize", 0, t + 1, 1490.0, device=0, stream=7,
@@ -106,6 +109,19 @@ def test_each_planted_cause_fires_its_rule(tmp_path, cause, rule, verdict):
     assert s["gpu"]["busy_pct"] == pytest.approx(facts["busy_pct"], abs=0.1)
 
 
+@pytest.mark.parametrize("cause,rule,slow_step", [("warmup", "warmup_step", 0), ("outlier", "outlier_steps", 5)])
+def test_a_planted_slow_step_is_named(tmp_path, cause, rule, slow_step):
+    s, facts = summarize(tmp_path, cause)
+    assert s["workload"]["steps"] == facts["steps"]
+    found = rules(s)
+    assert rule in found, list(found)
+    assert not {"warmup_step", "outlier_steps"} - {rule} & set(found), list(found)
+    durations = [st["ms"] for st in s["steps"]]
+    assert max(range(len(durations)), key=durations.__getitem__) == slow_step
+    if rule == "outlier_steps":
+        assert f"the slowest is step {slow_step} " in found[rule]["evidence"], found[rule]["evidence"]
+
+
 def test_the_sync_share_is_the_planted_one(tmp_path):
     s, facts = summarize(tmp_path, "sync")
     evidence = rules(s)["host_sync"]["evidence"]
@@ -121,6 +137,6 @@ def test_the_sync_share_is_the_planted_one(tmp_path):
 def test_controls_fire_no_device_rule(tmp_path, cause, kwargs):
     s, facts = summarize(tmp_path, cause, **kwargs)
     assert s["workload"]["steps"] == facts["steps"]
-    assert not set(rules(s)) & DEVICE_RULES, s["findings"]
+    assert not s["findings"], s["findings"]  # steps all alike too: no warm-up, no outlier
     assert s["bottleneck"]["kind"] == "gpu_compute"
     assert s["gpu"]["busy_pct"] == pytest.approx(facts["busy_pct"], abs=0.1)
