@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/env_vars.h"
+
 extern char** environ;
 
 namespace strata::annotate {
@@ -107,7 +109,7 @@ bool is_executable(const std::string& path) { return access(path.c_str(), X_OK) 
 
 std::string find_program(const std::string& wanted) {
   if (!wanted.empty()) return wanted;
-  if (const char* env = std::getenv("STRATA_LLVM_MCA"); env != nullptr && *env) return env;
+  if (const char* env = std::getenv(strata::env::kLlvmMca); env != nullptr && *env) return env;
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/bin:/bin";
   for (const char* name : {"llvm-mca-14", "llvm-mca"}) {

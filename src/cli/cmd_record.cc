@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/bundled_libstdcxx.h"
 #include "analysis/run_summary.h"
+#include "cli/bundled_libstdcxx.h"
 #include "cli/cli_options.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -34,6 +34,7 @@
 #include "cli/safe_files.h"
 #include "collect/clock.h"
 #include "collect/trace_context.h"
+#include "core/env_vars.h"
 #include "core/level.h"
 #include "export/summary_render.h"
 #include "export/text_escape.h"
@@ -168,36 +169,36 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
     prepend_env("LD_PRELOAD", opt.onednn_tracer, ':');
   if (opt.sample_hz > 0) {  // the sampler rides on the runtime's session (loaded after it)
     prepend_env("LD_PRELOAD", opt.sampler, ':');
-    setenv("STRATA_SAMPLE", std::to_string(opt.sample_hz).c_str(), 1);
-    setenv("STRATA_SAMPLE_UNWIND", opt.unwind.c_str(), 1);
+    setenv(env::kSample, std::to_string(opt.sample_hz).c_str(), 1);
+    setenv(env::kSampleUnwind, opt.unwind.c_str(), 1);
     // oneDNN's JIT kernels (PyTorch's CPU convolutions) run from anonymous memory: with a perf map
     // (/tmp/perf-PID.map) the sampler names them (sample/jit_map.h). Asked for only when the user
     // did not choose; the sampler removes the file it caused at exit (STRATA_SAMPLE_JIT_MAP_OWNED),
     // the recorder what a process left (jit_map_cleanup.h).
     if (asks_for_jit_maps(opt)) ask_for_jit_map_in_child();
   } else {
-    unsetenv("STRATA_SAMPLE");
+    unsetenv(env::kSample);
   }
   prepend_env("LD_PRELOAD", opt.runtime, ':');
   // From a bundle: the node's libstdc++ first when it is at least as new as the bundled copy.
   const std::string system_cxx = newer_system_libstdcxx(opt.runtime, default_system_library_dirs());
   if (!system_cxx.empty()) prepend_env("LD_PRELOAD", system_cxx, ':');
-  setenv("STRATA_OUTPUT_DIR", parts.c_str(), 1);
-  unsetenv("STRATA_OUTPUT");
-  setenv("STRATA_LEVEL", std::to_string(lv).c_str(), 1);
+  setenv(env::kOutputDir, parts.c_str(), 1);
+  unsetenv(env::kOutput);
+  setenv(env::kLevel, std::to_string(lv).c_str(), 1);
   if (opt.buffer_mb.empty())
-    unsetenv("STRATA_BUFFER_MB");
+    unsetenv(env::kBufferMb);
   else
-    setenv("STRATA_BUFFER_MB", opt.buffer_mb.c_str(), 1);
-  setenv("STRATA_COMPRESS", opt.compress.c_str(), 1);
-  setenv("STRATA_LIB", opt.runtime.c_str(), 1);
+    setenv(env::kBufferMb, opt.buffer_mb.c_str(), 1);
+  setenv(env::kCompress, opt.compress.c_str(), 1);
+  setenv(env::kLib, opt.runtime.c_str(), 1);
   // GPU environment setup (owned by "gpu"): NVTX / cuDNN+cuBLAS / CUPTI by level. Keep it one call.
   add_gpu_record_env(lv, opt.runtime);
-  if (!opt.gpu_metrics.empty()) setenv("STRATA_GPU_METRICS", opt.gpu_metrics.c_str(), 1);
+  if (!opt.gpu_metrics.empty()) setenv(env::kGpuMetrics, opt.gpu_metrics.c_str(), 1);
   if (opt.gpu_pc_sampling)
-    setenv("STRATA_GPU_PC_SAMPLING",
+    setenv(env::kGpuPcSampling,
            opt.gpu_pc_sampling_mode.empty() ? "continuous" : opt.gpu_pc_sampling_mode.c_str(), 1);
-  if (!opt.onednn_mode.empty()) setenv("STRATA_ONEDNN_MODE", opt.onednn_mode.c_str(), 1);
+  if (!opt.onednn_mode.empty()) setenv(env::kOnednnMode, opt.onednn_mode.c_str(), 1);
   // A root context: every process of the command shares this trace id.
   setenv("TRACEPARENT", opt.traceparent.c_str(), 1);
   if (!opt.python_dir.empty()) {

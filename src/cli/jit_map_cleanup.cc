@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/env_vars.h"
 #include "export/text_escape.h"
 #include "sample/jit_map.h"
 
@@ -32,14 +33,14 @@ void ask_for_jit_map_in_child() {
   if (fd < 0) {
     std::fprintf(stderr, "strata record: %s; oneDNN's JIT code is not named in process %d\n",
                  exporter::escape_terminal(why).c_str(), static_cast<int>(pid));
-    setenv("STRATA_SAMPLE_JIT_MAP_REFUSED", std::to_string(pid).c_str(), 1);
+    setenv(env::kSampleJitMapRefused, std::to_string(pid).c_str(), 1);
     return;
   }
   close(fd);
   setenv("ONEDNN_JIT_PROFILE", "2", 1);
   setenv("DNNL_JIT_PROFILE", "2", 1);
-  setenv("STRATA_SAMPLE_JIT_MAP_OWNED", "1", 1);
-  setenv("STRATA_SAMPLE_JIT_MAP_PID", std::to_string(pid).c_str(), 1);
+  setenv(env::kSampleJitMapOwned, "1", 1);
+  setenv(env::kSampleJitMapPid, std::to_string(pid).c_str(), 1);
 }
 
 int remove_leftover_jit_maps(const std::vector<std::string>& part_names, int64_t since_realtime_ns,

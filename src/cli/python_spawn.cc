@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "cli/cli_util.h"
+#include "core/env_vars.h"
 #include "export/text_escape.h"
 #include "strata_install_layout.h"
 
@@ -38,7 +39,7 @@ std::string find_python_package_dir() {
 }
 
 std::string strata_python_interpreter(std::string* error) {
-  const char* python = std::getenv("STRATA_PYTHON");
+  const char* python = std::getenv(env::kPython);
   if (python == nullptr || *python == '\0') return "/usr/bin/python3";
   if (*python != '/') {
     *error = "STRATA_PYTHON=" + exporter::escape_terminal(python) +

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "collect/runtime_internal.h"
+#include "core/env_vars.h"
 #include "core/level.h"
 #include "format/chunk_reader.h"
 #include "format/trace_merge.h"
@@ -64,7 +65,7 @@ void set_owner(const std::string& output, const std::string& parts_dir) {
   g_owner = new (g_owner_storage) OutputOwner{output, parts_dir, getpid()};
 }
 
-constexpr const char* kOwnerVar = "STRATA_OUTPUT_OWNER";
+constexpr const char* kOwnerVar = env::kOutputOwner;
 
 size_t env_size(const char* name, size_t fallback) {
   const char* v = secure_getenv(name);
@@ -86,11 +87,11 @@ bool become_output_owner(const std::string& output) {
                  "strata: %s: cannot create a directory for child processes' traces (%s); child processes "
                  "will not be recorded\n",
                  tmpl.c_str(), std::strerror(errno));
-    unsetenv("STRATA_OUTPUT");
+    unsetenv(env::kOutput);
     return false;
   }
   set_owner(output, tmpl);
-  setenv("STRATA_OUTPUT_DIR", tmpl.c_str(), 1);
+  setenv(env::kOutputDir, tmpl.c_str(), 1);
   setenv(kOwnerVar, std::to_string(getpid()).c_str(), 1);
   return true;
 }
@@ -98,19 +99,19 @@ bool become_output_owner(const std::string& output) {
 void give_up_ownership() {
   if (!g_owner || g_owner->pid != getpid()) return;
   rmdir(g_owner->parts_dir.c_str());
-  unsetenv("STRATA_OUTPUT_DIR");
+  unsetenv(env::kOutputDir);
   unsetenv(kOwnerVar);
-  unsetenv("STRATA_OUTPUT");
+  unsetenv(env::kOutput);
   clear_owner();
 }
 
 }  // namespace
 
 std::optional<SessionConfig> config_from_env(bool after_fork) {
-  const char* file = nonempty(secure_getenv("STRATA_OUTPUT"));
-  const char* dir = nonempty(secure_getenv("STRATA_OUTPUT_DIR"));
+  const char* file = nonempty(secure_getenv(env::kOutput));
+  const char* dir = nonempty(secure_getenv(env::kOutputDir));
   if (file == nullptr && dir == nullptr) {
-    if (getauxval(AT_SECURE) != 0 && (nonempty(getenv("STRATA_OUTPUT")) || nonempty(getenv("STRATA_OUTPUT_DIR"))))
+    if (getauxval(AT_SECURE) != 0 && (nonempty(getenv(env::kOutput)) || nonempty(getenv(env::kOutputDir))))
       std::fprintf(stderr,
                    "strata: STRATA_OUTPUT/STRATA_OUTPUT_DIR ignored in a setuid or setgid program (the caller's "
                    "environment does not choose where it writes); the program may call strata_start itself\n");
@@ -135,7 +136,7 @@ std::optional<SessionConfig> config_from_env(bool after_fork) {
     become_output_owner(file);
   }
   config.level = static_cast<int>(Level::kModel);
-  if (const char* l = secure_getenv("STRATA_LEVEL")) {
+  if (const char* l = secure_getenv(env::kLevel)) {
     auto level = parse_level(l);
     if (level) config.level = static_cast<int>(*level);
     else std::fprintf(stderr, "strata: STRATA_LEVEL=%s is not a level; recording at model level\n", l);
@@ -144,17 +145,17 @@ std::optional<SessionConfig> config_from_env(bool after_fork) {
   // STRATA_BUFFER_MAX_MB (default: 1/16 of the machine's memory, at most 512 MiB) and shrinking back:
   // a span site at full speed outruns the writer (about 40 M spans/s against 10-20 M/s), and 64 MiB
   // holds only 50-100 ms of that.
-  if (nonempty(secure_getenv("STRATA_BUFFER_MB")) != nullptr) {
-    config.buffer_bytes = env_size("STRATA_BUFFER_MB", 64) << 20;
+  if (nonempty(secure_getenv(env::kBufferMb)) != nullptr) {
+    config.buffer_bytes = env_size(env::kBufferMb, 64) << 20;
   } else {
     config.buffer_bytes = size_t{64} << 20;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     size_t ceiling = size_t{512} << 20;
     if (pages > 0 && page > 0) ceiling = std::min(ceiling, static_cast<size_t>(pages) * static_cast<size_t>(page) / 16);
-    config.buffer_max_bytes = std::max(config.buffer_bytes, env_size("STRATA_BUFFER_MAX_MB", ceiling >> 20) << 20);
+    config.buffer_max_bytes = std::max(config.buffer_bytes, env_size(env::kBufferMaxMb, ceiling >> 20) << 20);
   }
-  config.flush_interval_ms = static_cast<int>(env_size("STRATA_FLUSH_MS", 100));
-  config.compression_level = static_cast<int>(env_size("STRATA_COMPRESS", 0));
+  config.flush_interval_ms = static_cast<int>(env_size(env::kFlushMs, 100));
+  config.compression_level = static_cast<int>(env_size(env::kCompress, 0));
   if (const char* tp = secure_getenv("TRACEPARENT")) config.context = parse_traceparent(tp);
   config.argv = read_argv();
   return config;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/env_vars.h"
 #include "format/file_format.h"
 
 namespace strata::format {
@@ -40,7 +41,7 @@ struct InflateLimits {
 };
 InflateLimits inflate_limits();  // the defaults, or the environment's values
 // "raise it with STRATA_MAX_INFLATE_RATIO=N" or the MB variant, for error lines.
-inline constexpr const char* kInflateRatioEnv = "STRATA_MAX_INFLATE_RATIO";
-inline constexpr const char* kInflateBytesEnv = "STRATA_MAX_INFLATE_MB";
+inline constexpr const char* kInflateRatioEnv = env::kMaxInflateRatio;
+inline constexpr const char* kInflateBytesEnv = env::kMaxInflateMb;
 
 }  // namespace strata::format

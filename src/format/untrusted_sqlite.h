@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/env_vars.h"
+
 struct sqlite3;
 struct sqlite3_stmt;
 
@@ -43,7 +45,7 @@ struct UntrustedSqliteOptions {
 };
 
 // Replaces the step budget when set: "raise it with STRATA_MAX_SQLITE_STEPS=N".
-inline constexpr const char* kSqliteStepsEnv = "STRATA_MAX_SQLITE_STEPS";
+inline constexpr const char* kSqliteStepsEnv = env::kMaxSqliteSteps;
 
 class UntrustedSqlite {
  public:

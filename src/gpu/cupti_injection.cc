@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "collect/session.h"
+#include "core/env_vars.h"
 #include "core/level.h"
 #include "gpu/cupti_collector.h"
 #include "gpu/cupti_interface.h"
@@ -94,7 +95,7 @@ int env_int(const char* name, int fallback) {
 // STRATA_GPU_PC_SAMPLING=continuous|serialized (set by `strata record --gpu-pc-sampling`), with
 // STRATA_GPU_PC_SAMPLING_PERIOD=5..31 (2^n cycles between samples). UNVALIDATED ON A GPU.
 void configure_pc_sampling(CollectorOptions* options) {
-  const char* mode = std::getenv("STRATA_GPU_PC_SAMPLING");
+  const char* mode = std::getenv(env::kGpuPcSampling);
   if (mode == nullptr || *mode == '\0') return;
   std::string error;
   if (!parse_pc_sampling_mode(mode, &options->pc_sampling.mode, &error)) {
@@ -102,7 +103,7 @@ void configure_pc_sampling(CollectorOptions* options) {
                  error.c_str());
     return;
   }
-  int period = env_int("STRATA_GPU_PC_SAMPLING_PERIOD", 0);
+  int period = env_int(env::kGpuPcSamplingPeriod, 0);
   if (period != 0 && (period < 5 || period > 31)) {
     std::fprintf(
         stderr, "strata: STRATA_GPU_PC_SAMPLING_PERIOD=%d is outside 5..31; CUPTI's default period is used\n",
@@ -113,16 +114,16 @@ void configure_pc_sampling(CollectorOptions* options) {
   // CUPTI's decoding threads' wake-up period and the hardware buffer: what keeps the buffer from
   // filling when kernels keep every SM busy (docs/gpu-collector.md, "What was checked where").
   options->pc_sampling.worker_sleep_ms =
-      static_cast<uint32_t>(std::max(0, env_int("STRATA_GPU_PC_SAMPLING_WORKER_MS", 0)));
+      static_cast<uint32_t>(std::max(0, env_int(env::kGpuPcSamplingWorkerMs, 0)));
   options->pc_sampling.hardware_buffer_bytes =
-      static_cast<size_t>(std::max(0, env_int("STRATA_GPU_PC_SAMPLING_HW_BUFFER_MB", 0))) << 20;
+      static_cast<size_t>(std::max(0, env_int(env::kGpuPcSamplingHwBufferMb, 0))) << 20;
   g_pc_api = make_real_pc_sampling();
   options->pc_api = g_pc_api.get();
 }
 
 void start_pc_poller(PcSampler* sampler) {
   if (sampler == nullptr) return;
-  const auto period = std::chrono::milliseconds(std::max(10, env_int("STRATA_GPU_PC_SAMPLING_POLL_MS", 100)));
+  const auto period = std::chrono::milliseconds(std::max(10, env_int(env::kGpuPcSamplingPollMs, 100)));
   g_poller.thread = std::thread([sampler, period] {
     std::unique_lock<std::mutex> lock(g_poller.mu);
     while (!g_poller.wake.wait_for(lock, period, [] { return g_poller.stop; })) {
@@ -145,18 +146,18 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
                  "preloaded?); GPU tracing is off. Use `strata record --level device -- CMD`\n");
     return 1;  // the program must keep running
   }
-  int level = env_int("STRATA_LEVEL", static_cast<int>(strata::Level::kDevice));
+  int level = env_int(strata::env::kLevel, static_cast<int>(strata::Level::kDevice));
   CollectorOptions options;
   options.callbacks = level >= static_cast<int>(strata::Level::kRuntimeApi);
   options.activity = level >= static_cast<int>(strata::Level::kDevice);
-  options.buffer_bytes = static_cast<size_t>(std::max(1, env_int("STRATA_CUPTI_BUFFER_MB", 8))) << 20;
+  options.buffer_bytes = static_cast<size_t>(std::max(1, env_int(strata::env::kCuptiBufferMb, 8))) << 20;
   if (!options.callbacks && !options.activity) return 1;
   // Per-kernel metrics: STRATA_GPU_METRICS=flops,dram,occupancy (kernel replay: slow, opt-in).
   // On an H100 (driver 580, CUDA 13, PyTorch 2.11) the Range Profiler's start, made from the first
   // launch's callback, never returned: the program hung inside CUPTI/libnvperf. Until it is started
   // outside the callback and validated, the path runs only when asked for knowingly.
-  const char* metrics = std::getenv("STRATA_GPU_METRICS");
-  const char* unvalidated = std::getenv("STRATA_GPU_METRICS_UNVALIDATED");
+  const char* metrics = std::getenv(strata::env::kGpuMetrics);
+  const char* unvalidated = std::getenv(strata::env::kGpuMetricsUnvalidated);
   if (metrics != nullptr && *metrics != '\0' &&
       (unvalidated == nullptr || std::strcmp(unvalidated, "1") != 0)) {
     std::fprintf(
@@ -178,7 +179,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     }
   }
   // STRATA_CUDA_GRAPH_TRACE=graph: one span per graph launch instead of one per node (node is the default).
-  if (const char* g = std::getenv("STRATA_CUDA_GRAPH_TRACE"); g != nullptr && *g != '\0') {
+  if (const char* g = std::getenv(strata::env::kCudaGraphTrace); g != nullptr && *g != '\0') {
     if (std::strcmp(g, "graph") == 0)
       options.graph_level = true;
     else if (std::strcmp(g, "node") != 0)

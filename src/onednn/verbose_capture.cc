@@ -35,6 +35,7 @@
 #include <string_view>
 
 #include "collect/session.h"
+#include "core/env_vars.h"
 #include "core/level.h"
 #include "core/span_record.h"
 #include "onednn/onednn_tracer.h"
@@ -61,7 +62,7 @@ struct Counters {
   std::atomic<uint64_t> malformed[static_cast<size_t>(Malformed::kCount)] = {};
 } g_counts;
 
-constexpr const char* kOwnedMarker = "STRATA_ONEDNN_VERBOSE_OWNED";
+constexpr const char* kOwnedMarker = env::kOnednnVerboseOwned;
 
 int64_t read_ns(clockid_t id) {
   timespec ts{};
@@ -303,7 +304,7 @@ bool user_wants_verbose() {
 }
 
 __attribute__((constructor)) void arm_capture() {
-  g_mode = parse_mode(std::getenv("STRATA_ONEDNN_MODE"));
+  g_mode = parse_mode(std::getenv(env::kOnednnMode));
   if (g_mode != Mode::kAuto && g_mode != Mode::kVerbose) return;
   // libstrata (a dependency, so initialized first) has started recording from the environment.
   if (strata_get_level() < STRATA_LEVEL_LIBRARY) return;

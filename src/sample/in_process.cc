@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "collect/session.h"
+#include "core/env_vars.h"
 #include "sample/collector.h"
 #include "sample/perf_map_guard.h"
 #include "sample/python_signal.h"
@@ -46,18 +47,17 @@ struct Settings {
 };
 
 bool settings_from_env(Settings* s) {
-  const char* on = secure_getenv("STRATA_SAMPLE");
+  const char* on = secure_getenv(env::kSample);
   if (on == nullptr || *on == '\0' || std::strcmp(on, "0") == 0) return false;
   s->hz = std::atoi(on) > 0 ? std::atoi(on) : 999;
-  if (const char* u = secure_getenv("STRATA_SAMPLE_UNWIND")) s->dwarf = std::strcmp(u, "dwarf") == 0;
-  if (const char* b = secure_getenv("STRATA_SAMPLE_STACK_BYTES"); b != nullptr && std::atoi(b) > 0)
+  if (const char* u = secure_getenv(env::kSampleUnwind)) s->dwarf = std::strcmp(u, "dwarf") == 0;
+  if (const char* b = secure_getenv(env::kSampleStackBytes); b != nullptr && std::atoi(b) > 0)
     s->stack_bytes = static_cast<uint32_t>(std::atoi(b));
-  if (const char* e = secure_getenv("STRATA_SAMPLE_EPOCH_MS"); e != nullptr && std::atoi(e) > 0)
+  if (const char* e = secure_getenv(env::kSampleEpochMs); e != nullptr && std::atoi(e) > 0)
     s->epoch_ns = int64_t{std::atoi(e)} * 1'000'000;
-  if (const char* p = secure_getenv("STRATA_SAMPLE_PYTHON")) s->python = std::strcmp(p, "0") != 0;
-  if (const char* m = secure_getenv("STRATA_SAMPLE_MODE")) s->force_fallback = m;
-  if (const char* r = secure_getenv("STRATA_SAMPLE_PYREAD"))
-    s->python_in_thread = std::strcmp(r, "process") != 0;
+  if (const char* p = secure_getenv(env::kSamplePython)) s->python = std::strcmp(p, "0") != 0;
+  if (const char* m = secure_getenv(env::kSampleMode)) s->force_fallback = m;
+  if (const char* r = secure_getenv(env::kSamplePyread)) s->python_in_thread = std::strcmp(r, "process") != 0;
   return true;
 }
 

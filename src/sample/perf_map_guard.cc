@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/env_vars.h"
 #include "sample/jit_map.h"
 
 namespace strata::sample {
@@ -31,12 +32,12 @@ pid_t pid_from_env(const char* name) {
 
 // Whether `strata record` asked this process tree for perf maps (cmd_record.cc).
 bool maps_requested() {
-  const char* owned = getenv("STRATA_SAMPLE_JIT_MAP_OWNED");
+  const char* owned = getenv(env::kSampleJitMapOwned);
   return owned != nullptr && owned[0] == '1';
 }
 
 bool created_here(pid_t pid) {
-  return g_created_for.load() == pid || pid_from_env("STRATA_SAMPLE_JIT_MAP_PID") == pid;
+  return g_created_for.load() == pid || pid_from_env(env::kSampleJitMapPid) == pid;
 }
 
 // Opening for writing (w, a, or +) this process's own perf map.
@@ -109,7 +110,7 @@ FILE* guarded_fopen(std::atomic<FopenFn>& next_slot, const char* name, const cha
 
 uint64_t perf_maps_refused() {
   const pid_t pid = getpid();
-  return g_refused.load() + (pid_from_env("STRATA_SAMPLE_JIT_MAP_REFUSED") == pid ? 1 : 0);
+  return g_refused.load() + (pid_from_env(env::kSampleJitMapRefused) == pid ? 1 : 0);
 }
 
 void remove_own_perf_map() {

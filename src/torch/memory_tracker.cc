@@ -25,6 +25,7 @@
 #include "collect/runtime.h"
 #include "collect/session.h"
 #include "core/activity_type.h"
+#include "core/env_vars.h"
 #include "core/level.h"
 #include "core/memory_keys.h"
 #include "strata/detail/hot_path.h"
@@ -171,7 +172,7 @@ void after_fork_child() {
 
 uint64_t interval_ticks_from_env() {
   double us = 100;
-  if (const char* v = std::getenv("STRATA_MEMORY_INTERVAL_US")) {
+  if (const char* v = std::getenv(env::kMemoryIntervalUs)) {
     char* end = nullptr;
     double parsed = std::strtod(v, &end);
     if (end != v && *end == '\0' && parsed >= 0 && parsed <= 1e9)

@@ -18,6 +18,7 @@
 #include <system_error>
 #include <thread>
 
+#include "core/env_vars.h"
 #include "format/input_file.h"
 #include "trace/trace_append.h"
 #include "trace/trace_loader.h"
@@ -136,7 +137,7 @@ const TraceReader* choose_reader(const ProbeInput& in, const std::string& format
 }
 
 bool memory_check_enabled() {
-  const char* v = std::getenv("STRATA_MEMORY_CHECK");
+  const char* v = std::getenv(env::kMemoryCheck);
   return v == nullptr || std::string_view(v) != "0";
 }
 
@@ -230,7 +231,7 @@ struct Input {
 unsigned read_jobs(unsigned asked, size_t inputs) {
   unsigned jobs = asked;
   if (jobs == 0) {
-    const char* env = std::getenv("STRATA_JOBS");
+    const char* env = std::getenv(strata::env::kJobs);
     jobs = env != nullptr && *env != '\0' ? static_cast<unsigned>(std::strtoul(env, nullptr, 10)) : 0;
     if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());
   }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "core/env_vars.h"
 #include "lowerbound/harness/backend.h"
 #include "strata_install_layout.h"
 
@@ -23,7 +24,7 @@ struct Plugin {
 };
 
 std::string plugin_path() {
-  if (const char* env = std::getenv("STRATA_LOWERBOUND_CUDA_PLUGIN"); env && *env) return env;
+  if (const char* env = std::getenv(strata::env::kLowerboundCudaPlugin); env && *env) return env;
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return "libstrata_lowerbound_cuda.so";

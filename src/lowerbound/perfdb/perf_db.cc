@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/env_vars.h"
 #include "lowerbound/perfdb/db_url.h"
 
 namespace strata::lowerbound {
@@ -19,7 +20,7 @@ std::unique_ptr<PerfDb> open_perf_db(const std::string& url, std::string* error)
 }
 
 std::string default_perf_db_url() {
-  if (const char* env = std::getenv("STRATA_PERF_DB"); env && *env) return env;
+  if (const char* env = std::getenv(strata::env::kPerfDb); env && *env) return env;
   // The user's home, from $HOME or the password database; never a fixed name in /tmp (another user
   // could create /tmp/.cache/strata first and link perf.sqlite to any file of this user's). No
   // home: no default (open_perf_db then asks for --db).
