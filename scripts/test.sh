@@ -30,6 +30,7 @@ bash "$root/scripts/setup.sh"
 phase "include check (docs/architecture.md module map)"; /usr/bin/python3 "$root/scripts/check_includes.py" "$root"
 phase "namespace check (namespaces follow folders)"; /usr/bin/python3 "$root/scripts/check_namespaces.py" "$root"
 phase "size check (docs/architecture.md size limits)"; /usr/bin/python3 "$root/scripts/check_function_size.py" "$root"
+phase "environment variables check (src/core/env_vars.h, docs/environment.md)"; /usr/bin/python3 "$root/scripts/check_env_vars.py" "$root"
 
 phase "build"
 bash "$root/scripts/build.sh" "$root/build"
