@@ -72,8 +72,6 @@ std::string normalize(std::string_view s) {
 
 }  // namespace
 
-std::span<const DevicePeak> device_peak_table() { return kPeaks; }
-
 const DevicePeak* find_device_peak(std::string_view device_name) {
   std::string name = normalize(device_name);
   for (const DevicePeak& p : kPeaks)

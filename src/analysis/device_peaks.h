@@ -36,7 +36,6 @@ struct DevicePeak {
   std::string_view source;  // where the figures come from
 };
 
-std::span<const DevicePeak> device_peak_table();
 // Finds the entry whose `match` occurs in `device_name` (case-insensitive), or whose key equals it.
 const DevicePeak* find_device_peak(std::string_view device_name);
 

@@ -30,10 +30,6 @@ std::vector<int64_t> owner_of_processes(const trace::Trace& trace) {
   return owner;
 }
 
-bool any_ranked(std::span<const int64_t> owners) {
-  return std::any_of(owners.begin(), owners.end(), [](int64_t o) { return o >= 0; });
-}
-
 Cell rank_cell(int64_t owner) { return owner >= 0 ? Cell::integer(owner) : Cell::empty(); }
 
 std::string owner_label(int64_t owner) {

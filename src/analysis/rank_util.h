@@ -25,7 +25,6 @@ inline constexpr const char* kNeedDeviceWork =
 // index, so that a trace without ranks (one rank's own trace) is analysed per process; such owners
 // show an empty rank cell.
 std::vector<int64_t> owner_of_processes(const trace::Trace& trace);
-bool any_ranked(std::span<const int64_t> owners);
 Cell rank_cell(int64_t owner);
 std::string owner_label(int64_t owner);  // "rank 3", "process 0" (its index, for an unranked one)
 

@@ -50,14 +50,6 @@ class Workload {
   bool has_model_spans() const { return has_model_spans_; }
   bool has_layers() const { return layer_count_ > 0; }
   bool has_kernels() const { return kernel_role_ != KernelRole::kNone; }
-  // Model spans that contain other model spans: groups of evaluations, not evaluations.
-  size_t wrapper_model_spans() const { return wrapper_model_spans_; }
-  // When model spans marked as steps (attr_keys::kStep) exist, the outermost of them are the
-  // evaluations; other model spans inside a step are parts of it (forward, backward, optimizer) and
-  // model spans outside every step are not evaluations.
-  bool steps_marked() const { return steps_marked_; }
-  size_t model_spans_inside_steps() const { return inside_steps_; }
-  size_t model_spans_outside_steps() const { return outside_steps_; }
   // The notes every analysis that summarizes evaluations adds about how they were chosen.
   std::vector<std::string> evaluation_notes() const;
   // The outermost layer span containing span i (or i itself), -1 if none.
@@ -91,7 +83,11 @@ class Workload {
   KernelRole kernel_role_ = KernelRole::kNone;
   bool has_model_spans_ = false;
   size_t layer_count_ = 0;
+  // Model spans that contain other model spans: groups of evaluations, not evaluations.
   size_t wrapper_model_spans_ = 0;
+  // When model spans marked as steps (attr_keys::kStep) exist, the outermost of them are the
+  // evaluations; other model spans inside a step are parts of it (forward, backward, optimizer) and
+  // model spans outside every step are not evaluations. Counted for evaluation_notes().
   bool steps_marked_ = false;
   size_t inside_steps_ = 0;
   size_t outside_steps_ = 0;

@@ -50,16 +50,4 @@ std::string kind_name(uint8_t value) {
   return "kind(" + std::to_string(value) + ")";
 }
 
-bool is_known_kind(uint8_t value) {
-  for (const auto& entry : kKindNames)
-    if (static_cast<uint8_t>(entry.first) == value) return true;
-  return false;
-}
-
-std::optional<SpanKind> parse_kind(std::string_view text) {
-  for (const auto& [kind, name] : kKindNames)
-    if (name == text) return kind;
-  return std::nullopt;
-}
-
 }  // namespace strata

@@ -62,7 +62,5 @@ std::optional<Level> parse_level(std::string_view text);
 bool is_known_level(uint8_t value);
 
 std::string kind_name(uint8_t value);
-std::optional<SpanKind> parse_kind(std::string_view text);
-bool is_known_kind(uint8_t value);
 
 }  // namespace strata

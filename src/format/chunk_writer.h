@@ -50,7 +50,6 @@ class ChunkWriter {
   const std::string& error() const { return error_; }
   int error_number() const { return error_number_; }  // errno of the last failure (ENOSPC, EIO, ...)
   uint64_t bytes_written() const { return bytes_written_; }
-  bool is_open() const { return fd_ >= 0; }
 
  private:
   bool write_all(const void* data, size_t size);

@@ -657,10 +657,6 @@ bool translate(const std::string& path, std::string* json, std::string* error, N
 
 }  // namespace
 
-bool nsys_to_kineto_json(const std::string& path, std::string* json, std::string* error) {
-  return translate(path, json, error, nullptr);
-}
-
 bool import_nsys_sqlite(const std::string& path, trace::TraceBuilder& builder, std::string* error,
                         ImportStats* stats) {
   std::string json;

@@ -276,12 +276,6 @@ const char* malformed_name(Malformed cause) {
   return "unknown";
 }
 
-bool starts_with_marker(string_view text) {
-  for (string_view m : {"onednn_verbose,", "dnnl_verbose,", "mkldnn_verbose,"})
-    if (text.substr(0, m.size()) == m) return true;
-  return false;
-}
-
 VerboseLine parse_verbose_line(string_view line) {
   VerboseLine v;
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);

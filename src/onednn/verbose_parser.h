@@ -63,9 +63,6 @@ struct VerboseLine {
 // Parses one line; a trailing "\n" (or "\r\n") is ignored. Views point into `line`.
 VerboseLine parse_verbose_line(std::string_view line);
 
-// True when `text` begins with a verbose marker followed by ','. The capture's cheap first test.
-bool starts_with_marker(std::string_view text);
-
 struct VerboseStats {
   uint64_t lines = 0, exec = 0, create = 0, info = 0, other = 0, not_verbose = 0;
   uint64_t malformed[static_cast<size_t>(Malformed::kCount)] = {};

@@ -34,13 +34,6 @@ void append_trace(trace::Trace& dst, const trace::Trace& src, const Tags& tags) 
   }
 }
 
-int64_t total_span_ns(const trace::Trace& trace, int level) {
-  int64_t total = 0;
-  for (const SpanRecord& s : trace.spans)
-    if (s.level == level) total += s.duration_ns();
-  return total;
-}
-
 int64_t median_ns(std::vector<int64_t> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());

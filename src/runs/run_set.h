@@ -17,9 +17,6 @@ using Tags = std::vector<std::pair<std::string, std::string>>;
 // remapped); each appended process gets `tags` added to its properties.
 void append_trace(trace::Trace& dst, const trace::Trace& src, const Tags& tags);
 
-// Sum of the durations of the spans at `level` (e.g. all model-level predict steps).
-int64_t total_span_ns(const trace::Trace& trace, int level);
-
 // Median of a non-empty list (the lower middle for even sizes is not used: mean of the two middles).
 int64_t median_ns(std::vector<int64_t> values);
 

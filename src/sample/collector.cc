@@ -322,7 +322,6 @@ uint32_t SampleCollector::native_frame(uint64_t address, bool leaf, bool* unmapp
       }
     }
     pending_.frames.push_back(d);
-    if (keep_frame_log_) frame_log_.push_back(d);
   }
   // Misses are cached too, for the mapping layout they missed in (read after find(), which may have
   // refreshed it): a frame-pointer walk through libtorch (no frame pointers) returns the same garbage

@@ -117,7 +117,6 @@ class SampleCollector : public PerfSink {
   // For tests and the fuzzer: process one raw sample as if a source delivered it.
   void process_for_testing(const RawSample& sample) { on_sample(sample); }
   MappingTable* mappings() { return mappings_.get(); }
-  const std::vector<FrameDef>& all_frames_for_testing() const { return frame_log_; }
 
  private:
   uint32_t native_frame(uint64_t address, bool leaf, bool* unmapped = nullptr);
@@ -197,8 +196,6 @@ class SampleCollector : public PerfSink {
   std::unordered_map<uint32_t, bool> threads_seen_;
   uint32_t next_frame_ = 1, next_stack_ = 1;
   SampleBatch pending_;
-  std::vector<FrameDef> frame_log_;  // tests only (kept when keep_frame_log_)
-  bool keep_frame_log_ = false;
   // Scratch for one sample.
   std::vector<uint64_t> ips_;
   std::vector<PyFrameRef> py_;

@@ -76,7 +76,6 @@ class PerfSampler {
   // Why hardware events are absent ("no hardware PMU (cycles: ENOENT)"), or "" when sampled.
   const std::string& pmu_note() const { return pmu_note_; }
   uint64_t lost(int cause) const { return lost_[cause]; }
-  size_t threads_opened() const { return roots_.size(); }
 
  private:
   struct Ring {

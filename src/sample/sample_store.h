@@ -56,7 +56,6 @@ class SampleStore {
   uint64_t lost_eviction_overflow() const { return lost_eviction_overflow_; }
   uint64_t samples_counted() const { return samples_counted_; }
   uint64_t evictions() const { return evictions_; }
-  size_t pending_samples() const { return pending_.size(); }
   uint32_t epoch() const { return epoch_; }
   // The span a sample at `time_ns` on `tid` is attributed to (tests).
   uint64_t span_at(uint32_t tid, int64_t time_ns);

@@ -115,7 +115,6 @@ bool ElfImage::parse(std::string* error) {
     *error = path_ + ": not a 64-bit little-endian ELF file";
     return false;
   }
-  type_ = eh.e_type;
   // Program headers: loadable segments, the unwind table's segment, notes (build id).
   if (eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum < 4096) {
     for (uint32_t i = 0; i < eh.e_phnum; ++i) {

@@ -55,7 +55,6 @@ class ElfImage {
   const std::string& debuglink() const { return debuglink_; }
   uint32_t debuglink_crc() const { return debuglink_crc_; }
   bool has_symtab() const { return has_symtab_; }
-  bool is_executable_type() const { return type_ == 2; }  // ET_EXEC (not position independent)
 
   // Translations between a file offset and a link-time virtual address through the PT_LOAD
   // segments; nullopt outside every segment's file bytes.
@@ -86,7 +85,6 @@ class ElfImage {
   size_t size_ = 0;
   bool mapped_ = false;
   std::string owned_;  // from_bytes
-  uint16_t type_ = 0;
   std::string build_id_;
   std::vector<ElfSegment> loads_;
   std::optional<ElfSegment> eh_frame_hdr_;

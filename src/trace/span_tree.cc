@@ -102,22 +102,4 @@ int32_t SpanTree::ancestor_at_level(const Trace& trace, size_t i, uint8_t level)
   return kNoParent;
 }
 
-int64_t SpanTree::children_time_ns(const Trace& trace, size_t i) const {
-  std::vector<std::pair<int64_t, int64_t>> iv;
-  for (uint32_t c : children(i)) iv.emplace_back(trace.spans[c].start_ns, trace.spans[c].end_ns);
-  std::sort(iv.begin(), iv.end());
-  int64_t total = 0, cur_s = 0, cur_e = INT64_MIN;
-  for (auto [s, e] : iv) {
-    if (s > cur_e) {
-      if (cur_e != INT64_MIN) total += cur_e - cur_s;
-      cur_s = s;
-      cur_e = e;
-    } else {
-      cur_e = std::max(cur_e, e);
-    }
-  }
-  if (cur_e != INT64_MIN) total += cur_e - cur_s;
-  return total;
-}
-
 }  // namespace strata::trace

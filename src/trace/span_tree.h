@@ -85,8 +85,6 @@ class SpanTree {
 
   // The nearest ancestor (or the span itself) at `level`; kNoParent if none.
   int32_t ancestor_at_level(const Trace& trace, size_t i, uint8_t level) const;
-  // Time covered by the span's children (union of their intervals), for self time.
-  int64_t children_time_ns(const Trace& trace, size_t i) const;
 
  private:
   friend SpanTree build_span_tree(const Trace&, const TrackTable&, const SpanTreeOptions&);
