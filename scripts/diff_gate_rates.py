@@ -51,7 +51,7 @@ FIXED_MALLOC = True
 
 def record(strata, path, env_extra, iterations, batch):
     env = dict(os.environ, **(MALLOC_ENV if FIXED_MALLOC else {}), **env_extra)
-    r = subprocess.run([strata, "record", "--quiet", "--level", "layer", "-o", path, "--", sys.executable, DEMO,
+    r = subprocess.run([strata, "record", "--quiet", "--force", "--level", "layer", "-o", path, "--", sys.executable, DEMO,
                         "--iterations", str(iterations), "--batch", str(batch)], env=env, capture_output=True,
                        text=True, timeout=600)
     if r.returncode != 0:
@@ -150,7 +150,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--strata", default=os.path.join(REPO, "build", "bin", "strata"))
     ap.add_argument("--pairs", type=int, default=20)
-    ap.add_argument("--iterations", type=int, default=30)
+    ap.add_argument("--iterations", type=int, default=100)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--threshold", type=float, default=5.0, help="the default threshold of strata diff")
     ap.add_argument("--thresholds", default="2,3,5,10")

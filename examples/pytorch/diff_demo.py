@@ -9,20 +9,19 @@
 Each step (a `predict_step` model span: the unit `strata diff` compares) takes a batch from a
 single-process DataLoader and runs the model on it. Planted regressions, by environment variable:
 
-- STRATA_DEMO_SLOW_HEAD_MS=N: N ms of busy work in every call of the head (a record_function scope
+- STRATA_DEMO_SLOW_HEAD_MS=N: about N ms of work (a fixed loop, sized on the shared VM) in every call of the head (a record_function scope
   named "classifier_head", as a heavier layer would: an existing item made slower);
 - STRATA_DEMO_EXTRA_MM=N: an extra N x N matmul in the head (an op added to every step);
 - STRATA_DEMO_POOL=N: the feature map pooled to N x N instead of 4 x 4 (the head's input, and the
   shapes of its ops, change);
-- STRATA_DEMO_LOADER_MS=N: N ms of work per batch in the dataset (default 1; doubling it doubles the
-  DataLoader's cost).
+- STRATA_DEMO_LOADER_MS=N: about N ms of work per batch in the dataset (default 1; doubling it doubles
+  the DataLoader's cost).
 Weights and data are random.
 """
 
 import argparse
 import os
 import sys
-import time
 
 try:
     import strata  # noqa: F401  (on PYTHONPATH under `strata record`)
@@ -34,11 +33,19 @@ import torch  # noqa: E402
 import strata.torch as st  # noqa: E402
 
 
+# Loop iterations that take about 1 ms on the shared 2-core VM when it has a CPU free (23 ns each,
+# Python 3.11).
+STEPS_PER_MS = 43000
+
+
 def busy(ms: float):
-    # Busy work, not sleep: the time really costs CPU, as heavier code would.
-    end = time.perf_counter() + ms / 1e3
-    while time.perf_counter() < end:
-        pass
+    # A fixed amount of work, not a deadline or a sleep: it costs CPU as heavier code would, and a busier
+    # machine slows it as much as the model's ops (a loop until a deadline would take the same wall time
+    # however loaded the machine: an op that never follows the speed factor).
+    x = 0
+    for i in range(int(ms * STEPS_PER_MS)):
+        x += i
+    return x
 
 
 class Net(torch.nn.Module):

@@ -86,7 +86,7 @@ struct Collector {
     return k < dropped ? -2 : static_cast<int64_t>(k - dropped);
   }
 
-  StepItem& item(uint8_t level, bool device, std::string_view name, std::string shapes, std::string module) {
+  size_t item(uint8_t level, bool device, std::string_view name, std::string shapes, std::string module) {
     std::string key(1, static_cast<char>(level));
     key.append(name).append(1, '\x1f').append(shapes).append(1, '\x1f').append(module);
     auto [it, fresh] = index.try_emplace(std::move(key), out.items.size());
@@ -97,12 +97,21 @@ struct Collector {
       made.name = std::string(name);
       made.shapes = std::move(shapes);
       made.module = std::move(module);
-      made.ns.assign(out.step_ns.size(), 0.0);
-      made.calls.assign(out.step_ns.size(), 0.0);
-      made.parallel_ns.assign(out.step_ns.size(), 0.0);
+      pending.emplace_back();
     }
-    return out.items[it->second];
+    return it->second;
   }
+
+  // Each item's occurrences, gathered in span order and put in step order by finish().
+  struct Occurrence {
+    uint32_t step;
+    double ns, parallel_ns;
+  };
+  std::vector<std::vector<Occurrence>> pending;
+  void add(size_t item, int64_t step, double ns, double parallel_ns) {
+    pending[item].push_back({static_cast<uint32_t>(step), ns, parallel_ns});
+  }
+  void finish();
 
   void add_host(size_t i, const std::vector<uint8_t>& is_host, bool top);
   void add_device(size_t i, const std::vector<uint8_t>& is_host);
@@ -121,11 +130,9 @@ void Collector::add_host(size_t i, const std::vector<uint8_t>& is_host, bool top
       inside.emplace_back(std::max(cs.start_ns, s.start_ns), std::min(cs.end_ns, s.end_ns));
   }
   const int64_t self = std::max<int64_t>(0, s.duration_ns() - union_ns(inside));
-  StepItem& it = item(s.level, false, trace.name(s), text_attr(trace, i, attr_keys::kShapes),
-                      text_attr(trace, i, attr_keys::kModule));
-  it.ns[static_cast<size_t>(k)] += static_cast<double>(self);
-  it.calls[static_cast<size_t>(k)] += 1;
-  if (s.tid != main_tid) it.parallel_ns[static_cast<size_t>(k)] += static_cast<double>(self);
+  const size_t it = item(s.level, false, trace.name(s), text_attr(trace, i, attr_keys::kShapes),
+                         text_attr(trace, i, attr_keys::kModule));
+  add(it, k, static_cast<double>(self), s.tid != main_tid ? static_cast<double>(self) : 0.0);
   if (top && s.tid == main_tid) {
     const auto& w = windows[static_cast<size_t>(k) + dropped];
     tops_in_step[static_cast<size_t>(k)].emplace_back(std::max(s.start_ns, w.first),
@@ -152,12 +159,30 @@ void Collector::add_device(size_t i, const std::vector<uint8_t>& is_host) {
     }
     p = tree.parent(a);
   }
-  StepItem& it = item(s.level, true, trace.name(s), std::move(shapes), std::move(module));
   const double ns = static_cast<double>(std::max<int64_t>(0, s.duration_ns()));
-  it.ns[static_cast<size_t>(k)] += ns;
-  it.calls[static_cast<size_t>(k)] += 1;
+  add(item(s.level, true, trace.name(s), std::move(shapes), std::move(module)), k, ns, 0.0);
   out.device_ns[static_cast<size_t>(k)] += ns;
   out.has_device = true;
+}
+
+void Collector::finish() {
+  for (size_t n = 0; n < out.items.size(); ++n) {
+    std::vector<Occurrence>& occ = pending[n];
+    std::stable_sort(occ.begin(), occ.end(), [](const Occurrence& a, const Occurrence& b) { return a.step < b.step; });
+    StepItem& it = out.items[n];
+    for (const Occurrence& o : occ) {
+      if (it.steps.empty() || it.steps.back() != o.step) {
+        it.steps.push_back(o.step);
+        it.ns.push_back(0);
+        it.calls.push_back(0);
+        it.parallel_ns.push_back(0);
+      }
+      it.ns.back() += o.ns;
+      it.calls.back() += 1;
+      it.parallel_ns.back() += o.parallel_ns;
+    }
+    std::vector<Occurrence>().swap(occ);
+  }
 }
 
 // The processes of one run (those tagged `tag`), with their spans and attributes.
@@ -187,7 +212,7 @@ trace::Trace run_subset(const trace::Trace& trace, int64_t tag) {
 RecordingSteps recording_steps(const trace::Trace& trace, std::string label) {
   const trace::SpanTree& tree = trace.tree();
   const RunRecognition run = recognize_run(trace, tree);
-  Collector c{trace, tree, run.windows(), 0, {}, {}, {}};
+  Collector c{trace, tree, run.windows(), 0, {}, {}, {}, 0, {}};
   c.out.label = std::move(label);
   c.out.source = run.step_source;
   if (run.main_process < 0 || c.windows.empty()) return std::move(c.out);
@@ -229,12 +254,11 @@ RecordingSteps recording_steps(const trace::Trace& trace, std::string label) {
   }
   // The step time outside every op: the wall time less the union of the top-level host work of the
   // main thread in it (so that the main thread's items and this add up to the step time).
-  StepItem& between = c.item(static_cast<uint8_t>(Level::kModel), false, kBetweenOps, "", "");
-  for (size_t k = 0; k < steps; ++k) {
-    between.ns[k] = std::max(0.0, c.out.step_ns[k] - static_cast<double>(union_ns(c.tops_in_step[k])));
-    between.calls[k] = 1;
-    between.parallel_ns[k] = 0;
-  }
+  const size_t between = c.item(static_cast<uint8_t>(Level::kModel), false, kBetweenOps, "", "");
+  for (size_t k = 0; k < steps; ++k)
+    c.add(between, static_cast<int64_t>(k),
+          std::max(0.0, c.out.step_ns[k] - static_cast<double>(union_ns(c.tops_in_step[k]))), 0.0);
+  c.finish();
   return std::move(c.out);
 }
 

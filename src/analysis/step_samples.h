@@ -31,9 +31,11 @@ struct StepItem {
   uint8_t level = 0;
   bool device = false;
   std::string name, shapes, module;
-  std::vector<double> ns;           // per step: self time (host) or duration (device)
-  std::vector<double> calls;        // per step: instances that started in it
-  std::vector<double> parallel_ns;  // per step: the part of ns on other threads than the main one
+  // One entry per step it ran in, in step order (sparse: memory goes with the spans, not with items x
+  // steps): the step's index, its time there (self time on the host, duration on the device), its calls
+  // that started there, and the part of that time on other threads than the main one.
+  std::vector<uint32_t> steps;
+  std::vector<double> ns, calls, parallel_ns;
 };
 
 struct RecordingSteps {

@@ -13,11 +13,14 @@
 namespace strata::analysis {
 namespace {
 
-// One side's steps, pooled over its recordings; per item, one value per pooled step.
+// One side's steps, pooled over its recordings (step k of recording r is offset(r) + k); per item, its
+// entries in the pooled steps it ran in (sparse, in step order), capped.
 struct PooledItem {
   const StepItem* any = nullptr;  // level, name, ... (shapes and module as keyed)
   std::string shapes, module;
-  std::vector<double> ns, calls;
+  std::vector<uint32_t> at;
+  std::vector<double> ns;
+  double sum_ns = 0, sum_calls = 0;
 };
 
 struct Side {
@@ -29,6 +32,8 @@ struct Side {
   bool has_device = false;
   size_t warmup_dropped = 0, capped = 0;
   uint64_t outside = 0, other_process = 0;
+  std::vector<size_t> offsets;  // each recording's first pooled step
+  size_t steps() const { return wall_ns.size(); }
 };
 
 bool any_text(const std::vector<RecordingSteps>& side, std::string StepItem::*field) {
@@ -47,37 +52,73 @@ double median(std::vector<double> v) {
 
 // A recording's per-step values of one quantity (an item's time, the step time) with the long
 // excursions capped: on a loaded machine the scheduler takes the CPU for a tick (4 ms here) in one
-// step or another, inside whichever op runs then, and the mean of an op's time over 30 steps moves by
+// step or another, inside whichever op runs then, and the mean of an op's time over the steps moves by
 // a share of that tick as chance lands it. Values above the median by more than kCapMads (scaled)
-// median absolute deviations are set to that bound, when the quantity has time in at least
-// kCapMinPresence of the steps (for one in fewer the median says nothing). Returns the values capped.
+// deviations are set to that bound; the deviation is that of the values below the median (the
+// excursions only add time, and an op that runs a third of the step is hit in a third of the steps or
+// more, which would widen a two-sided one). Only for a quantity with time in at least kCapMinPresence
+// of the steps (for one in fewer the median says nothing). Returns the values capped.
 size_t cap_excursions(std::vector<double>& v) {
   size_t present = 0;
   for (double x : v) present += x > 0;
   if (v.empty() || static_cast<double>(present) < kCapMinPresence * static_cast<double>(v.size())) return 0;
   const double mid = median(v);
-  std::vector<double> deviation;
-  for (double x : v) deviation.push_back(std::fabs(x - mid));
-  const double limit = mid + kCapMads * 1.4826 * std::max(median(deviation), 0.01 * mid);
+  std::vector<double> below;
+  for (double x : v)
+    if (x <= mid) below.push_back(mid - x);
+  const double limit = mid + kCapMads * 1.4826 * std::max(median(below), 0.01 * mid);
   size_t capped = 0;
   for (double& x : v)
     if (x > limit) x = limit, ++capped;
   return capped;
 }
 
+// An item's entries in one recording of `steps` steps, capped (cap_excursions on the values written
+// out, which only an item present in most steps is: the written-out vector stays within 1/kCapMinPresence
+// of its entries).
+size_t cap_entries(const StepItem& item, size_t steps, std::vector<double>* capped) {
+  *capped = item.ns;
+  if (static_cast<double>(item.steps.size()) < kCapMinPresence * static_cast<double>(steps)) return 0;
+  std::vector<double> dense(steps, 0.0);
+  for (size_t e = 0; e < item.steps.size(); ++e)
+    if (item.steps[e] < steps) dense[item.steps[e]] = item.ns[e];
+  const size_t n = cap_excursions(dense);
+  for (size_t e = 0; e < item.steps.size(); ++e)
+    if (item.steps[e] < steps) (*capped)[e] = dense[item.steps[e]];
+  return n;
+}
+
+// Puts a pooled item's entries back in step order, one per step.
+void merge_entries(PooledItem& p) {
+  std::vector<size_t> order(p.at.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return p.at[x] < p.at[y]; });
+  std::vector<uint32_t> at;
+  std::vector<double> ns;
+  for (size_t k : order) {
+    if (!at.empty() && at.back() == p.at[k]) {
+      ns.back() += p.ns[k];
+      continue;
+    }
+    at.push_back(p.at[k]);
+    ns.push_back(p.ns[k]);
+  }
+  p.at = std::move(at);
+  p.ns = std::move(ns);
+}
+
 Side pool(const std::vector<RecordingSteps>& recordings, bool use_shapes, bool use_module) {
   Side side;
-  size_t total = 0;
-  for (const RecordingSteps& r : recordings) total += r.step_ns.size();
-  size_t offset = 0;
   std::string key;
   std::vector<double> capped;
   for (const RecordingSteps& r : recordings) {
+    const size_t offset = side.wall_ns.size(), steps = r.step_ns.size();
+    side.offsets.push_back(offset);
     side.wall_by_recording.push_back(r.step_ns);
     side.device_by_recording.push_back(r.device_ns);
     side.wall_ns.insert(side.wall_ns.end(), r.step_ns.begin(), r.step_ns.end());
     side.device_ns.insert(side.device_ns.end(), r.device_ns.begin(), r.device_ns.end());
-    std::vector<double>& work = side.work_by_recording.emplace_back(r.step_ns.size(), 0.0);
+    std::vector<double>& work = side.work_by_recording.emplace_back(steps, 0.0);
     side.has_device = side.has_device || r.has_device;
     side.warmup_dropped += r.warmup_dropped;
     side.outside += r.items_outside_steps;
@@ -86,32 +127,28 @@ Side pool(const std::vector<RecordingSteps>& recordings, bool use_shapes, bool u
       const std::string shapes = use_shapes ? i.shapes : std::string(),
                         module = use_module ? i.module : std::string();
       key.assign(1, static_cast<char>(i.level));
-      key.append(1, i.device ? 'd' : 'h')
-          .append(i.name)
-          .append(1, '\x1f')
-          .append(shapes)
-          .append(1, '\x1f')
-          .append(module);
+      key.append(1, i.device ? 'd' : 'h').append(i.name).append(1, '\x1f').append(shapes).append(1, '\x1f').append(module);
       auto [it, fresh] = side.items.try_emplace(key);
       PooledItem& p = it->second;
       if (fresh) {
         p.any = &i;
         p.shapes = shapes;
         p.module = module;
-        p.ns.assign(total, 0.0);
-        p.calls.assign(total, 0.0);
       }
-      capped = i.ns;
-      side.capped += cap_excursions(capped);
-      for (size_t k = 0; k < capped.size() && offset + k < total; ++k) {
-        p.ns[offset + k] += capped[k];
-        p.calls[offset + k] += i.calls[k];
-        if (!i.device && k < work.size() && k < i.parallel_ns.size())
-          work[k] += std::max(0.0, capped[k] - i.parallel_ns[k]);
+      side.capped += cap_entries(i, steps, &capped);
+      // Items merged by a relaxed key (no shapes) may share a step: entries stay in step order.
+      const size_t before = p.at.size();
+      for (size_t e = 0; e < i.steps.size(); ++e) {
+        if (i.steps[e] >= steps) continue;
+        p.at.push_back(static_cast<uint32_t>(offset + i.steps[e]));
+        p.ns.push_back(capped[e]);
+        p.sum_ns += capped[e];
+        p.sum_calls += i.calls[e];
+        if (!i.device) work[i.steps[e]] += std::max(0.0, capped[e] - i.parallel_ns[e]);
       }
+      if (before > 0 && p.at.size() > before && p.at[before - 1] >= p.at[before]) merge_entries(p);
     }
     side.work_ns.insert(side.work_ns.end(), work.begin(), work.end());
-    offset += r.step_ns.size();
   }
   return side;
 }
@@ -122,12 +159,23 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
+// Bootstrap resamples: 2,000, fewer for a large input (at most kBootstrapDraws values drawn in all,
+// and never fewer than 200), so that a trace of a million steps is not a minute's work.
+int bootstrap_resamples(size_t draws_per_resample) {
+  constexpr double kBootstrapDraws = 2e7;
+  const double fit = kBootstrapDraws / static_cast<double>(std::max<size_t>(1, draws_per_resample));
+  return static_cast<int>(std::clamp(fit, 200.0, 2000.0));
+}
+
 // Interval of mean(next) / mean(base) at level 1 - alpha: a percentile bootstrap that resamples the
 // recordings of each side, then the steps within each (so the variance between recordings counts).
 // Fixed seed: the same input gives the same output.
 std::pair<double, double> ratio_interval(const std::vector<std::vector<double>>& a,
                                          const std::vector<std::vector<double>>& b, double alpha) {
-  constexpr int kResamples = 2000;
+  size_t draws = 0;
+  for (const auto* side : {&a, &b})
+    for (const std::vector<double>& rec : *side) draws += rec.size();
+  const int resamples = bootstrap_resamples(draws);
   std::mt19937_64 rng(0x5eed34);
   auto resampled_mean = [&](const std::vector<std::vector<double>>& side) {
     double sum = 0;
@@ -139,8 +187,8 @@ std::pair<double, double> ratio_interval(const std::vector<std::vector<double>>&
     return count ? sum / static_cast<double>(count) : 0.0;
   };
   std::vector<double> ratios;
-  ratios.reserve(kResamples);
-  for (int k = 0; k < kResamples; ++k) {
+  ratios.reserve(static_cast<size_t>(resamples));
+  for (int k = 0; k < resamples; ++k) {
     const double ma = resampled_mean(a), mb = resampled_mean(b);
     if (ma > 0) ratios.push_back(mb / ma);
   }
@@ -194,23 +242,39 @@ double per_call_ns(const DiffItem& i) {
 // kNeighbors each side, itself left out): on a loaded machine short ops (dispatch, small tensors) slow
 // down more than long ones (0.02 ms ops 30-80% slower while 1 ms ops were 0-3% slower, in the same
 // pair of recordings), so an op is judged against ops of its own size. With fewer than
-// kMinItemsForFactor neighbours, the whole factor (without the item). Returns the whole factor.
+// kMinItemsForFactor neighbours, the whole factor (without the item). factor_high: the upper quartile of
+// the same ratios, what the gate judges an item against (ops of one size still answer a busier machine
+// differently: a convolution 13-50% slower while a max-pool and a Python loop next to it were not).
+// Returns the whole factor.
+// The upper quartile of sorted ratios (nearest rank), `skip` left out.
+double upper_quartile(const std::vector<Ratio>& r, size_t skip) {
+  const size_t n = r.size() - (skip < r.size() ? 1 : 0);
+  if (n == 0) return 1.0;
+  size_t want = (3 * n + 3) / 4 - 1, seen = 0;  // ceil(0.75 n) - 1
+  for (size_t k = 0; k < r.size(); ++k) {
+    if (k == skip) continue;
+    if (seen++ == want) return r[k].ratio;
+  }
+  return r.back().ratio;
+}
+
 double speed_factors(std::vector<DiffItem>& items, bool device) {
   std::vector<Ratio> r;
   for (size_t n = 0; n < items.size(); ++n) {
     const DiffItem& i = items[n];
     if (i.device != device || i.status != DiffStatus::kMatched || i.base_ns <= 0 || i.new_ns <= 0) continue;
+    if (i.name == kBetweenOps) continue;  // not an op: it neither sets nor takes an op's factor
     // Each item one vote: an op holding a third of the time that got slower would otherwise set much
     // of the factor its neighbours are judged against.
     r.push_back({i.new_ns / i.base_ns, 1.0, n});
   }
   if (r.size() < kMinItemsForFactor) {
     for (DiffItem& i : items)
-      if (i.device == device) i.factor = 1;
+      if (i.device == device) i.factor = i.factor_high = 1;
     return 1;
   }
   std::sort(r.begin(), r.end(), [](const Ratio& x, const Ratio& y) { return x.ratio < y.ratio; });
-  const double whole = interquartile_mean(r, r.size());
+  const double whole = interquartile_mean(r, r.size()), whole_high = upper_quartile(r, r.size());
   std::vector<std::pair<double, size_t>> by_size;  // log time per call, index into r
   for (size_t k = 0; k < r.size(); ++k) by_size.emplace_back(std::log(per_call_ns(items[r[k].item])), k);
   std::sort(by_size.begin(), by_size.end());
@@ -220,6 +284,7 @@ double speed_factors(std::vector<DiffItem>& items, bool device) {
     DiffItem& i = items[n];
     if (i.device != device) continue;
     i.factor = whole;
+    i.factor_high = whole_high;
     // The time outside every op is a kind of its own (on a device-bound step, the host waiting for the
     // device): judged against the whole factor.
     if (i.name == kBetweenOps || per_call_ns(i) <= 0) continue;
@@ -239,8 +304,10 @@ double speed_factors(std::vector<DiffItem>& items, bool device) {
     if (near.size() >= kMinItemsForFactor) {
       std::sort(near.begin(), near.end(), [](const Ratio& p, const Ratio& q) { return p.ratio < q.ratio; });
       i.factor = interquartile_mean(near, near.size());
+      i.factor_high = upper_quartile(near, near.size());
     } else if (own < r.size()) {
       i.factor = interquartile_mean(r, own);
+      i.factor_high = upper_quartile(r, own);
     }
   }
   return whole;
@@ -265,10 +332,10 @@ std::pair<double, double> excess_interval_over_items(const std::vector<DiffItem>
   for (const DiffItem& i : items)
     if (i.device == device && (i.base_ns > 0 || i.new_ns > 0)) pool.push_back(&i);
   if (pool.size() < kMinItemsForFactor) return {-1e9, 1e9};
-  constexpr int kResamples = 2000;
+  const int resamples = bootstrap_resamples(pool.size());
   std::mt19937_64 rng(0x17e35);
   std::vector<double> excess;
-  for (int k = 0; k < kResamples; ++k) {
+  for (int k = 0; k < resamples; ++k) {
     double expected = 0, next = 0;
     for (size_t n = 0; n < pool.size(); ++n) {
       const DiffItem& i = *pool[rng() % pool.size()];
@@ -285,7 +352,7 @@ std::pair<double, double> excess_interval_over_items(const std::vector<DiffItem>
   return {at(alpha / 2), at(1 - alpha / 2)};
 }
 
-DiffItem item_of(const PooledItem* base, const PooledItem* next) {
+DiffItem item_of(const PooledItem* base, const PooledItem* next, size_t base_steps, size_t new_steps) {
   const PooledItem& any = base ? *base : *next;
   DiffItem item;
   item.level = any.any->level;
@@ -294,10 +361,11 @@ DiffItem item_of(const PooledItem* base, const PooledItem* next) {
   item.shapes = any.shapes;
   item.module = any.module;
   item.status = base && next ? DiffStatus::kMatched : base ? DiffStatus::kRemoved : DiffStatus::kAdded;
-  item.base_ns = base ? mean(base->ns) : 0;
-  item.new_ns = next ? mean(next->ns) : 0;
-  item.base_count = base ? mean(base->calls) : 0;
-  item.new_count = next ? mean(next->calls) : 0;
+  auto per_step = [](double sum, size_t steps) { return steps ? sum / static_cast<double>(steps) : 0.0; };
+  item.base_ns = base ? per_step(base->sum_ns, base_steps) : 0;
+  item.new_ns = next ? per_step(next->sum_ns, new_steps) : 0;
+  item.base_count = base ? per_step(base->sum_calls, base_steps) : 0;
+  item.new_count = next ? per_step(next->sum_calls, new_steps) : 0;
   return item;
 }
 
@@ -352,15 +420,15 @@ void pair_shape_changes(std::vector<DiffItem>& items, std::vector<Pair>& pairs) 
 // per-step times against BASE's x factor; Benjamini-Hochberg over every item tested.
 // An item's mean per step in each recording of a side (its steps pooled in recording order); zeros when
 // the side does not have it.
-std::vector<double> recording_means(const PooledItem* item, const std::vector<std::vector<double>>& recordings) {
-  std::vector<double> out;
-  size_t offset = 0;
-  for (const std::vector<double>& steps : recordings) {
-    double sum = 0;
-    for (size_t k = 0; item && k < steps.size() && offset + k < item->ns.size(); ++k) sum += item->ns[offset + k];
-    if (!steps.empty()) out.push_back(sum / static_cast<double>(steps.size()));
-    offset += steps.size();
+std::vector<double> recording_means(const PooledItem* item, const Side& side) {
+  std::vector<double> sum(side.offsets.size(), 0.0), out;
+  for (size_t e = 0; item && e < item->at.size(); ++e) {
+    const size_t r = static_cast<size_t>(std::upper_bound(side.offsets.begin(), side.offsets.end(), item->at[e]) -
+                                         side.offsets.begin()) - 1;
+    sum[r] += item->ns[e];
   }
+  for (size_t r = 0; r < sum.size(); ++r)
+    if (!side.wall_by_recording[r].empty()) out.push_back(sum[r] / static_cast<double>(side.wall_by_recording[r].size()));
   return out;
 }
 
@@ -368,17 +436,23 @@ std::vector<double> recording_means(const PooledItem* item, const std::vector<st
 // differ per op for their whole lives (docs/diff.md, "Limits"), which the steps of one recording
 // cannot show and several recordings a side can. With one recording a side: NEW's mean above BASE's.
 bool recordings_apart(const PooledItem* base, const PooledItem* next, double factor, const Side& a, const Side& b) {
-  const std::vector<double> ma = recording_means(base, a.wall_by_recording), mb = recording_means(next, b.wall_by_recording);
+  const std::vector<double> ma = recording_means(base, a), mb = recording_means(next, b);
   if (ma.empty() || mb.empty()) return false;
   return *std::min_element(mb.begin(), mb.end()) > factor * *std::max_element(ma.begin(), ma.end());
 }
 
 void judge_items(DiffResult& r, const std::vector<Pair>& pairs, const Side& a, const Side& b,
                  const DiffOptions& options) {
-  const size_t base_steps = a.wall_ns.size(), new_steps = b.wall_ns.size();
   std::vector<double> p_values;
   std::vector<size_t> tested;
-  const std::vector<double> zeros_base(base_steps, 0.0), zeros_new(new_steps, 0.0);
+  // An item's positive per-step times (x factor) and how many of the side's steps it had none in.
+  auto positive = [](const PooledItem* item, size_t steps, double factor, std::vector<double>* out) {
+    out->clear();
+    for (size_t e = 0; item && e < item->ns.size(); ++e)
+      if (item->ns[e] * factor > 0) out->push_back(item->ns[e] * factor);
+    return steps - std::min(steps, out->size());
+  };
+  std::vector<double> va, vb;
   for (size_t n = 0; n < r.items.size(); ++n) {
     DiffItem& i = r.items[n];
     const DiffTotal& total = i.device ? r.device : r.step;
@@ -387,10 +461,11 @@ void judge_items(DiffResult& r, const std::vector<Pair>& pairs, const Side& a, c
     i.excess_ns = i.new_ns - c * i.base_ns;
     const double scale = total.factor * total.base_ns;
     i.excess_pct = scale > 0 ? 100 * i.excess_ns / scale : (i.excess_ns > 0 ? 100 : 0);
+    const double gate_ns = i.new_ns - i.factor_high * i.base_ns;
+    i.gate_pct = scale > 0 ? 100 * gate_ns / scale : (gate_ns > 0 ? 100 : 0);
     if (!r.testable || (i.base_ns <= 0 && i.new_ns <= 0)) continue;
-    std::vector<double> a = pairs[n].base ? pairs[n].base->ns : zeros_base;
-    for (double& x : a) x *= c;
-    i.p_value = mann_whitney_u(a, pairs[n].next ? pairs[n].next->ns : zeros_new).p;
+    const size_t za = positive(pairs[n].base, a.steps(), c, &va), zb = positive(pairs[n].next, b.steps(), 1.0, &vb);
+    i.p_value = mann_whitney_u_sparse(va, za, vb, zb).p;
     i.tested = true;
     tested.push_back(n);
     p_values.push_back(i.p_value);
@@ -401,8 +476,8 @@ void judge_items(DiffResult& r, const std::vector<Pair>& pairs, const Side& a, c
     DiffItem& i = r.items[tested[k]];
     i.significant = kept[k];
     const Pair& pair = pairs[tested[k]];
-    i.regression = i.significant && i.excess_ns > 0 && i.excess_pct > options.threshold_pct &&
-                   recordings_apart(pair.base, pair.next, i.factor, a, b);
+    i.regression = i.significant && i.excess_ns > 0 && i.gate_pct > options.threshold_pct &&
+                   recordings_apart(pair.base, pair.next, i.factor_high, a, b);
     r.has_regression = r.has_regression || i.regression;
   }
 }
@@ -449,7 +524,7 @@ std::string side_note(const char* side, const std::vector<RecordingSteps>& recs,
   if (pooled.warmup_dropped) text += ", the first step of each recording left out (warm-up)";
   if (pooled.capped)
     text += "; " + std::to_string(pooled.capped) + " per-step values capped at their median + " +
-            std::to_string(static_cast<int>(kCapMads)) + " MADs (preemption)";
+            std::to_string(static_cast<int>(kCapMads)) + " deviations of the values below it (preemption)";
   if (pooled.outside) text += "; " + std::to_string(pooled.outside) + " items outside the steps not compared";
   if (pooled.other_process)
     text += "; " + std::to_string(pooled.other_process) +
@@ -555,7 +630,7 @@ DiffResult diff_recordings(const std::vector<RecordingSteps>& base, const std::v
   for (const auto& [k, item] : b.items) keys[k].next = &item;
   std::vector<Pair> pairs;
   for (const auto& [k, pair] : keys) {
-    r.items.push_back(item_of(pair.base, pair.next));
+    r.items.push_back(item_of(pair.base, pair.next, a.steps(), b.steps()));
     pairs.push_back(pair);
   }
   pair_shape_changes(r.items, pairs);
@@ -572,7 +647,7 @@ DiffResult diff_recordings(const std::vector<RecordingSteps>& base, const std::v
   // follows the device time, not the host's ops (a slower kernel is the device item's regression).
   if (options.normalize && r.device.present && r.device.base_ns > 0)
     for (DiffItem& i : r.items)
-      if (!i.device && i.name == kBetweenOps) i.factor = r.device.new_ns / r.device.base_ns;
+      if (!i.device && i.name == kBetweenOps) i.factor = i.factor_high = r.device.new_ns / r.device.base_ns;
   judge_total_with_items(r.step, a.work_by_recording, b.work_by_recording, a.work_ns, b.work_ns, r, false, options);
   r.wall.factor = r.step.factor;
   judge_total(r.wall, a.wall_by_recording, b.wall_by_recording, a.wall_ns, b.wall_ns, r.testable, options);

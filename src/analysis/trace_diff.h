@@ -35,8 +35,9 @@ namespace strata::analysis {
 // Steps needed on each side for a test (the smallest two-sided U p-value for 5 against 5 is 0.008).
 inline constexpr size_t kMinStepsForTest = 5;
 // Per recording, an item's (or the step's) time in a step is capped at its median plus this many
-// (scaled) median absolute deviations, when it has time in at least this share of the steps: a
-// scheduler tick taken in one step is not a change of the op (trace_diff.cc, cap_excursions).
+// (scaled) median deviations of the values below the median, when it has time in at least this share
+// of the steps: a scheduler tick taken in one step is not a change of the op (trace_diff.cc,
+// cap_excursions).
 inline constexpr double kCapMads = 4;
 inline constexpr double kCapMinPresence = 0.75;
 // Items (of a domain, host or device) needed for a speed factor; with fewer it is 1.
@@ -63,9 +64,11 @@ struct DiffItem {
   double base_ns = 0, new_ns = 0;        // mean time per step
   double base_count = 0, new_count = 0;  // mean calls per step
   double delta_ns = 0;                   // new_ns - base_ns
-  double factor = 1;                     // the speed factor it is judged against
+  double factor = 1;                     // its speed factor (its neighbours' central change)
+  double factor_high = 1;                // their upper quartile: what the gate judges it against
   double excess_ns = 0;                  // new_ns - factor x base_ns
   double excess_pct = 0;                 // excess_ns as a share of the step (device) time x factor
+  double gate_pct = 0;                   // the same beyond factor_high: what the gate reads
   double share_pct = 0;                  // excess_ns as a share of the total's excess
   bool share_known = false;              // false when the total hardly moved (share meaningless)
   double p_value = 1;
@@ -91,7 +94,7 @@ struct DiffTotal {
 struct DiffResult {
   int base_recordings = 0, new_recordings = 0;
   // step: per step, the main thread's items and the time between its ops, each capped at its median +
-  // kCapMads MADs per recording (what the gate reads); wall: the recorded wall time per step (shown,
+  // kCapMads deviations per recording (what the gate reads); wall: the recorded wall time per step (shown,
   // never a regression: the scheduler's preemptions are in it); device: device time per step.
   DiffTotal step, wall, device;
   std::vector<DiffItem> items;  // regressions first, then by |excess_ns|

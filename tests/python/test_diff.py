@@ -25,7 +25,7 @@ DEMO = os.path.join(REPO, "examples", "pytorch", "diff_demo.py")
 KINETO = os.path.join(REPO, "tests", "data", "kineto", "a100_alexnet_train.json.gz")  # attribution: tests/data/kineto/README.md
 NSYS_DIR = os.path.join(REPO, "tests", "data", "nsys")  # attribution: tests/data/nsys/README.md
 NSYS = sorted(f for f in os.listdir(NSYS_DIR) if f.endswith(".sqlite"))
-ITERATIONS, BATCH = 25, 16
+ITERATIONS, BATCH = 100, 16
 
 
 def record(path, env):
