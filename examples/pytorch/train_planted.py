@@ -10,7 +10,10 @@
   --case overhead   a tiny MLP on batch 1: every op is a few microseconds, Python and the framework's
                     dispatch hold the step                                           -> framework_overhead
   --case memory     like overhead, but each step keeps its loss graph alive in a list: memory grows
-  --case threads    intra-op threads x DataLoader worker processes > the machine's cores
+  --case threads    intra-op threads x DataLoader worker processes > the cores the script may use: each of
+                    2 workers sets torch.set_num_threads(cores) and runs an elementwise op over
+                    cores x 2^19 floats per sample (split evenly among its threads, so every thread
+                    does a like share of the work however loaded the machine)  -> thread_oversubscription
 
 The program measures itself with its own clock (time.perf_counter) and prints one JSON line at the
 end: steps run, evaluation passes and after which steps, the time the loop spent waiting for its
@@ -35,10 +38,12 @@ CASES = ("input", "compute", "overhead", "memory", "threads")
 
 
 class Samples(Dataset):
-    """`size` samples of shape `shape`, made from a seed per index; `sleep_s` per __getitem__."""
+    """`size` samples of shape `shape`, made from a seed per index; `sleep_s` per __getitem__; with
+    `work_floats`, an elementwise op over that many floats per sample (intra-op parallel)."""
 
-    def __init__(self, size: int, shape, classes: int, sleep_s: float) -> None:
+    def __init__(self, size: int, shape, classes: int, sleep_s: float, work_floats: int = 0) -> None:
         self.size, self.shape, self.classes, self.sleep_s = size, shape, classes, sleep_s
+        self.work = torch.ones(work_floats) if work_floats else None
 
     def __len__(self) -> int:
         return self.size
@@ -46,6 +51,8 @@ class Samples(Dataset):
     def __getitem__(self, index: int):
         if self.sleep_s:
             time.sleep(self.sleep_s)
+        if self.work is not None:
+            torch.exp(self.work)
         g = torch.Generator().manual_seed(index)
         return torch.randn(self.shape, generator=g), index % self.classes
 
@@ -66,7 +73,13 @@ def setup(case: str, args):
     if case == "input":
         data = Samples(args.steps * args.batch, (8,), classes, sleep_s=args.sleep_ms / 1e3)
         return tiny_mlp(classes), DataLoader(data, batch_size=args.batch, num_workers=0), None
-    if case in ("compute", "threads"):
+    if case == "threads":
+        threads = args.threads
+        data = Samples(args.steps * args.batch, (8,), classes, sleep_s=0, work_floats=threads * 2 ** 19)
+        loader = DataLoader(data, batch_size=args.batch, num_workers=args.workers,
+                            worker_init_fn=lambda _: torch.set_num_threads(threads))
+        return tiny_mlp(classes), loader, None
+    if case == "compute":
         data = Samples(args.steps * args.batch, (3, 32, 32), classes, sleep_s=0)
         loader = DataLoader(data, batch_size=args.batch, num_workers=args.workers)
         evals = DataLoader(Samples(2 * args.batch, (3, 32, 32), classes, 0), batch_size=args.batch) \
@@ -86,10 +99,15 @@ def main() -> int:
     ap.add_argument("--eval-every", type=int, default=0, help="evaluation pass after every K-th step")
     ap.add_argument("--sleep-ms", type=float, default=2.0, help="per sample (input)")
     args = ap.parse_args()
+    cores = len(os.sched_getaffinity(0))  # the CPUs this process may use (Strata's end.cpus)
     if args.case == "threads":
-        # Oversubscribe on purpose: every worker process also gets this many intra-op threads.
-        args.threads = max(args.threads, 2 * (os.cpu_count() or 1))
-    torch.set_num_threads(args.threads)
+        # Oversubscribe on purpose: the main process and each worker get as many intra-op threads as
+        # there are cores, so (1 + workers) x threads > 1.5 x cores on any machine.
+        args.threads = max(args.threads, cores)
+    # The threads case forks its workers before the main process runs anything in parallel: GNU
+    # OpenMP's thread pool does not survive a fork, and a child that inherits one hangs in its first
+    # parallel op.
+    torch.set_num_threads(1 if args.case == "threads" else args.threads)
     torch.manual_seed(0)
     model, loader, eval_loader = setup(args.case, args)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -98,6 +116,7 @@ def main() -> int:
     evals, data_wait_s, steps = [], 0.0, 0
     loop_start = time.perf_counter()
     batches = iter(loader)
+    torch.set_num_threads(args.threads)
     while steps < args.steps:
         fetch = time.perf_counter()
         try:
@@ -123,7 +142,7 @@ def main() -> int:
     print(json.dumps({"case": args.case, "steps": steps, "evals": len(evals), "eval_after": evals,
                       "data_wait_ms": data_wait_s * 1e3, "loop_ms": loop_s * 1e3,
                       "num_workers": getattr(loader, "num_workers", 0), "threads": torch.get_num_threads(),
-                      "cpus": os.cpu_count(), "kept": len(kept)}), flush=True)
+                      "cpus": cores, "kept": len(kept)}), flush=True)
     return 0
 
 

@@ -13,8 +13,8 @@ class ModelTable : public Analysis {
   std::optional<Level> timed_level(const Params&) const override { return Level::kModel; }
   std::string_view description() const override {
     return "model latency and throughput per batch size over repeated evaluations, and the optimal batch "
-           "size "
-           "(--param threshold=0.05 | latency_target_ms=MS)";
+           "size when it is outside the noise of the evaluations "
+           "(--param threshold=0.05 | latency_target_ms=MS, alpha=0.05)";
   }
   AnalysisResult run(const AnalysisInput& input) const override {
     WorkloadRef w(input);
@@ -22,40 +22,34 @@ class ModelTable : public Analysis {
     std::string param_error;
     StatOptions opt = stat_options(input.params, &param_error);
     std::vector<BatchRow> rows = batch_rows(*w, opt);
-    double threshold = input.params.get_double("threshold", 0.05);
-    std::optional<double> target;
+    BatchRule rule;
+    rule.threshold = input.params.get_double("threshold", 0.05);
+    rule.alpha = input.params.get_double("alpha", 0.05);
     if (input.params.all().count("latency_target_ms"))
-      target = input.params.get_double("latency_target_ms", 0);
-    int best = optimal_batch_index(rows, threshold, target);
+      rule.latency_target_ms = input.params.get_double("latency_target_ms", 0);
+    if (!(rule.alpha > 0 && rule.alpha < 1)) {
+      param_error +=
+          std::string(param_error.empty() ? "" : "; ") + "--param alpha must be in (0, 1): using 0.05";
+      rule.alpha = 0.05;
+    }
+    BatchChoice choice = choose_batch(rows, rule);
+    const int best = choice.decided ? choice.pick : -1;
 
     Table t = make_table("model_table", "Model information across batch sizes",
-                         {"batch", "evaluations", "latency_ms", "median_ms", "min_ms", "max_ms", "stddev_ms",
-                          "throughput_per_s", "optimal"});
+                         {"batch", "evaluations", "runs", "latency_ms", "median_ms", "min_ms", "max_ms",
+                          "stddev_ms", "throughput_per_s", "optimal"});
     bool any_unknown = false;
     for (size_t i = 0; i < rows.size(); ++i) {
       const BatchRow& r = rows[i];
       any_unknown = any_unknown || !r.batch_known;
       t.rows.push_back({Cell::integer(r.batch), Cell::integer(static_cast<int64_t>(r.latency_ms.count)),
-                        Cell::real(r.latency), Cell::real(r.latency_ms.median), Cell::real(r.latency_ms.min),
+                        Cell::integer(static_cast<int64_t>(r.runs)), Cell::real(r.latency),
+                        Cell::real(r.latency_ms.median), Cell::real(r.latency_ms.min),
                         Cell::real(r.latency_ms.max), Cell::real(r.latency_ms.stddev),
                         Cell::real(r.throughput, 2), Cell::text(static_cast<int>(i) == best ? "yes" : "")});
     }
+    for (std::string& note : choice.notes) t.notes.push_back(std::move(note));
     char buf[200];
-    if (best >= 0) {
-      if (target)
-        std::snprintf(buf, sizeof(buf),
-                      "optimal batch size %lld: the largest whose latency meets the %.3f ms target",
-                      static_cast<long long>(rows[static_cast<size_t>(best)].batch), *target);
-      else
-        std::snprintf(
-            buf, sizeof(buf),
-            "optimal batch size %lld: the smallest where doubling raises throughput by less than %.1f%%",
-            static_cast<long long>(rows[static_cast<size_t>(best)].batch), threshold * 100);
-      t.notes.push_back(buf);
-    } else if (target) {
-      std::snprintf(buf, sizeof(buf), "no batch size meets the %.3f ms latency target", *target);
-      t.notes.push_back(buf);
-    }
     std::snprintf(buf, sizeof(buf),
                   "latency_ms is the %s (trim %.2f) over evaluations; throughput = batch / latency_ms",
                   std::string(statistic_name(opt.stat)).c_str(), opt.trim);

@@ -87,12 +87,12 @@ struct RunView {
 }  // namespace
 
 PipelineResult run_pipeline(const trace::Trace& trace, std::span<const Analysis* const> analyses,
-                            const Params& params) {
+                            const Params& params, const RunRecognition* run) {
   PipelineResult out;
   const std::vector<int> run_levels = leveled_run_levels(trace);
   if (run_levels.empty()) {
     const trace::SpanTree& tree = trace.tree();  // built once, when the trace was opened
-    Workload workload(trace, tree);
+    Workload workload = run ? Workload(trace, tree, *run) : Workload(trace, tree);
     AnalysisInput input{trace, tree, params, &workload};
     for (const Analysis* a : analyses) out.results.emplace_back(a, a->run(input));
     return out;

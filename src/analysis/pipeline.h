@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/run_recognition.h"
 
 namespace strata::analysis {
 
@@ -34,7 +35,10 @@ struct ParamKeyCheck {
 };
 ParamKeyCheck check_param_keys(const Params& params, std::span<const Analysis* const> analyses);
 
+// `run`: the trace's recognition when the caller has it already (strata report: the summary's), so
+// the workload does not recognize the run again; it must be recognize_run(trace, trace.tree()). A
+// leveled trace's run views recognize their own.
 PipelineResult run_pipeline(const trace::Trace& trace, std::span<const Analysis* const> analyses,
-                            const Params& params);
+                            const Params& params, const RunRecognition* run = nullptr);
 
 }  // namespace strata::analysis

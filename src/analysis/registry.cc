@@ -137,7 +137,7 @@ const std::vector<ParamKeys>& param_key_table() {
   const std::vector<std::string_view> select = join({eval, {"batch", "threshold"}});
   const std::vector<std::string_view> peaks = {"device", "peak_gflops", "peak_gbps"};
   static const std::vector<ParamKeys> table = {
-      {"model_table", join({eval, {"threshold", "latency_target_ms"}})},
+      {"model_table", join({eval, {"threshold", "latency_target_ms", "alpha"}})},
       {"runs", eval},
       {"layer_table", join({select, {"sort", "top"}})},
       {"layer_sequence", join({select, {"top"}})},

@@ -130,7 +130,7 @@ struct Recognizer {
   std::vector<uint8_t> host_top;  // top-level host work: no host-work ancestor
   std::vector<uint32_t> tops;     // top-level host work of the main process, start order
 
-  void count_processes(const std::vector<uint32_t>& order);
+  void count_processes();
   void assign_roles();
   void find_steps();
   void steps_from_optimizer();
@@ -139,20 +139,16 @@ struct Recognizer {
   std::vector<uint32_t>::const_iterator first_top_at(int64_t t) const;
 };
 
-void Recognizer::count_processes(const std::vector<uint32_t>& order) {
+void Recognizer::count_processes() {
   const size_t n = trace.spans.size();
   counts.assign(trace.processes.size(), {});
   const uint32_t step_key = trace.strings.find(attr_keys::kStep);
-  host_top.assign(n, 0);
-  std::vector<uint8_t> under_host(n, 0);
-  for (uint32_t i : order) {
+  // One pass in file order (the spans' memory order): what each span is and its process's counts.
+  std::vector<uint8_t> host(n, 0);
+  for (size_t i = 0; i < n; ++i) {
     const SpanRecord& s = trace.spans[i];
-    const int32_t p = tree.parent(i);
     const std::string_view name = trace.name(s);
-    const bool host = is_host_work(s, name);
-    const bool inherited = p >= 0 && (under_host[static_cast<size_t>(p)] != 0);
-    under_host[i] = inherited || host;
-    host_top[i] = host && !inherited;
+    host[i] = is_host_work(s, name);
     if (s.process >= counts.size()) continue;
     ProcessCounts& c = counts[s.process];
     ++c.spans;
@@ -163,12 +159,34 @@ void Recognizer::count_processes(const std::vector<uint32_t>& order) {
         for (const AttrRecord& a : trace.attributes(i))
           if (a.key == step_key) ++c.marked_steps;
     }
-    if (host && s.level == kLayer) ++c.layer;
-    if (!host) continue;
+    if (host[i] && s.level == kLayer) ++c.layer;
+    if (!host[i]) continue;
     const ScopeRole role = scope_role(name);
     if (role == ScopeRole::kOptimizerStep) ++c.optimizer;
     if (role == ScopeRole::kBackward) ++c.backward;
     if (role == ScopeRole::kDataWait && is_multiprocess_data_wait(name)) ++c.mp_waits;
+  }
+  // Top-level host work: host work without a host-work ancestor. A span's parent mostly comes before
+  // it in file order; when it does not, its unresolved ancestors are resolved first (outermost first),
+  // so each span is resolved once.
+  host_top.assign(n, 0);
+  std::vector<uint8_t> state(n, 0);  // 0: not yet; 1: no host work at or above it; 2: host work at or above
+  std::vector<uint32_t> chain;
+  for (size_t i = 0; i < n; ++i) {
+    if (state[i] != 0) continue;
+    chain.clear();
+    int32_t j = static_cast<int32_t>(i);
+    while (j >= 0 && state[static_cast<size_t>(j)] == 0) {
+      chain.push_back(static_cast<uint32_t>(j));
+      j = tree.parent(static_cast<size_t>(j));
+    }
+    bool inherited = j >= 0 && state[static_cast<size_t>(j)] == 2;
+    for (size_t k = chain.size(); k-- > 0;) {
+      const uint32_t c = chain[k];
+      host_top[c] = host[c] && !inherited;
+      inherited = inherited || host[c];
+      state[c] = inherited ? 2 : 1;
+    }
   }
 }
 
@@ -434,7 +452,7 @@ void Recognizer::flag_eval_passes() {
 
 RunRecognition recognize_run(const trace::Trace& trace, const trace::SpanTree& tree) {
   Recognizer r{trace, tree, {}, {}, {}, {}};
-  r.count_processes(spans_parents_first(tree, trace.spans.size()));
+  r.count_processes();
   r.assign_roles();
   if (r.out.main_process < 0) return std::move(r.out);
   r.find_steps();

@@ -329,7 +329,8 @@ void memory_rule(const trace::Trace& trace, RunSummary* s) {
 }
 
 // Compute threads of the processes that ran at once (the main process and its DataLoader workers:
-// threads that used the CPU for a tenth of their process's life, "end.busy_threads" of the End chunk)
+// threads that used a tenth of the CPU time of their process's busiest thread, "end.busy_threads" of
+// the End chunk)
 // against the cores the main process could use ("end.cpus").
 void threads_rule(const trace::Trace& trace, RunSummary* s) {
   const std::string threads_key = "end." + std::string(format::keys::kEndBusyThreads);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace strata::analysis {
@@ -46,7 +47,13 @@ std::optional<double> attr_number(const trace::Trace& trace, const AttrRecord& a
 }  // namespace
 
 Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree)
-    : trace_(trace), tree_(tree), run_(recognize_run(trace, tree)) {
+    : Workload(trace, tree, recognize_run(trace, tree)) {}
+
+Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree, RunRecognition run)
+    : trace_(trace), tree_(tree), run_(std::move(run)) {
+  // The step breakdown's list of top-level host work is not the analyses': it would sit beside the
+  // trace through every analysis (analyze's peak memory is within 1.5x the file: trace_memory_test).
+  std::vector<uint32_t>().swap(run_.main_tops);
   const size_t n = trace.spans.size();
   top_layer_.assign(n, -1);
   layer_pos_.assign(n, -1);
@@ -132,12 +139,19 @@ Workload::Workload(const trace::Trace& trace, const trace::SpanTree& tree)
     bool is_top_layer = top_layer_[i] == static_cast<int32_t>(i);
     bool is_kernel = plays_kernel(s);
     if (!is_top_layer && !is_kernel) continue;
-    if (evaluation_span(i) < 0 && !has_model_spans_ &&
-        unit_without_model(i, &eval_of_step, &eval_of_process) < 0) {
-      if (is_top_layer) ++(run_.is_input_process(s.process) ? layers_of_workers_ : layers_outside_steps_);
-      continue;
+    // Outside every evaluation span: the main process's step, or its process (unit_without_model);
+    // none (negative) for DataLoader workers and for the main process outside its steps, with or
+    // without model spans elsewhere in the trace.
+    int32_t unit = -1;
+    if (evaluation_span(i) < 0) {
+      unit = unit_without_model(i, &eval_of_step, &eval_of_process);
+      if (unit < 0) {
+        if (is_top_layer && !has_model_spans_)
+          ++(run_.is_input_process(s.process) ? layers_of_workers_ : layers_outside_steps_);
+        continue;
+      }
     }
-    Evaluation& ev = eval_for(i);
+    Evaluation& ev = unit >= 0 ? evaluations_[static_cast<size_t>(unit)] : eval_for(i);
     if (is_top_layer) {
       ev.layers.push_back(static_cast<uint32_t>(i));
       ++layer_count_;
@@ -346,6 +360,7 @@ bool included(const Workload& w, const Evaluation& ev, const StatOptions& option
 
 std::vector<BatchRow> batch_rows(const Workload& w, const StatOptions& options) {
   std::map<int64_t, BatchRow> rows;
+  std::map<int64_t, std::set<uint16_t>> processes;
   for (size_t e = 0; e < w.evaluations().size(); ++e) {
     const Evaluation& ev = w.evaluations()[e];
     if (ev.latency_ns <= 0 || !included(w, ev, options)) continue;
@@ -353,39 +368,18 @@ std::vector<BatchRow> batch_rows(const Workload& w, const StatOptions& options) 
     r.batch = ev.batch;
     r.batch_known = r.batch_known || ev.batch_known;
     r.evaluations.push_back(e);
+    r.samples_ms.push_back(ns_to_ms(ev.latency_ns));
+    processes[ev.batch].insert(ev.process);
   }
   std::vector<BatchRow> out;
   for (auto& [batch, r] : rows) {
-    std::vector<double> ms;
-    for (size_t e : r.evaluations) ms.push_back(ns_to_ms(w.evaluations()[e].latency_ns));
-    r.latency_ms = summarize(ms, options.trim);
+    r.latency_ms = summarize(r.samples_ms, options.trim);
     r.latency = pick(r.latency_ms, options.stat);
     r.throughput = r.latency > 0 ? static_cast<double>(r.batch) / (r.latency / 1e3) : 0;
+    r.runs = processes[batch].size();
     out.push_back(std::move(r));
   }
   return out;
-}
-
-int optimal_batch_index(const std::vector<BatchRow>& rows, double threshold,
-                        std::optional<double> latency_target_ms) {
-  if (rows.empty()) return -1;
-  if (latency_target_ms) {
-    int best = -1;
-    for (size_t i = 0; i < rows.size(); ++i)
-      if (rows[i].latency <= *latency_target_ms) best = static_cast<int>(i);
-    return best;
-  }
-  for (size_t i = 0; i < rows.size(); ++i) {
-    // The doubled batch size, or the next larger one measured.
-    size_t j = i + 1;
-    while (j < rows.size() && rows[j].batch < 2 * rows[i].batch) ++j;
-    if (j == rows.size()) {
-      if (i + 1 == rows.size()) return static_cast<int>(i);
-      j = rows.size() - 1;
-    }
-    if (rows[j].throughput < rows[i].throughput * (1 + threshold)) return static_cast<int>(i);
-  }
-  return static_cast<int>(rows.size() - 1);
 }
 
 Selection select_evaluations(const Workload& w, const Params& params, const StatOptions& options) {
@@ -399,11 +393,16 @@ Selection select_evaluations(const Workload& w, const Params& params, const Stat
         candidates.push_back(e);
     if (candidates.empty()) sel.notes.push_back("no evaluation with batch size " + std::to_string(sel.batch));
   } else if (rows.size() > 1) {
-    int best = optimal_batch_index(rows, params.get_double("threshold", 0.05), std::nullopt);
-    sel.batch = rows[static_cast<size_t>(best)].batch;
-    candidates = rows[static_cast<size_t>(best)].evaluations;
+    BatchRule rule;
+    rule.threshold = params.get_double("threshold", 0.05);
+    BatchChoice choice = choose_batch(rows, rule);
+    sel.batch = rows[static_cast<size_t>(choice.pick)].batch;
+    candidates = rows[static_cast<size_t>(choice.pick)].evaluations;
     sel.notes.push_back("batch size " + std::to_string(sel.batch) +
-                        " (the optimal batch size; choose another with --param batch=N)");
+                        (choice.decided
+                             ? " (the optimal batch size; choose another with --param batch=N)"
+                             : " (the optimal batch size on the statistics alone: model_table finds the "
+                               "choice inside the noise; choose another with --param batch=N)"));
   } else if (rows.size() == 1) {
     sel.batch = rows[0].batch;
     candidates = rows[0].evaluations;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/batch_choice.h"
 #include "analysis/run_recognition.h"
 #include "analysis/stats.h"
 #include "core/attr_keys.h"
@@ -37,6 +38,8 @@ struct Evaluation {
 class Workload {
  public:
   Workload(const trace::Trace& trace, const trace::SpanTree& tree);
+  // With the run already recognized (recognize_run(trace, tree)): not recognized again.
+  Workload(const trace::Trace& trace, const trace::SpanTree& tree, RunRecognition run);
 
   const trace::Trace& trace() const { return trace_; }
   const trace::SpanTree& tree() const { return tree_; }
@@ -112,15 +115,6 @@ class WorkloadRef {
 
 // --- Batch sizes and the evaluations an analysis summarizes -------------------------------------
 
-struct BatchRow {
-  int64_t batch = 1;
-  bool batch_known = false;
-  Summary latency_ms;     // across evaluations of this batch size
-  double latency = 0;     // headline statistic of latency_ms
-  double throughput = 0;  // batch / latency (inputs per second)
-  std::vector<size_t> evaluations;
-};
-
 struct StatOptions {
   double trim = 0.1;
   Statistic stat = Statistic::kTrimmedMean;
@@ -131,14 +125,8 @@ StatOptions stat_options(const Params& params, std::string* error);
 // Whether an evaluation takes part: a model span (when the trace has any) matching the filter.
 bool included(const Workload& w, const Evaluation& ev, const StatOptions& options);
 
+// One row per batch size (ascending), with each evaluation's latency and the processes they came from.
 std::vector<BatchRow> batch_rows(const Workload& w, const StatOptions& options);
-
-// XSP III-D1: the smallest batch size where doubling it raises throughput by less than `threshold`
-// (a fraction); with a latency target, the largest batch size whose latency meets it. Batch sizes
-// whose double was not measured are compared with the next larger measured one. Returns the index
-// into rows, or -1 (no rows; or no batch meets the latency target).
-int optimal_batch_index(const std::vector<BatchRow>& rows, double threshold,
-                        std::optional<double> latency_target_ms);
 
 // The evaluations a per-layer analysis summarizes: one batch size (--param batch=N; default the
 // optimal batch size) and, among them, those whose layer sequence matches the most common one

@@ -473,14 +473,13 @@ bool finish_runs(const RecordRequest& req, const std::vector<Level>& levels,
 }
 
 // The three lines of `strata summary` (export/summary_render.h: short_summary) for the written trace.
-// Loading it costs memory in proportion to its size, so a trace over kShortAnswerMaxBytes is not
-// loaded (one line says to run `strata summary`).
-void print_short_answer(const std::string& path) {
-  constexpr uintmax_t kShortAnswerMaxBytes = uintmax_t{1} << 30;
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec || size == 0) return;
-  if (size > kShortAnswerMaxBytes) {
+// Loading a trace costs memory in proportion to its spans, while the rest of the recorder's summary
+// is streamed (its memory does not grow with the trace): a trace of more than kShortAnswerMaxSpans
+// (~100-200 MB loaded) is not loaded, and one line says to run `strata summary`.
+void print_short_answer(const std::string& path, uint64_t spans) {
+  constexpr uint64_t kShortAnswerMaxSpans = uint64_t{1} << 20;
+  if (spans == 0) return;
+  if (spans > kShortAnswerMaxSpans) {
     std::fprintf(stderr, "strata record: run `strata summary %s` for the bottleneck and findings\n",
                  exporter::escape_terminal(path).c_str());
     return;
@@ -504,14 +503,15 @@ void print_closing_summary(const RecordRequest& req, const RunOutcome& last, int
                  "setuid binary ignores LD_PRELOAD); the trace holds only the run record\n");
   trace::TraceSummary summary;
   std::string error;
-  if (trace::summarize_file(req.output, &summary, &error)) {
+  const bool summarized = trace::summarize_file(req.output, &summary, &error);
+  if (summarized) {
     print_summary(summary, stderr);
     if (auto note = gpu_outcome_note(summary, static_cast<int>(req.opt.level)))
       std::fprintf(stderr, "strata record: %s\n", exporter::escape_terminal(*note).c_str());
   } else
     std::fprintf(stderr, "strata record: %s\n", exporter::escape_terminal(error).c_str());
   if (!leveled_text.empty()) std::fputs(leveled_text.c_str(), stderr);
-  print_short_answer(req.output);
+  if (summarized) print_short_answer(req.output, summary.spans);
   for (size_t k = 0; k < warnings.size() && k < 5; ++k)
     std::fprintf(stderr, "warning: %s\n", exporter::escape_terminal(warnings[k]).c_str());
   std::fprintf(stderr, "trace written to %s\n", exporter::escape_terminal(req.output).c_str());

@@ -58,7 +58,23 @@ Session::Session(SessionConfig config)
   id_salt_ = random_u64() & 0xFFF;
 }
 
-Session::~Session() { stop(); }
+Session::~Session() {
+  stop();
+  // The runtime keeps its session for the life of the process; a session object that goes away
+  // (a test's, an embedder's) gives the blocks its threads still hold back to the pool, whose
+  // destructor frees them: nothing else points at them once the thread states are gone.
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  for (auto& t : owned_threads_) {
+    std::lock_guard<std::mutex> chain(t->chain_mu);
+    for (Block* first : {t->read_block, t->head})
+      for (Block* b = first; b != nullptr;) {
+        Block* next = b->next.load(std::memory_order_acquire);
+        pool_.release(b);
+        b = next;
+      }
+    t->read_block = t->head = t->write_block = nullptr;
+  }
+}
 
 uint64_t Session::drops(int cause) const {
   uint64_t total = consumer_drops_[cause].load(std::memory_order_relaxed);
@@ -112,7 +128,6 @@ bool Session::start() {
   stream_->flush();
   last_flush_ns_ = monotonic_ns();
   last_snapshot_ns_ = last_flush_ns_;
-  started_monotonic_ns_ = last_flush_ns_;
   pthread_once(&g_exit_key_once, [] { pthread_key_create(&g_exit_key, on_thread_exit_key); });
   // The writer blocks every signal (it inherits the mask it is created with): a process-directed
   // signal then goes to a program thread, whose handler may wait for the writer to flush.

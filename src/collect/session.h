@@ -248,7 +248,6 @@ class Session {
   std::vector<std::pair<uint32_t, std::string>> thread_names_;
   int64_t last_flush_ns_ = 0;
   int64_t last_snapshot_ns_ = 0;
-  int64_t started_monotonic_ns_ = 0;  // when the session began (its End chunk's thread counts)
   uint64_t stats_written_hash_ = 0;
   bool low_space_stats_written_ = false;
   uint64_t unfinished_spans_ = 0;

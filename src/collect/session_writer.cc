@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "collect/session.h"
 #include "collect/session_internal.h"
@@ -18,13 +19,17 @@
 namespace strata::collect {
 namespace {
 // The process's OS threads now (Strata's writer thread `skip` left out), and those of them that used
-// the CPU for at least a tenth of `lifetime_ns` (utime + stime of /proc/self/task/TID/stat): the
-// threads that computed. Zeros when /proc cannot be read.
+// at least a tenth of the CPU time of its busiest thread (utime + stime of /proc/self/task/TID/stat):
+// the threads that shared its computing. CPU time is the work a thread did, whatever else ran on the
+// machine, so the count is the same on a loaded machine as on an idle one (a share of the process's
+// wall-clock life was not: threads starved by other processes fell under it). Zeros when /proc
+// cannot be read.
 struct ThreadCounts {
   int64_t threads = 0, busy = 0;
 };
-ThreadCounts os_threads(uint32_t skip, int64_t lifetime_ns) {
+ThreadCounts os_threads(uint32_t skip) {
   ThreadCounts out;
+  std::vector<unsigned long long> cpu_ticks;
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return out;
   const long ticks = sysconf(_SC_CLK_TCK);
@@ -46,10 +51,13 @@ ThreadCounts os_threads(uint32_t skip, int64_t lifetime_ns) {
     unsigned long long utime = 0, stime = 0;
     if (std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
       continue;
-    const double cpu_ns = static_cast<double>(utime + stime) * 1e9 / static_cast<double>(ticks);
-    if (lifetime_ns > 0 && cpu_ns >= 0.1 * static_cast<double>(lifetime_ns)) ++out.busy;
+    cpu_ticks.push_back(utime + stime);
   }
   closedir(dir);
+  unsigned long long busiest = 0;
+  for (unsigned long long t : cpu_ticks) busiest = std::max(busiest, t);
+  for (unsigned long long t : cpu_ticks)
+    if (busiest > 0 && t > 0 && 10 * t >= busiest) ++out.busy;
   return out;
 }
 
@@ -574,7 +582,7 @@ void Session::stop() {
   format::Properties end;
   end.set_int(std::string(format::keys::kEndMonotonicNs), monotonic_ns());
   end.set_int("spans_written", static_cast<int64_t>(stream_->spans_written()));
-  const ThreadCounts threads = os_threads(writer_tid(), monotonic_ns() - started_monotonic_ns_);
+  const ThreadCounts threads = os_threads(writer_tid());
   if (threads.threads > 0) {
     end.set_int(std::string(format::keys::kEndThreads), threads.threads);
     end.set_int(std::string(format::keys::kEndBusyThreads), threads.busy);

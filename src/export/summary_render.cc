@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "export/shorten.h"
 #include "export/text_escape.h"
 
 namespace strata::exporter {
@@ -198,19 +200,23 @@ void table_summary(const trace::Trace& trace, const RunSummary& s, std::ostream&
         << (markdown ? "   - " : "     ") << text(f.evidence) << "\n";
   }
   if (s.top_ops.empty()) return;
+  // On the terminal long names are shortened so that different names never read the same (shorten.h).
+  std::vector<std::string> names;
+  for (const analysis::TopOp& op : s.top_ops) names.push_back(escape_terminal(op.name));
+  size_t shortened = 0;
+  if (!markdown) names = shorten_column(names, 56, &shortened);
   out << "\n" << (markdown ? "## " : "") << "Top ops by self time\n\n";
   if (markdown) out << "| op | self ms | self % | count | alloc MB |\n|---|---:|---:|---:|---:|\n";
-  for (const analysis::TopOp& op : s.top_ops) {
+  for (size_t k = 0; k < s.top_ops.size(); ++k) {
+    const analysis::TopOp& op = s.top_ops[k];
     const std::string alloc = op.alloc_mb ? num(*op.alloc_mb, 1) : "";
     if (markdown) {
       out << "| " << md(op.name) << " | " << num(op.self_ms, 2) << " | " << num(op.self_pct, 1) << " | "
           << op.count << " | " << alloc << " |\n";
       continue;
     }
-    std::string name = escape_terminal(op.name);
-    if (name.size() > 56) name = name.substr(0, 26) + "..." + name.substr(name.size() - 27);
     char buf[192];
-    std::snprintf(buf, sizeof buf, "  %-56s %10.2f ms %6.1f%% %8lld %s\n", name.c_str(), op.self_ms,
+    std::snprintf(buf, sizeof buf, "  %-56s %10.2f ms %6.1f%% %8lld %s\n", names[k].c_str(), op.self_ms,
                   op.self_pct, static_cast<long long>(op.count),
                   alloc.empty() ? "" : (alloc + " MB").c_str());
     out << buf;

@@ -32,7 +32,7 @@ inline constexpr std::string_view kTscAnchorNs = "tsc_anchor_ns";        // ns =
 inline constexpr std::string_view kDroppedPrefix = "dropped.";
 inline constexpr std::string_view kEndMonotonicNs = "end_monotonic_ns";
 // End chunk: the process's OS threads when it ended (Strata's writer thread left out), those of them
-// that used the CPU for at least a tenth of the process's recorded lifetime, and the CPUs it was
+// that used at least a tenth of the CPU time of its busiest thread, and the CPUs it was
 // allowed to run on (its affinity mask); the loader keeps them as properties "end.threads",
 // "end.busy_threads" and "end.cpus" (the thread_oversubscription rule of `strata summary` reads them).
 inline constexpr std::string_view kEndThreads = "threads";

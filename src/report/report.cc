@@ -1,12 +1,15 @@
 #include "report/report.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "analysis/device_peaks.h"
 #include "analysis/pipeline.h"
+#include "analysis/run_summary.h"
 #include "core/level.h"
+#include "export/summary_render.h"
 #include "export/table_render.h"
 #include "export/text_escape.h"
 #include "profile/profile.h"
@@ -183,6 +186,95 @@ std::string flame_json(const trace::Trace& trace, const ReportOptions& options) 
   return flame_graph_json(graph);
 }
 
+// `strata summary --format json` of the trace, as that command writes it (the same two calls).
+std::string summary_json(const trace::Trace& trace, const analysis::RunSummary& summary) {
+  std::ostringstream out;
+  exporter::render_summary(trace, summary, exporter::SummaryFormat::kJson, out);
+  std::string text = out.str();
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// The step whose duration is the median's (the earliest of equals), -1 without steps.
+int representative_step(const analysis::RunSummary& summary) {
+  const auto& steps = summary.run.steps;
+  if (steps.empty()) return -1;
+  std::vector<size_t> order(steps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return steps[a].duration_ns() < steps[b].duration_ns(); });
+  return static_cast<int>(order[(order.size() - 1) / 2]);
+}
+
+// One representative step of the main process as a timeline: its spans (host work by thread and
+// depth, device work by stream), each [start_ms, end_ms, lane, name] from the step's start, clipped to
+// it. The shallowest spans are kept first, up to max_spans; the rest are counted.
+std::string step_timeline_json(const trace::Trace& trace, const analysis::RunSummary& summary,
+                               size_t max_spans) {
+  const int k = representative_step(summary);
+  if (k < 0 || summary.run.main_process < 0)
+    return "{\"missing\":\"no steps found: the timeline shows one step of the main process\"}";
+  const analysis::Step& step = summary.run.steps[static_cast<size_t>(k)];
+  const uint16_t main = static_cast<uint16_t>(summary.run.main_process);
+  const trace::SpanTree& tree = trace.tree();
+  std::vector<uint32_t> inside;
+  for (size_t i = 0; i < trace.spans.size(); ++i) {
+    const SpanRecord& s = trace.spans[i];
+    const bool interval = s.kind == static_cast<uint8_t>(SpanKind::kSpan) ||
+                          s.kind == static_cast<uint8_t>(SpanKind::kLaunch) ||
+                          s.kind == static_cast<uint8_t>(SpanKind::kExecution);
+    if (s.process == main && interval && s.end_ns > step.start_ns && s.start_ns < step.end_ns)
+      inside.push_back(static_cast<uint32_t>(i));
+  }
+  std::stable_sort(inside.begin(), inside.end(),
+                   [&](uint32_t a, uint32_t b) { return tree.depth(a) < tree.depth(b); });
+  const size_t left_out = inside.size() > max_spans ? inside.size() - max_spans : 0;
+  inside.resize(inside.size() - left_out);
+  std::sort(inside.begin(), inside.end());
+  std::map<std::pair<uint64_t, uint32_t>, size_t> lanes;  // (device flag | tid, depth) -> lane
+  std::map<uint32_t, size_t> names;
+  for (uint32_t i : inside) {
+    const SpanRecord& s = trace.spans[i];
+    const bool device = s.level == static_cast<uint8_t>(Level::kDevice);
+    lanes.emplace(std::make_pair((device ? 1ull << 63 : 0) | s.tid, device ? 0 : tree.depth(i)), 0);
+    names.emplace(s.name, 0);
+  }
+  std::string out = "{\"step\":" + std::to_string(step.index) + ",\"start_ms\":";
+  append_number(&out, static_cast<double>(step.start_ns - summary.run.run_start_ns) / 1e6);
+  out += ",\"ms\":";
+  append_number(&out, static_cast<double>(step.duration_ns()) / 1e6);
+  out += ",\"left_out\":" + std::to_string(left_out) + ",\"lanes\":[";
+  size_t lane = 0;
+  for (auto& [key, index] : lanes) {
+    index = lane;
+    const bool device = key.first >> 63;
+    out += lane++ ? ",\"" : "\"";
+    out += (device ? "device stream " : "thread ") + std::to_string(key.first & ~(1ull << 63)) +
+           (device ? "" : " depth " + std::to_string(key.second)) + "\"";
+  }
+  out += "],\"names\":[";
+  size_t name = 0;
+  for (auto& [id, index] : names) {
+    index = name;
+    if (name++) out += ',';
+    exporter::append_json_string(&out, trace.strings.get(id));
+  }
+  out += "],\"spans\":[";
+  for (size_t n = 0; n < inside.size(); ++n) {
+    const SpanRecord& s = trace.spans[inside[n]];
+    const bool device = s.level == static_cast<uint8_t>(Level::kDevice);
+    out += n ? ",[" : "[";
+    append_number(&out, static_cast<double>(std::max(s.start_ns, step.start_ns) - step.start_ns) / 1e6);
+    out += ',';
+    append_number(&out, static_cast<double>(std::min(s.end_ns, step.end_ns) - step.start_ns) / 1e6);
+    out += ',' +
+           std::to_string(lanes[{(device ? 1ull << 63 : 0) | s.tid, device ? 0 : tree.depth(inside[n])}]) +
+           ',' + std::to_string(names[s.name]) + ']';
+  }
+  out += "]}";
+  return out;
+}
+
 table::Result lower_bound_result(const ReportOptions& options) {
   if (options.lower_bound) return *options.lower_bound;
   table::Result none;
@@ -258,7 +350,10 @@ bool write_report(const trace::Trace& trace, const ReportOptions& options, std::
   std::vector<const analysis::Analysis*> chosen;
   for (std::string_view name : kAnalyses)
     if (const analysis::Analysis* a = analysis::find_analysis(name)) chosen.push_back(a);
-  analysis::PipelineResult pipeline = analysis::run_pipeline(trace, chosen, options.params);
+  // The answer first: `strata summary`'s JSON, made by the same library calls as that command; its
+  // recognition of the run is the analyses' workload's too (recognized once).
+  const analysis::RunSummary summary = analysis::summarize_run(trace, trace.tree());
+  analysis::PipelineResult pipeline = analysis::run_pipeline(trace, chosen, options.params, &summary.run);
 
   std::string data = "{";
   const std::string title =
@@ -274,6 +369,12 @@ bool write_report(const trace::Trace& trace, const ReportOptions& options, std::
   append_key(&data, "overview");
   data += overview_json(trace, options);
   data += ',';
+  append_key(&data, "summary");
+  data += summary_json(trace, summary);
+  data += ",\n";
+  append_key(&data, "step_timeline");
+  data += step_timeline_json(trace, summary, options.max_timeline_spans);
+  data += ",\n";
   append_key(&data, "analyses");
   data += '{';
   for (size_t i = 0; i < pipeline.results.size(); ++i) {

@@ -2,8 +2,10 @@
 // analyses' tables (src/analysis registry, run through the same pipeline as `strata analyze`) and of
 // the CPU profile's folded stacks (src/profile): it embeds those tables as JSON, the ECharts library
 // and its own script, and draws every chart in the browser from the embedded tables. Nothing is
-// recomputed here and no span is embedded: tables are aggregates, a table longer than max_rows is
-// cut (with a note), and the flame graph keeps the frames above a share of the samples.
+// recomputed here: the page leads with `strata summary`'s JSON (the same library calls as that
+// command), then the analyses that have data. No span is embedded but those of one representative
+// step (its timeline, at most max_timeline_spans): tables are aggregates, a table longer than
+// max_rows is cut (with a note), and the flame graph keeps the frames above a share of the samples.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +30,7 @@ struct ReportOptions {
   size_t max_rows = 5000;           // rows of one table embedded at most (the rest: a note)
   size_t max_flame_nodes = 4000;    // flame-graph frames embedded at most
   double min_flame_share = 0.0005;  // frames under this share of the samples are folded away
+  size_t max_timeline_spans = 3000;  // spans of the representative step's timeline (shallowest first)
   // The run against its model's lower bounds: framework_vs_bound's tables (`strata lowerbound MODEL
   // --trace RUN`), computed by the caller (report sits beside lowerbound, not above it). Unset: the
   // section says how to get it (--model).

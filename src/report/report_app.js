@@ -57,21 +57,95 @@
 
   function section(id, title) {
     var s = el('section', { id: id }, [el('h2', { text: title })]);
+    s.dataset.title = title;
     root.appendChild(s);
     nav.appendChild(el('a', { href: '#' + id, text: title }));
     return s;
   }
   function say(parent, text, cls) { parent.appendChild(el('p', { className: cls || 'note', text: text })); }
-  // The analysis's own line when it lacked input (it says what to record); true if it did.
+  // Analyses without data are not drawn: each is listed in the one line at the end of the page, its
+  // own line (what to record) on hover and in the details below that line.
+  var noData = [];
+  function lacking(sectionTitle, analysisName, reason) {
+    noData.push({ section: sectionTitle, analysis: analysisName, reason: reason });
+  }
+  // True (and listed at the end) when the analysis lacked input.
   function missing(parent, analysisName) {
     var a = analysis(analysisName);
     if (!a.missing) return false;
-    say(parent, analysisName + ': ' + a.missing, 'missing');
+    lacking(parent.dataset.title, analysisName, a.missing);
     return true;
   }
+  // A section, or null when none of its analyses has data (each then listed at the end).
+  function sectionWithData(id, title, analysisNames) {
+    var withData = analysisNames.filter(function (n) { return !analysis(n).missing; });
+    if (!withData.length) {
+      analysisNames.forEach(function (n) { lacking(title, n, analysis(n).missing); });
+      return null;
+    }
+    return section(id, title);
+  }
+
+  // Labels of at most `max` characters that keep what tells the names apart: a long name keeps its
+  // start, its end, and a window at each place where it first differs from its neighbours in sorted
+  // order (the most alike names); labels still alike get their occurrence number. The full name is
+  // in the chart's tooltip.
+  function commonPrefix(a, b) {
+    var n = Math.min(a.length, b.length), i = 0;
+    while (i < n && a[i] === b[i]) ++i;
+    return i;
+  }
+  function shortLabel(chars, differsAt, max) {
+    if (chars.length <= max) return chars.join('');
+    var head = Math.max(3, Math.floor(max / 4)), tail = Math.max(3, Math.floor(max / 5));
+    var at = differsAt.filter(function (d) { return d >= head && d < chars.length - tail; })
+      .sort(function (a, b) { return a - b; });
+    at = at.filter(function (d, i) { return i === 0 || d - at[i - 1] > 4; }).slice(0, 2);
+    if (!at.length) return chars.slice(0, max - 1 - tail).join('') + '…' + chars.slice(-tail).join('');
+    if (at.length === 1 && at[0] < max - 1 - tail - 3)  // the difference shows in a longer start
+      return chars.slice(0, max - 1 - tail).join('') + '…' + chars.slice(-tail).join('');
+    var width = Math.floor((max - head - tail - at.length - 1) / at.length), out = chars.slice(0, head).join(''), end = head;
+    at.forEach(function (d) {
+      var start = Math.max(end, d - 2), stop = Math.min(start + width, chars.length - tail);
+      out += (start > end ? '…' : '') + chars.slice(start, stop).join('');
+      end = stop;
+    });
+    return out + (end < chars.length - tail ? '…' : '') + chars.slice(-tail).join('');
+  }
+  function distinctLabels(names, max) {
+    var chars = names.map(function (n) { return Array.from(n === null || n === undefined ? '' : String(n)); });
+    var keys = chars.map(function (c) { return c.join(''); });
+    var order = keys.map(function (_, i) { return i; }).sort(function (a, b) {
+      return keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : a - b;
+    });
+    var differs = keys.map(function () { return []; });
+    for (var k = 1; k < order.length; ++k) {
+      var c = commonPrefix(chars[order[k - 1]], chars[order[k]]);
+      differs[order[k]].push(c);
+      differs[order[k - 1]].push(c);
+    }
+    var labels = chars.map(function (c, i) { return shortLabel(c, differs[i], max); });
+    var used = {};
+    labels.forEach(function (l) { used[l] = (used[l] || 0) + 1; });
+    var seen = {};
+    return labels.map(function (l) {
+      if (used[l] === 1) return l;
+      seen[l] = (seen[l] || 0) + 1;
+      var label, n = seen[l];
+      do {
+        var suffix = ' #' + n;
+        label = Array.from(l).slice(0, Math.max(1, max - suffix.length)).join('') + suffix;
+        n += used[l];
+      } while (used[label]);
+      used[label] = 1;
+      return label;
+    });
+  }
+  registry.distinctLabels = distinctLabels;
+  var LABEL_CHARS = 36;  // at 11-12 px, within the 250 px left of a horizontal bar chart
   function notes(parent, t) { (t.notes || []).forEach(function (n) { say(parent, n); }); }
 
-  function htmlTable(parent, t, shown) {
+  function htmlTable(parent, t, shown, open) {
     shown = shown || 200;
     var head = el('tr', {}, t.columns.map(function (c) { return el('th', { text: c }); }));
     var body = t.rows.slice(0, shown).map(function (r) {
@@ -80,7 +154,7 @@
       }));
     });
     var label = t.title + ' (' + t.rows.length + ' rows' + (t.rows.length > shown ? ', first ' + shown + ' shown' : '') + ')';
-    parent.appendChild(el('details', {}, [el('summary', { text: label }),
+    parent.appendChild(el('details', open ? { open: '' } : {}, [el('summary', { text: label }),
       el('div', { className: 'wrap' }, [el('table', {}, [el('thead', {}, [head]), el('tbody', {}, body)])])]));
   }
 
@@ -116,6 +190,98 @@
   var nav = el('nav');
   root.appendChild(nav);
 
+  // ---- the answer first: `strata summary`'s JSON (docs/summary.md), as that command writes it ----
+  var PHASES = ['data', 'forward', 'backward', 'optimizer', 'eval', 'communication', 'other'];
+  function fixed(v, digits) { return typeof v === 'number' ? v.toFixed(digits) : String(v); }
+
+  function summary() {
+    var sm = data.summary;
+    var s = section('summary', 'Summary');
+    var b = sm.bottleneck, w = sm.workload;
+    s.appendChild(el('p', { className: 'verdict', text: 'Bottleneck: ' + b.kind + ' (confidence ' + b.confidence + ')' }));
+    say(s, b.evidence, 'evidence');
+    var roles = {};
+    sm.processes.forEach(function (p) { (roles[p.role] = roles[p.role] || []).push(p.pid); });
+    var ran = w.kind + ', ' + (w.steps ? w.steps + ' steps (' + w.step_source + '), step ' + fixed(w.step_ms.median, 2) +
+      ' ms median, ' + fixed(w.step_ms.p90, 2) + ' ms p90' : 'no steps found (whole run analysed)') + '; processes: ' +
+      Object.keys(roles).map(function (r) { return roles[r].length + ' ' + r + ' (pid ' + roles[r].slice(0, 6).join(', ') +
+        (roles[r].length > 6 ? ', ...' : '') + ')'; }).join('; ');
+    say(s, ran, 'what-ran');
+    if (sm.findings.length) {
+      s.appendChild(el('h3', { text: 'Findings' }));
+      s.appendChild(el('ol', { className: 'findings' }, sm.findings.map(function (f) {
+        return el('li', {}, [el('span', { className: 'severity ' + f.severity, text: f.severity }),
+          el('strong', { text: ' ' + f.rule + ': ' }), el('span', { text: f.message }),
+          el('div', { className: 'note', text: f.evidence })]);
+      })));
+    } else {
+      say(s, 'No finding: no rule fired (docs/summary.md lists them and their thresholds).');
+    }
+    var parts = sm.breakdown.filter(function (p) { return p.ms > 0; });
+    say(s, 'Step time: ' + (parts.map(function (p) { return p.phase + ' ' + fixed(p.ms, 1) + ' ms (' + fixed(p.pct, 1) + '%)'; })
+      .join(', ') || 'no time in steps') + (sm.gpu ? '; device within the steps: busy ' + fixed(sm.gpu.busy_pct, 1) +
+      '% (kernels ' + fixed(sm.gpu.kernel_pct, 1) + '%, copies ' + fixed(sm.gpu.memcpy_pct, 1) + '%, memsets ' +
+      fixed(sm.gpu.memset_pct, 1) + '%), idle ' + fixed(sm.gpu.idle_pct, 1) + '%' : ''));
+    stepBreakdown(s, sm);
+    if (sm.top_ops.length) {
+      var memory = sm.top_ops.some(function (o) { return o.alloc_mb !== undefined; });
+      var columns = ['op', 'self_ms', 'self_pct', 'count'].concat(memory ? ['alloc_mb'] : []);
+      htmlTable(s, { title: 'Top ops by self time', columns: columns, rows: sm.top_ops.map(function (o) {
+        return [o.name, o.self_ms, o.self_pct, o.count].concat(memory ? [o.alloc_mb === undefined ? null : o.alloc_mb] : []);
+      }) }, 100, true);
+    }
+    stepTimeline(s);
+  }
+
+  // Each step's phases stacked, one bar per step (the JSON's "steps").
+  function stepBreakdown(s, sm) {
+    if (!sm.steps.length) return;
+    var steps = sm.steps;
+    chart(s, 'step-breakdown', 'summary', 'steps', {
+      title: { text: 'Where each step\'s time goes (ms)', textStyle: { fontSize: 13 } },
+      legend: { top: 26 }, grid: { top: 60 },
+      xAxis: { type: 'category', name: 'step', data: steps.map(function (st) { return String(st.index) + (st.eval ? ' (eval)' : ''); }) },
+      yAxis: { type: 'value', name: 'ms' }, dataZoom: categoryZoom(steps.length),
+      series: PHASES.map(function (phase, i) {
+        return { id: i === 0 ? 'data' : phase, name: phase, type: 'bar', stack: 'step',
+          data: steps.map(function (st) { return st[phase]; }) };
+      })
+    });
+  }
+
+  // One step of the main process, the one of median duration: its spans by thread and depth.
+  function stepTimeline(s) {
+    var t = data.step_timeline;
+    if (!t || t.missing) { if (t) say(s, 'Timeline: ' + t.missing); return; }
+    var labels = distinctLabels(t.names, 60);
+    chart(s, 'step-timeline', 'step_timeline', 'spans', {
+      title: { text: 'Step ' + t.step + ' (median duration, ' + fixed(t.ms, 3) + ' ms): its spans by thread and depth',
+        textStyle: { fontSize: 13 } },
+      grid: { top: 40, left: 150 }, tooltip: { trigger: 'item', formatter: function (q) {
+        return tooltipLines([t.names[q.value[3]], fixed(q.value[0], 3) + ' to ' + fixed(q.value[1], 3) + ' ms (' +
+          fixed(q.value[1] - q.value[0], 3) + ' ms)', t.lanes[q.value[2]]]);
+      } },
+      xAxis: { type: 'value', name: 'ms', min: 0, max: t.ms },
+      yAxis: { type: 'category', inverse: true, data: t.lanes },
+      dataZoom: [{ type: 'inside' }, { type: 'slider', height: 18 }],
+      series: [{ id: 'data', type: 'custom', encode: { x: [0, 1], y: 2 }, data: t.spans,
+        renderItem: function (params, api) {
+          var a = api.coord([api.value(0), api.value(2)]), b = api.coord([api.value(1), api.value(2)]);
+          var h = api.size([0, 1])[1] * 0.7;
+          var shape = echarts.graphic.clipRectByRect({ x: a[0], y: a[1] - h / 2, width: Math.max(b[0] - a[0], 1), height: h },
+            { x: params.coordSys.x, y: params.coordSys.y, width: params.coordSys.width, height: params.coordSys.height });
+          if (!shape) return null;
+          var children = [{ type: 'rect', shape: shape, style: { fill: params.dataIndex % 2 ? '#54aeff' : '#0969da' } }];
+          var chars = Math.floor((shape.width - 6) / 6.5), label = labels[api.value(3)];
+          if (chars >= 4) children.push({ type: 'text', style: { text: label.length > chars ? label.slice(0, chars - 1) + '…' : label,
+            x: shape.x + 3, y: shape.y + shape.height / 2, verticalAlign: 'middle', fill: '#fff', font: '11px sans-serif' } });
+          return { type: 'group', children: children };
+        } }]
+    }, t.lanes.length > 12);
+    if (t.left_out) say(s, t.left_out + ' deeper spans of the step are not drawn (the timeline keeps the shallowest ' +
+      t.spans.length + ').');
+  }
+
   function overview() {
     var o = data.overview;
     var s = section('overview', 'Overview');
@@ -138,8 +304,8 @@
   }
 
   function models() {
-    var s = section('model', 'Model and batch size');
-    if (missing(s, 'model_table')) return;
+    var s = sectionWithData('model', 'Model and batch size', ['model_table']);
+    if (!s) return;
     var t = table('model_table');
     var batches = column(t, 'batch');
     if (new Set(batches).size > 1) {
@@ -158,14 +324,15 @@
       });
     } else {
       say(s, 'one batch size in the trace (' + batches.join(', ') + '): record the model at several batch sizes ' +
-        '(one model span per evaluation, with its batch) to get the optimal batch size chart', 'missing');
+        '(one model span per evaluation, with its batch) to get the optimal batch size chart');
     }
     notes(s, t);
     htmlTable(s, t);
   }
 
   function layers() {
-    var s = section('layers', 'Layers');
+    var s = sectionWithData('layers', 'Layers', ['layer_sequence', 'layer_type_aggregate', 'layer_table']);
+    if (!s) return;
     if (!missing(s, 'layer_sequence')) {
       var t = table('layer_sequence');
       var memory = column(t, 'alloc_mb');
@@ -194,10 +361,14 @@
       if (hasValues(mem)) ser.push({ id: 'memory', name: 'alloc_mb', type: 'bar', xAxisIndex: 1, data: mem });
       var xAxes = [{ type: 'value', name: 'ms' }];
       if (hasValues(mem)) xAxes.push({ type: 'value', name: 'MB', position: 'top' });
+      var typeNames = column(a, 'type');
       chart(s, 'layer-types', 'layer_type_aggregate', 'layer_type_aggregate', {
         title: { text: 'Layer latency and memory by type', textStyle: { fontSize: 13 } },
-        legend: { top: 26 }, grid: { top: 70, left: 200 },
-        yAxis: { type: 'category', inverse: true, data: column(a, 'type'), axisLabel: { width: 190, overflow: 'truncate' } },
+        legend: { top: 26 }, grid: { top: 70, left: 260 },
+        tooltip: { trigger: 'axis', formatter: function (p) {
+          return tooltipLines([typeNames[p[0].dataIndex]].concat(seriesLines(p)));
+        } },
+        yAxis: { type: 'category', inverse: true, data: distinctLabels(typeNames, LABEL_CHARS), axisLabel: { width: 250 } },
         xAxis: xAxes, series: ser, dataZoom: rowZoom(a.rows.length)
       }, a.rows.length > 15);
       notes(s, a);
@@ -210,8 +381,8 @@
   // lowerbound MODEL --trace RUN`): the measured model time next to the sequential and parallel
   // bound, and the layers furthest above their own bound (framework op time = bound + gap).
   function lowerBound() {
-    var s = section('lower-bound', 'Lower bound');
-    if (missing(s, 'framework_vs_bound')) return;
+    var s = sectionWithData('lower-bound', 'Lower bound', ['framework_vs_bound']);
+    if (!s) return;
     var t = table('framework_vs_bound');
     chart(s, 'lower-bound', 'framework_vs_bound', 'framework_vs_bound', {
       title: { text: t.title, textStyle: { fontSize: 13 } }, legend: { top: 26 }, grid: { top: 60 },
@@ -228,16 +399,17 @@
     var g = table('framework_vs_bound', 'layer_gaps');
     if (g && g.rows.length) {
       var measured = column(g, 'measured_us'), ops = column(g, 'framework_op'), types = column(g, 'type');
+      var layerNames = column(g, 'layer');
       chart(s, 'layer-gaps', 'framework_vs_bound', 'layer_gaps', {
         title: { text: g.title + ' (framework op time = bound + gap)', textStyle: { fontSize: 13 } },
-        legend: { top: 26 }, grid: { top: 60, left: 200 },
+        legend: { top: 26 }, grid: { top: 60, left: 260 },
         tooltip: { trigger: 'axis', formatter: function (p) {
           var i = p[0].dataIndex;
-          return tooltipLines([p[0].name + ' (' + types[i] + ', ' + ops[i] + ')', 'measured_us: ' + measured[i]]
+          return tooltipLines([layerNames[i] + ' (' + types[i] + ', ' + ops[i] + ')', 'measured_us: ' + measured[i]]
             .concat(seriesLines(p)));
         } },
-        yAxis: { type: 'category', inverse: true, data: column(g, 'layer').map(String),
-          axisLabel: { width: 190, overflow: 'truncate' } },
+        yAxis: { type: 'category', inverse: true, data: distinctLabels(column(g, 'layer'), LABEL_CHARS),
+          axisLabel: { width: 250 } },
         xAxis: { type: 'value', name: 'us' }, dataZoom: rowZoom(g.rows.length),
         series: [
           { id: 'bound', name: 'bound_us', type: 'bar', stack: 'layer', data: column(g, 'bound_us') },
@@ -246,7 +418,7 @@
       }, g.rows.length > 15);
       say(s, 'A negative gap (the framework ran the layer faster than its benchmark) is drawn left of zero.');
     } else {
-      say(s, 'no layer has both a framework op and a measurement: no per-layer gaps', 'missing');
+      say(s, 'no layer has both a framework op and a measurement: no per-layer gaps');
     }
     ['layer_gaps', 'algorithm_selection', 'extra_framework_ops'].forEach(function (name) {
       var x = table('framework_vs_bound', name);
@@ -255,8 +427,8 @@
   }
 
   function deviceSplit() {
-    var s = section('device-split', 'GPU vs non-GPU time per layer');
-    if (missing(s, 'layer_device_split')) return;
+    var s = sectionWithData('device-split', 'GPU vs non-GPU time per layer', ['layer_device_split']);
+    if (!s) return;
     var t = table('layer_device_split');
     var names = column(t, 'layer');
     chart(s, 'device-split', 'layer_device_split', 'layer_device_split', {
@@ -277,12 +449,16 @@
   }
 
   function kernels() {
-    var s = section('kernels', 'Kernels');
-    if (missing(s, 'kernels_by_name')) return;
+    var s = sectionWithData('kernels', 'Kernels', ['kernels_by_name']);
+    if (!s) return;
     var t = table('kernels_by_name');
+    var kernelNames = column(t, 'kernel');
     chart(s, 'kernels', 'kernels_by_name', 'kernels_by_name', {
       title: { text: 'Kernel time by name', textStyle: { fontSize: 13 } }, grid: { top: 40, left: 260 },
-      yAxis: { type: 'category', inverse: true, data: column(t, 'kernel'), axisLabel: { width: 250, overflow: 'truncate' } },
+      tooltip: { trigger: 'axis', formatter: function (p) {
+        return tooltipLines([kernelNames[p[0].dataIndex]].concat(seriesLines(p)));
+      } },
+      yAxis: { type: 'category', inverse: true, data: distinctLabels(kernelNames, LABEL_CHARS), axisLabel: { width: 250 } },
       xAxis: { type: 'value', name: 'ms' }, dataZoom: rowZoom(t.rows.length),
       series: [{ id: 'data', name: 'latency_ms', type: 'bar', data: column(t, 'latency_ms') }]
     }, t.rows.length > 15);
@@ -293,6 +469,7 @@
   // Log-log roofline: the table's points and the device's two ceilings (memory slope, compute roof).
   function roofline(s, analysisName, label, labelColumn) {
     if (missing(s, analysisName)) return;
+    s.appendChild(el('h3', { text: label }));
     var t = table(analysisName);
     var x = column(t, 'flop_per_byte'), y = column(t, 'gflop_per_s'), names = column(t, labelColumn);
     var series = [{ id: 'data', name: label, type: 'scatter', symbolSize: 8,
@@ -313,24 +490,23 @@
       xAxis: { type: 'log', name: 'FLOP/byte' }, yAxis: { type: 'log', name: 'GFLOP/s' }, series: series
     });
     if (p && p.description) say(s, 'ceilings: ' + p.description);
-    else if (p && p.missing) say(s, 'no ceilings: ' + p.missing, 'missing');
+    else if (p && p.missing) say(s, 'no ceilings: ' + p.missing);
     notes(s, t);
   }
 
   function rooflines() {
-    var s = section('roofline', 'Rooflines');
-    s.appendChild(el('h3', { text: 'Kernels' }));
+    var s = sectionWithData('roofline', 'Rooflines', ['kernel_roofline', 'layer_roofline']);
+    if (!s) return;
     roofline(s, 'kernel_roofline', 'Kernels', 'kernel');
-    s.appendChild(el('h3', { text: 'Layers' }));
     roofline(s, 'layer_roofline', 'Layers', 'layer');
   }
 
   function iterations() {
-    var s = section('iterations', 'Iterations');
-    if (missing(s, 'iterations')) return;
+    var s = sectionWithData('iterations', 'Iterations', ['iterations']);
+    if (!s) return;
     var summary = table('iterations', 'iterations_summary');
     var t = table('iterations', 'iterations');
-    if (!t) { say(s, 'no iteration table', 'missing'); return; }
+    if (!t) { say(s, 'no iteration table'); return; }
     var start = column(t, 'start_ms'), time = column(t, 'time_ms'), loop = column(t, 'loop');
     var loops = Math.max.apply(null, loop.concat([0]));
     chart(s, 'iteration-timeline', 'iterations', 'iterations', {
@@ -367,9 +543,9 @@
   }
 
   function flame() {
-    var s = section('flame', 'CPU samples (flame graph)');
     var f = data.flame;
-    if (f.missing) { say(s, f.missing, 'missing'); return; }
+    if (f.missing) { lacking('CPU samples (flame graph)', 'flame', f.missing); return; }
+    var s = section('flame', 'CPU samples (flame graph)');
     function color(name) {
       var h = 0;
       for (var i = 0; i < name.length; ++i) h = (h * 31 + name.charCodeAt(i)) >>> 0;
@@ -407,8 +583,8 @@
   }
 
   function ranks() {
-    var s = section('ranks', 'Ranks');
-    if (missing(s, 'rank_breakdown')) return;
+    var s = sectionWithData('ranks', 'Ranks', ['rank_breakdown']);
+    if (!s) return;
     var t = table('rank_breakdown');
     var parts = ['compute_ms', 'communication_ms', 'memcpy_ms', 'idle_ms'];
     chart(s, 'ranks', 'rank_breakdown', 'rank_breakdown', {
@@ -424,7 +600,23 @@
     htmlTable(s, t);
   }
 
-  [overview, models, layers, lowerBound, deviceSplit, kernels, rooflines, iterations, flame, ranks].forEach(function (draw) {
+  // The analyses without data in this trace: one line, each name with its own line on hover, and the
+  // same lines (what to record) in a closed details element under it.
+  function withoutData() {
+    if (!noData.length) return;
+    var line = el('p', { id: 'no-data', className: 'no-data' }, [el('span', { text: 'No data in this trace for: ' })]);
+    noData.forEach(function (m, i) {
+      if (i) line.appendChild(document.createTextNode(', '));
+      line.appendChild(el('span', { className: 'no-data-item', title: m.analysis + ': ' + m.reason,
+        text: m.section + (m.section.indexOf(m.analysis) < 0 ? ' (' + m.analysis + ')' : '') }));
+    });
+    root.appendChild(line);
+    root.appendChild(el('details', { className: 'no-data-details' }, [el('summary', { text: 'what to record for them' }),
+      el('ul', {}, noData.map(function (m) { return el('li', { text: m.analysis + ': ' + m.reason }); }))]));
+  }
+
+  [summary, overview, models, layers, lowerBound, deviceSplit, kernels, rooflines, iterations, flame, ranks,
+    withoutData].forEach(function (draw) {
     try { draw(); } catch (e) { registry.errors.push(String(e)); console.error('strata report: ' + e); }
   });
   root.appendChild(el('footer', { text: 'Written by ' + (data.generator || 'strata') + ' with Apache ECharts ' +

@@ -50,6 +50,13 @@ inline std::string text(const analysis::Table& t, size_t row, std::string_view c
   return "";
 }
 
+// Whether one of the table's notes contains `text`.
+inline bool has_note(const analysis::Table& t, std::string_view text) {
+  for (const std::string& n : t.notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
 // Row whose column `col` has text `value`.
 inline size_t row_where(const analysis::Table& t, std::string_view col, std::string_view value) {
   for (size_t r = 0; r < t.rows.size(); ++r)

@@ -68,12 +68,6 @@ trace::Trace training_trace(bool marked) {
   return t;
 }
 
-bool has_note(const analysis::Table& t, std::string_view text) {
-  for (const std::string& n : t.notes)
-    if (n.find(text) != std::string::npos) return true;
-  return false;
-}
-
 TEST(Steps, MarkedStepsAreTheEvaluations) {
   trace::Trace t = training_trace(/*marked=*/true);
   auto model = run_analysis(t, "model_table", {{"trim", "0"}});

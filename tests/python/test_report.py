@@ -107,6 +107,28 @@ def expected_flame_frames(trace):
     return min(len(wide), FLAME_MAX_NODES), roots
 
 
+def cli_summary(traces):
+    return json.loads(run_strata("summary", *traces, "--format", "json").stdout)
+
+
+def check_summary_charts(chart, points, page, summary):
+    """The summary's charts: the per-step breakdown plots the CLI JSON's steps, phase by phase; the
+    timeline is the step of median duration (the earliest of equals), its spans inside that step."""
+    steps = summary["steps"]
+    if chart["analysis"] == "summary":
+        assert len(points) == len(steps), f"{len(points)} steps drawn, {len(steps)} in strata summary"
+        for series in chart["series"]:
+            for i, (shown, step) in enumerate(zip(series["data"], steps)):
+                assert same_value(shown, str(step[series["name"]])), (series["name"], i, shown, step)
+        return
+    timeline = page["step_timeline"]
+    median = sorted(range(len(steps)), key=lambda i: steps[i]["ms"])[(len(steps) - 1) // 2]
+    assert timeline["step"] == steps[median]["index"]
+    assert abs(timeline["ms"] - steps[median]["ms"]) <= 0.0015
+    assert len(points) == len(timeline["spans"]) > 0
+    assert all(0 <= p[0] <= p[1] <= timeline["ms"] + 1e-9 for p in points)
+
+
 def check_page(page, traces, expected_charts, flame_trace=None, cli_tables=None):
     """cli_tables: {analysis: {table: rows}} for analyses whose CSV comes from another command than
     `strata analyze TRACE --analysis NAME` (the lower bound: `strata lowerbound MODEL --trace TRACE`)."""
@@ -114,6 +136,11 @@ def check_page(page, traces, expected_charts, flame_trace=None, cli_tables=None)
     assert page["page_errors"] == [], page["page_errors"]
     assert page["report_errors"] == [], page["report_errors"]
     assert page["requests"] == [], f"the report fetched something: {page['requests']}"
+    # The answer first; analyses without data in one line at the end, never as a box of their own.
+    assert page["sections"][0] == "summary", page["sections"]
+    summary = cli_summary(traces)
+    assert page["summary"] == summary
+    assert page["no_data_lines"] <= 1
     charts = {c["id"]: c for c in page["charts"]}
     missing_charts = set(expected_charts) - set(charts)
     assert not missing_charts, f"charts not drawn: {missing_charts}; page says: {page['missing']}"
@@ -128,6 +155,9 @@ def check_page(page, traces, expected_charts, flame_trace=None, cli_tables=None)
             frames, roots = expected_flame_frames(flame_trace)
             assert len(points) == frames, f"flame: {len(points)} frames drawn, {frames} expected"
             assert roots is None or sum(p[2] for p in points if p[0] == 0) == roots, "root frames' widths"
+            continue
+        if chart["analysis"] in ("summary", "step_timeline"):
+            check_summary_charts(chart, points, page, summary)
             continue
         if chart["analysis"] not in csv_cache:
             csv_cache[chart["analysis"]] = analysis_tables(traces, chart["analysis"])
@@ -295,3 +325,91 @@ def test_report_lower_bound_options_need_a_model_and_a_measured_database(tmp_pat
     with open(out, encoding="utf-8") as f:
         html = f.read()
     assert '"framework_vs_bound":{"missing":"' in html and "no model given" not in html
+
+
+def embedded_data(html):
+    """The JSON the page draws from (<script id="strata-data">; '<' is written \\u003c in it)."""
+    with open(html, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index('<script id="strata-data" type="application/json">')
+    start = text.index(">", start) + 1
+    return json.loads(text[start:text.index("</script>", start)])
+
+
+SUMMARY_TRACES = [
+    os.path.join(ROOT, "tests", "data", "kineto", "a100_alexnet_train.json.gz"),
+    os.path.join(ROOT, "tests", "data", "nsys", NSYS_CASES[0][0]),
+    os.path.join(ROOT, "tests", "golden", "inputs", "cpu_model.trace"),
+]
+
+
+@pytest.mark.parametrize("trace", SUMMARY_TRACES, ids=lambda p: os.path.basename(p).split(".")[0])
+def test_report_embeds_what_strata_summary_prints(tmp_path, trace):
+    """The page's summary is `strata summary --format json` of the same trace, value for value."""
+    html = str(tmp_path / "r.html")
+    run_strata("report", trace, "-o", html)
+    data = embedded_data(html)
+    assert data["summary"] == cli_summary([trace])
+
+
+# Kernel names as C++ templates print them: a long shared start, the part that tells them apart in
+# the middle, and a long shared end; two differ only in their last character, two are equal but for
+# one character in the middle, 150 characters from either end.
+PREFIX = "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, " \
+         "at::native::binary_internal::"
+SUFFIX = "Functor<float> >, at::detail::Array<char*, 3> >(int, at::native::BinaryFunctor<float, float, float>)"
+LONG_NAMES = [PREFIX + op + SUFFIX for op in ("Mul", "Div", "Add", "Sub")] + \
+    [PREFIX + "Mul" + SUFFIX + "1", PREFIX + "Mul" + SUFFIX + "2"] + \
+    ["x" * 150 + "A" + "y" * 150, "x" * 150 + "B" + "y" * 150, "relu_kernel"]
+
+
+def long_name_trace(path):
+    """Two ProfilerSteps, each op launching one kernel of LONG_NAMES."""
+    pid, tid, stream = 77, 77, 7
+    events, t, corr = [], 1000.0, 1
+    for step in range(2):
+        start = t
+        for k, kernel in enumerate(LONG_NAMES):
+            events += [
+                {"ph": "X", "cat": "cpu_op", "name": f"aten::op{k}", "pid": pid, "tid": tid, "ts": t, "dur": 30.0,
+                 "args": {"External id": corr}},
+                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid, "tid": tid, "ts": t + 2,
+                 "dur": 5.0, "args": {"cbid": 211, "correlation": corr}},
+                {"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": stream, "ts": t + 8,
+                 "dur": 5.0 + k, "args": {"device": 0, "stream": stream, "correlation": corr}}]
+            corr += 1
+            t += 40.0
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": pid, "tid": tid,
+                       "ts": start - 1, "dur": t - start + 1})
+        t += 10.0
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"schemaVersion": 1, "traceEvents": events}, f)
+
+
+@needs_browser
+def test_report_labels_keep_what_tells_long_names_apart(tmp_path):
+    trace = str(tmp_path / "long_names.json")
+    long_name_trace(trace)
+    page = load_in_browser(report_of([trace], "long_names"), "long_names")
+    charts = check_page(page, [trace], ["kernels", "step-breakdown", "step-timeline"])
+    labels = charts["kernels"]["categories"][0]
+    names = [r["kernel"] for r in analysis_tables([trace], "kernels_by_name")["kernels_by_name"]]
+    assert len(labels) == len(names) == len(LONG_NAMES)
+    assert len(set(labels)) == len(labels), f"rows that look alike: {labels}"
+    assert all(len(label) <= 36 for label in labels), labels
+    for label, name in zip(labels, names):
+        # Each label shows the part of its name that no other name shares at that place.
+        if name.startswith(PREFIX) and name.endswith(SUFFIX):
+            assert name[len(PREFIX):len(PREFIX) + 3] in label, (label, name)
+        elif name.startswith("x" * 150):
+            assert name[150] in label.replace("x", "").replace("y", ""), (label, name)
+        elif name == "relu_kernel":
+            assert label == name
+    # Hovering each row shows its full name (payload_check.js moves the mouse over every bar).
+    html = os.path.join(ARTIFACTS, "long_names.html")
+    proc = subprocess.run([NODE, os.path.join(ROOT, "tests", "report", "payload_check.js"), CHROMIUM, html],
+                          capture_output=True, text=True, env=dict(os.environ, NODE_PATH=NODE_MODULES), timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    hovered = {c["id"]: c for c in json.loads(proc.stdout)[html]["charts"]}["kernels"]
+    shown = " ".join(hovered["tooltips"])
+    assert all(name in shown for name in LONG_NAMES), shown

@@ -187,11 +187,14 @@ def tooltip_text(chart):
 @needs_browser
 def test_kineto_payloads_are_text_in_every_chart_and_table(pages):
     page = pages["kineto"]
-    charts = assert_safe_page(page, ["layer-sequence", "layer-types", "device-split", "kernels", "kernel_roofline",
-                                     "layer_roofline", "iteration-timeline", "iteration-metrics"])
-    # The payloads got to the charts whose tooltips name the trace's layers and kernels: as text.
+    charts = assert_safe_page(page, ["step-breakdown", "step-timeline", "layer-sequence", "layer-types",
+                                     "device-split", "kernels", "kernel_roofline", "layer_roofline",
+                                     "iteration-timeline", "iteration-metrics"])
+    # The payloads got to the charts whose tooltips name the trace's layers and kernels: as text (the
+    # summary's timeline names the representative step's ops, kernels and annotations).
     for chart_id, tag in [("layer-sequence", "op"), ("layer-types", "op"), ("device-split", "op"),
-                          ("kernels", "kernel"), ("kernel_roofline", "kernel"), ("layer_roofline", "op")]:
+                          ("kernels", "kernel"), ("kernel_roofline", "kernel"), ("layer_roofline", "op"),
+                          ("step-timeline", "op"), ("step-timeline", "kernel"), ("step-timeline", "annotation")]:
         assert marker(tag) in tooltip_text(charts[chart_id]), f"{chart_id}: the {tag} payload is not in its tooltips"
     text = page["page_text"]
     # Thread names, categories and most args are in no table of the report (only the layers' shapes:

@@ -2,7 +2,10 @@
 equals the trace's ProfilerStep marks (counted here from the raw JSON), the device busy share of the
 steps equals a union of kernel/copy/memset intervals computed here from the raw JSON (within 1
 point), every process has a role, and a trace without device activity never gets a device verdict.
-The answers come from the files, not from Strata."""
+The answers come from the files, not from Strata. Each trace's whole JSON is also kept as a golden
+(tests/golden/summary/; regenerate with `STRATA_UPDATE_GOLDEN=1 STRATA_BUILD_DIR=build /usr/bin/python3
+-m pytest tests/python/test_summary_traces.py -k golden`, then review the diff)."""
+import functools
 import gzip
 import json
 import os
@@ -24,8 +27,13 @@ DEVICE_KINDS = {"input", "framework_overhead", "cpu_compute", "gpu_compute", "gp
 ROLES = {"main", "dataloader_worker", "subprocess", "rank"}
 
 
+@functools.lru_cache(maxsize=None)
+def summary_text(path):
+    return run_strata("summary", "--format", "json", path).stdout
+
+
 def summary(path):
-    return json.loads(run_strata("summary", "--format", "json", path).stdout)
+    return json.loads(summary_text(path))
 
 
 def events(path):
@@ -65,10 +73,11 @@ def test_kineto_steps_and_device_busy(name):
     if steps:
         assert s["workload"]["steps"] == len(steps)
         assert s["workload"]["step_source"] == "profiler_step"
-    # Device work: kernels, copies, memsets (and a CUPTI range-profiler trace's per-kernel ranges, which
-    # the importer reads as the kernels they measured).
+    # Device work: kernels, copies, memsets. A CUPTI range-profiler trace's `cuda_profiler_range` events
+    # are the ranges its counters were read over, not executions (the importer types them as device
+    # ranges since 9da2bcb): no device activity of their own.
     device = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in ev
-              if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "cuda_profiler_range")]
+              if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     if not device:
         assert "gpu" not in s
         return
@@ -111,3 +120,23 @@ def test_python_summary_is_the_cli_json():
     path = os.path.join(DATA, "kineto/v100_train_rank0.json.gz")
     with strata.load(path) as trace:
         assert trace.summary() == summary(path)
+
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden", "summary")
+
+
+@pytest.mark.parametrize("name", KINETO + NSYS)
+def test_summary_json_golden(name):
+    """`strata summary --format json` byte for byte as kept in tests/golden/summary/<trace>.json: any
+    change of a number, a finding or a field shows in review as the golden's diff."""
+    text = summary_text(os.path.join(DATA, name))
+    golden = os.path.join(GOLDEN, os.path.basename(name).split(".json")[0].split(".sqlite")[0] + ".json")
+    if os.environ.get("STRATA_UPDATE_GOLDEN") == "1":
+        os.makedirs(GOLDEN, exist_ok=True)
+        with open(golden, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    assert os.path.exists(golden), f"{golden} missing: run with STRATA_UPDATE_GOLDEN=1 and review the diff"
+    with open(golden, encoding="utf-8") as f:
+        assert text == f.read(), \
+            f"golden mismatch: {golden} (if the change is intended: STRATA_UPDATE_GOLDEN=1, then review the diff)"

@@ -35,6 +35,7 @@ async function main() {
         const box = el.getBoundingClientRect();
         out.push({
           id: c.id, analysis: c.analysis, table: c.table, width: box.width, height: box.height,
+          categories: option ? (option.yAxis || []).filter((a) => a.type === 'category').map((a) => a.data) : [],
           series: option ? option.series.map((s) => ({
             id: s.id, name: s.name, type: s.type,
             data: (s.data || []).map((d) => (d !== null && typeof d === 'object' && !Array.isArray(d) ? d.value : d)),
@@ -42,12 +43,18 @@ async function main() {
         });
       }
       return { charts: out, errors: window.strataReport.errors, sections: [...document.querySelectorAll('section')].map((s) => s.id),
-        missing: [...document.querySelectorAll('.missing')].map((m) => m.textContent) };
+        // Analyses without data: the one line at the end (each item's own line is its title).
+        missing: [...document.querySelectorAll('.missing, .no-data-item')].map((m) => m.getAttribute('title') || m.textContent),
+        no_data_lines: document.querySelectorAll('.no-data').length,
+        data: JSON.parse(document.getElementById('strata-data').textContent) };
     });
     result.charts = found.charts;
     result.report_errors = found.errors;
     result.sections = found.sections;
     result.missing = found.missing;
+    result.no_data_lines = found.no_data_lines;
+    result.summary = found.data.summary;
+    result.step_timeline = found.data.step_timeline;
     result.requests = result.requests.filter((u) => u !== url);
     await page.screenshot({ path: screenshot, fullPage: true });
   } finally {

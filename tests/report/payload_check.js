@@ -103,7 +103,8 @@ async function hoverCharts(page, result) {
 }
 
 async function openDetails(page, result) {
-  const summaries = await page.locator('details > summary').all();
+  // Those the page opened itself (the summary's top ops) stay open: a click would close them.
+  const summaries = await page.$$('details:not([open]) > summary');  // handles: fixed as the page opens them
   for (const s of summaries) {
     await s.scrollIntoViewIfNeeded();
     await s.click();
