@@ -168,7 +168,8 @@ void Collector::add_device(size_t i, const std::vector<uint8_t>& is_host) {
 void Collector::finish() {
   for (size_t n = 0; n < out.items.size(); ++n) {
     std::vector<Occurrence>& occ = pending[n];
-    std::stable_sort(occ.begin(), occ.end(), [](const Occurrence& a, const Occurrence& b) { return a.step < b.step; });
+    std::stable_sort(occ.begin(), occ.end(),
+                     [](const Occurrence& a, const Occurrence& b) { return a.step < b.step; });
     StepItem& it = out.items[n];
     for (const Occurrence& o : occ) {
       if (it.steps.empty() || it.steps.back() != o.step) {

@@ -60,7 +60,8 @@ table::Table totals_table(const DiffResult& r, size_t top) {
       "step time: the main thread's ops (self time) and the time between them, each capped per "
       "recording at its median + " +
       std::to_string(static_cast<int>(kCapMads)) +
-      " deviations (a preemption by the scheduler is not a change); wall time: as recorded, never a regression");
+      " deviations (a preemption by the scheduler is not a change); wall time: as recorded, never a "
+      "regression");
   for (const std::string& note : r.notes) t.notes.push_back(note);
   char buf[600];
   std::snprintf(
@@ -79,8 +80,9 @@ table::Table changes_table(const DiffResult& r, bool device, size_t top) {
   t.name = device ? "device_changes" : "changes";
   t.title = device ? "Device work that changed, by its share of the device time per step"
                    : "What changed, by its share of the step time (beyond the speed factor)";
-  t.columns = {"rank",     "level",      "name",     "shapes",    "module",     "change",    "base_ms", "new_ms",
-               "delta_ms", "excess_pct", "gate_pct", "share_pct", "base_calls", "new_calls", "p_value", "verdict"};
+  t.columns = {"rank",       "level",     "name",     "shapes",     "module",   "change",
+               "base_ms",    "new_ms",    "delta_ms", "excess_pct", "gate_pct", "share_pct",
+               "base_calls", "new_calls", "p_value",  "verdict"};
   int64_t rank = 0;
   for (const DiffItem& i : r.items) {
     if (i.device != device) continue;
@@ -90,9 +92,9 @@ table::Table changes_table(const DiffResult& r, bool device, size_t top) {
         {Cell::integer(rank), Cell::text(level_name(i.level)), Cell::text(i.name),
          Cell::text(i.status == DiffStatus::kShapeChanged ? i.shapes + " → " + i.new_shapes : i.shapes),
          Cell::text(i.module), Cell::text(change_text(i)), ms(i.base_ns), ms(i.new_ns), ms(i.delta_ns),
-         Cell::real(i.excess_pct, 2), Cell::real(i.gate_pct, 2), i.share_known ? Cell::real(i.share_pct, 1) : Cell::empty(),
-         Cell::real(i.base_count, 1), Cell::real(i.new_count, 1), Cell::real(i.p_value, 6),
-         Cell::text(verdict_text(i))});
+         Cell::real(i.excess_pct, 2), Cell::real(i.gate_pct, 2),
+         i.share_known ? Cell::real(i.share_pct, 1) : Cell::empty(), Cell::real(i.base_count, 1),
+         Cell::real(i.new_count, 1), Cell::real(i.p_value, 6), Cell::text(verdict_text(i))});
   }
   if (static_cast<size_t>(rank) > t.rows.size())
     t.notes.push_back(std::to_string(t.rows.size()) + " of " + std::to_string(rank) + " items shown (--top)");
