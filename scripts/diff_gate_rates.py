@@ -14,11 +14,12 @@ rates"), on real recordings of examples/pytorch/diff_demo.py:
   fails (exit 1) with the planted item ranked first.
 
 The machine's load (os.getloadavg, nproc) is printed at the start and the end. A run of the full size
-(--pairs 20) takes about 5 minutes on the shared 2-core machine; tests/python/test_diff.py runs a
+(--pairs 20) takes about 9 minutes on the shared 2-core machine at load 6; tests/python/test_diff.py runs a
 trimmed version. --recordings K records K recordings a side (pooled by --base/--new); --default-malloc
-records without fixing glibc's malloc thresholds. Usage:
+records without fixing glibc's malloc thresholds; --reuse diffs the recordings of an earlier run with --out
+again. Usage:
     /usr/bin/python3 scripts/diff_gate_rates.py --strata build/bin/strata [--pairs 20] [--out DIR]
-        [--recordings K] [--default-malloc] [--skip-detection] [--plants slow_head,added_op,...]
+        [--recordings K] [--default-malloc] [--skip-detection] [--plants slow_head,added_op,...] [--reuse]
 """
 import argparse
 import json
@@ -47,9 +48,12 @@ PLANTS = {
 # the first; --default-malloc measures without them.
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "4194304", "MALLOC_TRIM_THRESHOLD_": "268435456"}
 FIXED_MALLOC = True
+REUSE = False  # --reuse: a recording already in --out is diffed again, not recorded again
 
 
 def record(strata, path, env_extra, iterations, batch):
+    if REUSE and os.path.exists(path):
+        return path
     env = dict(os.environ, **(MALLOC_ENV if FIXED_MALLOC else {}), **env_extra)
     r = subprocess.run([strata, "record", "--quiet", "--force", "--level", "layer", "-o", path, "--", sys.executable, DEMO,
                         "--iterations", str(iterations), "--batch", str(batch)], env=env, capture_output=True,
@@ -102,11 +106,13 @@ def false_alarms(args, tmp, thresholds):
             alarms[t] += code == 1
             if t == args.threshold:
                 item = top_item(rows)
+                gate = max((r["gate_pct"] for r in rows.get("changes", [])), default=0.0)
                 closest.append((rows["totals"][0]["excess_pct"], item["excess_pct"] if item else 0.0,
-                                item["name"] if item else "", code))
+                                item["name"] if item else "", code, gate))
         reverse += diff(args.strata, b, a)[0] == 1
         print(f"  same-configuration pair {p + 1}: step excess {closest[-1][0]:+.2f}%, largest item "
-              f"{closest[-1][2]} {closest[-1][1]:+.2f}% of the step, exit {closest[-1][3]}", flush=True)
+              f"{closest[-1][2]} {closest[-1][1]:+.2f}% of the step, largest gate_pct {closest[-1][4]:+.2f}%, "
+              f"exit {closest[-1][3]}", flush=True)
     return alarms, reverse, closest
 
 
@@ -160,10 +166,16 @@ def main():
     ap.add_argument("--plants", help="comma-separated plants to measure (default: all)")
     ap.add_argument("--recordings", type=int, default=1, help="recordings a side, pooled (default 1)")
     ap.add_argument("--out", help="keep the recordings here (default: a temporary folder, removed)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="diff the recordings an earlier run left in --out instead of recording them again "
+                         "(a changed gate measured on the same recordings)")
     args = ap.parse_args()
     thresholds = sorted({float(t) for t in args.thresholds.split(",")} | {args.threshold})
-    global FIXED_MALLOC
+    global FIXED_MALLOC, REUSE
     FIXED_MALLOC = not args.default_malloc
+    REUSE = args.reuse
+    if REUSE and not args.out:
+        ap.error("--reuse needs --out")
     print(f"malloc thresholds: {'fixed ' + str(MALLOC_ENV) if FIXED_MALLOC else 'glibc defaults (dynamic)'}")
     print(f"load at start: {os.getloadavg()} on {os.cpu_count()} CPUs; {args.recordings} recording(s) a side",
           flush=True)
@@ -183,7 +195,10 @@ def main():
     print(f"  reverse direction (B against A) at {args.threshold:g}: {reverse}/{args.pairs}")
     items = sorted(c[1] for c in closest)
     steps = sorted(c[0] for c in closest)
+    gates = sorted(c[4] for c in closest)
     print(f"  largest item excess per pair: median {items[len(items) // 2]:+.2f}%, max {items[-1]:+.2f}% of the step")
+    print(f"  largest gate_pct per pair (what the gate reads): median {gates[len(gates) // 2]:+.2f}%, "
+          f"max {gates[-1]:+.2f}% of the step")
     print(f"  step excess per pair: min {steps[0]:+.2f}%, median {steps[len(steps) // 2]:+.2f}%, max {steps[-1]:+.2f}%")
     print(f"detection over {args.pairs} pairs each (gate fails, planted item ranked first):")
     for plant, (detected, ranked) in found.items():

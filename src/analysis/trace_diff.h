@@ -18,7 +18,9 @@
 // items' chance deviations from one factor move the total too), or an item explains more than threshold_pct
 // of the step beyond the factor (added items included) and its per-step times differ from BASE's
 // (x factor) significantly: a Mann-Whitney U test per item, Benjamini-Hochberg over every item tested
-// at false discovery rate alpha. The threshold is a share of the step, not of the item: a short op
+// at false discovery rate alpha, and every NEW recording's mean above every BASE recording's (x factor)
+// by the threshold (one process of several in another allocator regime is not a change of the code).
+// The threshold is a share of the step, not of the item: a short op
 // that varies 20% between processes moves the step by a fraction of a percent (the defect of issue 34).
 #pragma once
 

@@ -69,7 +69,8 @@ table::Table totals_table(const DiffResult& r, size_t top) {
       "REGRESSION: the step (device) time slower beyond the speed factor by more than %.1f%% with its "
       "intervals over the steps and over the items above zero, or an item that explains more than %.1f%% of "
       "it beyond its factor, differs significantly (Mann-Whitney U over the steps, Benjamini-Hochberg over "
-      "the %zu items tested at %.2f) and is slower in every NEW recording than in every BASE one",
+      "the %zu items tested at %.2f) and is slower by that much in every NEW recording than in every BASE "
+      "one",
       r.threshold_pct, r.threshold_pct, r.tested_items, r.alpha);
   t.notes.push_back(buf);
   return t;

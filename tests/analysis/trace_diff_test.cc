@@ -450,6 +450,34 @@ TEST(TraceDiff, OneSlowRecordingOfSeveralIsNoRegression) {
   EXPECT_TRUE(find(all, "aten::linear", "[[4,512]]")->regression);
 }
 
+// As seen in a same-configuration pair of three recordings a side (docs/diff.md, "The gate's rates"):
+// one NEW process in the slow malloc regime (its linear layer 5x slower) moves the pooled mean by 10%
+// of the step, and its two siblings are 8% slower on that op (0.6% of the step), above every BASE
+// recording. Every NEW recording above every BASE one, but not by the threshold: no regression.
+TEST(TraceDiff, OneSlowRecordingAndSiblingsAHairSlowerIsNoRegression) {
+  auto recordings = [](uint64_t seed, double first, double others) {
+    std::vector<RecordingSteps> out;
+    for (int k = 0; k < 3; ++k) {
+      TraceSpec s = spec_of(seed + static_cast<uint64_t>(k));
+      s.op_factor["aten::linear[[4,512]]"] = k == 0 ? first : others;
+      std::string note;
+      for (RecordingSteps& r : recordings_of(make_trace(s), "run", &note)) out.push_back(std::move(r));
+    }
+    return out;
+  };
+  const std::vector<RecordingSteps> base = recordings(1, 1.0, 1.0);
+  const DiffResult hair = diff_recordings(base, recordings(20, 5.0, 1.08), DiffOptions{});
+  const DiffItem* linear = find(hair, "aten::linear", "[[4,512]]");
+  ASSERT_TRUE(linear);
+  EXPECT_GT(linear->gate_pct, 5);
+  EXPECT_TRUE(linear->significant) << linear->p_value;
+  EXPECT_FALSE(linear->regression) << linear->gate_pct;
+  EXPECT_FALSE(hair.has_regression) << hair.verdict;
+  // The same op slower by the threshold in every NEW recording is one.
+  const DiffResult all = diff_recordings(base, recordings(20, 5.0, 1.9), DiffOptions{});
+  EXPECT_TRUE(find(all, "aten::linear", "[[4,512]]")->regression) << all.verdict;
+}
+
 // A trace whose every step runs an op of its own name: 10,000 steps and 10,000 items. The per-step
 // samples are kept per occurrence, not items x steps (which would be 100 million values a side).
 TEST(TraceDiff, ManyStepsAndManyItemsStayInBounds) {
