@@ -454,6 +454,11 @@ DiffResult diff_recordings(const std::vector<RecordingSteps>& base, const std::v
   const Side a = pool(base, use[0], use[1]), b = pool(next, use[0], use[1]);
   r.notes.push_back(side_note("BASE", base, a));
   r.notes.push_back(side_note("NEW", next, b));
+  if (base.size() == 1 || next.size() == 1)
+    r.notes.push_back(
+        "one recording a side: a difference a process keeps for its whole life (glibc's malloc regime, "
+        "the CPU it ran on) reads as a change of the code; record several a side (--runs N, or "
+        "--base/--new FILE...) or fix the malloc thresholds (docs/diff.md, \"Limits\")");
   std::map<std::string, Pair> keys;
   for (const auto& [k, item] : a.items) keys[k].base = &item;
   for (const auto& [k, item] : b.items) keys[k].next = &item;
