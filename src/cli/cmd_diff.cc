@@ -64,8 +64,9 @@ void add_options(CommandLine& cl, std::vector<std::string>* inputs, std::vector<
       ->check(number_in(0, 1, "a probability between 0 and 1 (e.g. 0.05)", true))
       ->type_name("P");
   cl.app()
-      .add_option("--top", *top, "rows per table (default 20)")
-      ->check(number_in(0, 1e9, "a count"))
+      .add_option("--top", *top,
+                  "rows per table (default 20; at least 1: the verdict is a table's row in csv and json)")
+      ->check(number_in(1, 1e9, "a count of at least 1"))
       ->type_name("N");
 }
 

@@ -231,6 +231,8 @@ def test_nsys_export_against_itself(strata_bin, name):
     ([KINETO, KINETO, "--threshold", "ten"], 2, "--threshold: ten is not a percentage"),
     ([KINETO, KINETO, "--format", "html"], 2, "--format: html not in"),
     ([KINETO, KINETO, "--min-impact", "1"], 2, "--min-impact"),
+    # --top 0 would empty the verdict table of csv and json: the one row a CI reads.
+    ([KINETO, KINETO, "--top", "0", "--format", "json"], 2, "--top: 0 is not a count of at least 1"),
 ])
 def test_bad_input_is_one_line(strata_bin, args, code, needle):
     r = subprocess.run([STRATA, "diff", *args], capture_output=True, text=True)
