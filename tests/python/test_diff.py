@@ -1,7 +1,7 @@
 """`strata diff` on real PyTorch recordings of examples/pytorch/diff_demo.py (layer level, one recording a
 side, its steps as samples): each planted regression (an existing scope made slower by 10% of the step,
 an added op, an op whose shapes changed, the DataLoader's work doubled) is ranked first and fails
---fail-on-regression; two recordings of the same configuration pass, both ways. A generated Kineto GPU
+--fail-on-regression; two recordings a side of the same configuration pass, both ways. A generated Kineto GPU
 pair with one kernel slowed (scripts/gen_kineto_steps.py); --top in every format; the markdown rendered
 by Debian's python3-markdown; real Kineto and nsys traces against themselves; bad input. The full-size
 rates (20 pairs each) are scripts/diff_gate_rates.py's (docs/diff.md, "The gate's rates")."""
