@@ -23,6 +23,7 @@ packages=(
   nodejs chromium                        # strata report: ECharts from npm; its browser test (headless chromium)
   help2man                               # src/cli: man pages generated from each command's --help
   python3-distributed iproute2           # strata analyze --dask: scheduler and workers (tests/python/test_dask.py)
+  python3-markdown                       # strata diff --format md rendered by a Markdown parser (tests/python/test_diff.py)
   linux-perf austin                      # optional comparison samplers (scripts/sample_overhead.sh, compare_profilers.py); Debian's austin 1.0.1 cannot read Python 3.11: the scripts say so and skip it
 )
 missing=()

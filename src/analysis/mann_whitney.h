@@ -18,6 +18,12 @@ struct MannWhitney {
 // and a continuity correction. Empty samples give p = 1.
 MannWhitney mann_whitney_u(std::span<const double> a, std::span<const double> b);
 
+// The same test on samples given as their positive values and a count of zeros each (the per-step
+// times of an op that runs in few of many steps): equal to mann_whitney_u on the samples written out,
+// in time that goes with the positive values, not the zeros (the zeros are one tie at the bottom).
+MannWhitney mann_whitney_u_sparse(std::span<const double> a_positive, size_t a_zeros,
+                                  std::span<const double> b_positive, size_t b_zeros);
+
 // Benjamini-Hochberg over m tests: which p-values are discoveries at false discovery rate `alpha`
 // (sorted ascending, the largest rank k with p_(k) <= alpha * k / m and every rank up to it).
 std::vector<bool> benjamini_hochberg(std::span<const double> p, double alpha);

@@ -1,79 +1,125 @@
-// `strata diff BASE NEW`: what got slower or faster between two traces of the same workload, in
-// any format the readers take (native, Kineto, ...). Spans are matched by level, name, input shapes
-// and module path (attr_keys::kShapes, kModule): one item per distinct key, over the model, layer,
-// library, runtime and device levels. Per item and run: time (inclusive; its count times its median
-// instance duration, so one preempted instance does not move it), count and allocated bytes
-// (memory_keys::kAllocBytes). A trace of repeated runs (strata record --runs N: processes tagged
-// "run") has one sample per run; items are compared by their medians over runs.
+// `strata diff BASE NEW` (docs/diff.md): did NEW get slower than BASE, by how much, and what explains
+// it. The samples are steps (step_samples.h): every step of every recording of a side, pooled, so one
+// recording a side gives a test and several (--runs N, or several files) pool.
 //
-// Significance: a Mann-Whitney U test (mann_whitney.h) on the item's per-run totals when both sides
-// have at least kMinRunsForRunTest runs, else on its per-instance durations (every instance of the
-// item in every run: more samples, but instances of one run are not independent of each other).
-// Two recordings of one configuration on a shared machine differ by a common factor (other jobs,
-// CPU frequency): everything slower by 20-40% between sessions. So changes are judged beyond the
-// common factor (speed_factor: the median of the items' time ratios, weighted by time): an item is
-// a regression when NEW differs from BASE x factor significantly (p < alpha), it is slower by more
-// than threshold_pct of BASE x factor, and that excess is at least min_impact_pct of the total (the
-// median per-run time of the model-level spans, or of the shallowest level without model spans),
-// kept after a Benjamini-Hochberg step over those candidates (many items are tested at once).
-// A change that slows everything alike is then not blamed on any op: the speed factor is printed,
-// and --no-normalize judges raw changes.
+// Totals first: the mean step time of BASE and NEW, the change with its interval (a bootstrap over the
+// recordings, then the steps within them: the variance between recordings counts when there are
+// several), and the same for device time when there is device work. Then the items, ranked by how much
+// of the step time they moved beyond the speed factor.
+//
+// The speed factor: two recordings of one unchanged program on a shared machine differ by a common
+// factor (other jobs, CPU frequency): 10-40% was measured here (docs/diff.md). It is the median of the
+// items' time ratios NEW/BASE weighted by BASE time, host and device apart; each item is judged against
+// the factor of the other items (leave one out), so an item holding most of the time that got slower
+// is still seen. --no-normalize: a factor of 1.
+//
+// The gate (has_regression): the step (or device) time is slower beyond the factor by more than
+// threshold_pct of the step with its intervals above zero (over the steps, and over the items: the
+// items' chance deviations from one factor move the total too), or an item explains more than threshold_pct
+// of the step beyond the factor (added items included) and its per-step times differ from BASE's
+// (x factor) significantly: a Mann-Whitney U test per item, Benjamini-Hochberg over every item tested
+// at false discovery rate alpha, and every NEW recording's mean above every BASE recording's (x factor)
+// by the threshold (one process of several in another allocator regime is not a change of the code).
+// The threshold is a share of the step, not of the item: a short op
+// that varies 20% between processes moves the step by a fraction of a percent (the defect of issue 34).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "analysis/step_samples.h"
 #include "table/table.h"
 #include "trace/trace.h"
 
 namespace strata::analysis {
 
-inline constexpr int kMinRunsForRunTest = 4;
+// Steps needed on each side for a test (the smallest two-sided U p-value for 5 against 5 is 0.008).
+inline constexpr size_t kMinStepsForTest = 5;
+// Per recording, an item's (or the step's) time in a step is capped at its median plus this many
+// (scaled) median deviations of the values below the median, when it has time in at least this share
+// of the steps: a scheduler tick taken in one step is not a change of the op (trace_diff.cc,
+// cap_excursions).
+inline constexpr double kCapMads = 4;
+inline constexpr double kCapMinPresence = 0.75;
+// Items (of a domain, host or device) needed for a speed factor; with fewer it is 1.
+inline constexpr size_t kMinItemsForFactor = 3;
+// An item's speed factor is that of the matched items whose time per call is within this factor of its
+// own, at most kNeighbors on each side (trace_diff.cc, speed_factors).
+inline constexpr double kNeighborSpan = 4;
+inline constexpr size_t kNeighbors = 25;
 
 struct DiffOptions {
-  double threshold_pct = 10;   // slower by more than this share of the item's base time
-  double min_impact_pct = 1;   // and by at least this share of the base total
-  double alpha = 0.05;         // significance level of the test
-  bool normalize = true;       // judge changes beyond the common speed factor (DiffResult::speed_factor)
+  double threshold_pct = 5;  // of the step (device) time, beyond the speed factor
+  double alpha = 0.05;       // significance: interval level 1 - alpha, false discovery rate alpha
+  bool normalize = true;     // judge changes beyond the speed factor
 };
 
-enum class DiffStatus { kMatched, kAdded, kRemoved };
+enum class DiffStatus { kMatched, kAdded, kRemoved, kShapeChanged };
 
 struct DiffItem {
   uint8_t level = 0;
+  bool device = false;
   std::string name, shapes, module;
+  std::string new_shapes;  // kShapeChanged: the shapes in NEW (shapes: in BASE)
   DiffStatus status = DiffStatus::kMatched;
-  double base_ns = 0, new_ns = 0;        // median over runs of the item's total time per run
-  double base_count = 0, new_count = 0;  // median instances per run
-  double base_alloc = 0, new_alloc = 0;  // median allocated bytes per run
+  double base_ns = 0, new_ns = 0;        // mean time per step
+  double base_count = 0, new_count = 0;  // mean calls per step
   double delta_ns = 0;                   // new_ns - base_ns
-  double delta_pct = 0;                  // of base_ns (0 when base_ns is 0)
-  double impact_pct = 0;                 // delta_ns as a share of the base total
-  double excess_ns = 0;                  // new_ns - base_ns x speed_factor
-  double excess_pct = 0;                 // excess_ns as a share of base_ns x speed_factor
+  double factor = 1;                     // its speed factor (its neighbours' central change)
+  double factor_high = 1;                // their upper quartile: what the gate judges it against
+  double excess_ns = 0;                  // new_ns - factor x base_ns
+  double excess_pct = 0;                 // excess_ns as a share of the step (device) time x factor
+  double gate_pct = 0;                   // the same beyond factor_high: what the gate reads
+  double share_pct = 0;                  // excess_ns as a share of the total's excess
+  bool share_known = false;              // false when the total hardly moved (share meaningless)
   double p_value = 1;
-  bool run_test = false;                 // p from per-run totals (else per-instance durations)
-  bool significant = false;
+  bool tested = false;       // in the U test (both sides have kMinStepsForTest steps, time on a side)
+  bool significant = false;  // after Benjamini-Hochberg over every item tested
+  bool regression = false;
+};
+
+struct DiffTotal {
+  bool present = false;
+  double base_ns = 0, new_ns = 0;  // mean per step
+  size_t base_steps = 0, new_steps = 0;
+  double change_pct = 0, change_low_pct = 0, change_high_pct = 0;  // raw, with its interval
+  double factor = 1;
+  double excess_pct = 0, excess_low_pct = 0, excess_high_pct = 0;  // beyond the factor
+  // The excess's interval with the items as samples (how far the items' own deviations from a common
+  // factor move it; trace_diff.cc, excess_interval_over_items); unbounded without a factor.
+  double items_low_pct = -1e9, items_high_pct = 1e9;
+  bool tested = false;
   bool regression = false;
 };
 
 struct DiffResult {
-  int base_runs = 0, new_runs = 0;
-  double base_total_ns = 0, new_total_ns = 0;
-  uint8_t total_level = 0;         // the level whose spans make the total
-  double speed_factor = 1;         // how much slower everything in NEW ran (1: normalize off)
-  std::vector<DiffItem> items;     // total-level items, then by |excess_ns| descending
+  int base_recordings = 0, new_recordings = 0;
+  // step: per step, the main thread's items and the time between its ops, each capped at its median +
+  // kCapMads deviations per recording (what the gate reads); wall: the recorded wall time per step (shown,
+  // never a regression: the scheduler's preemptions are in it); device: device time per step.
+  DiffTotal step, wall, device;
+  std::vector<DiffItem> items;  // regressions first, then by |excess_ns|
+  size_t tested_items = 0;      // m of Benjamini-Hochberg
+  bool testable = false;        // both sides have kMinStepsForTest steps
   bool has_regression = false;
-  std::vector<std::string> notes;  // what the comparison could not do (one run: no test, ...)
+  bool undecided = false;  // not testable, and a change beyond the threshold that a test would judge
+  std::string verdict;     // one line
+  std::vector<std::string> notes;
+  double threshold_pct = 0, alpha = 0;
 };
 
+DiffResult diff_recordings(const std::vector<RecordingSteps>& base, const std::vector<RecordingSteps>& next,
+                           const DiffOptions& options);
+
+// Both traces' recordings (recordings_of), compared.
 DiffResult diff_traces(const trace::Trace& base, const trace::Trace& next, const DiffOptions& options);
 
-// The top items (model-level totals first, then the others by impact) as a result table.
-table::Table diff_table(const DiffResult& result, const DiffOptions& options, size_t top);
+// The totals, the changes (at most `top` rows each) and the verdict as result tables.
+std::vector<table::Table> diff_tables(const DiffResult& result, size_t top);
 
-// The same as a Markdown comment for a pull request: a verdict line, the totals, the table.
-std::string diff_markdown(const DiffResult& result, const DiffOptions& options, size_t top);
+// The change column of an item: "time", "added", "removed", "calls 80 -> 1,680", "shapes A -> B".
+std::string change_text(const DiffItem& item);
+const char* verdict_text(const DiffItem& item);
 
 }  // namespace strata::analysis

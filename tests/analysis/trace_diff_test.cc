@@ -1,14 +1,17 @@
 // strata diff's statistics and matching: the Mann-Whitney U test against brute-force enumeration
 // of every assignment of the pooled values, and diff_traces on generated repeated-run traces.
+#include "analysis/trace_diff.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <vector>
 
 #include "analysis/mann_whitney.h"
-#include "analysis/trace_diff.h"
+#include "core/activity_type.h"
 #include "core/attr_keys.h"
 #include "core/level.h"
 
@@ -73,6 +76,24 @@ TEST(MannWhitney, KnownTableValues) {
   EXPECT_EQ(mann_whitney_u(std::vector<double>{3, 3}, std::vector<double>{3, 3, 3}).p, 1.0);
 }
 
+// The sparse form (positive values and a count of zeros a side) against the samples written out.
+TEST(MannWhitney, SparseEqualsWrittenOut) {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<double> a, b;
+    const size_t za = rng() % 60, zb = rng() % 60;
+    for (size_t k = rng() % 40; k > 0; --k) a.push_back(1 + static_cast<double>(rng() % 30));
+    for (size_t k = rng() % 40; k > 0; --k) b.push_back(1 + static_cast<double>(rng() % 30));
+    std::vector<double> wa = a, wb = b;
+    wa.resize(a.size() + za, 0.0);
+    wb.resize(b.size() + zb, 0.0);
+    std::shuffle(wa.begin(), wa.end(), rng);
+    const MannWhitney dense = mann_whitney_u(wa, wb), sparse = mann_whitney_u_sparse(a, za, b, zb);
+    EXPECT_NEAR(sparse.u, dense.u, 1e-9) << trial;
+    EXPECT_NEAR(sparse.p, dense.p, 1e-12) << trial;
+  }
+}
+
 TEST(MannWhitney, TieCorrectedVarianceEqualsPermutationVariance) {
   // With ties the variance of U over all assignments is the tie-corrected formula's: check the
   // normal approximation's p against one computed from the enumerated variance.
@@ -91,64 +112,93 @@ TEST(MannWhitney, TieCorrectedVarianceEqualsPermutationVariance) {
   EXPECT_NEAR(r.p, std::erfc(z / std::sqrt(2.0)), 1e-9);
 }
 
-// A repeated-run trace: `runs` processes tagged run=i, each with `evals` model spans holding
-// layer ops (conv with two input shapes, relu, linear) and their kernels; times jittered by
-// `noise` (multiplicative, uniform) and occasional 4 ms preemptions; `slow` scales one op.
-trace::Trace runs_trace(int runs, uint64_t seed, double noise, const std::string& slow_op = "",
-                        double slow = 1.0, bool extra_op = false) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> jitter(1 - noise, 1 + noise);
+// A generated recording: per run (one process tagged run=r, as strata record --runs N writes), `steps`
+// model spans named "predict" (the steps), each holding the ops below in order on one thread with a
+// 20 us gap before each (time outside ops). Times jittered (uniform, multiplicative), one instance in
+// `preempt_every` gets a 4 ms scheduler tick; `factor` scales everything (another machine load),
+// `op_factor` one op on top of it (keyed by name + shapes).
+struct OpSpec {
+  std::string name, shapes, module;
+  double us = 0;
+  int calls = 1;
+};
+
+std::vector<OpSpec> cnn_ops() {
+  return {{"aten::conv2d", "[[4,3,32,32]]", "features.0", 400},
+          {"aten::relu", "[[4,16,32,32]]", "features.1", 60},
+          {"aten::max_pool2d", "[[4,16,32,32]]", "features.2", 110},
+          {"aten::conv2d", "[[4,16,16,16]]", "features.3", 300},
+          {"aten::relu", "[[4,32,16,16]]", "features.4", 40},
+          {"aten::linear", "[[4,512]]", "head", 80}};
+}
+
+struct TraceSpec {
+  int runs = 1, steps = 30;
+  double jitter = 0.05;
+  uint64_t seed = 1;
+  std::vector<OpSpec> ops = cnn_ops();
+  double factor = 1.0;
+  std::map<std::string, double> op_factor;
+  int preempt_every = 200;
+};
+
+TraceSpec spec_of(uint64_t seed, int runs = 1, double jitter = 0.05, double factor = 1.0) {
+  TraceSpec s;
+  s.seed = seed;
+  s.runs = runs;
+  s.jitter = jitter;
+  s.factor = factor;
+  return s;
+}
+
+trace::Trace make_trace(const TraceSpec& spec) {
+  std::mt19937_64 rng(spec.seed);
+  std::uniform_real_distribution<double> jitter(1 - spec.jitter, 1 + spec.jitter);
   trace::Trace t;
   uint64_t id = 1;
-  for (int r = 0; r < runs; ++r) {
+  auto span = [&](uint16_t proc, int64_t start, int64_t end, const char* name, Level level,
+                  ActivityType activity) {
+    SpanRecord s;
+    s.span_id = id++;
+    s.start_ns = start;
+    s.end_ns = end;
+    s.name = t.strings.intern(name);
+    s.process = proc;
+    s.tid = 1;
+    s.level = static_cast<uint8_t>(level);
+    s.kind = static_cast<uint8_t>(SpanKind::kSpan);
+    s.activity = static_cast<uint8_t>(activity);
+    return s;
+  };
+  for (int r = 0; r < spec.runs; ++r) {
     trace::Process p;
     p.pid = 100 + r;
-    p.properties.set_int("run", r);
+    if (spec.runs > 1) p.properties.set_int("run", r);
     const uint16_t proc = t.add_process(p);
-    int64_t now = 1'000'000'000LL * r;
-    for (int e = 0; e < 30; ++e) {
-      const int64_t model_start = now;
-      std::vector<std::pair<SpanRecord, std::vector<AttrRecord>>> children;
-      now += 1000;
-      struct Op {
-        const char* name;
-        const char* shapes;
-        const char* module;
-        int64_t ns;
-      };
-      std::vector<Op> ops = {{"aten::conv2d", "[[1,3,32,32]]", "features.0", 300'000},
-                             {"aten::conv2d", "[[1,16,16,16]]", "features.3", 200'000},
-                             {"aten::relu", "[[1,16,32,32]]", "features.1", 50'000},
-                             {"aten::linear", "[[1,512]]", "head", 80'000}};
-      if (extra_op) ops.push_back({"aten::dropout", "[[1,512]]", "head", 40'000});
-      for (const Op& op : ops) {
-        double ns = static_cast<double>(op.ns) * jitter(rng) * (op.name + std::string(op.shapes) == slow_op ? slow : 1.0);
-        if (rng() % 50 == 0) ns += 4e6;  // a scheduler tick taken from this instance
-        SpanRecord s;
-        s.span_id = id++;
-        s.start_ns = now;
-        s.end_ns = now + static_cast<int64_t>(ns);
-        s.name = t.strings.intern(op.name);
-        s.process = proc;
-        s.tid = 1;
-        s.level = static_cast<uint8_t>(Level::kLayer);
-        s.kind = static_cast<uint8_t>(SpanKind::kSpan);
-        children.push_back({s, {t.string_attr(attr_keys::kShapes, op.shapes), t.string_attr(attr_keys::kModule, op.module),
-                                t.int_attr("alloc_bytes", 1024)}});
-        now = s.end_ns + 1000;
+    int64_t now = 1'000'000'000LL * (r + 1);
+    for (int step = 0; step < spec.steps; ++step) {
+      const int64_t step_start = now;
+      std::vector<std::pair<SpanRecord, std::vector<AttrRecord>>> ops;
+      for (const OpSpec& op : spec.ops) {
+        auto it = spec.op_factor.find(op.name + op.shapes);
+        const double scale = spec.factor * (it == spec.op_factor.end() ? 1.0 : it->second);
+        for (int c = 0; c < op.calls; ++c) {
+          now += static_cast<int64_t>(20'000 * spec.factor * jitter(rng));
+          double ns = op.us * 1000 * scale * jitter(rng);
+          if (spec.preempt_every > 0 && rng() % static_cast<uint64_t>(spec.preempt_every) == 0) ns += 4e6;
+          SpanRecord s = span(proc, now, now + static_cast<int64_t>(ns), op.name.c_str(), Level::kLayer,
+                              ActivityType::kCpuOp);
+          std::vector<AttrRecord> attrs;
+          if (!op.shapes.empty()) attrs.push_back(t.string_attr(attr_keys::kShapes, op.shapes));
+          if (!op.module.empty()) attrs.push_back(t.string_attr(attr_keys::kModule, op.module));
+          ops.emplace_back(s, std::move(attrs));
+          now = s.end_ns;
+        }
       }
-      SpanRecord m;
-      m.span_id = id++;
-      m.start_ns = model_start;
-      m.end_ns = now;
-      m.name = t.strings.intern("predict");
-      m.process = proc;
-      m.tid = 1;
-      m.level = static_cast<uint8_t>(Level::kModel);
-      m.kind = static_cast<uint8_t>(SpanKind::kSpan);
-      t.add_span(m);
-      for (auto& [s, attrs] : children) t.add_span(s, attrs);
-      now += 10'000;
+      now += static_cast<int64_t>(20'000 * spec.factor * jitter(rng));
+      t.add_span(span(proc, step_start, now, "predict", Level::kModel, ActivityType::kAnnotation));
+      for (auto& [s, attrs] : ops) t.add_span(s, attrs);
+      now += 50'000;
     }
   }
   return t;
@@ -160,63 +210,163 @@ const DiffItem* find(const DiffResult& r, const std::string& name, const std::st
   return nullptr;
 }
 
-TEST(TraceDiff, SlowerOpRankedFirstAndARegression) {
-  const trace::Trace base = runs_trace(5, 1, 0.15);
-  const trace::Trace next = runs_trace(5, 2, 0.15, "aten::relu[[1,16,32,32]]", 1.6);
-  const DiffResult r = diff_traces(base, next, DiffOptions{});
-  ASSERT_EQ(r.base_runs, 5);
-  ASSERT_GE(r.items.size(), 5u);
-  EXPECT_EQ(r.items[0].name, "predict");  // the total first
-  EXPECT_EQ(r.items[1].name, "aten::relu");
-  EXPECT_TRUE(r.items[1].regression);
-  EXPECT_NEAR(r.items[1].delta_pct, 60, 12);
-  EXPECT_NEAR(r.items[1].base_count, 30, 0);
-  EXPECT_NEAR(r.items[1].base_alloc, 30 * 1024, 0);
-  EXPECT_TRUE(r.has_regression);
-  // The two conv2d calls are told apart by their shapes, and neither regressed.
-  const DiffItem* conv_a = find(r, "aten::conv2d", "[[1,3,32,32]]");
-  const DiffItem* conv_b = find(r, "aten::conv2d", "[[1,16,16,16]]");
-  ASSERT_TRUE(conv_a && conv_b);
-  EXPECT_FALSE(conv_a->regression);
-  EXPECT_FALSE(conv_b->regression);
-  EXPECT_NEAR(conv_a->base_ns, 30 * 300'000, 30 * 300'000 * 0.1);
+// The defect of issue 34: in a same-configuration pair everything ran 11% faster but
+// aten::max_pool2d ran 1.7% slower; against one uniform factor it read 14% slower,
+// all 4 runs apart (p = 0.029), and Benjamini-Hochberg over the candidates alone (m = 1) kept it.
+// An op of 9% of the step 14% beyond the factor moves the step by 1.3%: no regression.
+TEST(TraceDiff, OneOpLeftBehindByAUniformSpeedupIsNoRegression) {
+  TraceSpec base = spec_of(1, 4, 0.02);
+  TraceSpec next = spec_of(2, 4, 0.02, 0.89);
+  next.op_factor["aten::max_pool2d[[4,16,32,32]]"] = 1.017 / 0.89;
+  const DiffResult r = diff_traces(make_trace(base), make_trace(next), DiffOptions{});
+  const DiffItem* pool = find(r, "aten::max_pool2d", "[[4,16,32,32]]");
+  ASSERT_TRUE(pool);
+  EXPECT_GT(pool->delta_ns, 0);  // it did get slower
+  EXPECT_FALSE(pool->regression);
+  EXPECT_FALSE(r.has_regression);
 }
 
+// The issue's first case: an op added to every step, one recording a side, passed with "items added
+// or removed are not tested". It costs 25% of the step: a regression, ranked first.
+TEST(TraceDiff, AddedOpFailsTheGateWithOneRecordingASide) {
+  TraceSpec base = spec_of(1), next = spec_of(2);
+  next.ops.push_back({"aten::mm", "[[384,384],[384,384]]", "head", 300});
+  const DiffResult r = diff_traces(make_trace(base), make_trace(next), DiffOptions{});
+  ASSERT_FALSE(r.items.empty());
+  EXPECT_EQ(r.items[0].name, "aten::mm");
+  EXPECT_EQ(r.items[0].status, DiffStatus::kAdded);
+  EXPECT_TRUE(r.items[0].regression);
+  EXPECT_TRUE(r.has_regression);
+}
+
+// The issue's second case: a scope whose calls per step went 2 -> 42 (40 small extra calls) is
+// slower, not "faster" (count x median instance read it 58% faster), and its calls are counted.
+TEST(TraceDiff, MoreCallsAreSlowerAndCounted) {
+  const std::string scope = "autograd::engine::evaluate_function: MmBackward0";
+  TraceSpec base = spec_of(1), next = spec_of(2);
+  base.ops.push_back({scope, "", "", 500, 2});
+  next.ops.push_back({scope, "", "", 500, 2});
+  next.ops.push_back({scope, "", "", 10, 40});
+  const DiffResult r = diff_traces(make_trace(base), make_trace(next), DiffOptions{});
+  const DiffItem* mm = find(r, scope, "");
+  ASSERT_TRUE(mm);
+  EXPECT_GT(mm->delta_ns, 0);
+  EXPECT_NEAR(mm->base_count, 2, 0.01);
+  EXPECT_NEAR(mm->new_count, 42, 0.01);
+}
+
+TEST(TraceDiff, SlowerOpRankedFirstWithItsShareOfTheStep) {
+  TraceSpec next = spec_of(2);
+  next.op_factor["aten::linear[[4,512]]"] = 3.0;  // +160 us in a step of about 1.15 ms
+  const DiffResult r = diff_traces(make_trace(spec_of(1)), make_trace(next), DiffOptions{});
+  ASSERT_FALSE(r.items.empty());
+  EXPECT_EQ(r.items[0].name, "aten::linear");
+  EXPECT_TRUE(r.items[0].regression);
+  EXPECT_NEAR(r.items[0].excess_pct, 100.0 * 160 / 1150, 3);
+  EXPECT_NEAR(r.items[0].base_count, 1, 0);
+  // Totals first: the step time with its interval, 29 steps a side (the first left out).
+  EXPECT_EQ(r.step.base_steps, 29u);
+  EXPECT_LE(r.step.change_low_pct, r.step.change_pct);
+  EXPECT_GE(r.step.change_high_pct, r.step.change_pct);
+  EXPECT_GT(r.step.change_low_pct, 5);
+  // One op carries it: the total is slower (its interval over the steps above zero), the op is the
+  // regression (over the items, one op's deviation is what the total's second interval allows).
+  EXPECT_GT(r.step.excess_low_pct, 0);
+  EXPECT_TRUE(r.has_regression);
+  EXPECT_EQ(r.verdict.rfind("REGRESSION", 0), 0u) << r.verdict;
+  // The two conv2d calls are told apart by their shapes, and neither regressed.
+  const DiffItem* conv_a = find(r, "aten::conv2d", "[[4,3,32,32]]");
+  const DiffItem* conv_b = find(r, "aten::conv2d", "[[4,16,16,16]]");
+  ASSERT_TRUE(conv_a && conv_b);
+  EXPECT_FALSE(conv_a->regression || conv_b->regression);
+}
+
+// Generated pairs of one configuration: 5% jitter, preemptions of 4 ms, and a machine-load factor
+// between 0.8 and 1.3 per trace: never a regression at the defaults.
 TEST(TraceDiff, SameConfigurationNeverFailsAcrossSeeds) {
-  // 15% jitter and preemptions on both sides, 40 pairs of seeds: noise is never a regression at the
-  // defaults (the test is on per-run medians; each side's runs are independent).
   int failures = 0;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> load(0.8, 1.3);
   for (uint64_t seed = 0; seed < 40; ++seed) {
-    const DiffResult r = diff_traces(runs_trace(5, 100 + seed, 0.15), runs_trace(5, 500 + seed, 0.15), DiffOptions{});
+    TraceSpec a = spec_of(100 + seed, 1, 0.05, load(rng)), b = spec_of(500 + seed, 1, 0.05, load(rng));
+    a.preempt_every = b.preempt_every = 20;
+    const DiffResult r = diff_traces(make_trace(a), make_trace(b), DiffOptions{});
     failures += r.has_regression;
+    EXPECT_FALSE(r.undecided);
   }
   EXPECT_EQ(failures, 0);
 }
 
-// Every op of NEW 30% slower (another machine load): a common speed factor, not a regression; with
-// normalize off it is one. One op slower beyond the factor is still found.
-TEST(TraceDiff, CommonSpeedFactorIsNotBlamedOnOps) {
-  trace::Trace base = runs_trace(5, 1, 0.1), next = runs_trace(5, 2, 0.1);
-  for (SpanRecord& s : next.spans) s.end_ns = s.start_ns + s.duration_ns() * 13 / 10;
-  const DiffResult r = diff_traces(base, next, DiffOptions{});
-  EXPECT_NEAR(r.speed_factor, 1.3, 0.05);
+// Every op of NEW 30% slower (another machine load): a speed factor, not a regression; with
+// --no-normalize the step time is one.
+TEST(TraceDiff, UniformSlowdownIsASpeedFactor) {
+  const DiffResult r =
+      diff_traces(make_trace(spec_of(1)), make_trace(spec_of(2, 1, 0.05, 1.3)), DiffOptions{});
+  EXPECT_NEAR(r.step.factor, 1.3, 0.03);
   EXPECT_FALSE(r.has_regression);
   DiffOptions raw;
   raw.normalize = false;
-  EXPECT_TRUE(diff_traces(base, next, raw).has_regression);
-  trace::Trace slow = runs_trace(5, 3, 0.1, "aten::linear[[1,512]]", 1.5);
-  for (SpanRecord& s : slow.spans) s.end_ns = s.start_ns + s.duration_ns() * 13 / 10;
-  const DiffResult r2 = diff_traces(base, slow, DiffOptions{});
-  ASSERT_GE(r2.items.size(), 2u);
-  EXPECT_EQ(r2.items[1].name, "aten::linear");
-  EXPECT_TRUE(r2.items[1].regression);
-  EXPECT_NEAR(r2.items[1].excess_pct, 50, 12);
+  const DiffResult rr = diff_traces(make_trace(spec_of(1)), make_trace(spec_of(2, 1, 0.05, 1.3)), raw);
+  EXPECT_TRUE(rr.step.regression);
+  EXPECT_TRUE(rr.has_regression);
 }
 
-// A trace from a reader without shapes or module paths (e.g. a Chrome trace of PyTorch's legacy
-// profiler) still matches one that has them: by level and name, with a note.
+// The op holding the most time made slower: judged against the other ops' factor (leave one out), so
+// it is not taken for a change of machine speed.
+TEST(TraceDiff, TheLargestOpSlowerIsFoundAgainstTheOthers) {
+  TraceSpec next = spec_of(2, 1, 0.05, 1.2);  // and everything 20% slower besides
+  next.op_factor["aten::conv2d[[4,3,32,32]]"] = 1.3;
+  const DiffResult r = diff_traces(make_trace(spec_of(1)), make_trace(next), DiffOptions{});
+  ASSERT_FALSE(r.items.empty());
+  EXPECT_EQ(r.items[0].name, "aten::conv2d");
+  EXPECT_EQ(r.items[0].shapes, "[[4,3,32,32]]");
+  EXPECT_TRUE(r.items[0].regression);
+  EXPECT_NEAR(r.items[0].factor, 1.2, 0.03);
+}
+
+// Ops of one size answer a busier machine differently (in a pair recorded here a convolution was
+// 13-50% slower while a max-pool and a Python loop beside it were not). BASE recorded loaded: its
+// convolutions 40% slower, its max-pool and linear not. Against its neighbours' central factor the
+// max-pool reads 7% of the step slower in NEW; against their upper quartile (the linear, which did not
+// change either) it does not: no regression.
+TEST(TraceDiff, AnOpThatIgnoredTheLoadIsNoRegression) {
+  TraceSpec base = spec_of(1), next = spec_of(2);
+  base.ops = next.ops = {{"aten::conv2d", "[[4,3,32,32]]", "features.0", 400},
+                         {"aten::conv2d", "[[4,16,16,16]]", "features.3", 300},
+                         {"aten::max_pool2d", "[[4,16,32,32]]", "features.2", 500},
+                         {"aten::linear", "[[4,512]]", "head", 300}};
+  base.op_factor["aten::conv2d[[4,3,32,32]]"] = base.op_factor["aten::conv2d[[4,16,16,16]]"] = 1.4;
+  const DiffResult r = diff_traces(make_trace(base), make_trace(next), DiffOptions{});
+  const DiffItem* pool = find(r, "aten::max_pool2d", "[[4,16,32,32]]");
+  ASSERT_TRUE(pool);
+  EXPECT_GT(pool->excess_pct, 5);
+  EXPECT_LT(pool->gate_pct, 2);
+  EXPECT_FALSE(r.has_regression) << r.verdict;
+}
+
+// The same op (name and module) with other shapes: one item whose shapes changed, ranked first.
+TEST(TraceDiff, ShapeChangeShownAsSuch) {
+  TraceSpec base = spec_of(1), next = spec_of(2);
+  base.ops.push_back({"aten::mm", "[[32,32],[32,32]]", "head", 20});
+  next.ops.push_back({"aten::mm", "[[128,128],[128,128]]", "head", 300});
+  const DiffResult r = diff_traces(make_trace(base), make_trace(next), DiffOptions{});
+  ASSERT_FALSE(r.items.empty());
+  const DiffItem& mm = r.items[0];
+  EXPECT_EQ(mm.name, "aten::mm");
+  EXPECT_EQ(mm.status, DiffStatus::kShapeChanged);
+  EXPECT_EQ(mm.shapes, "[[32,32],[32,32]]");
+  EXPECT_EQ(mm.new_shapes, "[[128,128],[128,128]]");
+  EXPECT_EQ(change_text(mm), "shapes changed");
+  EXPECT_TRUE(mm.regression);
+  for (const DiffItem& i : r.items) EXPECT_NE(i.status, DiffStatus::kAdded) << i.name;
+}
+
+// A trace from a reader without shapes or module paths still matches one that has them: by level and
+// name, with a note.
 TEST(TraceDiff, SideWithoutShapesMatchesByName) {
-  trace::Trace base = runs_trace(5, 1, 0.1), next = runs_trace(5, 2, 0.1, "aten::relu[[1,16,32,32]]", 1.6);
+  TraceSpec slow = spec_of(2);
+  slow.op_factor["aten::linear[[4,512]]"] = 3.0;
+  trace::Trace base = make_trace(spec_of(1)), next = make_trace(slow);
   trace::Trace bare;
   for (const trace::Process& p : next.processes) bare.add_process(p);
   for (size_t i = 0; i < next.spans.size(); ++i) {
@@ -227,38 +377,171 @@ TEST(TraceDiff, SideWithoutShapesMatchesByName) {
   const DiffResult r = diff_traces(base, bare, DiffOptions{});
   size_t key_notes = 0;
   for (const std::string& n : r.notes) key_notes += n.find("only BASE records") != std::string::npos;
-  EXPECT_EQ(key_notes, 2u);  // shapes and module
-  size_t added = 0, removed = 0;
-  for (const DiffItem& i : r.items) added += i.status == DiffStatus::kAdded, removed += i.status == DiffStatus::kRemoved;
-  EXPECT_EQ(added + removed, 0u);
-  EXPECT_EQ(r.items[1].name, "aten::relu");
-  EXPECT_TRUE(r.items[1].regression);
-  EXPECT_EQ(r.items.size(), 4u);  // predict, conv2d (both shapes together), relu, linear
+  EXPECT_EQ(key_notes, 2u);  // shapes and module paths
+  for (const DiffItem& i : r.items) EXPECT_EQ(i.status, DiffStatus::kMatched) << i.name;
+  EXPECT_EQ(r.items[0].name, "aten::linear");
+  EXPECT_TRUE(r.items[0].regression);
+  EXPECT_EQ(r.items.size(),
+            5u);  // conv2d (both shapes together), relu (both), max_pool2d, linear, between ops
 }
 
-TEST(TraceDiff, AddedOpsAndSingleRuns) {
-  const DiffResult r = diff_traces(runs_trace(5, 1, 0.05), runs_trace(5, 2, 0.05, "", 1.0, true), DiffOptions{});
-  const DiffItem* dropout = find(r, "aten::dropout", "[[1,512]]");
-  ASSERT_TRUE(dropout);
-  EXPECT_EQ(dropout->status, DiffStatus::kAdded);
-  EXPECT_TRUE(dropout->regression);  // 5 runs with it against 5 without: significant, 40 us x 30 calls
-  // One run a side: no per-run test; instance durations are compared, a note says so.
-  const DiffResult one = diff_traces(runs_trace(1, 1, 0.05), runs_trace(1, 2, 0.05, "aten::linear[[1,512]]", 2.0),
-                                     DiffOptions{});
-  ASSERT_FALSE(one.notes.empty());
-  ASSERT_GE(one.items.size(), 2u);
-  EXPECT_EQ(one.items[1].name, "aten::linear");
-  EXPECT_FALSE(one.items[1].run_test);
-  EXPECT_TRUE(one.items[1].regression);
+// Too few steps to test: a change beyond the threshold is undecided (exit 3 with --fail-on-regression),
+// never a regression; no change beyond it is no regression.
+TEST(TraceDiff, TooFewStepsIsUndecided) {
+  TraceSpec base = spec_of(1), next = spec_of(2);
+  base.steps = next.steps = 4;  // 3 after the warm-up
+  next.ops.push_back({"aten::mm", "[[384,384],[384,384]]", "head", 300});
+  const DiffResult r = diff_traces(make_trace(base), make_trace(next), DiffOptions{});
+  EXPECT_FALSE(r.testable);
+  EXPECT_FALSE(r.has_regression);
+  EXPECT_TRUE(r.undecided);
+  EXPECT_EQ(r.verdict.rfind("UNDECIDED", 0), 0u) << r.verdict;
+  const DiffResult same = diff_traces(make_trace(base), make_trace(base), DiffOptions{});
+  EXPECT_FALSE(same.undecided || same.has_regression);
 }
 
-TEST(TraceDiff, MarkdownHasVerdictAndEscapedCells) {
-  const DiffResult r = diff_traces(runs_trace(5, 1, 0.1), runs_trace(5, 2, 0.1, "aten::relu[[1,16,32,32]]", 2.0),
-                                   DiffOptions{});
-  const std::string md = diff_markdown(r, DiffOptions{}, 5);
-  EXPECT_NE(md.find("significant regression"), std::string::npos);
-  EXPECT_NE(md.find("| layer | aten::relu |"), std::string::npos) << md;
-  EXPECT_NE(md.find("REGRESSION"), std::string::npos);
+// A scheduler tick of 4 ms landing in one op in a step now and then (every 10th instance here) is
+// capped at the op's median + 4 MADs: no regression, and every capped value counted in a note.
+TEST(TraceDiff, PreemptionsAreCappedAndCounted) {
+  TraceSpec a = spec_of(1), b = spec_of(2);
+  a.preempt_every = b.preempt_every = 10;
+  const DiffResult r = diff_traces(make_trace(a), make_trace(b), DiffOptions{});
+  EXPECT_FALSE(r.has_regression) << r.verdict;
+  bool counted = false;
+  for (const std::string& n : r.notes) counted = counted || n.find("values capped") != std::string::npos;
+  EXPECT_TRUE(counted);
+  EXPECT_GT(r.wall.change_high_pct - r.wall.change_low_pct, r.step.change_high_pct - r.step.change_low_pct);
+}
+
+// Several recordings a side pool their steps; the interval then includes the variance between them.
+TEST(TraceDiff, RecordingsPool) {
+  TraceSpec next = spec_of(2, 3);
+  next.op_factor["aten::linear[[4,512]]"] = 3.0;
+  const DiffResult r = diff_traces(make_trace(spec_of(1, 3)), make_trace(next), DiffOptions{});
+  EXPECT_EQ(r.base_recordings, 3);
+  EXPECT_EQ(r.step.base_steps, 3u * 29u);
+  EXPECT_EQ(r.items[0].name, "aten::linear");
+  EXPECT_TRUE(r.items[0].regression);
+}
+
+// Two processes of one program can differ in one op for their whole lives (glibc's malloc regime:
+// docs/diff.md, "Limits"). Two NEW recordings of three with their linear layer 5x slower move the
+// pooled mean by 19% of the step, significantly over the steps, but the third NEW recording is not
+// slower than BASE's: no regression. All three slower is one.
+TEST(TraceDiff, OneSlowRecordingOfSeveralIsNoRegression) {
+  auto recordings = [](uint64_t seed, int slow_ones) {
+    std::vector<RecordingSteps> out;
+    for (int k = 0; k < 3; ++k) {
+      TraceSpec s = spec_of(seed + static_cast<uint64_t>(k));
+      if (k < slow_ones) s.op_factor["aten::linear[[4,512]]"] = 5.0;
+      std::string note;
+      for (RecordingSteps& r : recordings_of(make_trace(s), "run", &note)) out.push_back(std::move(r));
+    }
+    return out;
+  };
+  const std::vector<RecordingSteps> base = recordings(1, 0);
+  const DiffResult one = diff_recordings(base, recordings(10, 2), DiffOptions{});
+  const DiffItem* linear = find(one, "aten::linear", "[[4,512]]");
+  ASSERT_TRUE(linear);
+  EXPECT_GT(linear->excess_pct, 5);
+  EXPECT_TRUE(linear->significant) << linear->p_value << " " << linear->excess_pct << " f=" << linear->factor;
+  EXPECT_FALSE(linear->regression);
+  const DiffResult all = diff_recordings(base, recordings(10, 3), DiffOptions{});
+  EXPECT_TRUE(find(all, "aten::linear", "[[4,512]]")->regression);
+}
+
+// As seen in a same-configuration pair of three recordings a side (docs/diff.md, "The gate's rates"):
+// one NEW process in the slow malloc regime (its linear layer 5x slower) moves the pooled mean by 10%
+// of the step, and its two siblings are 8% slower on that op (0.6% of the step), above every BASE
+// recording. Every NEW recording above every BASE one, but not by the threshold: no regression.
+TEST(TraceDiff, OneSlowRecordingAndSiblingsAHairSlowerIsNoRegression) {
+  auto recordings = [](uint64_t seed, double first, double others) {
+    std::vector<RecordingSteps> out;
+    for (int k = 0; k < 3; ++k) {
+      TraceSpec s = spec_of(seed + static_cast<uint64_t>(k));
+      s.op_factor["aten::linear[[4,512]]"] = k == 0 ? first : others;
+      std::string note;
+      for (RecordingSteps& r : recordings_of(make_trace(s), "run", &note)) out.push_back(std::move(r));
+    }
+    return out;
+  };
+  const std::vector<RecordingSteps> base = recordings(1, 1.0, 1.0);
+  const DiffResult hair = diff_recordings(base, recordings(20, 5.0, 1.08), DiffOptions{});
+  const DiffItem* linear = find(hair, "aten::linear", "[[4,512]]");
+  ASSERT_TRUE(linear);
+  EXPECT_GT(linear->gate_pct, 5);
+  EXPECT_TRUE(linear->significant) << linear->p_value;
+  EXPECT_FALSE(linear->regression) << linear->gate_pct;
+  EXPECT_FALSE(hair.has_regression) << hair.verdict;
+  // The same op slower by the threshold in every NEW recording is one.
+  const DiffResult all = diff_recordings(base, recordings(20, 5.0, 1.9), DiffOptions{});
+  EXPECT_TRUE(find(all, "aten::linear", "[[4,512]]")->regression) << all.verdict;
+}
+
+// One recording a side cannot tell a difference a process keeps for its whole life from a change of
+// the code (8 false alarms in 20 such pairs with glibc's default malloc thresholds: docs/diff.md): the
+// notes say so, and say nothing of it with several recordings a side.
+TEST(TraceDiff, OneRecordingASideSaysWhatItCannotSee) {
+  auto warned = [](const DiffResult& r) {
+    for (const std::string& n : r.notes)
+      if (n.find("one recording a side") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(warned(diff_traces(make_trace(spec_of(1)), make_trace(spec_of(2)), DiffOptions{})));
+  EXPECT_TRUE(warned(diff_traces(make_trace(spec_of(1)), make_trace(spec_of(2, 3)), DiffOptions{})));
+  EXPECT_FALSE(warned(diff_traces(make_trace(spec_of(1, 3)), make_trace(spec_of(2, 3)), DiffOptions{})));
+}
+
+// A trace whose every step runs an op of its own name: 10,000 steps and 10,000 items. The per-step
+// samples are kept per occurrence, not items x steps (which would be 100 million values a side).
+TEST(TraceDiff, ManyStepsAndManyItemsStayInBounds) {
+  auto trace_of = [](uint64_t seed) {
+    trace::Trace t;
+    trace::Process p;
+    p.pid = 7;
+    const uint16_t proc = t.add_process(p);
+    std::mt19937_64 rng(seed);
+    int64_t now = 1'000'000;
+    for (int k = 0; k < 10000; ++k) {
+      SpanRecord step, op;
+      step.span_id = 2 * static_cast<uint64_t>(k) + 1;
+      op.span_id = step.span_id + 1;
+      step.process = op.process = proc;
+      step.tid = op.tid = 1;
+      step.kind = op.kind = static_cast<uint8_t>(SpanKind::kSpan);
+      step.level = static_cast<uint8_t>(Level::kModel);
+      step.activity = static_cast<uint8_t>(ActivityType::kAnnotation);
+      step.name = t.strings.intern("predict");
+      op.level = static_cast<uint8_t>(Level::kLayer);
+      op.activity = static_cast<uint8_t>(ActivityType::kCpuOp);
+      op.name = t.strings.intern("op" + std::to_string(k));
+      step.start_ns = now;
+      op.start_ns = now + 1000;
+      op.end_ns = op.start_ns + 10'000 + static_cast<int64_t>(rng() % 1000);
+      step.end_ns = op.end_ns + 1000;
+      now = step.end_ns + 500;
+      t.add_span(step);
+      t.add_span(op);
+    }
+    return t;
+  };
+  const DiffResult r = diff_traces(trace_of(1), trace_of(2), DiffOptions{});
+  EXPECT_EQ(r.step.base_steps, 9999u);  // the first left out
+  EXPECT_EQ(r.items.size(), 10000u);    // the ops of the steps kept, and (between ops)
+  EXPECT_FALSE(r.has_regression) << r.verdict;
+}
+
+// --top: at most N rows in every table.
+TEST(TraceDiff, TopLimitsEveryTable) {
+  TraceSpec next = spec_of(2);
+  next.ops.push_back({"aten::mm", "[[384,384],[384,384]]", "head", 300});
+  const DiffResult r = diff_traces(make_trace(spec_of(1)), make_trace(next), DiffOptions{});
+  for (size_t top : {0u, 1u, 2u, 3u}) {
+    for (const table::Table& t : diff_tables(r, top)) EXPECT_LE(t.rows.size(), top) << t.name;
+  }
+  const std::vector<table::Table> all = diff_tables(r, 1000);
+  ASSERT_EQ(all.size(), 3u);  // totals, changes, verdict (no device work)
+  EXPECT_EQ(all[1].rows.size(), r.items.size());
 }
 
 }  // namespace
