@@ -46,6 +46,11 @@ double percentile_sorted(std::span<const double> sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
 }
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return percentile_sorted(values, 50);
+}
+
 std::optional<Statistic> parse_statistic(std::string_view text) {
   if (text == "trimmed_mean" || text == "trimmed") return Statistic::kTrimmedMean;
   if (text == "mean") return Statistic::kMean;

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace strata::analysis {
 
@@ -31,6 +32,9 @@ Summary summarize(std::span<const double> values, double trim = 0.1);
 // The q-th percentile (q in [0, 100]) of values sorted ascending, interpolating linearly between
 // the closest ranks (NumPy's default); 0 for an empty input.
 double percentile_sorted(std::span<const double> sorted, double q);
+
+// The median of `values` in any order (the mean of the two middle ones for an even count); 0 for none.
+double median(std::vector<double> values);
 
 // The statistic used as the headline value of repeated measurements (--param stat=...).
 enum class Statistic { kTrimmedMean, kMean, kMedian, kMin, kMax };

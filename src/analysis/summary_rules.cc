@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analysis/run_summary.h"
+#include "analysis/stats.h"
 #include "core/attr_keys.h"
 #include "core/kernel_names.h"
 #include "core/level.h"
@@ -59,12 +60,6 @@ void add(RunSummary* s, std::string rule, std::string severity, std::string mess
 std::string confidence(double margin, size_t steps) {
   if (steps > 0 && steps < 3) return "low";
   return margin >= 0.25 ? "high" : margin >= 0.10 ? "medium" : "low";
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 struct DeviceFacts {
@@ -211,26 +206,26 @@ void step_rules(RunSummary* s) {
   std::vector<double> rest;
   for (size_t k = 1; k < steps.size(); ++k)
     if (!steps[k].eval) rest.push_back(static_cast<double>(steps[k].duration_ns()));
-  const double median = median_of(rest);
-  if (median <= 0) return;
+  const double typical = median(rest);  // of the steps after the first, not eval
+  if (typical <= 0) return;
   const double first = static_cast<double>(steps[0].duration_ns());
-  if (first >= kWarmupRatio * median)
+  if (first >= kWarmupRatio * typical)
     add(s, "warmup_step", "low",
         "the first step is a warm-up (lazy initialization, first batch, allocator growth): leave it out of "
         "timings",
         fmt("step 0 %.2f ms = %.1fx the median of the others (%.2f ms; >= %.1fx)", first / 1e6,
-            first / median, median / 1e6, kWarmupRatio),
-        (first - median) / std::max(1.0, static_cast<double>(s->breakdown.total.wall_ns)));
+            first / typical, typical / 1e6, kWarmupRatio),
+        (first - typical) / std::max(1.0, static_cast<double>(s->breakdown.total.wall_ns)));
   std::vector<double> dev;
-  for (double v : rest) dev.push_back(std::abs(v - median));
-  const double mad = median_of(dev);
+  for (double v : rest) dev.push_back(std::abs(v - typical));
+  const double mad = median(dev);
   int64_t outliers = 0, worst = -1;
   double excess = 0;
   for (size_t k = 1; k < steps.size(); ++k) {
     const double d = static_cast<double>(steps[k].duration_ns());
-    if (steps[k].eval || d < kOutlierRatio * median || d < median + 4 * 1.4826 * mad) continue;
+    if (steps[k].eval || d < kOutlierRatio * typical || d < typical + 4 * 1.4826 * mad) continue;
     ++outliers;
-    excess += d - median;
+    excess += d - typical;
     if (worst < 0 || d > static_cast<double>(steps[static_cast<size_t>(worst)].duration_ns()))
       worst = static_cast<int64_t>(k);
   }
@@ -241,7 +236,7 @@ void step_rules(RunSummary* s) {
         "the slowest step's timeline",
         fmt("%.0f steps >= %.1fx the median (%.2f ms) and 4 MADs above it; the slowest is step %.0f (%.2f "
             "ms)",
-            static_cast<double>(outliers), kOutlierRatio, median / 1e6, static_cast<double>(worst),
+            static_cast<double>(outliers), kOutlierRatio, typical / 1e6, static_cast<double>(worst),
             ms(steps[static_cast<size_t>(worst)].duration_ns())),
         excess / std::max(1.0, static_cast<double>(s->breakdown.total.wall_ns)));
   int64_t evals = 0;
@@ -378,7 +373,7 @@ void device_rules(const trace::Trace& trace, const DeviceFacts& f, RunSummary* s
         fmt("%.0f copies from pageable memory, %.2f ms, %.1f MB", static_cast<double>(f.pageable_h2d),
             ms(f.pageable_h2d_ns), static_cast<double>(f.pageable_bytes) / 1e6),
         static_cast<double>(f.pageable_h2d_ns) / wall);
-  const double median_kernel = median_of(f.kernel_ns);
+  const double median_kernel = median(f.kernel_ns);
   if (static_cast<double>(f.kernels) / steps >= kLaunchKernelsPerStep && median_kernel < kShortKernelNs &&
       busy < kLowUtilShare)
     add(s, "launch_bound", "high",

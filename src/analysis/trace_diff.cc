@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "analysis/mann_whitney.h"
+#include "analysis/stats.h"
 #include "analysis/trace_diff_stats.h"
 
 namespace strata::analysis {
@@ -42,13 +43,6 @@ bool any_text(const std::vector<RecordingSteps>& side, std::string StepItem::*fi
     for (const StepItem& i : r.items)
       if (!(i.*field).empty()) return true;
   return false;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // A recording's per-step values of one quantity (an item's time, the step time) with the long
