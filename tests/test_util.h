@@ -1,6 +1,7 @@
 // Helpers shared by the C++ tests.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +31,20 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Whether another user can reach `path`: every directory above it searchable by others (o+x). A build
+// tree under a private directory (`mktemp -d`, /root) is not, and a test that runs Strata's build as
+// another user skips there with that reason (the Python tests' _tool_readable_by_others does the same).
+inline bool reachable_by_others(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  if (ec) return false;
+  for (; p != p.root_path() && !p.empty(); p = p.parent_path()) {
+    struct stat st {};
+    if (stat(p.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+  }
+  return true;
+}
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

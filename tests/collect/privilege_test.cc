@@ -24,6 +24,9 @@ class Privileged : public ::testing::Test {
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root to install a setuid-root test program";
     if (access(kSetpriv, X_OK) != 0) GTEST_SKIP() << "setpriv (util-linux) not installed";
+    if (!testing::reachable_by_others(std::string(STRATA_BINARY_DIR) + "/lib"))
+      GTEST_SKIP() << STRATA_BINARY_DIR
+                   << " is not reachable by other users (a directory above it is not o+x)";
     struct statvfs vfs {};
     if (statvfs(dir_.path().c_str(), &vfs) == 0 && (vfs.f_flag & ST_NOSUID))
       GTEST_SKIP() << dir_.path() << " is mounted nosuid";
