@@ -21,6 +21,18 @@ def strata_bin():
     return STRATA
 
 
+def reachable_by_others(path=STRATA):
+    """Whether another user can reach `path`: every directory above it searchable by others (o+x).
+    A build tree under a private directory (mktemp -d, /root) is not; tests that run it as another
+    uid skip or take their same-user path there."""
+    path = os.path.realpath(path)
+    while path != "/":
+        if not os.stat(path).st_mode & 0o001:
+            return False
+        path = os.path.dirname(path)
+    return True
+
+
 def run_strata(*args, check=True, **kwargs):
     return subprocess.run([STRATA, *args], check=check, capture_output=True, text=True, **kwargs)
 
