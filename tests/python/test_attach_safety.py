@@ -7,14 +7,13 @@ the descriptor opened at start); files another user put in a sticky DIR are neit
 plays the other user, via setpriv; skipped with the reason when not root."""
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 import time
 
 import pytest
 
-from conftest import STRATA, SYSTEM_PYTHON, run_strata
+from conftest import STRATA, SYSTEM_PYTHON, reachable_by_others, run_strata
 
 ATTACKER_UID = 65534  # nobody
 
@@ -29,22 +28,13 @@ def _as_attacker(args, check=True):
     return proc
 
 
-def _tool_readable_by_others():
-    path = os.path.realpath(STRATA)
-    while path != "/":
-        if not os.stat(path).st_mode & stat.S_IXOTH:
-            return False
-        path = os.path.dirname(path)
-    return True
-
-
 @pytest.fixture
 def base():
     if os.geteuid() != 0:
         pytest.skip("the cross-user attach tests need root (perf_event on the target, setpriv to a second uid)")
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is not installed")
-    if not _tool_readable_by_others():
+    if not reachable_by_others(STRATA):
         pytest.skip(f"{STRATA} is not reachable by other users (a directory above it is not o+x)")
     path = tempfile.mkdtemp(prefix="strata-attach-xuser-", dir="/tmp")
     os.chmod(path, 0o755)

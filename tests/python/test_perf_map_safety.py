@@ -10,14 +10,13 @@ restored); skipped with the reason otherwise."""
 import json
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 import time
 
 import pytest
 
-from conftest import STRATA, SYSTEM_PYTHON, run_strata
+from conftest import STRATA, SYSTEM_PYTHON, reachable_by_others, run_strata
 
 ATTACKER_UID = 65534  # nobody
 PLANTED_PIDS = 800
@@ -54,15 +53,6 @@ print(worker, flush=True)
 '''
 
 
-def _tool_readable_by_others():
-    path = os.path.realpath(STRATA)
-    while path != "/":
-        if not os.stat(path).st_mode & stat.S_IXOTH:
-            return False
-        path = os.path.dirname(path)
-    return True
-
-
 @pytest.fixture
 def victim():
     if not torch_available:
@@ -71,7 +61,7 @@ def victim():
         pytest.skip("the cross-user perf map test needs root (setpriv to a second uid, fs.protected_symlinks)")
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is not installed")
-    if not _tool_readable_by_others():
+    if not reachable_by_others(STRATA):
         pytest.skip(f"{STRATA} is not reachable by other users (a directory above it is not o+x)")
     with open(PROTECTED_SYMLINKS) as f:
         protected = f.read().strip()

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import BUILD_DIR, STRATA, SYSTEM_PYTHON, run_strata
+from conftest import BUILD_DIR, STRATA, SYSTEM_PYTHON, reachable_by_others, run_strata
 
 INTERRUPTIBLE = r'''
 import time, strata
@@ -108,23 +108,13 @@ def _as_user(uid, args, env=None, check=True, timeout=120):
     return proc
 
 
-def _tool_readable_by_others():
-    path = os.path.realpath(STRATA)
-    while path != "/":
-        mode = os.stat(path).st_mode
-        if not mode & stat.S_IXOTH:
-            return False
-        path = os.path.dirname(path)
-    return True
-
-
 @pytest.fixture
 def shared_dir():
     if os.geteuid() != 0:
         pytest.skip("the cross-user test needs root to run two unprivileged users (setpriv)")
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is not installed")
-    if not _tool_readable_by_others():
+    if not reachable_by_others(STRATA):
         pytest.skip(f"{STRATA} is not reachable by other users (a directory above it is not o+x)")
     base = tempfile.mkdtemp(prefix="strata-xuser-", dir="/tmp")
     os.chmod(base, 0o755)
