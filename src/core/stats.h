@@ -292,6 +292,9 @@ enum class Disk : uint8_t {
   F(kImportRuntimeCallsLinkedAsLaunch, "import.runtime_calls_linked_as_launch", kProcess,                \
     "import.runtime_calls_linked_as_launch", kProcess, kInfo, kImport,                                   \
     "runtime calls that device work correlates to, made launches whatever their name")                   \
+  F(kImportHostEventsOfPidZero, "import.host_events_of_pid_0", kProcess, "import.host_events_of_pid_0",  \
+    kProcess, kInfo, kImport,                                                                            \
+    "host events (Python functions, ops) on pid 0, which no process has: shown on the main process")     \
   F(kImportCounterNonNumericSeries, "import.counter_non_numeric_series", kProcess,                       \
     "import.counter_non_numeric_series", kProcess, kInfo, kImport,                                       \
     "non-numeric values in counter events' args (the numeric series are kept)")                          \

@@ -332,8 +332,13 @@ class KinetoConverter {
       span.record.tid = span.record.stream == kNoStream ? 0 : span.record.stream;
       if (span.record.kind == static_cast<uint8_t>(SpanKind::kExecution) && span.record.correlation_id)
         device_correlations_.emplace(span.record.correlation_id, true);
-    } else if (ev.pid.kind == JsonScalar::kInt) {
+    } else if (ev.pid.kind == JsonScalar::kInt && ev.pid.i != 0) {
       span.host_pid = ev.pid.i;
+    } else if (ev.pid.kind == JsonScalar::kInt) {
+      // No Linux process has pid 0: Kineto writes it for a thread it could not place (tqdm's monitor
+      // thread in the H100 BERT trace), which would otherwise read as a subprocess of the run.
+      span.host_pid = kMainProcess;
+      b_.note("host_events_of_pid_0");
     } else {
       // A named track ("Spans", "Traces"): the profiler's own rows, shown on the main process.
       span.host_pid = kMainProcess;

@@ -140,3 +140,20 @@ def test_summary_json_golden(name):
     with open(golden, encoding="utf-8") as f:
         assert text == f.read(), \
             f"golden mismatch: {golden} (if the change is intended: STRATA_UPDATE_GOLDEN=1, then review the diff)"
+
+
+HOST_CATEGORIES = {"python_function", "cpu_op", "user_annotation", "cpu_instant_event"}
+
+
+@pytest.mark.parametrize("name", KINETO)
+def test_host_events_on_pid_0_stay_with_the_run(name):
+    """No process has pid 0: Kineto writes it for a thread it could not place (tqdm's monitor thread in
+    the H100 traces). Those events are counted (import.host_events_of_pid_0, equal to the raw JSON's
+    count) and shown on the main process, never as a subprocess "pid 0" of the run."""
+    path = os.path.join(DATA, name)
+    raw = sum(1 for e in events(path) if e.get("pid") == 0 and e.get("ph") == "X" and e.get("cat") in HOST_CATEGORIES)
+    assert 0 not in [p["pid"] for p in summary(path)["processes"]]
+    counted = [line.split() for line in run_strata("info", path).stdout.splitlines()
+               if "import.host_events_of_pid_0" in line]
+    # "  pid N   import.host_events_of_pid_0   COUNT  info  ...": the count follows the stat's name.
+    assert sum(int(f[f.index("import.host_events_of_pid_0") + 1]) for f in counted) == raw, counted

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "analysis/run_recognition.h"
@@ -163,7 +164,7 @@ void decide_verdict(const LoopSummary& s, const LoopShares& shares, const Diagno
 }
 
 // The spans inside the loop's intervals (any thread and level of the main process, the op sequence
-// excluded), by name and level, the most time inside first, at most `top`.
+// excluded), by name and level, the most time inside first (ties: the shortest spans), at most `top`.
 std::vector<GapSpan> spans_in_intervals(const trace::Trace& trace, const Classification& classes,
                                         const MetricsResult& metrics, int32_t loop, size_t top) {
   std::vector<std::pair<int64_t, int64_t>> windows;
@@ -192,12 +193,17 @@ std::vector<GapSpan> spans_in_intervals(const trace::Trace& trace, const Classif
     g.name = std::string(trace.name(sp));
     g.level = level_name(sp.level);
     g.in_interval_ns += inside;
+    g.span_ns += sp.end_ns - sp.start_ns;
     ++g.count;
   }
   std::vector<GapSpan> gap_spans;
   for (auto& [key, g] : by_name) gap_spans.push_back(std::move(g));
-  std::sort(gap_spans.begin(), gap_spans.end(),
-            [](const GapSpan& a, const GapSpan& b) { return a.in_interval_ns > b.in_interval_ns; });
+  // Ties (spans that hold every interval whole, as enclosing module calls and a helper thread's wait
+  // do) go to the shortest: a thread waiting for the whole run says nothing about the gaps.
+  std::sort(gap_spans.begin(), gap_spans.end(), [](const GapSpan& a, const GapSpan& b) {
+    return std::tie(b.in_interval_ns, a.span_ns, a.name, a.level) <
+           std::tie(a.in_interval_ns, b.span_ns, b.name, b.level);
+  });
   if (gap_spans.size() > top) gap_spans.resize(top);
   return gap_spans;
 }
