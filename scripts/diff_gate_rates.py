@@ -44,9 +44,8 @@ PLANTS = {
 
 # glibc's dynamic mmap and trim thresholds put each process of the demo, for its whole life, in one of two
 # regimes: 1 MB tensors reused from the heap, or page-faulted afresh on every step (the first convolution
-# 0.3 or 0.9 ms, its ReLU 0.03 or 0.4 ms; docs/diff.md, "Limits"). Fixed thresholds put every process in
-# the first; --default-malloc measures without them.
-MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "4194304", "MALLOC_TRIM_THRESHOLD_": "268435456"}
+# 0.3 or 0.9 ms, its ReLU 0.03 or 0.4 ms; docs/diff.md, "Limits"). `strata record` fixes them by default
+# (--malloc pinned, src/cli/malloc_settings.h); --default-malloc records with `--malloc default` instead.
 FIXED_MALLOC = True
 REUSE = False  # --reuse: a recording already in --out is diffed again, not recorded again
 
@@ -54,8 +53,10 @@ REUSE = False  # --reuse: a recording already in --out is diffed again, not reco
 def record(strata, path, env_extra, iterations, batch):
     if REUSE and os.path.exists(path):
         return path
-    env = dict(os.environ, **(MALLOC_ENV if FIXED_MALLOC else {}), **env_extra)
-    r = subprocess.run([strata, "record", "--quiet", "--force", "--level", "layer", "-o", path, "--", sys.executable, DEMO,
+    env = dict(os.environ, **env_extra)
+    malloc = "pinned" if FIXED_MALLOC else "default"
+    r = subprocess.run([strata, "record", "--quiet", "--force", "--level", "layer", "--malloc", malloc, "-o", path,
+                        "--", sys.executable, DEMO,
                         "--iterations", str(iterations), "--batch", str(batch)], env=env, capture_output=True,
                        text=True, timeout=600)
     if r.returncode != 0:
@@ -161,7 +162,7 @@ def main():
     ap.add_argument("--threshold", type=float, default=5.0, help="the default threshold of strata diff")
     ap.add_argument("--thresholds", default="2,3,5,10")
     ap.add_argument("--default-malloc", action="store_true",
-                    help="record without fixing glibc's malloc thresholds (see MALLOC_ENV)")
+                    help="record with glibc's dynamic malloc thresholds (strata record --malloc default)")
     ap.add_argument("--skip-detection", action="store_true", help="measure the false alarms only")
     ap.add_argument("--plants", help="comma-separated plants to measure (default: all)")
     ap.add_argument("--recordings", type=int, default=1, help="recordings a side, pooled (default 1)")
@@ -176,7 +177,7 @@ def main():
     REUSE = args.reuse
     if REUSE and not args.out:
         ap.error("--reuse needs --out")
-    print(f"malloc thresholds: {'fixed ' + str(MALLOC_ENV) if FIXED_MALLOC else 'glibc defaults (dynamic)'}")
+    print(f"malloc thresholds: {'strata record --malloc pinned (its default)' if FIXED_MALLOC else 'glibc defaults (dynamic)'}")
     print(f"load at start: {os.getloadavg()} on {os.cpu_count()} CPUs; {args.recordings} recording(s) a side",
           flush=True)
     with tempfile.TemporaryDirectory() as scratch:

@@ -8,6 +8,7 @@
 #include "analysis/leveled_view.h"
 #include "core/attr_keys.h"
 #include "core/level.h"
+#include "format/payloads.h"
 
 namespace strata::analysis {
 namespace {
@@ -284,8 +285,10 @@ std::vector<RecordingSteps> recordings_of(const trace::Trace& trace, const std::
       ++untagged;
   }
   std::vector<RecordingSteps> out;
+  const std::string allocator{trace.record.get(format::keys::kRecordMalloc).value_or("")};
   if (tags.size() <= 1) {
     out.push_back(recording_steps(*source, label));
+    out.back().allocator = allocator;
     return out;
   }
   if (untagged > 0)
@@ -294,6 +297,7 @@ std::vector<RecordingSteps> recordings_of(const trace::Trace& trace, const std::
   for (const auto& [tag, count] : tags) {
     (void)count;
     out.push_back(recording_steps(run_subset(*source, tag), label + " run " + std::to_string(tag)));
+    out.back().allocator = allocator;
   }
   return out;
 }

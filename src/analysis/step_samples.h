@@ -48,6 +48,9 @@ struct RecordingSteps {
   size_t warmup_dropped = 0;         // steps left out at the start
   uint64_t items_outside_steps = 0;  // main-process items that started in no step (init, teardown)
   uint64_t other_process_spans = 0;  // spans of the other processes (DataLoader workers, ...): not compared
+  // How `strata record` set the allocator (format::keys::kRecordMalloc): "pinned: ...", "default",
+  // "user: ..."; empty when the trace does not say (an imported trace, an older recording).
+  std::string allocator;
 };
 
 // A recording with at least this many steps has its first left out (warm-up: lazy initialization,

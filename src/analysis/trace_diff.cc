@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <map>
 #include <random>
+#include <set>
 #include <tuple>
 #include <utility>
 
 #include "analysis/mann_whitney.h"
 #include "analysis/stats.h"
 #include "analysis/trace_diff_stats.h"
+#include "format/payloads.h"
 
 namespace strata::analysis {
 namespace {
@@ -355,6 +357,48 @@ std::string side_note(const char* side, const std::vector<RecordingSteps>& recs,
   return text;
 }
 
+// Whether a recording ran with fixed malloc thresholds (record's default, or the user's own).
+bool fixed_allocator(const RecordingSteps& r) {
+  return r.allocator.starts_with(format::keys::kMallocPinned) ||
+         r.allocator.starts_with(format::keys::kMallocUser);
+}
+
+// What the recordings' allocator settings leave the gate unable to see (docs/diff.md, "Limits"):
+// with glibc's dynamic thresholds a process keeps one of two regimes for its life (8 false alarms
+// in 20 pairs at one recording a side, 0 in 20 with the thresholds fixed), and sides run with
+// different settings compare the allocators as much as the code.
+void add_allocator_notes(const std::vector<RecordingSteps>& base, const std::vector<RecordingSteps>& next,
+                         std::vector<std::string>* notes) {
+  std::set<std::string> settings[2];
+  bool all_fixed = true;
+  for (int side = 0; side < 2; ++side)
+    for (const RecordingSteps& rec : side ? next : base) {
+      settings[side].insert(rec.allocator.empty() ? "not recorded" : rec.allocator);
+      all_fixed = all_fixed && fixed_allocator(rec);
+    }
+  auto joined = [](const std::set<std::string>& values) {
+    std::string text;
+    for (const std::string& v : values) text += (text.empty() ? "" : "; ") + v;
+    return text;
+  };
+  if (settings[0] != settings[1])
+    notes->push_back("BASE and NEW ran with different malloc settings (BASE: " + joined(settings[0]) +
+                     "; NEW: " + joined(settings[1]) +
+                     "): a change of the allocator reads as a change of the code");
+  if (base.size() != 1 && next.size() != 1) return;
+  if (all_fixed)
+    notes->push_back(
+        "one recording a side: a difference a process keeps for its whole life (the CPU it ran on) reads as "
+        "a change of the code; record several a side (--runs N, or --base/--new FILE...) to see it");
+  else
+    notes->push_back(
+        "one recording a side, not all with fixed malloc thresholds: a process of glibc's dynamic thresholds "
+        "keeps one of two allocator regimes for its whole life, which reads as a change of the code (8 false "
+        "alarms in 20 pairs measured); record with `strata record` (it fixes them unless --malloc default) "
+        "or "
+        "several a side (--runs N, or --base/--new FILE...) (docs/diff.md, \"Limits\")");
+}
+
 // A total judged over its steps and, beyond the speed factor, over its items.
 void judge_total_with_items(DiffTotal& t, const std::vector<std::vector<double>>& base,
                             const std::vector<std::vector<double>>& next,
@@ -448,11 +492,7 @@ DiffResult diff_recordings(const std::vector<RecordingSteps>& base, const std::v
   const Side a = pool(base, use[0], use[1]), b = pool(next, use[0], use[1]);
   r.notes.push_back(side_note("BASE", base, a));
   r.notes.push_back(side_note("NEW", next, b));
-  if (base.size() == 1 || next.size() == 1)
-    r.notes.push_back(
-        "one recording a side: a difference a process keeps for its whole life (glibc's malloc regime, "
-        "the CPU it ran on) reads as a change of the code; record several a side (--runs N, or "
-        "--base/--new FILE...) or fix the malloc thresholds (docs/diff.md, \"Limits\")");
+  add_allocator_notes(base, next, &r.notes);
   std::map<std::string, Pair> keys;
   for (const auto& [k, item] : a.items) keys[k].base = &item;
   for (const auto& [k, item] : b.items) keys[k].next = &item;

@@ -30,7 +30,9 @@
 #include "cli/commands.h"
 #include "cli/gpu_record_env.h"
 #include "cli/jit_map_cleanup.h"
+#include "cli/malloc_settings.h"
 #include "cli/python_spawn.h"
+#include "cli/record_signals.h"
 #include "cli/safe_files.h"
 #include "collect/clock.h"
 #include "collect/trace_context.h"
@@ -38,6 +40,7 @@
 #include "core/level.h"
 #include "export/summary_render.h"
 #include "export/text_escape.h"
+#include "format/payloads.h"
 #include "format/trace_merge.h"
 #include "runs/leveled.h"
 #include "runs/run_set.h"
@@ -50,51 +53,6 @@ namespace strata::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Signals. Terminal signals (Ctrl-C's SIGINT, Ctrl-\'s SIGQUIT) go to the whole foreground
-// process group, the command included: the recorder ignores them while the command runs, as a
-// shell waits for its foreground job, and finishes the trace once the command ends. The command
-// gets the dispositions the recorder started with (SIG_DFL normally), never the recorder's ignore:
-// ignored dispositions survive exec, and Python would never raise KeyboardInterrupt. Signals sent
-// to the recorder alone (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2) are passed on to the command, except
-// those the recorder was started ignoring (`nohup strata record ...`): they stay ignored for both.
-volatile sig_atomic_t g_child = 0;
-constexpr int kTerminalSignals[] = {SIGINT, SIGQUIT};
-constexpr int kForwardedSignals[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
-struct sigaction g_inherited_terminal[2], g_inherited_forwarded[4];  // the recorder's own at start
-
-void forward_signal(int sig) {
-  if (g_child > 0) kill(g_child, sig);
-}
-
-void install_signal_handling() {
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  for (size_t k = 0; k < 2; ++k) sigaction(kTerminalSignals[k], &ignore, &g_inherited_terminal[k]);
-  struct sigaction forward {};
-  forward.sa_handler = forward_signal;
-  forward.sa_flags = SA_RESTART;
-  sigemptyset(&forward.sa_mask);
-  for (size_t k = 0; k < 4; ++k) {
-    sigaction(kForwardedSignals[k], nullptr, &g_inherited_forwarded[k]);
-    if (g_inherited_forwarded[k].sa_handler != SIG_IGN) sigaction(kForwardedSignals[k], &forward, nullptr);
-  }
-}
-
-// In the child, before exec: the recorder's start-up dispositions, and death with the recorder.
-void prepare_child_signals(pid_t recorder) {
-  for (size_t k = 0; k < 2; ++k) sigaction(kTerminalSignals[k], &g_inherited_terminal[k], nullptr);
-  for (size_t k = 0; k < 4; ++k) {
-    struct sigaction original = g_inherited_forwarded[k];
-    if (original.sa_handler != SIG_IGN) original.sa_handler = SIG_DFL;  // exec resets handlers anyway
-    sigaction(kForwardedSignals[k], &original, nullptr);
-  }
-  // A recorder killed (even by SIGKILL) takes the command with it instead of leaving it running,
-  // reparented to init and still writing; SIGTERM lets its runtime flush what it holds.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() != recorder) raise(SIGTERM);  // the recorder died before prctl took effect
-}
 
 std::string default_output() {
   char buf[64];
@@ -144,6 +102,8 @@ struct RecordOptions {
   std::string unwind = "fp";
   std::string runtime, onednn_tracer, sampler, python_dir;
   std::string traceparent;
+  std::string malloc_mode{format::keys::kMallocPinned};  // --malloc
+  MallocPlan malloc_plan;
 };
 
 struct RunOutcome {
@@ -201,6 +161,7 @@ void set_child_environment(const RecordOptions& opt, int lv, const std::string& 
   if (!opt.onednn_mode.empty()) setenv(env::kOnednnMode, opt.onednn_mode.c_str(), 1);
   // A root context: every process of the command shares this trace id.
   setenv("TRACEPARENT", opt.traceparent.c_str(), 1);
+  apply_malloc_plan(opt.malloc_plan);
   if (!opt.python_dir.empty()) {
     prepend_env("PYTHONPATH", opt.python_dir, ':');
     // Framework tracers (PyTorch ops) arm themselves from a sitecustomize when torch is imported.
@@ -245,7 +206,7 @@ void run_once(char** command, const RecordOptions& opt, Level level, RunOutcome*
     _exit(127);
   }
   close(exec_pipe[1]);
-  g_child = child;
+  set_forwarded_child(child);
   run->pid = child;
   int err = 0;
   ssize_t n;
@@ -255,7 +216,7 @@ void run_once(char** command, const RecordOptions& opt, Level level, RunOutcome*
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  g_child = 0;
+  set_forwarded_child(0);
   run->wall_ns = collect::monotonic_ns() - start_ns;
   if (n == static_cast<ssize_t>(sizeof(err))) {
     run->exec_errno = err;
@@ -326,6 +287,12 @@ void describe_record(CommandLine& cl, RecordRequest* req) {
       "--serialize", opt.serialize,
       "run with OMP_NUM_THREADS=1, MKL_NUM_THREADS=1, CUDA_LAUNCH_BLOCKING=1 (no overlapping work, so "
       "parents are unambiguous)");
+  app.add_option("--malloc", opt.malloc_mode,
+                 "pinned (default: glibc's mmap/trim thresholds fixed at 32/64 MiB, so every process runs in one "
+                 "allocator regime and recordings compare; docs/diff.md) or default (glibc's dynamic thresholds). "
+                 "The command's own MALLOC_*_THRESHOLD_ or glibc.malloc tunables are kept either way")
+      ->check(CLI::IsMember({std::string(format::keys::kMallocPinned), std::string(format::keys::kMallocDefault)}))
+      ->type_name("MODE");
   app.add_option(
          "--metrics", opt.gpu_metrics,
          "per-kernel GPU metrics with --level device: flops,dram,occupancy (CUPTI Range Profiler). Refused "
@@ -594,6 +561,7 @@ int run_record(int argc, char** argv) {
 
   collect::TraceContext context = collect::new_trace_context();
   context.parent_span_id = 0;
+  opt.malloc_plan = plan_malloc(opt.malloc_mode);
   opt.traceparent = "00-" + context.trace_id_hex() + "-" + collect::hex16(collect::random_u64() | 1) + "-01";
   std::string command_line;
   for (int k = i; k < argc; ++k) command_line += (k > i ? " " : "") + std::string(argv[k]);
@@ -666,6 +634,7 @@ int run_record(int argc, char** argv) {
   record.set_int("start_realtime_ns", start_real);
   record.set_int("level", static_cast<int>(opt.level));
   record.set("trace_id", context.trace_id_hex());
+  record.set(std::string(format::keys::kRecordMalloc), opt.malloc_plan.record);
   if (opt.serialize) record.set("serialized", "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 CUDA_LAUNCH_BLOCKING=1");
   if (!gpu_note.empty()) record.set("gpu.unavailable", gpu_note);
   std::vector<std::string> warnings;

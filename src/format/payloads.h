@@ -38,6 +38,13 @@ inline constexpr std::string_view kEndMonotonicNs = "end_monotonic_ns";
 inline constexpr std::string_view kEndThreads = "threads";
 inline constexpr std::string_view kEndBusyThreads = "busy_threads";
 inline constexpr std::string_view kEndCpus = "cpus";
+// Record chunk: how `strata record` set the command's allocator (src/cli/malloc_settings.h), read by
+// `strata diff`: "pinned: <the variables set>", "default" (glibc's dynamic thresholds), or
+// "user: <the command's own threshold settings>". Absent in recordings older than it.
+inline constexpr std::string_view kRecordMalloc = "malloc";
+inline constexpr std::string_view kMallocPinned = "pinned";
+inline constexpr std::string_view kMallocDefault = "default";
+inline constexpr std::string_view kMallocUser = "user";
 }  // namespace keys
 
 struct StringEntry {

@@ -49,9 +49,11 @@ TEST(MannWhitney, ExactPEqualsEnumerationWithoutTies) {
     for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i) + 0.5;
     std::shuffle(values.begin(), values.end(), rng);
     // Shift the first sample up sometimes, so small p-values are covered too.
-    std::vector<double> a(values.begin(), values.begin() + static_cast<long>(m)), b(values.begin() + static_cast<long>(m), values.end());
-    if (trial % 3 == 0) std::sort(values.begin(), values.end()), a.assign(values.end() - static_cast<long>(m), values.end()),
-                        b.assign(values.begin(), values.end() - static_cast<long>(m));
+    std::vector<double> a(values.begin(), values.begin() + static_cast<long>(m)),
+        b(values.begin() + static_cast<long>(m), values.end());
+    if (trial % 3 == 0)
+      std::sort(values.begin(), values.end()), a.assign(values.end() - static_cast<long>(m), values.end()),
+          b.assign(values.begin(), values.end() - static_cast<long>(m));
     const MannWhitney r = mann_whitney_u(a, b);
     ASSERT_TRUE(r.exact);
     EXPECT_DOUBLE_EQ(r.u, brute_u(a, b));
@@ -59,7 +61,8 @@ TEST(MannWhitney, ExactPEqualsEnumerationWithoutTies) {
     const double mean = static_cast<double>(m * n) / 2, dev = std::fabs(r.u - mean);
     double extreme = 0;
     for (double u : us) extreme += std::fabs(u - mean) >= dev - 1e-9;
-    EXPECT_NEAR(r.p, std::min(1.0, extreme / static_cast<double>(us.size())), 1e-12) << "m=" << m << " n=" << n;
+    EXPECT_NEAR(r.p, std::min(1.0, extreme / static_cast<double>(us.size())), 1e-12)
+        << "m=" << m << " n=" << n;
   }
 }
 
@@ -490,6 +493,39 @@ TEST(TraceDiff, OneRecordingASideSaysWhatItCannotSee) {
   EXPECT_TRUE(warned(diff_traces(make_trace(spec_of(1)), make_trace(spec_of(2)), DiffOptions{})));
   EXPECT_TRUE(warned(diff_traces(make_trace(spec_of(1)), make_trace(spec_of(2, 3)), DiffOptions{})));
   EXPECT_FALSE(warned(diff_traces(make_trace(spec_of(1, 3)), make_trace(spec_of(2, 3)), DiffOptions{})));
+}
+
+// The allocator settings record wrote (the Record chunk's "malloc") decide what the notes warn of:
+// glibc's dynamic thresholds at one recording a side (8 false alarms in 20 pairs, docs/diff.md), and
+// sides that ran with different settings.
+TEST(TraceDiff, NotesSayWhatTheAllocatorSettingsLeaveUnseen) {
+  auto recorded = [](int seed, const char* malloc_setting) {
+    trace::Trace t = make_trace(spec_of(seed));
+    if (malloc_setting != nullptr) t.record.set("malloc", malloc_setting);
+    return t;
+  };
+  auto note_with = [](const DiffResult& r, const std::string& text) {
+    for (const std::string& n : r.notes)
+      if (n.find(text) != std::string::npos) return n;
+    return std::string();
+  };
+  const char* pinned = "pinned: MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=67108864";
+  const DiffResult both_pinned = diff_traces(recorded(1, pinned), recorded(2, pinned), DiffOptions{});
+  EXPECT_EQ(note_with(both_pinned, "one recording a side").find("malloc"), std::string::npos);
+  EXPECT_EQ(note_with(both_pinned, "different malloc settings"), "");
+  const DiffResult user = diff_traces(recorded(1, "user: MALLOC_MMAP_THRESHOLD_=1048576"),
+                                      recorded(2, "user: MALLOC_MMAP_THRESHOLD_=1048576"), DiffOptions{});
+  EXPECT_EQ(note_with(user, "one recording a side").find("malloc"), std::string::npos);
+
+  const DiffResult mixed = diff_traces(recorded(1, "default"), recorded(2, pinned), DiffOptions{});
+  EXPECT_NE(note_with(mixed, "one recording a side").find("dynamic thresholds"), std::string::npos);
+  const std::string different = note_with(mixed, "different malloc settings");
+  EXPECT_NE(different.find("BASE: default;"), std::string::npos) << different;
+  EXPECT_NE(different.find("NEW: pinned"), std::string::npos) << different;
+
+  const DiffResult imported = diff_traces(recorded(1, nullptr), recorded(2, nullptr), DiffOptions{});
+  EXPECT_NE(note_with(imported, "one recording a side").find("dynamic thresholds"), std::string::npos);
+  EXPECT_EQ(note_with(imported, "different malloc settings"), "");
 }
 
 // A trace whose every step runs an op of its own name: 10,000 steps and 10,000 items. The per-step

@@ -18,7 +18,6 @@ from conftest import STRATA, SYSTEM_PYTHON, run_strata
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
-import diff_gate_rates  # noqa: E402
 import gen_kineto_steps  # noqa: E402
 
 DEMO = os.path.join(REPO, "examples", "pytorch", "diff_demo.py")
@@ -29,9 +28,9 @@ ITERATIONS, BATCH = 100, 16
 
 
 def record(path, env):
-    # The malloc thresholds fixed as the rates script does: with glibc's dynamic ones each process of the
-    # demo runs its 1 MB tensors in one of two regimes for its whole life (docs/diff.md, "Limits").
-    env = dict(os.environ, **diff_gate_rates.MALLOC_ENV, **env)
+    # record's default fixes glibc's malloc thresholds: with the dynamic ones each process of the demo runs
+    # its 1 MB tensors in one of two regimes for its whole life (docs/diff.md, "Limits").
+    env = dict(os.environ, **env)
     r = subprocess.run([STRATA, "record", "--quiet", "--level", "layer", "-o", path, "--", SYSTEM_PYTHON, DEMO,
                         "--iterations", str(ITERATIONS), "--batch", str(BATCH)], env=env, capture_output=True,
                        text=True, timeout=600)
