@@ -13,10 +13,14 @@
 #            (span_bench: span sites; trace_io_bench: writer and load; bench_import: import;
 #            analysis_bench: load + analyses). A binary missing in one revision is skipped, said so.
 #   FILTER   --benchmark_filter regex for every binary [all]
-#   ROUNDS   alternations [3]      REPS  --benchmark_repetitions per run [5]
+#   ROUNDS   alternations [3]      REPS  --benchmark_repetitions per run [5] (a benchmark that
+#            reports aggregates only gives its median: one value per round)
 #   METRIC   real_time or cpu_time [cpu_time]
 #   JOBS     build parallelism [2] TASKSET  e.g. "taskset -c 1" to pin every run [none]
 #   PERF_DIR builds, kept per commit and reused by later calls [<repo>/build-perf]
+#   BENCH_FILES  files (paths in the repository) that BASE takes from HEAD, e.g.
+#            bench/collect/span_bench.cc when the change edits a benchmark: both libraries then
+#            run the same benchmark code [none]
 set -euo pipefail
 
 if [[ $# -ne 2 ]]; then
@@ -52,11 +56,17 @@ chmod +x "$launcher"
 # Builds the benchmark binaries of one commit into $perf_dir/<sha>/build/bin (sources from
 # `git archive`, so the working tree is never touched). Prints the binaries it built.
 build_rev() {
-  local sha=$1 dir=$perf_dir/$1 target built=()
+  local sha=$1 dir=$perf_dir/$2 target built=() file
   if [[ ! -f $dir/src/.complete ]]; then
     rm -rf "$dir/src"
     mkdir -p "$dir/src"
     git -C "$root" archive "$sha" | tar -x -C "$dir/src"
+    if [[ $sha == "$base_sha" ]]; then
+      for file in ${BENCH_FILES:-}; do
+        mkdir -p "$(dirname "$dir/src/$file")"
+        git -C "$root" show "$head_sha:$file" >"$dir/src/$file" || { echo "perf_compare: $file is not in HEAD" >&2; return 1; }
+      done
+    fi
     touch "$dir/src/.complete"
   fi
   if ! cmake -S "$dir/src" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BUILD_TESTS=OFF \
@@ -83,8 +93,13 @@ build_rev() {
 echo "== perf_compare: BASE $1 = ${base_sha:0:10}, HEAD $2 = ${head_sha:0:10}"
 echo "   machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "   building (Release, -j$jobs) into $perf_dir"
-base_built=$(build_rev "$base_sha") || exit 1
-head_built=$(build_rev "$head_sha") || exit 1
+base_dir=$base_sha
+if [[ -n ${BENCH_FILES:-} ]]; then
+  base_dir=$base_sha-with-$(printf '%s\n' "$head_sha" "$BENCH_FILES" | sha1sum | cut -c1-10)
+  echo "   BASE runs HEAD's $BENCH_FILES"
+fi
+base_built=$(build_rev "$base_sha" "$base_dir") || exit 1
+head_built=$(build_rev "$head_sha" "$head_sha") || exit 1
 run_list=()
 for target in $benches; do
   if [[ " $base_built " == *" $target "* && " $head_built " == *" $target "* ]]; then
@@ -102,7 +117,7 @@ read -r -a pin <<<"${TASKSET:-}"
 
 run_one() {  # side round target
   local side=$1 round=$2 target=$3 sha
-  if [[ $side == base ]]; then sha=$base_sha; else sha=$head_sha; fi
+  if [[ $side == base ]]; then sha=$base_dir; else sha=$head_sha; fi
   local out=$results/$target.$side.$round.json
   # Each binary runs from a scratch directory: benchmarks that write files write them there.
   if ! (cd "$results" && "${pin[@]}" "$perf_dir/$sha/build/bin/$target" --benchmark_repetitions="$reps" \
@@ -129,13 +144,20 @@ results, metric, rounds, targets = sys.argv[1], sys.argv[2], int(sys.argv[3]), s
 def load(target, side, rnd):
     with open(f"{results}/{target}.{side}.{rnd}.json") as f:
         doc = json.load(f)
-    runs = {}
+    runs, medians = {}, {}
     for b in doc["benchmarks"]:
-        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+        if b.get("error_occurred"):
             continue
         name = b.get("run_name", b["name"])
         unit = b.get("time_unit", "ns")
-        runs.setdefault(name, ([], unit))[0].append(float(b[metric]))
+        if b.get("run_type") != "aggregate":
+            runs.setdefault(name, ([], unit))[0].append(float(b[metric]))
+        elif b.get("aggregate_name") == "median":
+            medians[name] = ([float(b[metric])], unit)
+    # A benchmark that reports aggregates only (ReportAggregatesOnly in its code) gives one value
+    # per run: its median.
+    for name, value in medians.items():
+        runs.setdefault(name, value)
     return runs
 
 rng = random.Random(38)
