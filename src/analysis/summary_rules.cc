@@ -140,7 +140,31 @@ bool tensor_core_gpu(const trace::Trace& trace) {
   return false;
 }
 
-void verdict(const RunSummary& in, const DeviceFacts& dev, Bottleneck* b) {
+// A GPU run traced without its device activity: runtime or driver calls of the main process, or a GPU
+// the trace lists (Kineto's deviceProperties), and no device span. The host's op times then hold the
+// waits for work the trace cannot show (kernels replayed for CUPTI's counters in the A100 counters
+// trace: a 491 ms cudnn_convolution), so no CPU verdict is read from them.
+struct UntracedDevice {
+  int64_t gpu_calls = 0;
+  bool gpu_listed = false;
+  bool present() const { return gpu_calls > 0 || gpu_listed; }
+};
+
+UntracedDevice untraced_device(const trace::Trace& trace, const RunSummary& s) {
+  UntracedDevice u;
+  if (s.breakdown.has_device) return u;
+  const uint16_t main = static_cast<uint16_t>(s.run.main_process);
+  for (const SpanRecord& sp : trace.spans)
+    if (sp.process == main &&
+        (sp.activity_type() == ActivityType::kRuntimeCall || sp.activity_type() == ActivityType::kDriverCall))
+      ++u.gpu_calls;
+  for (const trace::Process& p : trace.processes)
+    for (const auto& [key, value] : p.properties.entries())
+      if (std::string_view(key).ends_with("computeMajor")) u.gpu_listed = true;
+  return u;
+}
+
+void verdict(const RunSummary& in, const DeviceFacts& dev, const UntracedDevice& untraced, Bottleneck* b) {
   const StepTime& t = in.breakdown.total;
   const double train = static_cast<double>(std::max<int64_t>(1, t.wall_ns - t.phase(Phase::kEval)));
   const double data = static_cast<double>(t.phase(Phase::kData)) / train;
@@ -151,6 +175,15 @@ void verdict(const RunSummary& in, const DeviceFacts& dev, Bottleneck* b) {
     b->confidence = confidence(data - kInputVerdictShare + 0.1, steps);
     b->evidence = fmt("steps wait for input %.1f%% of their training time (%.1f ms; >= %.0f%%)", 100 * data,
                       ms(t.phase(Phase::kData)), 100 * kInputVerdictShare);
+    return;
+  }
+  if (untraced.present()) {
+    b->kind = "none";
+    b->confidence = "high";
+    b->evidence = "a GPU run without device activity in the trace (" + std::to_string(untraced.gpu_calls) +
+                  " GPU runtime/driver calls" + (untraced.gpu_listed ? ", a GPU listed" : "") +
+                  "): the host's op times include waiting for device work it cannot show, so no CPU verdict; "
+                  "record with --level device (or a Kineto trace with kernels) for one";
     return;
   }
   if (!in.breakdown.has_device) {
@@ -412,7 +445,7 @@ void judge(const trace::Trace& trace, const trace::SpanTree& tree, RunSummary* s
     return;
   }
   const DeviceFacts facts = s->breakdown.has_device ? device_facts(trace, *s) : DeviceFacts{};
-  verdict(*s, facts, &s->bottleneck);
+  verdict(*s, facts, untraced_device(trace, *s), &s->bottleneck);
   input_rule(s);
   step_rules(s);
   memory_rule(trace, s);

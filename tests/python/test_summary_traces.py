@@ -157,3 +157,16 @@ def test_host_events_on_pid_0_stay_with_the_run(name):
                if "import.host_events_of_pid_0" in line]
     # "  pid N   import.host_events_of_pid_0   COUNT  info  ...": the count follows the stat's name.
     assert sum(int(f[f.index("import.host_events_of_pid_0") + 1]) for f in counted) == raw, counted
+
+
+def test_a_gpu_run_without_device_activity_gets_no_cpu_verdict():
+    """The A100 counters trace holds CUDA runtime calls and CUPTI counter ranges (kernels replayed for
+    counters) but no kernel, copy or memset event (counted here from the raw JSON): its host op times wait
+    for the device (aten::cudnn_convolution ~0.5 s a call), so a cpu_compute verdict would be wrong."""
+    path = os.path.join(DATA, "kineto/a100_cupti_counters.json.gz")
+    cats = [e.get("cat") for e in events(path)]
+    assert cats.count("cuda_runtime") > 0
+    assert not {"kernel", "gpu_memcpy", "gpu_memset"} & set(cats)
+    b = summary(path)["bottleneck"]
+    assert b["kind"] == "none", b
+    assert "without device activity" in b["evidence"] and str(cats.count("cuda_runtime")) in b["evidence"], b
