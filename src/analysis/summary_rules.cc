@@ -193,10 +193,11 @@ void verdict(const RunSummary& in, const DeviceFacts& dev, const UntracedDevice&
     const double overhead = std::max(0.0, rest / train - compute);
     b->kind = compute >= overhead ? "cpu_compute" : "framework_overhead";
     b->confidence = confidence(std::abs(compute - overhead), steps);
-    b->evidence = fmt(
-        "ops of >= %.0f us self time per call compute %.1f%% of the training step time; short ops, dispatch "
-        "and Python between ops %.1f%%; data wait %.1f%%",
-        static_cast<double>(kComputeOpMinNs) / 1e3, 100 * compute, 100 * overhead, 100 * data);
+    b->evidence =
+        fmt("ops of >= %.0f us self time per call compute %.1f%% of the step time (less evaluation); short "
+            "ops, dispatch "
+            "and Python between ops %.1f%%; data wait %.1f%%",
+            static_cast<double>(kComputeOpMinNs) / 1e3, 100 * compute, 100 * overhead, 100 * data);
     return;
   }
   const double wall = static_cast<double>(t.wall_ns);
