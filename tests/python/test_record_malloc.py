@@ -2,7 +2,7 @@
 "Limits"): with the dynamic ones two processes of one program can run in different allocator regimes for
 their whole lives, which `strata diff` would read as a change of the code (8 false alarms in 20 pairs).
 
-The known answer comes from glibc itself, not from Strata: the recorded program allocates 8 MiB and reads
+The known answer comes from glibc itself, not from Strata: the recorded program allocates 24 MiB and reads
 the IS_MMAPPED bit (2) of the chunk's size word. With glibc's default threshold (128 KiB, dynamic) the
 block is mmapped; with the threshold fixed at 32 MiB it comes from the heap."""
 import json
@@ -19,7 +19,7 @@ PROBE = textwrap.dedent("""
     libc = ctypes.CDLL(None)
     libc.malloc.restype = ctypes.c_void_p
     libc.malloc.argtypes = [ctypes.c_size_t]
-    block = libc.malloc(8 << 20)
+    block = libc.malloc(24 << 20)
     size_word = ctypes.c_size_t.from_address(block - ctypes.sizeof(ctypes.c_size_t)).value
     print(json.dumps({"mmapped": bool(size_word & 2),
                       "env": {k: v for k, v in os.environ.items() if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"}}))
@@ -53,7 +53,7 @@ def unrecorded(tmp_path, env=None):
 
 def test_record_fixes_the_thresholds_and_glibc_applies_them(tmp_path, strata_bin):
     control = unrecorded(tmp_path)
-    assert control["mmapped"], "the control: glibc's default threshold mmaps an 8 MiB block"
+    assert control["mmapped"], "the control: glibc's default threshold mmaps a 24 MiB block"
     seen, malloc = probe(tmp_path)
     assert seen["env"] == {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "67108864"}
     assert not seen["mmapped"], "with the threshold at 32 MiB the block comes from the heap"
@@ -72,7 +72,7 @@ def test_malloc_default_leaves_glibc_alone(tmp_path, strata_bin):
 def test_the_users_own_thresholds_are_kept(tmp_path, strata_bin, env):
     seen, malloc = probe(tmp_path, env=env)
     assert seen["env"] == env, "record adds nothing to the user's own settings"
-    assert seen["mmapped"], "the user's 1 MiB threshold is in force: the 8 MiB block is mmapped"
+    assert seen["mmapped"], "the user's 1 MiB threshold is in force: the 24 MiB block is mmapped"
     name, value = next(iter(env.items()))
     assert malloc == f"user: {name}={value}"
 
