@@ -81,7 +81,7 @@ phase "C++ tests under ASan+UBSan"
 
 phase "collector under ThreadSanitizer"
 # The recorder is lock-free between traced threads and its writer: race-check it on its own.
-# collect_test needs no `strata` tool (record_test has the tests that run it): 50 objects, not 203.
+# collect_test needs no `strata` tool (record_test has the tests that run it): 49 objects, not 203.
 cmake -S "$root" -B "$root/build-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_BUILD_BENCHMARKS=OFF \
   -DSTRATA_WERROR=ON \
   -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
