@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -112,13 +113,15 @@ std::vector<std::pair<size_t, size_t>> password_values(const std::string& s, boo
       // Quoted parts may hold spaces; the value ends at the first space outside quotes.
       bool quoted = false;
       while (end < s.size() && (quoted || !std::isspace(static_cast<unsigned char>(s[end])))) {
-        if (s[end] == '\\' && quoted) ++end;
-        else if (s[end] == '\'') quoted = !quoted;
+        if (s[end] == '\\' && quoted)
+          ++end;
+        else if (s[end] == '\'')
+          quoted = !quoted;
         ++end;
       }
       end = std::min(end, s.size());
     }
-    if (end > v) out.push_back({v, end});  // an empty value hides nothing
+    if (end > v) out.push_back({v, end});    // an empty value hides nothing
     p = std::max(p, end > 0 ? end - 1 : 0);  // "password=" inside a value is part of it
   }
   return out;
@@ -146,8 +149,9 @@ bool parse_db_url(const std::string& url, DbTarget* out, std::string* error) {
     out->location = url;
   }
   if (out->location.empty()) {
-    *error = "empty database path (no $STRATA_PERF_DB, and no home directory for the default "
-             "~/.cache/strata/perf.sqlite); pass --db FILE.sqlite or --db postgresql://USER@HOST:PORT/DB";
+    *error =
+        "empty database path (no $STRATA_PERF_DB, and no home directory for the default "
+        "~/.cache/strata/perf.sqlite); pass --db FILE.sqlite or --db postgresql://USER@HOST:PORT/DB";
     return false;
   }
   return true;
@@ -206,11 +210,26 @@ std::string scrub_password(const std::string& text, const std::string& url) {
     }
   }
   for (size_t i = 0, n = secrets.size(); i < n; ++i) secrets.push_back(percent_decode(secrets[i]));
-  std::string out = text;
+  std::sort(secrets.begin(), secrets.end());
+  secrets.erase(std::unique(secrets.begin(), secrets.end()), secrets.end());
+  // Every occurrence of every secret in the text as given, marked, then each marked run written as
+  // "***" once. Replacing in place secret after secret rescanned the replacements: a secret "*"
+  // after a secret "s" tripled every star again, each pass (a 358-byte --db string took 28 s).
+  std::vector<bool> hidden(text.size(), false);
   for (const std::string& secret : secrets) {
     if (secret.empty()) continue;
-    for (size_t p = out.find(secret); p != std::string::npos; p = out.find(secret, p + 3))
-      out.replace(p, secret.size(), "***");
+    for (size_t p = text.find(secret); p != std::string::npos; p = text.find(secret, p + 1))
+      std::fill(hidden.begin() + static_cast<std::ptrdiff_t>(p),
+                hidden.begin() + static_cast<std::ptrdiff_t>(p + secret.size()), true);
+  }
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!hidden[i]) {
+      out += text[i];
+    } else if (i == 0 || !hidden[i - 1]) {
+      out += "***";
+    }
   }
   return out;
 }
