@@ -18,6 +18,7 @@ outside the timed region; the writer thread runs during the block):
   layer    + PyTorch layer tracing (RecordFunction callback: every aten op with shapes, module paths)
   library  + oneDNN primitives (libstrata_onednn.so preloaded into the child process)
   layer:noshapes / layer:nomodules   layer without input shapes / without nn.Module paths
+  layer:nomemory   layer with the memory tracking of ops switched off (the allocator wrapper stays)
   torch.profiler / torch.profiler+shapes   the legacy autograd profiler over the block, for reference
   rf-empty / rf-empty+shapes   PyTorch's RecordFunction with an empty callback (libstrata_torch's
            benchmark seam): the floor any per-op tracer pays, without / with input capture
@@ -72,6 +73,8 @@ with torch.no_grad():
                     ops0 = st.ops_recorded()
                     assert st.enable_layer_tracing(record_shapes=":noshapes" not in mode,
                                                    module_paths=":nomodules" not in mode)
+                    if ":nomemory" in mode:  # the tracking allocator stays, attributing nothing
+                        st._runtime.strata_torch_rt_memory_stop()
             with st.predict_step(batch_size=batch):  # untimed warm-up call in this mode
                 m(x)
             wall, cpu = [], []
