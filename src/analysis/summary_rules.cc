@@ -131,14 +131,18 @@ DeviceFacts device_facts(const trace::Trace& trace, const RunSummary& s) {
   return f;
 }
 
-// A GPU with tensor cores ran the trace: a process property "...computeMajor" of 7 or more (Kineto's
-// deviceProperties, Nsight Systems' TARGET_INFO_GPU after import).
-bool tensor_core_gpu(const trace::Trace& trace) {
+// The highest compute capability the trace lists for a GPU: a process property "...computeMajor"
+// (Kineto's deviceProperties, Nsight Systems' TARGET_INFO_GPU after import); -1 when it lists none.
+int listed_gpu_compute_major(const trace::Trace& trace) {
+  int major = -1;
   for (const trace::Process& p : trace.processes)
     for (const auto& [key, value] : p.properties.entries())
-      if (std::string_view(key).ends_with("computeMajor") && std::atoi(value.c_str()) >= 7) return true;
-  return false;
+      if (std::string_view(key).ends_with("computeMajor")) major = std::max(major, std::atoi(value.c_str()));
+  return major;
 }
+
+// A GPU with tensor cores ran the trace (compute capability 7 or more).
+bool tensor_core_gpu(const trace::Trace& trace) { return listed_gpu_compute_major(trace) >= 7; }
 
 // A GPU run traced without its device activity: runtime or driver calls of the main process, or a GPU
 // the trace lists (Kineto's deviceProperties), and no device span. The host's op times then hold the
@@ -158,9 +162,7 @@ UntracedDevice untraced_device(const trace::Trace& trace, const RunSummary& s) {
     if (sp.process == main &&
         (sp.activity_type() == ActivityType::kRuntimeCall || sp.activity_type() == ActivityType::kDriverCall))
       ++u.gpu_calls;
-  for (const trace::Process& p : trace.processes)
-    for (const auto& [key, value] : p.properties.entries())
-      if (std::string_view(key).ends_with("computeMajor")) u.gpu_listed = true;
+  u.gpu_listed = listed_gpu_compute_major(trace) >= 0;
   return u;
 }
 
@@ -194,9 +196,8 @@ void verdict(const RunSummary& in, const DeviceFacts& dev, const UntracedDevice&
     b->kind = compute >= overhead ? "cpu_compute" : "framework_overhead";
     b->confidence = confidence(std::abs(compute - overhead), steps);
     b->evidence =
-        fmt("ops of >= %.0f us self time per call compute %.1f%% of the step time (less evaluation); short "
-            "ops, dispatch "
-            "and Python between ops %.1f%%; data wait %.1f%%",
+        fmt("ops of >= %.0f us self time per call compute %.1f%% of the step time (less evaluation); "
+            "short ops, dispatch and Python between ops %.1f%%; data wait %.1f%%",
             static_cast<double>(kComputeOpMinNs) / 1e3, 100 * compute, 100 * overhead, 100 * data);
     return;
   }

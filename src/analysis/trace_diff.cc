@@ -365,7 +365,7 @@ bool fixed_allocator(const RecordingSteps& r) {
 
 // What the recordings' allocator settings leave the gate unable to see (docs/diff.md, "Limits"):
 // with glibc's dynamic thresholds a process keeps one of two regimes for its life (8 false alarms
-// in 20 pairs at one recording a side, 0 in 20 with the thresholds fixed), and sides run with
+// in 20 pairs at one recording a side, 0-1 in 20 with them fixed: docs/diff.md), and sides run with
 // different settings compare the allocators as much as the code.
 void add_allocator_notes(const std::vector<RecordingSteps>& base, const std::vector<RecordingSteps>& next,
                          std::vector<std::string>* notes) {
@@ -395,8 +395,7 @@ void add_allocator_notes(const std::vector<RecordingSteps>& base, const std::vec
         "one recording a side, not all with fixed malloc thresholds: a process of glibc's dynamic thresholds "
         "keeps one of two allocator regimes for its whole life, which reads as a change of the code (8 false "
         "alarms in 20 pairs measured); record with `strata record` (it fixes them unless --malloc default) "
-        "or "
-        "several a side (--runs N, or --base/--new FILE...) (docs/diff.md, \"Limits\")");
+        "or several a side (--runs N, or --base/--new FILE...) (docs/diff.md, \"Limits\")");
 }
 
 // A total judged over its steps and, beyond the speed factor, over its items.

@@ -46,8 +46,8 @@ struct GapSpan {
   std::string level;
   int64_t in_interval_ns = 0;  // clipped to the intervals
   int64_t count = 0;
-  int64_t span_ns =
-      0;  // the spans' whole durations: among equal in_interval_ns, the shortest is the most specific
+  // The spans' whole durations: among equal in_interval_ns, the shortest is the most specific.
+  int64_t span_ns = 0;
 };
 
 struct Diagnosis {
